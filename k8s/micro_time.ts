@@ -1,0 +1,29 @@
+/**
+ * MicroTime: the RFC 3339 time with exactly six fractional digits that fields such as a Lease's
+ * `renewTime` require. The apiserver parses them with the layout
+ * `2006-01-02T15:04:05.000000Z07:00` (kubernetes/apimachinery
+ * `pkg/apis/meta/v1/micro_time.go`), while `Date.prototype.toISOString()` gives three digits.
+ * @module
+ */
+
+/** Formats a time (a `Date` or milliseconds since the epoch) as a MicroTime string in UTC. */
+export function formatMicroTime(time: Date | number): string {
+  const date = typeof time === "number" ? new Date(time) : time;
+  if (Number.isNaN(date.getTime())) throw new RangeError("formatMicroTime: invalid date");
+  // toISOString is `YYYY-MM-DDTHH:mm:ss.sssZ`; milliseconds are the finest a Date holds.
+  return `${date.toISOString().slice(0, 23)}000Z`;
+}
+
+/** Formats a time as a plain `metav1.Time` (RFC 3339, whole seconds, UTC). */
+export function formatTime(time: Date | number): string {
+  const date = typeof time === "number" ? new Date(time) : time;
+  if (Number.isNaN(date.getTime())) throw new RangeError("formatTime: invalid date");
+  return `${date.toISOString().slice(0, 19)}Z`;
+}
+
+/** Parses a MicroTime or Time string into milliseconds since the epoch (sub-millisecond digits dropped). */
+export function parseKubeTime(value: string): number {
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) throw new RangeError(`not an RFC 3339 time: ${JSON.stringify(value)}`);
+  return ms;
+}

@@ -1,0 +1,37 @@
+/**
+ * An injectable clock: every controller reads time and sleeps through one of these, so tests
+ * can drive time with {@link FakeClock} from `tests/fakes/clock.ts` instead of waiting.
+ * @module
+ */
+
+/** Reads the time and waits; sleeps end early, with the signal's reason, when it aborts. */
+export interface Clock {
+  /** Milliseconds since the Unix epoch. */
+  now(): number;
+  /** Resolves after `ms` milliseconds; rejects with `signal.reason` if the signal aborts first. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** The wall clock, with timers that are cleared when the signal aborts. */
+export const realClock: Clock = {
+  now: () => Date.now(),
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal!.reason);
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      }, Math.max(0, ms));
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  },
+};
+
+/** Returns `ms` spread by up to ±`fraction` at random, so that many clients do not act in step. */
+export function jitter(ms: number, fraction = 0.1): number {
+  return ms * (1 - fraction + Math.random() * 2 * fraction);
+}

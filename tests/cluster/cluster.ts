@@ -1,0 +1,378 @@
+/**
+ * The local control plane: etcd, kube-apiserver, kube-controller-manager and kube-scheduler on
+ * loopback, configured like a real cluster's (Node,RBAC authorization, a client CA, service
+ * account keys, a kubelet client certificate, the aggregation layer's front proxy). Each
+ * component runs detached in its own process group; `state.json` records what was started so
+ * that `down` stops exactly that.
+ * @module
+ */
+import { cacheDir, ensureBinary } from "./build.ts";
+
+/** Where the cluster's PKI, data, logs and kubeconfigs live. */
+export const clusterDir = `${cacheDir}/cluster`;
+const pkiDir = `${clusterDir}/pki`;
+const stateFile = `${clusterDir}/state.json`;
+/** The admin kubeconfig (`system:masters`, client-certificate authentication). */
+export const adminKubeconfig = `${clusterDir}/admin.kubeconfig`;
+
+/** The components, in start order. */
+export const COMPONENTS = [
+  "etcd",
+  "kube-apiserver",
+  "kube-controller-manager",
+  "kube-scheduler",
+] as const;
+/** One of {@link COMPONENTS}. */
+export type Component = typeof COMPONENTS[number];
+
+interface ComponentState {
+  pid: number;
+  args: string[];
+  log: string;
+}
+
+/** What `up` recorded. */
+export interface ClusterState {
+  binary: string;
+  server: string;
+  ports: Record<Component, number>;
+  etcdPeerPort: number;
+  components: Record<Component, ComponentState>;
+  options: UpOptions;
+}
+
+/** Options for {@link up}. */
+export interface UpOptions {
+  /** Make the apiserver verify kubelet serving certificates against the cluster CA. */
+  verifyKubeletServing?: boolean;
+}
+
+const serviceRange = "127.0.100.0/24";
+
+/** Reads the recorded state, or undefined when the cluster was never started or was stopped. */
+export function readState(): ClusterState | undefined {
+  try {
+    return JSON.parse(Deno.readTextFileSync(stateFile));
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(pid: number, binary: string): boolean {
+  try {
+    const cmdline = Deno.readTextFileSync(`/proc/${pid}/cmdline`);
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    // A zombie has exited; a reused pid runs something else.
+    return cmdline.startsWith(binary) && !/^\d+ \(.*\) Z/.test(stat);
+  } catch {
+    return false;
+  }
+}
+
+/** Which components are running, from the recorded state. */
+export function running(state: ClusterState): Record<Component, boolean> {
+  return Object.fromEntries(
+    COMPONENTS.map((c) => [c, alive(state.components[c]?.pid ?? -1, state.binary)]),
+  ) as Record<Component, boolean>;
+}
+
+function pem(name: string): string {
+  return Deno.readTextFileSync(`${pkiDir}/${name}`);
+}
+
+/** An HTTP client that trusts the cluster CA and presents the admin certificate. */
+export function adminHttpClient(): Deno.HttpClient {
+  return Deno.createHttpClient({
+    caCerts: [pem("ca.crt")],
+    cert: pem("admin.crt"),
+    key: pem("admin.key"),
+  });
+}
+
+/** True when `url` answers 200 with the admin identity within a second. */
+export async function healthy(url: string): Promise<boolean> {
+  const client = adminHttpClient();
+  try {
+    const res = await fetch(url, { client, signal: AbortSignal.timeout(2000) });
+    await res.body?.cancel();
+    return res.ok;
+  } catch {
+    return false;
+  } finally {
+    client.close();
+  }
+}
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+function kubeconfig(server: string, user: string): string {
+  const b64 = (name: string) => btoa(pem(name));
+  return [
+    "apiVersion: v1",
+    "kind: Config",
+    "clusters:",
+    "- name: local",
+    "  cluster:",
+    `    server: ${server}`,
+    `    certificate-authority-data: ${b64("ca.crt")}`,
+    "users:",
+    `- name: ${user}`,
+    "  user:",
+    `    client-certificate-data: ${b64(`${user}.crt`)}`,
+    `    client-key-data: ${b64(`${user}.key`)}`,
+    "contexts:",
+    "- name: local",
+    "  context:",
+    "    cluster: local",
+    `    user: ${user}`,
+    "current-context: local",
+    "",
+  ].join("\n");
+}
+
+async function runBinary(binary: string, args: string[]): Promise<void> {
+  const out = await new Deno.Command(binary, { args, stdout: "piped", stderr: "piped" }).output();
+  if (!out.success) {
+    throw new Error(`k8s ${args[0]} failed: ${new TextDecoder().decode(out.stderr).trim()}`);
+  }
+}
+
+/** Starts one component detached, its output appended to its log; returns its pid. */
+function spawnComponent(binary: string, name: Component, args: string[], log: string): number {
+  const child = new Deno.Command("sh", {
+    args: ["-c", 'exec "$0" "$@" >>"$VK_LOG" 2>&1', binary, name, ...args],
+    env: { VK_LOG: log },
+    detached: true,
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  child.unref();
+  return child.pid;
+}
+
+function componentArgs(ports: Record<Component, number>, peer: number, options: UpOptions) {
+  const p = (name: string) => `${pkiDir}/${name}`;
+  const server = `https://127.0.0.1:${ports["kube-apiserver"]}`;
+  const own = (name: string) => [
+    `--kubeconfig=${clusterDir}/${name}.kubeconfig`,
+    `--authentication-kubeconfig=${clusterDir}/${name}.kubeconfig`,
+    `--authorization-kubeconfig=${clusterDir}/${name}.kubeconfig`,
+    "--bind-address=127.0.0.1",
+    `--secure-port=${ports[name as Component]}`,
+    `--tls-cert-file=${p(`${name}-serving.crt`)}`,
+    `--tls-private-key-file=${p(`${name}-serving.key`)}`,
+    "--leader-elect=false",
+    "--profiling=false",
+  ];
+  const args: Record<Component, string[]> = {
+    etcd: [
+      "--name=vk",
+      `--data-dir=${clusterDir}/etcd`,
+      `--listen-client-urls=http://127.0.0.1:${ports.etcd}`,
+      `--advertise-client-urls=http://127.0.0.1:${ports.etcd}`,
+      `--listen-peer-urls=http://127.0.0.1:${peer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`,
+      `--initial-cluster=vk=http://127.0.0.1:${peer}`,
+      "--unsafe-no-fsync",
+      "--log-level=warn",
+    ],
+    "kube-apiserver": [
+      `--etcd-servers=http://127.0.0.1:${ports.etcd}`,
+      "--bind-address=127.0.0.1",
+      "--advertise-address=127.0.0.1",
+      `--secure-port=${ports["kube-apiserver"]}`,
+      `--tls-cert-file=${p("apiserver.crt")}`,
+      `--tls-private-key-file=${p("apiserver.key")}`,
+      `--client-ca-file=${p("ca.crt")}`,
+      "--authorization-mode=Node,RBAC",
+      "--enable-admission-plugins=NodeRestriction",
+      "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+      `--service-account-key-file=${p("sa.pub")}`,
+      `--service-account-signing-key-file=${p("sa.key")}`,
+      `--service-cluster-ip-range=${serviceRange}`,
+      "--allow-privileged=true",
+      `--kubelet-client-certificate=${p("apiserver-kubelet-client.crt")}`,
+      `--kubelet-client-key=${p("apiserver-kubelet-client.key")}`,
+      // Only InternalIP: a Hostname address could resolve off loopback.
+      "--kubelet-preferred-address-types=InternalIP",
+      ...(options.verifyKubeletServing ? [`--kubelet-certificate-authority=${p("ca.crt")}`] : []),
+      `--requestheader-client-ca-file=${p("front-proxy-ca.crt")}`,
+      "--requestheader-allowed-names=front-proxy-client",
+      "--requestheader-username-headers=X-Remote-User",
+      "--requestheader-group-headers=X-Remote-Group",
+      "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+      `--proxy-client-cert-file=${p("front-proxy-client.crt")}`,
+      `--proxy-client-key-file=${p("front-proxy-client.key")}`,
+      `--cert-dir=${clusterDir}/apiserver-certs`,
+      "--profiling=false",
+    ],
+    "kube-controller-manager": [
+      ...own("kube-controller-manager"),
+      "--controllers=*",
+      `--root-ca-file=${p("ca.crt")}`,
+      `--service-account-private-key-file=${p("sa.key")}`,
+      "--use-service-account-credentials=true",
+      `--cluster-signing-cert-file=${p("ca.crt")}`,
+      `--cluster-signing-key-file=${p("ca.key")}`,
+      `--service-cluster-ip-range=${serviceRange}`,
+      "--allocate-node-cidrs=false",
+      // Shorter than the default so that tests of a node going NotReady finish sooner; still
+      // longer than vkubelet's lease renewal interval.
+      "--node-monitor-grace-period=20s",
+    ],
+    "kube-scheduler": own("kube-scheduler"),
+  };
+  return { server, args };
+}
+
+async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  isDead: () => boolean,
+  log: string,
+  timeoutMs = 120_000,
+) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    if (isDead()) {
+      const tail = (await Deno.readTextFile(log).catch(() => "")).split("\n").slice(-15).join("\n");
+      throw new Error(`${what} exited during start-up; the end of ${log}:\n${tail}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${what} was not ready after ${timeoutMs / 1000} s; see ${log}`);
+}
+
+async function preparePki(binary: string): Promise<void> {
+  await runBinary(binary, ["pki", pkiDir]);
+  for (const name of ["kube-controller-manager", "kube-scheduler"]) {
+    try {
+      await Deno.stat(`${pkiDir}/${name}-serving.crt`);
+    } catch {
+      await runBinary(binary, [
+        "cert",
+        `--ca=${pkiDir}/ca`,
+        `--out=${pkiDir}/${name}-serving`,
+        `--cn=${name}`,
+        "--san=127.0.0.1,localhost",
+      ]);
+    }
+  }
+}
+
+/** Options for {@link up}'s progress reporting. */
+export interface ProgressOptions {
+  progress?: (line: string) => void;
+}
+
+/**
+ * Starts the control plane unless it is already up, and returns its state. A partly running
+ * cluster (a component died) is stopped and started afresh.
+ */
+export async function up(options: UpOptions & ProgressOptions = {}): Promise<ClusterState> {
+  const previous = readState();
+  if (previous && Object.values(running(previous)).every(Boolean)) {
+    if (await healthy(`${previous.server}/readyz`)) return previous;
+  }
+  if (previous) await down();
+  const progress = options.progress ?? (() => {});
+  const binary = await ensureBinary({ progress });
+  await Deno.mkdir(`${clusterDir}/logs`, { recursive: true });
+  await Deno.remove(`${clusterDir}/etcd`, { recursive: true }).catch(() => {});
+  await preparePki(binary);
+  const ports = {} as Record<Component, number>;
+  for (const c of COMPONENTS) ports[c] = freePort();
+  const etcdPeerPort = freePort();
+  const { server, args } = componentArgs(ports, etcdPeerPort, options);
+  for (const name of ["admin", "kube-controller-manager", "kube-scheduler"]) {
+    await Deno.writeTextFile(`${clusterDir}/${name}.kubeconfig`, kubeconfig(server, name), {
+      mode: 0o600,
+    });
+  }
+  const { verifyKubeletServing } = options;
+  const state: ClusterState = {
+    binary,
+    server,
+    ports,
+    etcdPeerPort,
+    components: {} as ClusterState["components"],
+    options: { verifyKubeletServing },
+  };
+  for (const c of COMPONENTS) {
+    const log = `${clusterDir}/logs/${c}.log`;
+    await Deno.writeTextFile(log, "");
+    state.components[c] = { pid: spawnComponent(binary, c, args[c], log), args: args[c], log };
+    await Deno.writeTextFile(stateFile, JSON.stringify(state, null, 2));
+    progress(`started ${c} (pid ${state.components[c].pid})`);
+    await waitReady(state, c);
+  }
+  return state;
+}
+
+function readyUrl(state: ClusterState, c: Component): string {
+  const port = state.ports[c];
+  if (c === "etcd") return `http://127.0.0.1:${port}/health`;
+  if (c === "kube-apiserver") return `${state.server}/readyz`;
+  return `https://127.0.0.1:${port}/healthz`;
+}
+
+async function waitReady(state: ClusterState, c: Component): Promise<void> {
+  const { pid, log } = state.components[c];
+  const url = readyUrl(state, c);
+  const check = c === "etcd"
+    ? async () => {
+      try {
+        const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+        return res.ok && (await res.json()).health === "true";
+      } catch {
+        return false;
+      }
+    }
+    : () => healthy(url);
+  await waitFor(c, check, () => !alive(pid, state.binary), log);
+}
+
+/** Stops one component (and its process group), waiting until it has exited. */
+export async function stopComponent(state: ClusterState, c: Component): Promise<void> {
+  const { pid } = state.components[c];
+  for (const [signal, waitMs] of [["SIGTERM", 15_000], ["SIGKILL", 5_000]] as const) {
+    if (!alive(pid, state.binary)) return;
+    try {
+      Deno.kill(-pid, signal);
+    } catch {
+      // Already gone.
+    }
+    const deadline = Date.now() + waitMs;
+    while (alive(pid, state.binary) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  if (alive(pid, state.binary)) throw new Error(`${c} (pid ${pid}) did not stop`);
+}
+
+/** Starts one component again with the arguments it had, and waits until it is ready. */
+export async function startComponent(state: ClusterState, c: Component): Promise<void> {
+  const entry = state.components[c];
+  if (alive(entry.pid, state.binary)) return;
+  entry.pid = spawnComponent(state.binary, c, entry.args, entry.log);
+  await Deno.writeTextFile(stateFile, JSON.stringify(state, null, 2));
+  await waitReady(state, c);
+}
+
+/** Stops every component `up` started, in reverse order, and forgets the state. */
+export async function down(): Promise<boolean> {
+  const state = readState();
+  if (!state) return false;
+  for (const c of [...COMPONENTS].reverse()) {
+    if (state.components[c]) await stopComponent(state, c);
+  }
+  await Deno.remove(stateFile);
+  return true;
+}

@@ -1,0 +1,149 @@
+/**
+ * The control plane for Deno tests: {@link useCluster} brings the local cluster up once per
+ * test process (or reuses the running one) and hands out kubectl, fresh namespaces and client
+ * certificates. `deno task test` brings it up before and down after the whole run.
+ * @module
+ */
+import { cacheDir } from "./build.ts";
+import { adminKubeconfig, clusterDir, type Component, readState } from "./cluster.ts";
+
+/** The result of running kubectl. */
+export interface KubectlResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Paths of a certificate and its key. */
+export interface CertFiles {
+  certFile: string;
+  keyFile: string;
+}
+
+/** What a test gets from {@link useCluster}. */
+export interface TestCluster {
+  /** `https://127.0.0.1:PORT` */
+  server: string;
+  /** Admin kubeconfig (`system:masters`, client certificate). */
+  kubeconfigPath: string;
+  /** ca.crt, ca.key, admin.crt, admin.key, front-proxy-ca.crt, sa.pub ... */
+  pkiDir: string;
+  /** The multi-call binary (`BINARY kubectl ...`, `BINARY cert ...`). */
+  binary: string;
+  /** Runs kubectl as the admin; never throws on a non-zero exit. */
+  kubectl(
+    args: string[],
+    options?: { stdin?: string; signal?: AbortSignal },
+  ): Promise<KubectlResult>;
+  /** Creates a namespace with a unique name and waits for its default service account. */
+  newNamespace(prefix?: string): Promise<string>;
+  /** Issues a client certificate from the cluster CA (user = cn, groups = orgs). */
+  issueClientCert(cn: string, orgs?: string[]): Promise<CertFiles>;
+  /** Issues a serving certificate from the cluster CA for the given DNS names and IPs. */
+  issueServingCert(name: string, sans: string[]): Promise<CertFiles>;
+  /** Stops the apiserver until {@link TestCluster.startApiserver}; for reconnect tests. */
+  stopApiserver(): Promise<void>;
+  /** Starts the apiserver again and waits until it is ready. */
+  startApiserver(): Promise<void>;
+}
+
+const cli = new URL("./cli.ts", import.meta.url).pathname;
+const decoder = new TextDecoder();
+let cluster: Promise<TestCluster> | undefined;
+
+async function runCli(args: string[]): Promise<void> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", cli, ...args],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    throw new Error(
+      `deno task cluster ${args.join(" ")} failed:\n${decoder.decode(out.stderr)}${
+        decoder.decode(out.stdout)
+      }`,
+    );
+  }
+}
+
+/** The test cluster, started on first use. */
+export function useCluster(): Promise<TestCluster> {
+  cluster ??= connect();
+  return cluster;
+}
+
+async function connect(): Promise<TestCluster> {
+  await runCli(["up"]);
+  const state = readState();
+  if (!state) throw new Error("cluster up succeeded but left no state");
+  const pkiDir = `${clusterDir}/pki`;
+  const binary = state.binary;
+  let serial = 0;
+  const restart = (command: "stop" | "start", c: Component) => runCli([command, c]);
+
+  async function kubectl(
+    args: string[],
+    options: { stdin?: string; signal?: AbortSignal } = {},
+  ): Promise<KubectlResult> {
+    const child = new Deno.Command(binary, {
+      args: ["kubectl", `--kubeconfig=${adminKubeconfig}`, ...args],
+      stdin: options.stdin === undefined ? "null" : "piped",
+      stdout: "piped",
+      stderr: "piped",
+      signal: options.signal,
+    }).spawn();
+    if (options.stdin !== undefined) {
+      const writer = child.stdin.getWriter();
+      await writer.write(new TextEncoder().encode(options.stdin));
+      await writer.close();
+    }
+    const out = await child.output();
+    return {
+      code: out.code,
+      stdout: decoder.decode(out.stdout),
+      stderr: decoder.decode(out.stderr),
+    };
+  }
+
+  async function issue(name: string, args: string[]): Promise<CertFiles> {
+    const dir = `${cacheDir}/cluster/certs`;
+    await Deno.mkdir(dir, { recursive: true });
+    const out = `${dir}/${name}-${Deno.pid}-${++serial}`;
+    const res = await new Deno.Command(binary, {
+      args: ["cert", `--ca=${pkiDir}/ca`, `--out=${out}`, ...args],
+    }).output();
+    if (!res.success) {
+      throw new Error(`issuing a certificate failed: ${decoder.decode(res.stderr)}`);
+    }
+    return { certFile: `${out}.crt`, keyFile: `${out}.key` };
+  }
+
+  return {
+    server: state.server,
+    kubeconfigPath: adminKubeconfig,
+    pkiDir,
+    binary,
+    kubectl,
+    async newNamespace(prefix = "test") {
+      const name = `${prefix}-${crypto.randomUUID().slice(0, 8)}`;
+      const created = await kubectl(["create", "namespace", name]);
+      if (created.code !== 0) throw new Error(`creating namespace ${name}: ${created.stderr}`);
+      // Pods are refused until the service-account controller has made "default".
+      for (let i = 0; i < 300; i++) {
+        if ((await kubectl(["-n", name, "get", "serviceaccount", "default"])).code === 0) {
+          return name;
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error(`namespace ${name} got no default service account within 30 s`);
+    },
+    issueClientCert(cn, orgs = []) {
+      return issue("client", [`--cn=${cn}`, ...(orgs.length ? [`--o=${orgs.join(",")}`] : [])]);
+    },
+    issueServingCert(name, sans) {
+      return issue("serving", [`--cn=${name}`, `--san=${sans.join(",")}`]);
+    },
+    stopApiserver: () => restart("stop", "kube-apiserver"),
+    startApiserver: () => restart("start", "kube-apiserver"),
+  };
+}
