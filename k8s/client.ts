@@ -1,0 +1,228 @@
+/**
+ * `KubeClient`: the connection to one apiserver. It sends every request through one
+ * {@link KubeClient.request} primitive (JSON in and out, throttled, retried on 429 and 5xx
+ * honouring `Retry-After`, credentials refreshed after a 401) and groups the typed helpers a
+ * kubelet needs under `client.pods`, `client.nodes`, `client.leases` and so on.
+ * @module
+ */
+import denoJson from "../deno.json" with { type: "json" };
+import { type Clock, realClock } from "../lib/clock.ts";
+import { getLogger } from "../lib/log.ts";
+import { loadKubeConfig, type LoadKubeConfigOptions } from "./config/load.ts";
+import type { ConnectionConfig, Credentials } from "./config/types.ts";
+import { KubeApiError, KubeConnectionError } from "./errors.ts";
+import { RateLimiter } from "./rate_limiter.ts";
+import type { KubeRequester, RequestOptions } from "./request.ts";
+import { createApis, type KubeApis } from "./resources/apis.ts";
+import {
+  DEFAULT_RETRY_POLICY,
+  isRetryableConnectionFailure,
+  isRetryableStatus,
+  parseRetryAfter,
+  retryDelay,
+  type RetryPolicy,
+} from "./retry.ts";
+import { authorizationHeader, buildUrl, HttpClientPool, mergeCredentials } from "./transport.ts";
+import type { Status } from "kubernetes-types/meta/v1.d.ts";
+
+/** `vkubelet/<version>`, the default `User-Agent`. */
+export const DEFAULT_USER_AGENT = `vkubelet/${denoJson.version}`;
+
+/** Options for {@link KubeClient}. */
+export interface KubeClientOptions {
+  /** Sustained requests per second (client-go's `QPS`); default 50, like the kubelet's. 0 = off. */
+  qps?: number;
+  /** Requests allowed in a burst; default 100, like the kubelet's. */
+  burst?: number;
+  retry?: Partial<RetryPolicy>;
+  userAgent?: string;
+  clock?: Clock;
+}
+
+const log = getLogger(["vkubelet", "k8s"]);
+
+/** A client for one apiserver and one identity. Close it when done to free its connections. */
+export class KubeClient implements KubeRequester, KubeApis, Disposable {
+  readonly config: ConnectionConfig;
+  readonly pods: KubeApis["pods"];
+  readonly nodes: KubeApis["nodes"];
+  readonly leases: KubeApis["leases"];
+  readonly events: KubeApis["events"];
+  readonly configMaps: KubeApis["configMaps"];
+  readonly secrets: KubeApis["secrets"];
+  readonly services: KubeApis["services"];
+  readonly namespaces: KubeApis["namespaces"];
+  readonly serviceAccounts: KubeApis["serviceAccounts"];
+  readonly tokenReviews: KubeApis["tokenReviews"];
+  readonly subjectAccessReviews: KubeApis["subjectAccessReviews"];
+  readonly csrs: KubeApis["csrs"];
+  #pool: HttpClientPool;
+  #limiter: RateLimiter;
+  #retry: RetryPolicy;
+  #userAgent: string;
+  #clock: Clock;
+
+  constructor(config: ConnectionConfig, options: KubeClientOptions = {}) {
+    this.config = config;
+    this.#clock = options.clock ?? realClock;
+    this.#pool = new HttpClientPool(config);
+    this.#limiter = new RateLimiter({
+      qps: options.qps ?? 50,
+      burst: options.burst ?? 100,
+      clock: this.#clock,
+    });
+    this.#retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+    this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
+    if (config.insecureSkipTlsVerify) {
+      log.warn(
+        "{source} sets insecure-skip-tls-verify, which Deno's fetch cannot honour per client; " +
+          "the apiserver certificate is still verified unless Deno runs with " +
+          "--unsafely-ignore-certificate-errors",
+        { source: config.source },
+      );
+    }
+    const apis = createApis(this);
+    this.pods = apis.pods;
+    this.nodes = apis.nodes;
+    this.leases = apis.leases;
+    this.events = apis.events;
+    this.configMaps = apis.configMaps;
+    this.secrets = apis.secrets;
+    this.services = apis.services;
+    this.namespaces = apis.namespaces;
+    this.serviceAccounts = apis.serviceAccounts;
+    this.tokenReviews = apis.tokenReviews;
+    this.subjectAccessReviews = apis.subjectAccessReviews;
+    this.csrs = apis.csrs;
+  }
+
+  /** Loads configuration like kubectl ({@link loadKubeConfig}) and connects with it. */
+  static async fromConfig(
+    options: LoadKubeConfigOptions & KubeClientOptions = {},
+  ): Promise<KubeClient> {
+    return new KubeClient(await loadKubeConfig(options), options);
+  }
+
+  request<T>(options: RequestOptions & { stream?: false }): Promise<T>;
+  request(options: RequestOptions & { stream: true }): Promise<ReadableStream<Uint8Array>>;
+  async request(options: RequestOptions & { stream?: boolean }): Promise<unknown> {
+    const response = await this.#send(options);
+    if (options.stream) return response.body ?? new ReadableStream({ start: (c) => c.close() });
+    const text = await response.text();
+    return text === "" ? undefined : JSON.parse(text);
+  }
+
+  /** Frees pooled connections; requests after this fail. */
+  close(): void {
+    this.#pool.close();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  async #send(options: RequestOptions): Promise<Response> {
+    const method = options.method ?? "GET";
+    const signal = options.signal;
+    let refreshedCredentials = false;
+    for (let attempt = 0;; attempt++) {
+      await this.#limiter.acquire({ signal });
+      const credentials = await this.#credentials(signal);
+      let response: Response;
+      try {
+        response = await this.#fetch(options, credentials);
+      } catch (err) {
+        if (signal?.aborted) throw signal.reason;
+        const failure = connectionError(this.config, err);
+        if (!isRetryableConnectionFailure(method) || attempt >= this.#retry.maxRetries) {
+          throw failure;
+        }
+        await this.#backoff(attempt + 1, undefined, failure, options);
+        continue;
+      }
+      if (response.ok) return response;
+      const retryAfter = parseRetryAfter(response.headers.get("retry-after"), this.#clock.now());
+      const error = await apiError(response, method, options);
+      if (response.status === 401 && this.config.credentialSource && !refreshedCredentials) {
+        // Rotated token or expired exec credential: ask for fresh ones once.
+        this.config.credentialSource.invalidate();
+        refreshedCredentials = true;
+        attempt--;
+        continue;
+      }
+      const retryable = isRetryableStatus(response.status, method, retryAfter !== undefined);
+      if (!retryable || attempt >= this.#retry.maxRetries) throw error;
+      await this.#backoff(attempt + 1, retryAfter, error, options);
+    }
+  }
+
+  async #backoff(
+    attempt: number,
+    retryAfter: number | undefined,
+    err: Error,
+    options: RequestOptions,
+  ): Promise<void> {
+    const delay = retryDelay(attempt, retryAfter, this.#retry);
+    log.debug("retrying {method} {path} in {delay} ms (attempt {attempt}): {err}", {
+      method: options.method ?? "GET",
+      path: options.path,
+      delay: Math.round(delay),
+      attempt,
+      err: err.message,
+    });
+    await this.#clock.sleep(delay, options.signal);
+  }
+
+  async #credentials(signal: AbortSignal | undefined): Promise<Credentials> {
+    const dynamic = await this.config.credentialSource?.get({ signal });
+    return mergeCredentials(this.config.credentials, dynamic);
+  }
+
+  #fetch(options: RequestOptions, credentials: Credentials): Promise<Response> {
+    const headers = new Headers({ "accept": "application/json", "user-agent": this.#userAgent });
+    const authorization = authorizationHeader(credentials);
+    if (authorization) headers.set("authorization", authorization);
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
+      headers.set("content-type", options.contentType ?? "application/json");
+    }
+    return fetch(buildUrl(this.config.server, options.path, options.query), {
+      method: options.method ?? "GET",
+      headers,
+      body,
+      signal: options.signal,
+      client: this.#pool.clientFor(credentials.clientCertificate),
+    });
+  }
+}
+
+async function apiError(
+  response: Response,
+  method: string,
+  options: RequestOptions,
+): Promise<KubeApiError> {
+  const text = await response.text().catch(() => "");
+  let status: Status | undefined;
+  try {
+    const parsed = JSON.parse(text);
+    if (parsed?.kind === "Status") status = parsed;
+  } catch {
+    // Not JSON: a proxy or load balancer answered; keep the text as the message.
+  }
+  status ??= { message: text.trim().slice(0, 500) || response.statusText || undefined };
+  const path = buildUrl("", options.path, options.query);
+  return new KubeApiError(response.status, { method, path, status });
+}
+
+function connectionError(config: ConnectionConfig, err: unknown): KubeConnectionError {
+  const text = String((err as Error)?.message ?? err);
+  let hint: string | undefined;
+  if (/certificate|tls|handshake|UnknownIssuer|CertNotValid/i.test(text)) {
+    hint = `check the cluster CA and client certificate in ${config.source}` +
+      (config.insecureSkipTlsVerify
+        ? " (insecure-skip-tls-verify needs Deno's --unsafely-ignore-certificate-errors)"
+        : "");
+  }
+  return new KubeConnectionError(config.server, { cause: err, hint });
+}
