@@ -1,0 +1,460 @@
+/**
+ * A SPDY/3.1 connection over any byte duplex, as Kubernetes peers use it (moby/spdystream
+ * `connection.go`): the client opens odd streams, the server even; every stream is answered
+ * with SYN_REPLY; PINGs are echoed; there is NO flow control on the sending side, because
+ * spdystream never sends WINDOW_UPDATE. Malformed input closes this connection, nothing else.
+ * @module
+ */
+import { type Clock, realClock } from "../../clock.ts";
+import { getLogger, type Logger } from "../../log.ts";
+import { SpdyProtocolError, SpdyStreamError } from "./errors.ts";
+import {
+  encodeFrame,
+  GoAwayStatus,
+  RstStatus,
+  type SpdyFrame,
+  SpdyFrameParser,
+  type SpdyFrameParserOptions,
+} from "./spdy_frames.ts";
+import {
+  SpdyHeaderCompressor,
+  SpdyHeaderDecompressor,
+  type SpdyHeaderLimits,
+  type SpdyHeaders,
+} from "./spdy_headers.ts";
+import { SpdyStream, type SpdyStreamHost } from "./spdy_stream.ts";
+
+/** A byte transport: an upgraded TLS/TCP socket, or anything shaped like one. */
+export interface ByteDuplex {
+  /** Bytes from the peer; ends at EOF. */
+  readonly readable: ReadableStream<Uint8Array>;
+  /** Sends bytes; resolves when the transport can take more (back-pressure). */
+  write(bytes: Uint8Array): Promise<void>;
+  /** Ends the transport (flushing what was written when it can) and releases it. */
+  close(): void;
+}
+
+/** Options for {@link SpdySession}. */
+export interface SpdySessionOptions {
+  /** "server" (kubelet: accepts odd streams, opens even) or "client". */
+  role: "server" | "client";
+  frameLimits?: SpdyFrameParserOptions;
+  headerLimits?: SpdyHeaderLimits;
+  /** Open streams allowed at once; more are refused. Default 1000. */
+  maxStreams?: number;
+  /** Peer-opened streams waiting for `accept()`; more are refused. Default 100. */
+  maxPendingAccepts?: number;
+  /** Bytes buffered per stream before the reader pauses the connection. Default 1 MiB. */
+  streamHighWaterMark?: number;
+  /** Largest DATA payload this side sends per frame. Default 32 KiB. */
+  maxWriteFrame?: number;
+  /** Send WINDOW_UPDATE as data is consumed, for flow-controlled peers. Default true. */
+  windowUpdates?: boolean;
+  /** How long `openStream` waits for SYN_REPLY. Default 30 s, as spdystream's client. */
+  replyTimeoutMs?: number;
+  clock?: Clock;
+  log?: Logger;
+}
+
+/** Options carrying an abort signal. */
+export interface SignalOptions {
+  signal?: AbortSignal;
+}
+
+const MAX_QUEUED_CONTROL = 256;
+
+/** One SPDY/3.1 connection. Reading starts at construction. */
+export class SpdySession {
+  readonly role: "server" | "client";
+  /** Resolves once the connection is closed and every stream has ended; never rejects. */
+  readonly closed: Promise<void>;
+
+  readonly #duplex: ByteDuplex;
+  readonly #parser: SpdyFrameParser;
+  readonly #compressor = new SpdyHeaderCompressor();
+  readonly #decompressor: SpdyHeaderDecompressor;
+  readonly #streams = new Map<number, SpdyStream>();
+  readonly #pending: SpdyStream[] = [];
+  readonly #acceptWaiters: Array<(stream: SpdyStream | null) => void> = [];
+  readonly #pings = new Map<number, () => void>();
+  readonly #host: SpdyStreamHost;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #maxStreams: number;
+  readonly #maxPending: number;
+  readonly #replyTimeoutMs: number;
+  #nextStreamId: number;
+  #nextPingId: number;
+  #lastPeerStreamId = 0;
+  #writeChain: Promise<void> = Promise.resolve();
+  #queuedControl = 0;
+  #goAwaySent = false;
+  #goAwayReceived = false;
+  #ended = false;
+  #transportGone = false;
+  #error?: Error;
+  #reader?: ReadableStreamDefaultReader<Uint8Array>;
+  #readLoopDone: Promise<void>;
+  #transportClosed = Promise.withResolvers<void>();
+
+  constructor(duplex: ByteDuplex, options: SpdySessionOptions) {
+    this.role = options.role;
+    this.#duplex = duplex;
+    this.#parser = new SpdyFrameParser(options.frameLimits);
+    this.#decompressor = new SpdyHeaderDecompressor(options.headerLimits);
+    this.#clock = options.clock ?? realClock;
+    this.#log = options.log ?? getLogger(["vkubelet", "spdy"]);
+    this.#maxStreams = options.maxStreams ?? 1000;
+    this.#maxPending = options.maxPendingAccepts ?? 100;
+    this.#replyTimeoutMs = options.replyTimeoutMs ?? 30_000;
+    this.#nextStreamId = this.role === "client" ? 1 : 2;
+    this.#nextPingId = this.role === "client" ? 1 : 2;
+    this.#host = {
+      send: (bytes) => this.#send(bytes),
+      sendReply: (id, headers, fin) => this.#sendHeaders("syn_reply", id, headers, fin),
+      sendReset: (id, status) => this.#sendControl({ type: "rst_stream", streamId: id, status }),
+      streamDone: (stream) => this.#streamDone(stream),
+      maxWriteFrame: options.maxWriteFrame ?? 32 * 1024,
+      highWaterMark: options.streamHighWaterMark ?? 1 << 20,
+      windowUpdates: options.windowUpdates ?? true,
+    };
+    this.#readLoopDone = this.#readLoop();
+    this.closed = Promise.all([this.#readLoopDone, this.#transportClosed.promise]).then(() => {});
+  }
+
+  /** Why the connection closed abnormally (a protocol error or transport failure), if it did. */
+  get error(): Error | undefined {
+    return this.#error;
+  }
+
+  /** True once the transport is closed. */
+  get isClosed(): boolean {
+    return this.#ended;
+  }
+
+  /** Open streams (not yet finished in both directions). */
+  get streamCount(): number {
+    return this.#streams.size;
+  }
+
+  /** The next peer-opened stream, or null once the connection is closed (or the signal aborts). */
+  accept(options: SignalOptions = {}): Promise<SpdyStream | null> {
+    const queued = this.#pending.shift();
+    if (queued) return Promise.resolve(queued);
+    if (this.#ended || options.signal?.aborted) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      const onAbort = () => {
+        const at = this.#acceptWaiters.indexOf(deliver);
+        if (at >= 0) this.#acceptWaiters.splice(at, 1);
+        resolve(null);
+      };
+      const deliver = (stream: SpdyStream | null) => {
+        options.signal?.removeEventListener("abort", onAbort);
+        resolve(stream);
+      };
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+      this.#acceptWaiters.push(deliver);
+    });
+  }
+
+  /** Opens a stream (SYN_STREAM) and waits for the peer's SYN_REPLY. */
+  async openStream(headers: SpdyHeaders, options: SignalOptions = {}): Promise<SpdyStream> {
+    if (this.#ended || this.#goAwaySent || this.#goAwayReceived) {
+      throw new SpdyStreamError("refused", 0, "The SPDY connection is closing; no new streams");
+    }
+    const id = this.#nextStreamId;
+    this.#nextStreamId += 2;
+    const stream = new SpdyStream(this.#host, id, headers, "local");
+    this.#streams.set(id, stream);
+    const block = this.#compressor.compress(headers);
+    await this.#send(encodeFrame({
+      type: "syn_stream",
+      streamId: id,
+      associatedToStreamId: 0,
+      priority: 0,
+      slot: 0,
+      fin: false,
+      unidirectional: false,
+      headerBlock: block,
+    }));
+    const timeout = new AbortController();
+    const gaveUp = this.#clock.sleep(
+      this.#replyTimeoutMs,
+      AbortSignal.any([
+        timeout.signal,
+        ...(options.signal ? [options.signal] : []),
+      ]),
+    ).then(() => "timeout", () => options.signal?.aborted ? "aborted" : "done");
+    try {
+      const outcome = await Promise.race([stream.waitForReply().then(() => "replied"), gaveUp]);
+      if (outcome !== "replied") {
+        stream.reset(RstStatus.cancel);
+        throw new SpdyStreamError("refused", id, `Stream ${id} got no SYN_REPLY (${outcome})`);
+      }
+      return stream;
+    } finally {
+      timeout.abort();
+    }
+  }
+
+  /** Sends PING and resolves with the round-trip time in milliseconds. */
+  async ping(options: SignalOptions = {}): Promise<number> {
+    if (this.#ended) throw new SpdyStreamError("connection_closed", 0, "The connection is closed");
+    const id = this.#nextPingId;
+    this.#nextPingId = (this.#nextPingId + 2) >>> 0;
+    const started = this.#clock.now();
+    const echoed = new Promise<void>((resolve) => this.#pings.set(id, resolve));
+    await this.#send(encodeFrame({ type: "ping", id }));
+    const aborted = new Promise<void>((_, reject) => {
+      options.signal?.addEventListener("abort", () => reject(options.signal!.reason), {
+        once: true,
+      });
+    });
+    try {
+      await Promise.race([echoed, aborted]);
+    } finally {
+      this.#pings.delete(id);
+    }
+    if (this.#ended) throw new SpdyStreamError("connection_closed", 0, "The connection closed");
+    return this.#clock.now() - started;
+  }
+
+  /** Sends GOAWAY: the peer must open no more streams. Open streams carry on. */
+  async goAway(status: number = GoAwayStatus.ok): Promise<void> {
+    if (this.#goAwaySent || this.#ended) return;
+    this.#goAwaySent = true;
+    await this.#send(encodeFrame({
+      type: "goaway",
+      lastGoodStreamId: this.#lastPeerStreamId,
+      status,
+    })).catch(() => {});
+  }
+
+  /**
+   * Graceful close: GOAWAY, then wait until every stream has finished and the peer has closed
+   * the connection, or `timeoutMs` (default 10 s) passes; then close. Output written before
+   * this call is not cut off, which a reset-everything close would risk.
+   */
+  async shutdown(options: SignalOptions & { timeoutMs?: number } = {}): Promise<void> {
+    await this.goAway();
+    const stop = new AbortController();
+    const signal = AbortSignal.any([stop.signal, ...(options.signal ? [options.signal] : [])]);
+    try {
+      await Promise.race([
+        this.closed,
+        this.#clock.sleep(options.timeoutMs ?? 10_000, signal).catch(() => {}),
+      ]);
+    } finally {
+      stop.abort();
+    }
+    this.close();
+    await this.closed;
+  }
+
+  /** Closes the connection now; streams that have not finished fail with `connection_closed`. */
+  close(): void {
+    this.#terminate(false);
+  }
+
+  async #readLoop(): Promise<void> {
+    const reader = this.#duplex.readable.getReader();
+    this.#reader = reader;
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done || this.#ended) break;
+        for (const frame of this.#parser.push(value)) {
+          await this.#handle(frame);
+          if (this.#ended) break;
+        }
+      }
+      if (!this.#ended) this.#parser.finish();
+    } catch (err) {
+      if (!this.#ended) await this.#protocolFailure(err);
+    } finally {
+      this.#terminate(this.#error !== undefined);
+      await reader.cancel().catch(() => {});
+      reader.releaseLock();
+    }
+  }
+
+  async #protocolFailure(err: unknown): Promise<void> {
+    this.#error = err instanceof Error ? err : new Error(String(err));
+    if (err instanceof SpdyProtocolError) {
+      this.#log.warn("Closing a SPDY connection after a protocol error: {message}", {
+        message: err.message,
+        code: err.code,
+      });
+      // Best effort: tell the peer why, but never wait long for a hostile peer to read it.
+      if (!this.#goAwaySent) {
+        this.#goAwaySent = true;
+        const goAway = this.#send(encodeFrame({
+          type: "goaway",
+          lastGoodStreamId: this.#lastPeerStreamId,
+          status: GoAwayStatus.protocolError,
+        })).catch(() => {});
+        const stop = new AbortController();
+        await Promise.race([goAway, this.#clock.sleep(1000, stop.signal).catch(() => {})]);
+        stop.abort();
+      }
+    }
+  }
+
+  async #handle(frame: SpdyFrame): Promise<void> {
+    switch (frame.type) {
+      case "data": {
+        const stream = this.#streams.get(frame.streamId);
+        // Frames for finished or unknown streams are dropped, as spdystream does.
+        if (!stream) return;
+        const room = stream.deliver(frame.data);
+        if (frame.fin) stream.markRemoteFinished();
+        else if (room) await room;
+        return;
+      }
+      case "syn_stream":
+        return this.#onSynStream(frame);
+      case "syn_reply": {
+        const headers = this.#decompressor.decompress(frame.headerBlock);
+        this.#streams.get(frame.streamId)?.replyReceived(headers, frame.fin);
+        return;
+      }
+      case "headers": {
+        this.#decompressor.decompress(frame.headerBlock);
+        if (frame.fin) this.#streams.get(frame.streamId)?.markRemoteFinished();
+        return;
+      }
+      case "rst_stream":
+        this.#streams.get(frame.streamId)?.failed(
+          new SpdyStreamError(
+            "reset_by_peer",
+            frame.streamId,
+            `The peer reset stream ${frame.streamId} (status ${frame.status})`,
+            frame.status,
+          ),
+        );
+        return;
+      case "ping":
+        if ((frame.id & 1) === (this.#nextPingId & 1)) this.#pings.get(frame.id)?.();
+        else this.#sendControl(frame);
+        return;
+      case "goaway":
+        this.#goAwayReceived = true;
+        return;
+      case "settings":
+      case "window_update":
+        // Accepted and ignored: sending never waits for a window (spdystream sends none).
+        return;
+    }
+  }
+
+  #onSynStream(frame: Extract<SpdyFrame, { type: "syn_stream" }>): void {
+    // Always inflate, even for refused streams: the compression context spans the connection.
+    const headers = this.#decompressor.decompress(frame.headerBlock);
+    const id = frame.streamId;
+    const peerParity = this.role === "server" ? 1 : 0;
+    if ((id & 1) !== peerParity || id <= this.#lastPeerStreamId) {
+      // moby/spdystream connection.go : checkStreamFrame answers PROTOCOL_ERROR the same way.
+      this.#sendControl({ type: "rst_stream", streamId: id, status: RstStatus.protocolError });
+      return;
+    }
+    this.#lastPeerStreamId = id;
+    const full = this.#streams.size >= this.#maxStreams ||
+      this.#pending.length >= this.#maxPending;
+    if (this.#goAwaySent || full) {
+      this.#sendControl({ type: "rst_stream", streamId: id, status: RstStatus.refusedStream });
+      return;
+    }
+    const stream = new SpdyStream(this.#host, id, headers, "remote");
+    this.#streams.set(id, stream);
+    if (frame.unidirectional) stream.markLocalFinished();
+    if (frame.fin) stream.markRemoteFinished();
+    const waiter = this.#acceptWaiters.shift();
+    if (waiter) waiter(stream);
+    else this.#pending.push(stream);
+  }
+
+  #sendHeaders(kind: "syn_reply", streamId: number, headers: SpdyHeaders, fin: boolean) {
+    const headerBlock = this.#compressor.compress(headers);
+    return this.#send(encodeFrame({ type: kind, streamId, fin, headerBlock }));
+  }
+
+  /** Queues a control frame without waiting; a peer that floods them loses the connection. */
+  #sendControl(frame: SpdyFrame): void {
+    if (this.#ended) return;
+    if (this.#queuedControl >= MAX_QUEUED_CONTROL) {
+      this.#error = new SpdyProtocolError(
+        "flood",
+        "The peer provoked control frames faster than it read them",
+      );
+      this.#terminate(true);
+      return;
+    }
+    this.#queuedControl++;
+    this.#send(encodeFrame(frame)).catch(() => {}).finally(() => this.#queuedControl--);
+  }
+
+  #send(bytes: Uint8Array): Promise<void> {
+    if (this.#ended) {
+      return Promise.reject(
+        new SpdyStreamError("connection_closed", 0, "The SPDY connection is closed"),
+      );
+    }
+    const written = this.#writeChain.then(() => {
+      if (this.#transportGone) {
+        throw new SpdyStreamError("connection_closed", 0, "The SPDY connection is closed");
+      }
+      return this.#duplex.write(bytes);
+    });
+    this.#writeChain = written.catch((err) => {
+      if (!this.#ended) {
+        this.#error ??= err instanceof Error ? err : new Error(String(err));
+        this.#terminate(true);
+      }
+    });
+    return written;
+  }
+
+  #streamDone(stream: SpdyStream): void {
+    if (this.#streams.get(stream.id) === stream) this.#streams.delete(stream.id);
+    const queued = this.#pending.indexOf(stream);
+    if (queued >= 0 && stream.error) this.#pending.splice(queued, 1);
+  }
+
+  /** Ends the connection once; `abrupt` drops frames still queued instead of flushing them. */
+  #terminate(abrupt: boolean): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    for (const stream of [...this.#streams.values()]) {
+      stream.failed(
+        new SpdyStreamError(
+          "connection_closed",
+          stream.id,
+          `The SPDY connection closed under stream ${stream.id}`,
+        ),
+      );
+    }
+    this.#streams.clear();
+    for (const stream of this.#pending.splice(0)) stream.reset(RstStatus.cancel);
+    for (const waiter of this.#acceptWaiters.splice(0)) waiter(null);
+    for (const resolve of this.#pings.values()) resolve();
+    this.#pings.clear();
+    this.#reader?.cancel().catch(() => {});
+    this.#closeTransport(abrupt);
+  }
+
+  /** Closes the transport after queued frames (a last GOAWAY, FINs) went out, within 2 s. */
+  async #closeTransport(abrupt: boolean): Promise<void> {
+    if (!abrupt) {
+      const stop = new AbortController();
+      await Promise.race([this.#writeChain, this.#clock.sleep(2000, stop.signal).catch(() => {})]);
+      stop.abort();
+    }
+    this.#transportGone = true;
+    try {
+      this.#duplex.close();
+    } catch (err) {
+      this.#log.debug("Closing the SPDY transport failed: {err}", { err });
+    }
+    this.#transportClosed.resolve();
+  }
+}
