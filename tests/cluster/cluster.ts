@@ -186,6 +186,8 @@ function componentArgs(ports: Record<Component, number>, peer: number, options: 
       `--etcd-servers=http://127.0.0.1:${ports.etcd}`,
       "--bind-address=127.0.0.1",
       "--advertise-address=127.0.0.1",
+      // Endpoints may not hold loopback addresses, so the `kubernetes` Service gets none.
+      "--endpoint-reconciler-type=none",
       `--secure-port=${ports["kube-apiserver"]}`,
       `--tls-cert-file=${p("apiserver.crt")}`,
       `--tls-private-key-file=${p("apiserver.key")}`,

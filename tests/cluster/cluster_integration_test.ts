@@ -84,9 +84,10 @@ Deno.test("a service account token can be requested for a pod's identity", async
   assert.ok(claims.exp - claims.iat <= 600 && claims.exp - claims.iat > 500);
   // The apiserver accepts the token it issued.
   const who = await cluster.kubectl([
-    "--token",
-    res.stdout.trim(),
-    "--user=",
+    "--kubeconfig=/dev/null",
+    `--server=${cluster.server}`,
+    `--certificate-authority=${cluster.pkiDir}/ca.crt`,
+    `--token=${res.stdout.trim()}`,
     "auth",
     "whoami",
     "-o",

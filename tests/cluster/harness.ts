@@ -41,6 +41,13 @@ export interface TestCluster {
   issueClientCert(cn: string, orgs?: string[]): Promise<CertFiles>;
   /** Issues a serving certificate from the cluster CA for the given DNS names and IPs. */
   issueServingCert(name: string, sans: string[]): Promise<CertFiles>;
+  /**
+   * Writes a kubeconfig for a kubelet identity (`system:node:<node>`, group `system:nodes`), as
+   * a real node has: subject to the Node authorizer and the NodeRestriction admission plugin.
+   */
+  nodeKubeconfig(nodeName: string): Promise<string>;
+  /** Writes a kubeconfig for any client certificate identity. */
+  userKubeconfig(cn: string, orgs?: string[]): Promise<string>;
   /** Stops the apiserver until {@link TestCluster.startApiserver}; for reconnect tests. */
   stopApiserver(): Promise<void>;
   /** Starts the apiserver again and waits until it is ready. */
@@ -118,6 +125,39 @@ async function connect(): Promise<TestCluster> {
     return { certFile: `${out}.crt`, keyFile: `${out}.key` };
   }
 
+  async function userKubeconfig(cn: string, orgs: string[] = []): Promise<string> {
+    const { certFile, keyFile } = await issue("client", [
+      `--cn=${cn}`,
+      ...(orgs.length ? [`--o=${orgs.join(",")}`] : []),
+    ]);
+    const b64 = async (path: string) => btoa(await Deno.readTextFile(path));
+    const path = certFile.replace(/\.crt$/, ".kubeconfig");
+    await Deno.writeTextFile(
+      path,
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        "clusters:",
+        "- name: local",
+        "  cluster:",
+        `    server: ${state!.server}`,
+        `    certificate-authority-data: ${await b64(`${pkiDir}/ca.crt`)}`,
+        "users:",
+        "- name: user",
+        "  user:",
+        `    client-certificate-data: ${await b64(certFile)}`,
+        `    client-key-data: ${await b64(keyFile)}`,
+        "contexts:",
+        "- name: local",
+        "  context: {cluster: local, user: user}",
+        "current-context: local",
+        "",
+      ].join("\n"),
+      { mode: 0o600 },
+    );
+    return path;
+  }
+
   return {
     server: state.server,
     kubeconfigPath: adminKubeconfig,
@@ -143,6 +183,10 @@ async function connect(): Promise<TestCluster> {
     issueServingCert(name, sans) {
       return issue("serving", [`--cn=${name}`, `--san=${sans.join(",")}`]);
     },
+    nodeKubeconfig(nodeName) {
+      return userKubeconfig(`system:node:${nodeName}`, ["system:nodes"]);
+    },
+    userKubeconfig,
     stopApiserver: () => restart("stop", "kube-apiserver"),
     startApiserver: () => restart("start", "kube-apiserver"),
   };
