@@ -71,8 +71,9 @@ export class KubeConfigError extends Error {
   readonly field?: string;
 
   constructor(message: string, options: { path?: string; field?: string; cause?: unknown } = {}) {
-    const where = [options.path && `kubeconfig ${options.path}`, options.field].filter(Boolean);
-    super(where.length > 0 ? `${where.join(": ")}: ${message}` : message, {
+    // Reads as "kubeconfig /a/b: users[0].user.token is missing; ...".
+    const subject = options.field ? `${options.field} ${message}` : message;
+    super(options.path ? `kubeconfig ${options.path}: ${subject}` : subject, {
       cause: options.cause,
     });
     this.path = options.path;

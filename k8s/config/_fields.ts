@@ -25,7 +25,7 @@ export class Fields {
 
   /** An error about `key` under this value (or this value itself when `key` is empty). */
   error(key: string, message: string, cause?: unknown): KubeConfigError {
-    const field = key ? this.at(key) : this.field || undefined;
+    const field = key ? this.at(key) : this.field || "the document";
     return new KubeConfigError(message, { path: this.path, field, cause });
   }
 

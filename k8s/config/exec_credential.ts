@@ -86,7 +86,8 @@ export class ExecCredentialSource implements CredentialSource {
 
   #fail(message: string, cause?: unknown): KubeConfigError {
     const hint = this.#config.installHint ? `; ${this.#config.installHint.trim()}` : "";
-    return new KubeConfigError(`exec plugin ${this.#config.command}: ${message}${hint}`, {
+    const who = this.#options.field ? "command" : "exec plugin";
+    return new KubeConfigError(`${who} ${this.#config.command} ${message}${hint}`, {
       path: this.#options.kubeconfigPath,
       field: this.#options.field,
       cause,
@@ -97,7 +98,7 @@ export class ExecCredentialSource implements CredentialSource {
     const config = this.#config;
     if (config.interactiveMode === "Always") {
       throw this.#fail(
-        "the plugin needs an interactive terminal (interactiveMode: Always) and vkubelet runs " +
+        "needs an interactive terminal (interactiveMode: Always) and vkubelet runs " +
           "unattended; use a plugin that works with interactiveMode Never or IfAvailable",
       );
     }
@@ -118,8 +119,8 @@ export class ExecCredentialSource implements CredentialSource {
       }).output();
     } catch (err) {
       const why = err instanceof Deno.errors.NotFound
-        ? "command not found; install it or fix the path"
-        : `could not start: ${(err as Error).message}`;
+        ? "was not found; install it or fix the path"
+        : `could not be started: ${(err as Error).message}`;
       throw this.#fail(why, err);
     } finally {
       clearTimeout(timer);

@@ -120,7 +120,7 @@ async function readPem(file: string, entry: Named<unknown>, key: string): Promis
     throw fieldError(
       entry,
       key,
-      `cannot read ${file}: ${(err as Error).message}; fix the path`,
+      `${file} cannot be read: ${(err as Error).message}; fix the path`,
       err,
     );
   }

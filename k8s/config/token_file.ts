@@ -52,8 +52,8 @@ export class TokenFileSource implements CredentialSource {
       // A token that was good a minute ago beats no token while the file is being replaced.
       if (this.#cached) return { token: this.#cached.token };
       throw new KubeConfigError(
-        `cannot read bearer token file ${this.#path}: ${(err as Error).message}; ` +
-          "make sure the file exists, is readable and holds a token",
+        `${this.#field ? "" : "bearer token file "}${this.#path} cannot be read: ` +
+          `${(err as Error).message}; make sure the file exists, is readable and holds a token`,
         { path: this.#kubeconfigPath, field: this.#field, cause: err },
       );
     }
