@@ -26,9 +26,10 @@ export function helpText(version: string): string {
       const names = [option.flag, ...(option.aliases ?? [])].map((f) => `--${f}`).join(", ");
       lines.push(`  ${names}${option.value ? ` ${option.value}` : ""}`);
       lines.push(`      ${option.help}`);
-      const where = [`env ${option.env.join(", ")}`, `file ${option.key}`];
-      if (option.shownDefault) where.push(`default ${option.shownDefault}`);
-      lines.push(`      [${where.join("; ")}]`);
+      const where = [`env ${option.env.join(", ")}`];
+      if (option.key !== "config") where.push(`file ${option.key}`);
+      lines.push(`      ${where.join("; ")}`);
+      if (option.shownDefault) lines.push(`      default: ${option.shownDefault}`);
     }
   }
   lines.push(

@@ -49,7 +49,7 @@ export const OPTIONS = [
     value: "NAME|PATH|URL",
     group: "General",
     help:
-      "Provider that runs the pods: a built-in name (mock), or a file path or URL of a module exporting createProvider. Required.",
+      "Required. A built-in provider (mock), or a path or URL of a module exporting createProvider.",
   }),
   o({
     key: "providerConfig",
@@ -312,8 +312,7 @@ export const OPTIONS = [
     kind: "boolean",
     shownDefault: "false",
     group: "Kubelet API",
-    help:
-      "Serve with a self-signed certificate made at start-up (the API server must not verify kubelets).",
+    help: "Serve with a certificate signed by itself (only if the API server does not verify it).",
   }),
   o({
     key: "clientCaFile",

@@ -15,7 +15,7 @@ import type { Logger } from "./log.ts";
 import type { Clock } from "./clock.ts";
 import type { StatsSummary } from "./provider_stats.ts";
 
-export type { StatsSummary };
+export type * from "./provider_stats.ts";
 
 /** Every provider call takes one; the call should stop promptly when `signal` aborts. */
 export interface CallOptions {

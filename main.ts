@@ -1,0 +1,63 @@
+/**
+ * vkubelet's entry point: parse and validate the config (exit 2 with every problem, before
+ * anything touches the cluster), set up logging, then hand over to `runVkubelet` until SIGINT
+ * or SIGTERM. `--help` and `--version` print and exit 0.
+ * @module
+ */
+import { realClock } from "./lib/clock.ts";
+import { HELP_TEXT, loadConfig, VERSION } from "./lib/config.ts";
+import { getLogger, setupLogging } from "./lib/log.ts";
+import { ProviderLoadError } from "./lib/providers.ts";
+import { detectInternalIp, runVkubelet } from "./lib/run.ts";
+
+const encoder = new TextEncoder();
+const print = (stream: { writeSync(p: Uint8Array): number }, text: string) => {
+  const bytes = encoder.encode(text);
+  for (let written = 0; written < bytes.length;) {
+    written += stream.writeSync(bytes.subarray(written));
+  }
+};
+
+/** Runs the CLI with `args` and returns the process exit code. */
+export async function main(args: string[]): Promise<number> {
+  const end = args.indexOf("--");
+  const flags = end < 0 ? args : args.slice(0, end);
+  if (flags.includes("--help") || flags.includes("-h")) {
+    print(Deno.stdout, HELP_TEXT);
+    return 0;
+  }
+  if (flags.includes("--version")) {
+    print(Deno.stdout, `vkubelet ${VERSION}\n`);
+    return 0;
+  }
+  const loaded = await loadConfig({ args, env: Deno.env.toObject(), readFile: Deno.readTextFile });
+  if (!loaded.ok) {
+    const list = loaded.errors.map((e) => `  - ${e}\n`).join("");
+    print(
+      Deno.stderr,
+      `vkubelet: invalid configuration:\n${list}Run vkubelet --help to see every option.\n`,
+    );
+    return 2;
+  }
+  const config = loaded.config;
+  await setupLogging({ level: config.logLevel, format: config.logFormat });
+  const stop = new AbortController();
+  const onSignal = () => stop.abort(new Error("stopped by signal"));
+  const signals = ["SIGINT", "SIGTERM"] as const;
+  for (const name of signals) Deno.addSignalListener(name, onSignal);
+  try {
+    await runVkubelet(config, { signal: stop.signal, clock: realClock, detectInternalIp });
+    return 0;
+  } catch (err) {
+    if (err instanceof ProviderLoadError) {
+      print(Deno.stderr, `vkubelet: invalid configuration:\n  - ${err.message}\n`);
+      return 2;
+    }
+    getLogger(["vkubelet"]).fatal("vkubelet failed: {err}", { err });
+    return 1;
+  } finally {
+    for (const name of signals) Deno.removeSignalListener(name, onSignal);
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -1,0 +1,363 @@
+/**
+ * The mock provider: pods live in memory and are Running the moment they are created. Unlike
+ * virtual-kubelet's mock (virtual-kubelet/virtual-kubelet cmd/virtual-kubelet/internal/provider/
+ * mock/mock.go: fixed IPs, empty logs, no-op exec) it hands out loopback pod IPs, writes logs,
+ * runs a few commands, echoes port-forwards and reports steady non-zero usage, so that demos,
+ * conformance tests and benchmarks see a kubelet-like node.
+ * @module
+ */
+import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import {
+  type AttachOptions,
+  type CallOptions,
+  type ContainerLogOptions,
+  type ContainerRef,
+  type ExecOptions,
+  InvalidInputError,
+  NotFoundError,
+  type PodRef,
+  type PortForwardOptions,
+  type Provider,
+  type ProviderDeps,
+  type StatsSummary,
+  TransientError,
+} from "../../lib/provider.ts";
+import { IpPool, parseLoopbackCidr } from "./cidr.ts";
+import type { MockConfig } from "./config.ts";
+import { attachMock, runMockCommand } from "./exec.ts";
+import { containerLogStream } from "./logs.ts";
+import {
+  type ContainerRun,
+  longRunningContainers,
+  runningStatus,
+  terminatedStatus,
+} from "./status.ts";
+import { cpuNanoSeconds, metricsText, statsSummary, type Usage } from "./stats.ts";
+import { parseQuantity } from "./quantity.ts";
+import { configureMockNode } from "./node.ts";
+
+/** Annotations a pod can carry to steer the mock (deterministic hooks for tests). */
+export const ANNOTATIONS = {
+  /** `invalid` or `transient`: createPod throws InvalidInputError / TransientError. */
+  createError: "mock.vkubelet.io/create-error",
+  /** `cpu=250m,memory=64Mi`: usage of each container of the pod instead of the config's. */
+  usage: "mock.vkubelet.io/usage",
+} as const;
+
+/** One pod the mock runs. */
+export interface MockPod {
+  pod: Pod;
+  podIp: string;
+  startMs: number;
+  runs: Map<string, ContainerRun>;
+  usage: Usage;
+  /** Aborts when the pod is deleted: follow streams and exec sessions end. */
+  stopped: AbortController;
+}
+
+const key = (namespace: string | undefined, name: string | undefined) => `${namespace}/${name}`;
+
+/** The in-memory provider; see the module doc. */
+export class MockProvider implements Provider {
+  readonly #config: MockConfig;
+  readonly #deps: ProviderDeps;
+  readonly #pods = new Map<string, MockPod>();
+  readonly #ips: IpPool;
+  readonly #podCallbacks = new Set<(pod: Pod) => void>();
+  readonly #startMs: number;
+  #retiredCpuNs = 0;
+  #pingError?: Error;
+
+  constructor(config: MockConfig, deps: ProviderDeps) {
+    this.#config = config;
+    this.#deps = deps;
+    const cidr = parseLoopbackCidr(config.podCIDR);
+    if (typeof cidr === "string") throw new InvalidInputError(`podCIDR: ${cidr}`);
+    this.#ips = new IpPool(cidr);
+    this.#startMs = deps.clock.now();
+  }
+
+  /** Makes {@link ping} fail with `error` (or succeed again with `undefined`); for tests. */
+  setPingError(error: Error | undefined): void {
+    this.#pingError = error;
+  }
+
+  /** Pods, for assertions in tests: the mock's own record, not a copy. */
+  get pods(): ReadonlyMap<string, MockPod> {
+    return this.#pods;
+  }
+
+  async createPod(pod: Pod, options: CallOptions): Promise<void> {
+    options.signal?.throwIfAborted();
+    const { namespace, name, uid } = pod.metadata ?? {};
+    if (!namespace || !name) throw new InvalidInputError("pod has no namespace or name");
+    const nodeName = pod.spec?.nodeName;
+    if (nodeName && nodeName !== this.#deps.nodeName) {
+      throw new InvalidInputError(
+        `pod ${namespace}/${name} is bound to node ${nodeName}, not ${this.#deps.nodeName}`,
+      );
+    }
+    const hook = pod.metadata?.annotations?.[ANNOTATIONS.createError];
+    if (hook === "invalid") throw new InvalidInputError(`${ANNOTATIONS.createError}: invalid`);
+    if (hook === "transient") throw new TransientError(`${ANNOTATIONS.createError}: transient`);
+    const existing = this.#pods.get(key(namespace, name));
+    if (existing && existing.pod.metadata?.uid === uid) return;
+    if (existing) this.#remove(existing);
+    const usage = this.#usageOf(pod);
+    let podIp: string;
+    try {
+      podIp = this.#ips.allocate();
+    } catch (err) {
+      throw new TransientError(`no pod IP left for ${namespace}/${name}`, { cause: err });
+    }
+    const now = this.#deps.clock.now();
+    const runs = new Map<string, ContainerRun>();
+    for (const c of longRunningContainers(pod)) {
+      runs.set(c.name, { startedAtMs: now, restartCount: 0, image: c.image ?? "" });
+    }
+    const record: MockPod = {
+      pod: structuredClone(pod),
+      podIp,
+      startMs: now,
+      runs,
+      usage,
+      stopped: new AbortController(),
+    };
+    this.#pods.set(key(namespace, name), record);
+    this.#refresh(record);
+    await Promise.resolve();
+  }
+
+  async updatePod(pod: Pod, options: CallOptions): Promise<void> {
+    options.signal?.throwIfAborted();
+    const record = this.#get(pod.metadata?.namespace, pod.metadata?.name);
+    const now = this.#deps.clock.now();
+    for (const c of longRunningContainers(pod)) {
+      const run = record.runs.get(c.name);
+      if (run && run.image !== c.image) {
+        // A new image restarts the container, as the kubelet does.
+        this.#retiredCpuNs += cpuNanoSeconds(record.usage, run.startedAtMs, now);
+        record.runs.set(c.name, {
+          startedAtMs: now,
+          restartCount: run.restartCount + 1,
+          image: c.image ?? "",
+        });
+      }
+    }
+    record.pod = { ...structuredClone(pod), status: record.pod.status };
+    this.#refresh(record);
+    await Promise.resolve();
+  }
+
+  async deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    options.signal?.throwIfAborted();
+    const record = this.#get(pod.metadata?.namespace, pod.metadata?.name);
+    const now = this.#deps.clock.now();
+    const metadata = structuredClone(pod.metadata ?? record.pod.metadata);
+    record.pod = { ...record.pod, metadata, status: terminatedStatus(record.pod, now) };
+    this.#notify(record.pod);
+    this.#remove(record);
+    await Promise.resolve();
+  }
+
+  getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined> {
+    options.signal?.throwIfAborted();
+    const record = this.#pods.get(key(namespace, name));
+    return Promise.resolve(record ? structuredClone(record.pod) : undefined);
+  }
+
+  listPods(options: CallOptions): Promise<Pod[]> {
+    options.signal?.throwIfAborted();
+    const mine = [...this.#pods.values()].filter((r) =>
+      (r.pod.spec?.nodeName ?? this.#deps.nodeName) === this.#deps.nodeName
+    );
+    return Promise.resolve(mine.map((r) => structuredClone(r.pod)));
+  }
+
+  notifyPods(callback: (pod: Pod) => void): void {
+    this.#podCallbacks.add(callback);
+  }
+
+  getPodStatus(
+    namespace: string,
+    name: string,
+    options: CallOptions,
+  ): Promise<PodStatus | undefined> {
+    options.signal?.throwIfAborted();
+    const status = this.#pods.get(key(namespace, name))?.pod.status;
+    return Promise.resolve(status ? structuredClone(status) : undefined);
+  }
+
+  configureNode(node: Node): void {
+    configureMockNode(node, this.#config, this.#deps);
+  }
+
+  ping(options: CallOptions): Promise<void> {
+    options.signal?.throwIfAborted();
+    return this.#pingError ? Promise.reject(this.#pingError) : Promise.resolve();
+  }
+
+  getContainerLogs(
+    ref: ContainerRef,
+    options: ContainerLogOptions,
+  ): Promise<ReadableStream<Uint8Array>> {
+    const record = this.#get(ref.namespace, ref.pod);
+    const run = this.#run(record, ref);
+    return Promise.resolve(containerLogStream({
+      pod: record.pod,
+      container: ref.container,
+      run,
+      clock: this.#deps.clock,
+      followIntervalMs: this.#config.followInterval,
+      stopped: record.stopped.signal,
+    }, options));
+  }
+
+  runInContainer(ref: ContainerRef, options: ExecOptions): Promise<number> {
+    const record = this.#get(ref.namespace, ref.pod);
+    const container = this.#container(record, ref);
+    const signal = AbortSignal.any([
+      record.stopped.signal,
+      options.signal ?? new AbortController().signal,
+    ]);
+    return runMockCommand({ ...options, signal }, {
+      pod: record.pod,
+      container,
+      clock: this.#deps.clock,
+    });
+  }
+
+  attachToContainer(ref: ContainerRef, options: AttachOptions): Promise<void> {
+    const record = this.#get(ref.namespace, ref.pod);
+    this.#run(record, ref);
+    const signal = AbortSignal.any([
+      record.stopped.signal,
+      options.signal ?? new AbortController().signal,
+    ]);
+    return attachMock({ ...options, signal }, ref);
+  }
+
+  async portForward(ref: PodRef, options: PortForwardOptions): Promise<void> {
+    this.#get(ref.namespace, ref.name);
+    if (!Number.isInteger(options.port) || options.port < 1 || options.port > 65535) {
+      throw new InvalidInputError(`port ${options.port} is not a TCP port number (1-65535)`);
+    }
+    // Every port of a mock pod is an echo server.
+    await options.stream.readable.pipeTo(options.stream.writable, { signal: options.signal });
+  }
+
+  getStatsSummary(options: CallOptions): Promise<StatsSummary> {
+    options.signal?.throwIfAborted();
+    return Promise.resolve(this.#summary());
+  }
+
+  getMetricsResource(options: CallOptions): Promise<string> {
+    options.signal?.throwIfAborted();
+    return Promise.resolve(metricsText(this.#summary()));
+  }
+
+  close(): Promise<void> {
+    for (const record of this.#pods.values()) record.stopped.abort(new Error("provider closed"));
+    return Promise.resolve();
+  }
+
+  #summary(): StatsSummary {
+    const memory = parseQuantity(this.#config.capacity.memory ?? "0") ?? 0;
+    return statsSummary({
+      nodeName: this.#deps.nodeName,
+      nowMs: this.#deps.clock.now(),
+      startMs: this.#startMs,
+      nodeUsage: usageFrom(this.#config.nodeUsage),
+      memoryCapacityBytes: memory,
+      retiredCpuNs: this.#retiredCpuNs,
+      pods: [...this.#pods.values()],
+    });
+  }
+
+  #usageOf(pod: Pod): Usage {
+    const text = pod.metadata?.annotations?.[ANNOTATIONS.usage];
+    if (text === undefined) return usageFrom(this.#config.usage);
+    const fields = Object.fromEntries(
+      text.split(",").map((part) => part.split("=").map((s) => s.trim())),
+    );
+    const cpu = parseQuantity(fields.cpu ?? "");
+    const memory = parseQuantity(fields.memory ?? "");
+    if (!cpu || !memory || cpu <= 0 || memory <= 0) {
+      throw new InvalidInputError(
+        `annotation ${ANNOTATIONS.usage}: expected cpu=QUANTITY,memory=QUANTITY above zero, got ${
+          JSON.stringify(text)
+        }`,
+      );
+    }
+    return { nanoCores: Math.round(cpu * 1e9), bytes: Math.round(memory) };
+  }
+
+  #get(namespace: string | undefined, name: string | undefined): MockPod {
+    const record = this.#pods.get(key(namespace, name));
+    if (!record) throw new NotFoundError(`pod ${key(namespace, name)} is not running on this node`);
+    return record;
+  }
+
+  #container(record: MockPod, ref: ContainerRef) {
+    const all = [
+      ...(record.pod.spec?.initContainers ?? []),
+      ...(record.pod.spec?.containers ?? []),
+    ];
+    const container = all.find((c) => c.name === ref.container);
+    if (!container) {
+      throw new NotFoundError(
+        `container ${ref.container} is not in pod ${ref.namespace}/${ref.pod}`,
+      );
+    }
+    return container;
+  }
+
+  #run(record: MockPod, ref: ContainerRef): ContainerRun {
+    const container = this.#container(record, ref);
+    return record.runs.get(container.name) ??
+      { startedAtMs: record.startMs, restartCount: 0, image: container.image ?? "" };
+  }
+
+  #refresh(record: MockPod): void {
+    const status = runningStatus(record.pod, {
+      nowMs: this.#deps.clock.now(),
+      podStartMs: record.startMs,
+      podIp: record.podIp,
+      hostIp: this.#deps.internalIp,
+      runs: record.runs,
+    });
+    record.pod = { ...record.pod, status };
+    this.#notify(record.pod);
+  }
+
+  #remove(record: MockPod): void {
+    const now = this.#deps.clock.now();
+    for (const run of record.runs.values()) {
+      this.#retiredCpuNs += cpuNanoSeconds(record.usage, run.startedAtMs, now);
+    }
+    record.stopped.abort(new Error("pod deleted"));
+    this.#ips.release(record.podIp);
+    this.#pods.delete(key(record.pod.metadata?.namespace, record.pod.metadata?.name));
+  }
+
+  #notify(pod: Pod): void {
+    for (const callback of this.#podCallbacks) {
+      try {
+        callback(structuredClone(pod));
+      } catch (err) {
+        this.#deps.log.error("pod status callback failed", {
+          pod: key(pod.metadata?.namespace, pod.metadata?.name),
+          err,
+        });
+      }
+    }
+  }
+}
+
+/** Config usage (`cpu: 10m, memory: 16Mi`) as nanocores and bytes. */
+function usageFrom(usage: { cpu: string; memory: string }): Usage {
+  return {
+    nanoCores: Math.round(parseQuantity(usage.cpu)! * 1e9),
+    bytes: Math.round(parseQuantity(usage.memory)!),
+  };
+}
