@@ -17,7 +17,7 @@ import {
   isNotFound,
   isServerUnavailable,
   isTooManyRequests,
-  KubeApiError,
+  type KubeApiError,
 } from "../../k8s/errors.ts";
 import { RecordingClock, tempDir } from "./_fixtures.ts";
 
