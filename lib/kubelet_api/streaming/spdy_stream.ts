@@ -76,7 +76,7 @@ export class SpdyStream {
     }, { highWaterMark: host.highWaterMark, size: (chunk) => chunk.byteLength });
     this.writable = new WritableStream<Uint8Array>({
       write: (chunk) => this.#write(chunk),
-      close: () => this.#finishWriting(),
+      close: () => this.closeWrite(),
       abort: () => this.reset(RstStatus.cancel),
     });
   }
@@ -204,7 +204,11 @@ export class SpdyStream {
     }
   }
 
-  async #finishWriting(): Promise<void> {
+  /**
+   * Half-closes this side (DATA with FIN) whether or not `writable` is locked by a writer; a
+   * later write fails. Used to end output a provider may still hold.
+   */
+  async closeWrite(): Promise<void> {
     if (this.#failure) throw this.#failure;
     if (this.#localFin) return;
     if (this.origin === "remote" && !this.#replied) await this.reply();

@@ -131,7 +131,9 @@ export async function readAll(readable: ReadableStream<Uint8Array>): Promise<Uin
 
 /** Hex sha256 of bytes. */
 export async function sha256(bytes: Uint8Array): Promise<string> {
-  return hex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>)));
+  return hex(
+    new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>)),
+  );
 }
 
 /** Deterministic pseudo-random bytes (xorshift32). */

@@ -110,7 +110,10 @@ Deno.test("many frames in one chunk all come out, in order", () => {
 
 Deno.test("unknown control frame types are skipped, as SPDY/3 requires", () => {
   const noop = fromHex("8003000500000002abcd");
-  assert.deepEqual(parseAll([noop, encodeFrame({ type: "ping", id: 2 })]), [{ type: "ping", id: 2 }]);
+  assert.deepEqual(parseAll([noop, encodeFrame({ type: "ping", id: 2 })]), [{
+    type: "ping",
+    id: 2,
+  }]);
 });
 
 Deno.test("a control frame of another SPDY version is refused", () => {
@@ -126,7 +129,10 @@ Deno.test("an oversized frame is refused from its header, before its payload is 
     return true;
   });
   assert.equal(parser.bufferedBytes, 0);
-  assert.equal(parseError(fromHex("8003000100ffffff"), { maxControlPayload: 4096 }).code, "frame_too_large");
+  assert.equal(
+    parseError(fromHex("8003000100ffffff"), { maxControlPayload: 4096 }).code,
+    "frame_too_large",
+  );
 });
 
 Deno.test("frames with impossible lengths or ids are refused precisely", () => {

@@ -114,7 +114,10 @@ Deno.test("a zip bomb stops at the decompressed-size limit", () => {
 
 Deno.test("garbage and a finished zlib stream are compression errors; no dictionary is tolerated as Go does", () => {
   const garbage = new SpdyHeaderDecompressor();
-  assert.equal(protocolErrorCode(() => garbage.decompress(fromHex("0102030405"))), "compression_error");
+  assert.equal(
+    protocolErrorCode(() => garbage.decompress(fromHex("0102030405"))),
+    "compression_error",
+  );
   const noDictionary = pako.deflate(encodeHeaderBlock({ a: ["b"] }));
   assert.ok(new SpdyHeaderDecompressor().decompress(noDictionary.subarray(0, -4)));
   const ended = new SpdyHeaderDecompressor();

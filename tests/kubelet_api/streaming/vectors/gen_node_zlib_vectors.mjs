@@ -7,13 +7,17 @@ import { execFileSync } from "node:child_process";
 const dictHex = execFileSync("deno", [
   "eval",
   "import { SPDY3_DICTIONARY as d } from './../../../../lib/kubelet_api/streaming/_spdy_dictionary.ts';" +
-    "console.log(Array.from(d, (b) => b.toString(16).padStart(2, '0')).join(''))",
+  "console.log(Array.from(d, (b) => b.toString(16).padStart(2, '0')).join(''))",
 ], { cwd: new URL(".", import.meta.url).pathname, encoding: "utf8" }).trim();
 const dictionary = Buffer.from(dictHex, "hex");
 
 function block(headers) {
   const parts = [];
-  const u32 = (n) => { const b = Buffer.alloc(4); b.writeUInt32BE(n); return b; };
+  const u32 = (n) => {
+    const b = Buffer.alloc(4);
+    b.writeUInt32BE(n);
+    return b;
+  };
   const entries = Object.entries(headers);
   parts.push(u32(entries.length));
   for (const [name, values] of entries) {
@@ -43,4 +47,10 @@ for (const headers of blocks) {
   deflate.off("data", onData);
   out.push({ headers, compressedHex: Buffer.concat(chunks).toString("hex") });
 }
-console.log(JSON.stringify({ generator: `node ${process.version} zlib ${process.versions.zlib}`, blocks: out }, null, 2));
+console.log(
+  JSON.stringify(
+    { generator: `node ${process.version} zlib ${process.versions.zlib}`, blocks: out },
+    null,
+    2,
+  ),
+);
