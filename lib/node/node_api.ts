@@ -1,0 +1,98 @@
+/**
+ * The API calls the node and lease controllers make, and nothing else: a narrow interface that
+ * unit tests fake and benchmarks wrap to count writes, with {@link nodeApiFromClient} adapting
+ * the real client from `k8s/`.
+ * @module
+ */
+import type { Node } from "kubernetes-types/core/v1.d.ts";
+import type { Lease } from "kubernetes-types/coordination/v1.d.ts";
+import type { KubeClient } from "../../k8s/client.ts";
+
+/** Every call takes one; the call stops when `signal` aborts. */
+export interface ApiCallOptions {
+  signal?: AbortSignal;
+}
+
+/** Options for {@link NodeApi.getNode}. */
+export interface GetNodeOptions extends ApiCallOptions {
+  /**
+   * Read from the apiserver's watch cache (`resourceVersion=0`) instead of etcd, as the kubelet
+   * does for its periodic status check (kubernetes/kubernetes pkg/kubelet/kubelet_node_status.go
+   * `tryUpdateNodeStatus`, `util.FromApiserverCache`).
+   */
+  cached?: boolean;
+}
+
+/**
+ * The Node and Lease calls vkubelet's node side needs. Failures throw `KubeApiError` from
+ * `k8s/errors.ts` (checked with `isNotFound`, `isConflict`, `isForbidden`...).
+ */
+export interface NodeApi {
+  getNode(name: string, options?: GetNodeOptions): Promise<Node>;
+  createNode(node: Node, options?: ApiCallOptions): Promise<Node>;
+  /** Strategic merge patch on `nodes/<name>` (spec and metadata: cordon). */
+  patchNode(name: string, patch: unknown, options?: ApiCallOptions): Promise<Node>;
+  /** Strategic merge patch on `nodes/<name>/status` (status, labels, annotations). */
+  patchNodeStatus(name: string, patch: unknown, options?: ApiCallOptions): Promise<Node>;
+  getLease(namespace: string, name: string, options?: ApiCallOptions): Promise<Lease>;
+  createLease(lease: Lease, options?: ApiCallOptions): Promise<Lease>;
+  /** Replaces the lease; fails with 409 Conflict when its resourceVersion is stale. */
+  updateLease(lease: Lease, options?: ApiCallOptions): Promise<Lease>;
+}
+
+/** The `fieldManager` vkubelet's writes carry, so `managedFields` name it. */
+export const FIELD_MANAGER = "vkubelet";
+
+/** The parts of `KubeClient` the adapter uses. */
+export type NodeApiClient = Pick<KubeClient, "request" | "nodes" | "leases">;
+
+/** Adapts the real Kubernetes client to {@link NodeApi}. */
+export function nodeApiFromClient(client: NodeApiClient): NodeApi {
+  return {
+    getNode(name, options = {}) {
+      if (!options.cached) return client.nodes.get(name, { signal: options.signal });
+      return client.request<Node>({
+        path: client.nodes.path(undefined, name),
+        query: { resourceVersion: "0" },
+        signal: options.signal,
+      });
+    },
+    createNode: (node, options = {}) => client.nodes.create(node, write(options)),
+    patchNode: (name, patch, options = {}) =>
+      client.nodes.patch(name, { type: "strategic", body: patch, ...write(options) }),
+    patchNodeStatus: (name, patch, options = {}) =>
+      client.nodes.patchStatus(name, { type: "strategic", body: patch, ...write(options) }),
+    getLease: (namespace, name, options = {}) =>
+      client.leases.get(namespace, name, { signal: options.signal }),
+    createLease: (lease, options = {}) =>
+      client.leases.create(lease.metadata?.namespace ?? "", lease, write(options)),
+    updateLease: (lease, options = {}) => client.leases.update(lease, write(options)),
+  };
+}
+
+function write(options: ApiCallOptions) {
+  return { signal: options.signal, fieldManager: FIELD_MANAGER };
+}
+
+/** Names of the {@link NodeApi} calls that write. */
+export const NODE_API_WRITES = [
+  "createNode",
+  "patchNode",
+  "patchNodeStatus",
+  "createLease",
+  "updateLease",
+] as const;
+
+/** Wraps a {@link NodeApi} and counts calls by name (for benchmarks and tests). */
+export function countingNodeApi(api: NodeApi): { api: NodeApi; counts: Map<string, number> } {
+  const counts = new Map<string, number>();
+  const counted = {} as Record<string, unknown>;
+  for (const name of Object.keys(api) as (keyof NodeApi)[]) {
+    const call = api[name] as (...args: unknown[]) => Promise<unknown>;
+    counted[name] = (...args: unknown[]) => {
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+      return call.apply(api, args);
+    };
+  }
+  return { api: counted as unknown as NodeApi, counts };
+}
