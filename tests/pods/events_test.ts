@@ -1,0 +1,92 @@
+import assert from "node:assert/strict";
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import { getLogger } from "../../lib/log.ts";
+import { EventRecorder } from "../../lib/pods/events.ts";
+import { FakeClock } from "../fakes/clock.ts";
+import { FakeEventsApi } from "./_fake_api.ts";
+
+const log = getLogger(["vkubelet", "test"]);
+const pod: Pod = {
+  metadata: { name: "web-0", namespace: "shop", uid: "u1", resourceVersion: "7" },
+};
+
+function setup(options: { burst?: number } = {}) {
+  const api = new FakeEventsApi();
+  const clock = new FakeClock();
+  const recorder = new EventRecorder({ api, clock, log, nodeName: "vk-1", ...options });
+  return { api, clock, recorder };
+}
+
+Deno.test("an event is created in the pod's namespace as the kubelet would", async () => {
+  const { api, recorder } = setup();
+  recorder.record(pod, {
+    type: "Normal",
+    reason: "Started",
+    message: "Started container main",
+    fieldPath: "spec.containers{main}",
+  });
+  await recorder.flush();
+  const [event] = api.events.values();
+  assert.equal(event.metadata?.namespace, "shop");
+  assert.match(event.metadata!.name!, /^web-0\.[0-9a-f]+$/);
+  assert.deepEqual(event.involvedObject, {
+    apiVersion: "v1",
+    kind: "Pod",
+    namespace: "shop",
+    name: "web-0",
+    uid: "u1",
+    resourceVersion: "7",
+    fieldPath: "spec.containers{main}",
+  });
+  assert.deepEqual(event.source, { component: "kubelet", host: "vk-1" });
+  assert.equal(event.count, 1);
+  assert.equal(event.firstTimestamp, "2026-01-01T00:00:00Z");
+});
+
+Deno.test("repeats of an event are aggregated into a count", async () => {
+  const { api, clock, recorder } = setup();
+  const backoff = {
+    type: "Warning" as const,
+    reason: "BackOff",
+    message: "Back-off restarting failed container",
+  };
+  recorder.record(pod, backoff);
+  recorder.record(pod, backoff);
+  await clock.advance(60_000);
+  recorder.record(pod, backoff);
+  recorder.record(pod, { ...backoff, message: "something else" });
+  await recorder.flush();
+  assert.equal(api.events.size, 2, "one object per distinct message");
+  const aggregated = api.withReason("BackOff").find((e) => e.message === backoff.message)!;
+  assert.equal(aggregated.count, 3);
+  assert.equal(aggregated.lastTimestamp, "2026-01-01T00:01:00Z");
+  assert.equal(aggregated.firstTimestamp, "2026-01-01T00:00:00Z");
+});
+
+Deno.test("a pod's events are rate limited, then trickle", async () => {
+  const { api, clock, recorder } = setup({ burst: 5 });
+  for (let i = 0; i < 20; i++) {
+    recorder.record(pod, { type: "Normal", reason: "R", message: `m${i}` });
+  }
+  await recorder.flush();
+  assert.equal(api.events.size, 5);
+  await clock.advance(300_000);
+  for (let i = 20; i < 25; i++) {
+    recorder.record(pod, { type: "Normal", reason: "R", message: `m${i}` });
+  }
+  await recorder.flush();
+  assert.equal(api.events.size, 6, "one more token after five minutes");
+  const other = { metadata: { ...pod.metadata, uid: "u2" } };
+  recorder.record(other, { type: "Normal", reason: "R", message: "x" });
+  await recorder.flush();
+  assert.equal(api.events.size, 7, "other pods have their own budget");
+});
+
+Deno.test("a failed event write is logged, never thrown", async () => {
+  const { api, recorder } = setup();
+  api.failNext = 1;
+  recorder.record(pod, { type: "Normal", reason: "R", message: "lost" });
+  recorder.record(pod, { type: "Normal", reason: "R", message: "kept" });
+  await recorder.flush();
+  assert.deepEqual([...api.events.values()].map((e) => e.message), ["kept"]);
+});
