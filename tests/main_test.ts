@@ -39,7 +39,7 @@ Deno.test("bad config exits 2 naming every problem on stderr", async () => {
   assert.equal(code, 2);
   assert.equal(stdout, "");
   assert.match(stderr, /^vkubelet: invalid configuration:\n/);
-  assert.match(stderr, /  - unknown flag --bogus/);
+  assert.ok(stderr.includes("  - unknown flag --bogus"));
   for (
     const field of ["--provider", "--nodename", "--pod-sync-workers", "KUBELET_PORT"]
   ) {

@@ -161,17 +161,21 @@ export class MockProvider implements Provider {
   }
 
   getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined> {
-    options.signal?.throwIfAborted();
-    const record = this.#pods.get(key(namespace, name));
-    return Promise.resolve(record ? structuredClone(record.pod) : undefined);
+    return attempt(() => {
+      options.signal?.throwIfAborted();
+      const record = this.#pods.get(key(namespace, name));
+      return record ? structuredClone(record.pod) : undefined;
+    });
   }
 
   listPods(options: CallOptions): Promise<Pod[]> {
-    options.signal?.throwIfAborted();
-    const mine = [...this.#pods.values()].filter((r) =>
-      (r.pod.spec?.nodeName ?? this.#deps.nodeName) === this.#deps.nodeName
-    );
-    return Promise.resolve(mine.map((r) => structuredClone(r.pod)));
+    return attempt(() => {
+      options.signal?.throwIfAborted();
+      const mine = [...this.#pods.values()].filter((r) =>
+        (r.pod.spec?.nodeName ?? this.#deps.nodeName) === this.#deps.nodeName
+      );
+      return mine.map((r) => structuredClone(r.pod));
+    });
   }
 
   notifyPods(callback: (pod: Pod) => void): void {
@@ -183,9 +187,11 @@ export class MockProvider implements Provider {
     name: string,
     options: CallOptions,
   ): Promise<PodStatus | undefined> {
-    options.signal?.throwIfAborted();
-    const status = this.#pods.get(key(namespace, name))?.pod.status;
-    return Promise.resolve(status ? structuredClone(status) : undefined);
+    return attempt(() => {
+      options.signal?.throwIfAborted();
+      const status = this.#pods.get(key(namespace, name))?.pod.status;
+      return status ? structuredClone(status) : undefined;
+    });
   }
 
   configureNode(node: Node): void {
@@ -193,48 +199,54 @@ export class MockProvider implements Provider {
   }
 
   ping(options: CallOptions): Promise<void> {
-    options.signal?.throwIfAborted();
-    return this.#pingError ? Promise.reject(this.#pingError) : Promise.resolve();
+    return attempt(() => {
+      options.signal?.throwIfAborted();
+      if (this.#pingError) throw this.#pingError;
+    });
   }
 
   getContainerLogs(
     ref: ContainerRef,
     options: ContainerLogOptions,
   ): Promise<ReadableStream<Uint8Array>> {
-    const record = this.#get(ref.namespace, ref.pod);
-    const run = this.#run(record, ref);
-    return Promise.resolve(containerLogStream({
-      pod: record.pod,
-      container: ref.container,
-      run,
-      clock: this.#deps.clock,
-      followIntervalMs: this.#config.followInterval,
-      stopped: record.stopped.signal,
-    }, options));
+    return attempt(() => {
+      const record = this.#get(ref.namespace, ref.pod);
+      const run = this.#run(record, ref);
+      return containerLogStream({
+        pod: record.pod,
+        container: ref.container,
+        run,
+        clock: this.#deps.clock,
+        followIntervalMs: this.#config.followInterval,
+        stopped: record.stopped.signal,
+      }, options);
+    });
   }
 
-  runInContainer(ref: ContainerRef, options: ExecOptions): Promise<number> {
+  async runInContainer(ref: ContainerRef, options: ExecOptions): Promise<number> {
+    await Promise.resolve(); // errors below reject rather than throw
     const record = this.#get(ref.namespace, ref.pod);
     const container = this.#container(record, ref);
     const signal = AbortSignal.any([
       record.stopped.signal,
       options.signal ?? new AbortController().signal,
     ]);
-    return runMockCommand({ ...options, signal }, {
+    return await runMockCommand({ ...options, signal }, {
       pod: record.pod,
       container,
       clock: this.#deps.clock,
     });
   }
 
-  attachToContainer(ref: ContainerRef, options: AttachOptions): Promise<void> {
+  async attachToContainer(ref: ContainerRef, options: AttachOptions): Promise<void> {
+    await Promise.resolve(); // errors below reject rather than throw
     const record = this.#get(ref.namespace, ref.pod);
     this.#run(record, ref);
     const signal = AbortSignal.any([
       record.stopped.signal,
       options.signal ?? new AbortController().signal,
     ]);
-    return attachMock({ ...options, signal }, ref);
+    return await attachMock({ ...options, signal }, ref);
   }
 
   async portForward(ref: PodRef, options: PortForwardOptions): Promise<void> {
@@ -247,13 +259,17 @@ export class MockProvider implements Provider {
   }
 
   getStatsSummary(options: CallOptions): Promise<StatsSummary> {
-    options.signal?.throwIfAborted();
-    return Promise.resolve(this.#summary());
+    return attempt(() => {
+      options.signal?.throwIfAborted();
+      return this.#summary();
+    });
   }
 
   getMetricsResource(options: CallOptions): Promise<string> {
-    options.signal?.throwIfAborted();
-    return Promise.resolve(metricsText(this.#summary()));
+    return attempt(() => {
+      options.signal?.throwIfAborted();
+      return metricsText(this.#summary());
+    });
   }
 
   close(): Promise<void> {
@@ -360,4 +376,9 @@ function usageFrom(usage: { cpu: string; memory: string }): Usage {
     nanoCores: Math.round(parseQuantity(usage.cpu)! * 1e9),
     bytes: Math.round(parseQuantity(usage.memory)!),
   };
+}
+
+/** Runs `fn`, turning a synchronous throw into a rejected promise. */
+function attempt<T>(fn: () => T): Promise<T> {
+  return new Promise((resolve) => resolve(fn()));
 }
