@@ -216,7 +216,10 @@ async function apiError(
 }
 
 function connectionError(config: ConnectionConfig, err: unknown): KubeConnectionError {
-  const text = String((err as Error)?.message ?? err);
+  let text = "";
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    text += ` ${e.message}`;
+  }
   let hint: string | undefined;
   if (/certificate|tls|handshake|UnknownIssuer|CertNotValid/i.test(text)) {
     hint = `check the cluster CA and client certificate in ${config.source}` +

@@ -88,12 +88,21 @@ export class KubeConnectionError extends Error {
   readonly url: string;
 
   constructor(url: string, options: { cause?: unknown; hint?: string } = {}) {
-    const why = options.cause instanceof Error ? options.cause.message : String(options.cause);
+    const why = innermostMessage(options.cause);
     const hint = options.hint ??
       "check that the apiserver is running and that the server URL and CA are right";
     super(`cannot reach the apiserver at ${url}: ${why}; ${hint}`, { cause: options.cause });
     this.url = url;
   }
+}
+
+/** The most specific message in a cause chain (fetch wraps the real reason as its cause). */
+function innermostMessage(err: unknown): string {
+  let message = String(err);
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    message = e.message.replace(/^error sending request for url \([^)]*\): /, "");
+  }
+  return message;
 }
 
 /** True for every {@link KubeApiError}. */
