@@ -31,3 +31,4 @@ export * from "./negotiation.ts";
 export * from "./remote_command.ts";
 export * from "./resize.ts";
 export * from "./port_forward.ts";
+export * from "./ws_channels.ts";
