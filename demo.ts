@@ -3,7 +3,7 @@
  * shows what to try against it.
  * @module
  */
-import { adminKubeconfig, up } from "./tests/cluster/cluster.ts";
+import { clusterPaths, up } from "./tests/cluster/cluster.ts";
 
 const say = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
 
@@ -19,5 +19,5 @@ loopback). Try:
   deno task kubectl -- get pods        # Pending: no node has joined yet
   deno task cluster down
 
-KUBECONFIG=${adminKubeconfig}`);
+KUBECONFIG=${clusterPaths().adminKubeconfig}`);
 }

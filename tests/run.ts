@@ -8,11 +8,26 @@
  * @module
  */
 import { cacheDir } from "./cluster/build.ts";
+import { clusterPaths, readState } from "./cluster/cluster.ts";
 
 const cli = new URL("./cluster/cli.ts", import.meta.url).pathname;
 const root = new URL("../", import.meta.url).pathname;
 const encoder = new TextEncoder();
 const say = (line: string) => Deno.stdout.writeSync(encoder.encode(line + "\n"));
+
+/** Names of the clusters that have recorded state (are, or were meant to be, running). */
+function clustersWithState(): string[] {
+  const names: string[] = [];
+  try {
+    for (const entry of Deno.readDirSync(cacheDir)) {
+      const name = entry.name === "cluster" ? "default" : entry.name.replace(/^cluster-/, "");
+      if (entry.name.startsWith("cluster") && readState(clusterPaths(name))) names.push(name);
+    }
+  } catch {
+    // No cache yet.
+  }
+  return names;
+}
 
 async function cluster(...args: string[]): Promise<{ code: number; stdout: string }> {
   const out = await new Deno.Command(Deno.execPath(), {
@@ -37,6 +52,7 @@ export function countJunit(xml: string): { passed: number; failed: number; skipp
 
 async function main(): Promise<number> {
   const wasUp = (await cluster("status")).code === 0;
+  const before = new Set(clustersWithState());
   const started = await cluster("up");
   if (started.code !== 0) {
     say("the local control plane did not start; see the messages above");
@@ -52,7 +68,13 @@ async function main(): Promise<number> {
     stdout: "inherit",
     stderr: "inherit",
   }).spawn().status;
-  if (!wasUp && Deno.env.get("VKUBELET_KEEP_CLUSTER") !== "1") await cluster("down");
+  if (Deno.env.get("VKUBELET_KEEP_CLUSTER") !== "1") {
+    if (!wasUp) await cluster("down");
+    // Second clusters that tests started (e.g. for the kubernetes provider).
+    for (const name of clustersWithState()) {
+      if (name !== "default" && !before.has(name)) await cluster(`--name=${name}`, "down");
+    }
+  }
   let counts = { passed: 0, failed: status.success ? 0 : 1, skipped: 0 };
   try {
     counts = countJunit(await Deno.readTextFile(junit));

@@ -5,7 +5,8 @@
  */
 import { ensureBinary } from "./build.ts";
 import {
-  adminKubeconfig,
+  type ClusterPaths,
+  clusterPaths,
   COMPONENTS,
   down,
   healthy,
@@ -16,7 +17,7 @@ import {
   up,
 } from "./cluster.ts";
 
-const USAGE = `usage: deno task cluster <command>
+const USAGE = `usage: deno task cluster [--name NAME] <command>
   up [--verify-kubelet-serving]  start etcd, kube-apiserver, kube-controller-manager and
                                  kube-scheduler on loopback (builds them on first use);
                                  prints KUBECONFIG=<path> last
@@ -24,13 +25,26 @@ const USAGE = `usage: deno task cluster <command>
   status                         say whether the cluster is up (exit 0) or not (exit 1)
   build                          only build the control-plane binary
   stop|start <component>         stop or restart one component (${COMPONENTS.join(", ")})
-       deno task kubectl -- <args>    run the matching kubectl against the cluster`;
+--name NAME picks one of several side-by-side clusters (default: "default").
+       deno task kubectl [--name NAME] -- <args>    run the matching kubectl against it`;
 
 const err = (line: string) => Deno.stderr.writeSync(new TextEncoder().encode(line + "\n"));
 const out = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
 
-async function main(args: string[]): Promise<number> {
-  const [command, ...rest] = args;
+/** Splits a leading `--name NAME` or `--name=NAME` off `args`. */
+function takeName(args: string[], name: string): [string, string[]] {
+  if (args[0] === "--name" && args[1]) return [args[1], args.slice(2)];
+  if (args[0]?.startsWith("--name=")) return [args[0].slice("--name=".length), args.slice(1)];
+  return [name, args];
+}
+
+async function main(argv: string[]): Promise<number> {
+  let [name, args] = takeName(argv, "default");
+  const [command, ...afterCommand] = args;
+  // `deno task kubectl --name b -- ...` puts the name after the command.
+  [name, args] = takeName(afterCommand, name);
+  const rest = args;
+  const paths = clusterPaths(name);
   switch (command) {
     case "up": {
       const unknown = rest.filter((a) => a !== "--verify-kubelet-serving");
@@ -38,21 +52,25 @@ async function main(args: string[]): Promise<number> {
         err(`unknown option ${unknown[0]}\n${USAGE}`);
         return 2;
       }
-      await up({ verifyKubeletServing: rest.includes("--verify-kubelet-serving"), progress: err });
-      out(`KUBECONFIG=${adminKubeconfig}`);
+      await up({
+        paths,
+        verifyKubeletServing: rest.includes("--verify-kubelet-serving"),
+        progress: err,
+      });
+      out(`KUBECONFIG=${paths.adminKubeconfig}`);
       return 0;
     }
     case "down":
-      out((await down()) ? "cluster stopped" : "cluster was not running");
+      out((await down(paths)) ? "cluster stopped" : "cluster was not running");
       return 0;
     case "status":
-      return await status();
+      return await status(paths);
     case "build":
       out(await ensureBinary({ progress: err }));
       return 0;
     case "stop":
     case "start": {
-      const state = readState();
+      const state = readState(paths);
       const component = COMPONENTS.find((c) => c === rest[0]);
       if (!state || !component) {
         err(!state ? "the cluster is not up; run: deno task cluster up" : USAGE);
@@ -62,39 +80,39 @@ async function main(args: string[]): Promise<number> {
       return 0;
     }
     case "kubectl":
-      return await kubectl(rest[0] === "--" ? rest.slice(1) : rest);
+      return await kubectl(paths, rest[0] === "--" ? rest.slice(1) : rest);
     default:
       err(USAGE);
       return command === undefined || command === "help" || command === "--help" ? 0 : 2;
   }
 }
 
-async function status(): Promise<number> {
-  const state = readState();
+async function status(paths: ClusterPaths): Promise<number> {
+  const state = readState(paths);
   if (!state) {
     out("down");
     return 1;
   }
   const alive = running(state);
   const dead = COMPONENTS.filter((c) => !alive[c]);
-  const ready = dead.length === 0 && await healthy(`${state.server}/readyz`);
+  const ready = dead.length === 0 && await healthy(paths, `${state.server}/readyz`);
   if (!ready) {
     out(`down${dead.length ? ` (not running: ${dead.join(", ")})` : " (apiserver not ready)"}`);
     return 1;
   }
   out(`up: ${state.server}`);
-  out(`KUBECONFIG=${adminKubeconfig}`);
+  out(`KUBECONFIG=${paths.adminKubeconfig}`);
   return 0;
 }
 
-async function kubectl(args: string[]): Promise<number> {
-  const state = readState();
+async function kubectl(paths: ClusterPaths, args: string[]): Promise<number> {
+  const state = readState(paths);
   if (!state) {
     err("the cluster is not up; run: deno task cluster up");
     return 1;
   }
   const child = new Deno.Command(state.binary, {
-    args: ["kubectl", `--kubeconfig=${adminKubeconfig}`, ...args],
+    args: ["kubectl", `--kubeconfig=${paths.adminKubeconfig}`, ...args],
     stdin: "inherit",
     stdout: "inherit",
     stderr: "inherit",

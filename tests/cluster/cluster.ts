@@ -8,12 +8,33 @@
  */
 import { cacheDir, ensureBinary } from "./build.ts";
 
-/** Where the cluster's PKI, data, logs and kubeconfigs live. */
-export const clusterDir = `${cacheDir}/cluster`;
-const pkiDir = `${clusterDir}/pki`;
-const stateFile = `${clusterDir}/state.json`;
-/** The admin kubeconfig (`system:masters`, client-certificate authentication). */
-export const adminKubeconfig = `${clusterDir}/admin.kubeconfig`;
+/** Where one cluster's PKI, data, logs and kubeconfigs live. */
+export interface ClusterPaths {
+  name: string;
+  dir: string;
+  pki: string;
+  state: string;
+  /** The admin kubeconfig (`system:masters`, client-certificate authentication). */
+  adminKubeconfig: string;
+}
+
+/**
+ * Paths of the cluster called `name`. Several clusters can run side by side (the kubernetes
+ * provider's tests need a second one); "default" is the one tests and the demo use.
+ */
+export function clusterPaths(name = "default"): ClusterPaths {
+  if (!/^[a-z0-9][a-z0-9-]{0,30}$/.test(name)) {
+    throw new RangeError(`cluster name "${name}" must be lower-case letters, digits and dashes`);
+  }
+  const dir = name === "default" ? `${cacheDir}/cluster` : `${cacheDir}/cluster-${name}`;
+  return {
+    name,
+    dir,
+    pki: `${dir}/pki`,
+    state: `${dir}/state.json`,
+    adminKubeconfig: `${dir}/admin.kubeconfig`,
+  };
+}
 
 /** The components, in start order. */
 export const COMPONENTS = [
@@ -33,6 +54,7 @@ interface ComponentState {
 
 /** What `up` recorded. */
 export interface ClusterState {
+  paths: ClusterPaths;
   binary: string;
   server: string;
   ports: Record<Component, number>;
@@ -50,9 +72,9 @@ export interface UpOptions {
 const serviceRange = "127.0.100.0/24";
 
 /** Reads the recorded state, or undefined when the cluster was never started or was stopped. */
-export function readState(): ClusterState | undefined {
+export function readState(paths = clusterPaths()): ClusterState | undefined {
   try {
-    return JSON.parse(Deno.readTextFileSync(stateFile));
+    return JSON.parse(Deno.readTextFileSync(paths.state));
   } catch {
     return undefined;
   }
@@ -63,7 +85,8 @@ function alive(pid: number, binary: string): boolean {
     const cmdline = Deno.readTextFileSync(`/proc/${pid}/cmdline`);
     const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
     // A zombie has exited; a reused pid runs something else.
-    return cmdline.startsWith(binary) && !/^\d+ \(.*\) Z/.test(stat);
+    // Before `sh -c exec` has run, the command line is the shell's, which names the binary too.
+    return cmdline.includes(binary) && !/^\d+ \(.*\) Z/.test(stat);
   } catch {
     return false;
   }
@@ -76,22 +99,22 @@ export function running(state: ClusterState): Record<Component, boolean> {
   ) as Record<Component, boolean>;
 }
 
-function pem(name: string): string {
-  return Deno.readTextFileSync(`${pkiDir}/${name}`);
+function pem(paths: ClusterPaths, name: string): string {
+  return Deno.readTextFileSync(`${paths.pki}/${name}`);
 }
 
 /** An HTTP client that trusts the cluster CA and presents the admin certificate. */
-export function adminHttpClient(): Deno.HttpClient {
+export function adminHttpClient(paths: ClusterPaths): Deno.HttpClient {
   return Deno.createHttpClient({
-    caCerts: [pem("ca.crt")],
-    cert: pem("admin.crt"),
-    key: pem("admin.key"),
+    caCerts: [pem(paths, "ca.crt")],
+    cert: pem(paths, "admin.crt"),
+    key: pem(paths, "admin.key"),
   });
 }
 
-/** True when `url` answers 200 with the admin identity within a second. */
-export async function healthy(url: string): Promise<boolean> {
-  const client = adminHttpClient();
+/** True when `url` answers 200 with the admin identity within two seconds. */
+export async function healthy(paths: ClusterPaths, url: string): Promise<boolean> {
+  const client = adminHttpClient(paths);
   try {
     const res = await fetch(url, { client, signal: AbortSignal.timeout(2000) });
     await res.body?.cancel();
@@ -110,8 +133,8 @@ function freePort(): number {
   return port;
 }
 
-function kubeconfig(server: string, user: string): string {
-  const b64 = (name: string) => btoa(pem(name));
+function kubeconfig(paths: ClusterPaths, server: string, user: string): string {
+  const b64 = (name: string) => btoa(pem(paths, name));
   return [
     "apiVersion: v1",
     "kind: Config",
@@ -156,8 +179,14 @@ function spawnComponent(binary: string, name: Component, args: string[], log: st
   return child.pid;
 }
 
-function componentArgs(ports: Record<Component, number>, peer: number, options: UpOptions) {
-  const p = (name: string) => `${pkiDir}/${name}`;
+function componentArgs(
+  paths: ClusterPaths,
+  ports: Record<Component, number>,
+  peer: number,
+  options: UpOptions,
+) {
+  const clusterDir = paths.dir;
+  const p = (name: string) => `${paths.pki}/${name}`;
   const server = `https://127.0.0.1:${ports["kube-apiserver"]}`;
   const own = (name: string) => [
     `--kubeconfig=${clusterDir}/${name}.kubeconfig`,
@@ -252,7 +281,7 @@ async function waitFor(
   throw new Error(`${what} was not ready after ${timeoutMs / 1000} s; see ${log}`);
 }
 
-async function preparePki(binary: string): Promise<void> {
+async function preparePki(binary: string, pkiDir: string): Promise<void> {
   await runBinary(binary, ["pki", pkiDir]);
   for (const name of ["kube-controller-manager", "kube-scheduler"]) {
     try {
@@ -278,28 +307,33 @@ export interface ProgressOptions {
  * Starts the control plane unless it is already up, and returns its state. A partly running
  * cluster (a component died) is stopped and started afresh.
  */
-export async function up(options: UpOptions & ProgressOptions = {}): Promise<ClusterState> {
-  const previous = readState();
+export async function up(
+  options: UpOptions & ProgressOptions & { paths?: ClusterPaths } = {},
+): Promise<ClusterState> {
+  const paths = options.paths ?? clusterPaths();
+  const clusterDir = paths.dir;
+  const previous = readState(paths);
   if (previous && Object.values(running(previous)).every(Boolean)) {
-    if (await healthy(`${previous.server}/readyz`)) return previous;
+    if (await healthy(paths, `${previous.server}/readyz`)) return previous;
   }
-  if (previous) await down();
+  if (previous) await down(paths);
   const progress = options.progress ?? (() => {});
   const binary = await ensureBinary({ progress });
   await Deno.mkdir(`${clusterDir}/logs`, { recursive: true });
   await Deno.remove(`${clusterDir}/etcd`, { recursive: true }).catch(() => {});
-  await preparePki(binary);
+  await preparePki(binary, paths.pki);
   const ports = {} as Record<Component, number>;
   for (const c of COMPONENTS) ports[c] = freePort();
   const etcdPeerPort = freePort();
-  const { server, args } = componentArgs(ports, etcdPeerPort, options);
+  const { server, args } = componentArgs(paths, ports, etcdPeerPort, options);
   for (const name of ["admin", "kube-controller-manager", "kube-scheduler"]) {
-    await Deno.writeTextFile(`${clusterDir}/${name}.kubeconfig`, kubeconfig(server, name), {
+    await Deno.writeTextFile(`${clusterDir}/${name}.kubeconfig`, kubeconfig(paths, server, name), {
       mode: 0o600,
     });
   }
   const { verifyKubeletServing } = options;
   const state: ClusterState = {
+    paths,
     binary,
     server,
     ports,
@@ -311,7 +345,7 @@ export async function up(options: UpOptions & ProgressOptions = {}): Promise<Clu
     const log = `${clusterDir}/logs/${c}.log`;
     await Deno.writeTextFile(log, "");
     state.components[c] = { pid: spawnComponent(binary, c, args[c], log), args: args[c], log };
-    await Deno.writeTextFile(stateFile, JSON.stringify(state, null, 2));
+    await Deno.writeTextFile(paths.state, JSON.stringify(state, null, 2));
     progress(`started ${c} (pid ${state.components[c].pid})`);
     await waitReady(state, c);
   }
@@ -337,7 +371,7 @@ async function waitReady(state: ClusterState, c: Component): Promise<void> {
         return false;
       }
     }
-    : () => healthy(url);
+    : () => healthy(state.paths, url);
   await waitFor(c, check, () => !alive(pid, state.binary), log);
 }
 
@@ -364,17 +398,17 @@ export async function startComponent(state: ClusterState, c: Component): Promise
   const entry = state.components[c];
   if (alive(entry.pid, state.binary)) return;
   entry.pid = spawnComponent(state.binary, c, entry.args, entry.log);
-  await Deno.writeTextFile(stateFile, JSON.stringify(state, null, 2));
+  await Deno.writeTextFile(state.paths.state, JSON.stringify(state, null, 2));
   await waitReady(state, c);
 }
 
 /** Stops every component `up` started, in reverse order, and forgets the state. */
-export async function down(): Promise<boolean> {
-  const state = readState();
+export async function down(paths = clusterPaths()): Promise<boolean> {
+  const state = readState(paths);
   if (!state) return false;
   for (const c of [...COMPONENTS].reverse()) {
     if (state.components[c]) await stopComponent(state, c);
   }
-  await Deno.remove(stateFile);
+  await Deno.remove(paths.state);
   return true;
 }

@@ -4,8 +4,7 @@
  * certificates. `deno task test` brings it up before and down after the whole run.
  * @module
  */
-import { cacheDir } from "./build.ts";
-import { adminKubeconfig, clusterDir, type Component, readState } from "./cluster.ts";
+import { clusterPaths, type Component, readState } from "./cluster.ts";
 
 /** The result of running kubectl. */
 export interface KubectlResult {
@@ -56,11 +55,11 @@ export interface TestCluster {
 
 const cli = new URL("./cli.ts", import.meta.url).pathname;
 const decoder = new TextDecoder();
-let cluster: Promise<TestCluster> | undefined;
+const clusters = new Map<string, Promise<TestCluster>>();
 
-async function runCli(args: string[]): Promise<void> {
+async function runCli(name: string, args: string[]): Promise<void> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", cli, ...args],
+    args: ["run", "-A", cli, `--name=${name}`, ...args],
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -73,20 +72,28 @@ async function runCli(args: string[]): Promise<void> {
   }
 }
 
-/** The test cluster, started on first use. */
-export function useCluster(): Promise<TestCluster> {
-  cluster ??= connect();
+/**
+ * The test cluster, started on first use. `name` picks a second, independent cluster (for
+ * tests that need two, such as the kubernetes provider's); `deno task test` stops it afterwards.
+ */
+export function useCluster(name = "default"): Promise<TestCluster> {
+  let cluster = clusters.get(name);
+  if (!cluster) {
+    cluster = connect(name);
+    clusters.set(name, cluster);
+  }
   return cluster;
 }
 
-async function connect(): Promise<TestCluster> {
-  await runCli(["up"]);
-  const state = readState();
+async function connect(name: string): Promise<TestCluster> {
+  await runCli(name, ["up"]);
+  const paths = clusterPaths(name);
+  const state = readState(paths);
   if (!state) throw new Error("cluster up succeeded but left no state");
-  const pkiDir = `${clusterDir}/pki`;
+  const { pki: pkiDir, adminKubeconfig } = paths;
   const binary = state.binary;
   let serial = 0;
-  const restart = (command: "stop" | "start", c: Component) => runCli([command, c]);
+  const restart = (command: "stop" | "start", c: Component) => runCli(name, [command, c]);
 
   async function kubectl(
     args: string[],
@@ -113,7 +120,7 @@ async function connect(): Promise<TestCluster> {
   }
 
   async function issue(name: string, args: string[]): Promise<CertFiles> {
-    const dir = `${cacheDir}/cluster/certs`;
+    const dir = `${paths.dir}/certs`;
     await Deno.mkdir(dir, { recursive: true });
     const out = `${dir}/${name}-${Deno.pid}-${++serial}`;
     const res = await new Deno.Command(binary, {
