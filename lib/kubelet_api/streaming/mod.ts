@@ -1,7 +1,7 @@
 /**
  * Streaming protocols of the kubelet API, as pure, socket-agnostic building blocks:
  *
- * - `spdy_frames.ts`: SPDY/3 frame codec and incremental parser;
+ * - `spdy_frames.ts`, `spdy_frame_parser.ts`: SPDY/3 frame codec and incremental parser;
  * - `spdy_headers.ts`: header blocks, zlib with the SPDY/3 dictionary;
  * - `spdy_session.ts`, `spdy_stream.ts`: a SPDY/3.1 connection over any {@link ByteDuplex},
  *   with no flow-control stalls against Go's moby/spdystream;
@@ -23,7 +23,9 @@
  */
 export * from "./errors.ts";
 export * from "./spdy_frames.ts";
+export * from "./spdy_frame_parser.ts";
 export * from "./spdy_headers.ts";
+export * from "./byte_duplex.ts";
 export * from "./spdy_session.ts";
 export * from "./spdy_stream.ts";
 export * from "./node_socket_duplex.ts";

@@ -8,14 +8,8 @@
 import { type Clock, realClock } from "../../clock.ts";
 import { getLogger, type Logger } from "../../log.ts";
 import { SpdyProtocolError, SpdyStreamError } from "./errors.ts";
-import {
-  encodeFrame,
-  GoAwayStatus,
-  RstStatus,
-  type SpdyFrame,
-  SpdyFrameParser,
-  type SpdyFrameParserOptions,
-} from "./spdy_frames.ts";
+import { encodeFrame, GoAwayStatus, RstStatus, type SpdyFrame } from "./spdy_frames.ts";
+import { SpdyFrameParser, type SpdyFrameParserOptions } from "./spdy_frame_parser.ts";
 import {
   SpdyHeaderCompressor,
   SpdyHeaderDecompressor,
@@ -23,16 +17,11 @@ import {
   type SpdyHeaders,
 } from "./spdy_headers.ts";
 import { SpdyStream, type SpdyStreamHost } from "./spdy_stream.ts";
+import type { ByteDuplex, SignalOptions } from "./byte_duplex.ts";
+import { AcceptQueue } from "./_accept_queue.ts";
+import { deadline } from "./_deadline.ts";
 
-/** A byte transport: an upgraded TLS/TCP socket, or anything shaped like one. */
-export interface ByteDuplex {
-  /** Bytes from the peer; ends at EOF. */
-  readonly readable: ReadableStream<Uint8Array>;
-  /** Sends bytes; resolves when the transport can take more (back-pressure). */
-  write(bytes: Uint8Array): Promise<void>;
-  /** Ends the transport (flushing what was written when it can) and releases it. */
-  close(): void;
-}
+export type { ByteDuplex, SignalOptions };
 
 /** Options for {@link SpdySession}. */
 export interface SpdySessionOptions {
@@ -56,11 +45,6 @@ export interface SpdySessionOptions {
   log?: Logger;
 }
 
-/** Options carrying an abort signal. */
-export interface SignalOptions {
-  signal?: AbortSignal;
-}
-
 const MAX_QUEUED_CONTROL = 256;
 
 /** One SPDY/3.1 connection. Reading starts at construction. */
@@ -74,8 +58,7 @@ export class SpdySession {
   readonly #compressor = new SpdyHeaderCompressor();
   readonly #decompressor: SpdyHeaderDecompressor;
   readonly #streams = new Map<number, SpdyStream>();
-  readonly #pending: SpdyStream[] = [];
-  readonly #acceptWaiters: Array<(stream: SpdyStream | null) => void> = [];
+  readonly #accepts = new AcceptQueue<SpdyStream>();
   readonly #pings = new Map<number, () => void>();
   readonly #host: SpdyStreamHost;
   readonly #clock: Clock;
@@ -139,22 +122,7 @@ export class SpdySession {
 
   /** The next peer-opened stream, or null once the connection is closed (or the signal aborts). */
   accept(options: SignalOptions = {}): Promise<SpdyStream | null> {
-    const queued = this.#pending.shift();
-    if (queued) return Promise.resolve(queued);
-    if (this.#ended || options.signal?.aborted) return Promise.resolve(null);
-    return new Promise((resolve) => {
-      const onAbort = () => {
-        const at = this.#acceptWaiters.indexOf(deliver);
-        if (at >= 0) this.#acceptWaiters.splice(at, 1);
-        resolve(null);
-      };
-      const deliver = (stream: SpdyStream | null) => {
-        options.signal?.removeEventListener("abort", onAbort);
-        resolve(stream);
-      };
-      options.signal?.addEventListener("abort", onAbort, { once: true });
-      this.#acceptWaiters.push(deliver);
-    });
+    return this.#accepts.next(options.signal);
   }
 
   /** Opens a stream (SYN_STREAM) and waits for the peer's SYN_REPLY. */
@@ -177,14 +145,10 @@ export class SpdySession {
       unidirectional: false,
       headerBlock: block,
     }));
-    const timeout = new AbortController();
-    const gaveUp = this.#clock.sleep(
-      this.#replyTimeoutMs,
-      AbortSignal.any([
-        timeout.signal,
-        ...(options.signal ? [options.signal] : []),
-      ]),
-    ).then(() => "timeout", () => options.signal?.aborted ? "aborted" : "done");
+    const limit = deadline(this.#clock, this.#replyTimeoutMs, options.signal);
+    const gaveUp = new Promise<string>((resolve) => {
+      limit.signal.addEventListener("abort", () => resolve("timeout or abort"), { once: true });
+    });
     try {
       const outcome = await Promise.race([stream.waitForReply().then(() => "replied"), gaveUp]);
       if (outcome !== "replied") {
@@ -193,7 +157,7 @@ export class SpdySession {
       }
       return stream;
     } finally {
-      timeout.abort();
+      limit.cancel();
     }
   }
 
@@ -359,7 +323,7 @@ export class SpdySession {
     }
     this.#lastPeerStreamId = id;
     const full = this.#streams.size >= this.#maxStreams ||
-      this.#pending.length >= this.#maxPending;
+      this.#accepts.length >= this.#maxPending;
     if (this.#goAwaySent || full) {
       this.#sendControl({ type: "rst_stream", streamId: id, status: RstStatus.refusedStream });
       return;
@@ -368,9 +332,7 @@ export class SpdySession {
     this.#streams.set(id, stream);
     if (frame.unidirectional) stream.markLocalFinished();
     if (frame.fin) stream.markRemoteFinished();
-    const waiter = this.#acceptWaiters.shift();
-    if (waiter) waiter(stream);
-    else this.#pending.push(stream);
+    this.#accepts.push(stream);
   }
 
   #sendHeaders(kind: "syn_reply", streamId: number, headers: SpdyHeaders, fin: boolean) {
@@ -416,8 +378,7 @@ export class SpdySession {
 
   #streamDone(stream: SpdyStream): void {
     if (this.#streams.get(stream.id) === stream) this.#streams.delete(stream.id);
-    const queued = this.#pending.indexOf(stream);
-    if (queued >= 0 && stream.error) this.#pending.splice(queued, 1);
+    if (stream.error) this.#accepts.remove(stream);
   }
 
   /** Ends the connection once; `abrupt` drops frames still queued instead of flushing them. */
@@ -434,8 +395,7 @@ export class SpdySession {
       );
     }
     this.#streams.clear();
-    for (const stream of this.#pending.splice(0)) stream.reset(RstStatus.cancel);
-    for (const waiter of this.#acceptWaiters.splice(0)) waiter(null);
+    for (const stream of this.#accepts.close()) stream.reset(RstStatus.cancel);
     for (const resolve of this.#pings.values()) resolve();
     this.#pings.clear();
     this.#reader?.cancel().catch(() => {});

@@ -1,9 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  encodeFrame,
-  type SpdyFrame,
-  SpdyFrameParser,
-} from "../../../lib/kubelet_api/streaming/spdy_frames.ts";
+import { encodeFrame, type SpdyFrame } from "../../../lib/kubelet_api/streaming/spdy_frames.ts";
+import { SpdyFrameParser } from "../../../lib/kubelet_api/streaming/spdy_frame_parser.ts";
 import { isSpdyProtocolError } from "../../../lib/kubelet_api/streaming/errors.ts";
 import { concatBytes, fromHex, hex, pseudoRandomBytes } from "./_memory_duplex.ts";
 

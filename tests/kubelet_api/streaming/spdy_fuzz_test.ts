@@ -4,11 +4,8 @@
  * never a hang, never a buffer beyond one frame.
  */
 import assert from "node:assert/strict";
-import {
-  encodeFrame,
-  type SpdyFrame,
-  SpdyFrameParser,
-} from "../../../lib/kubelet_api/streaming/spdy_frames.ts";
+import { encodeFrame, type SpdyFrame } from "../../../lib/kubelet_api/streaming/spdy_frames.ts";
+import { SpdyFrameParser } from "../../../lib/kubelet_api/streaming/spdy_frame_parser.ts";
 import {
   SpdyHeaderCompressor,
   SpdyHeaderDecompressor,

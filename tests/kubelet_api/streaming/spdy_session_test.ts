@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { SpdySession } from "../../../lib/kubelet_api/streaming/spdy_session.ts";
-import { encodeFrame, SpdyFrameParser } from "../../../lib/kubelet_api/streaming/spdy_frames.ts";
+import { encodeFrame } from "../../../lib/kubelet_api/streaming/spdy_frames.ts";
+import { SpdyFrameParser } from "../../../lib/kubelet_api/streaming/spdy_frame_parser.ts";
 import {
   headerValue,
   SpdyHeaderCompressor,
