@@ -33,7 +33,11 @@ export function registerNodeRoutes(app: Hono<KubeletEnv>, deps: KubeletApiDeps):
     app.get(path, (c) => c.text("ok"));
   }
   app.get("/readyz", async (c) => {
-    await provider.ping?.({ signal: signal(c) });
+    try {
+      await provider.ping?.({ signal: signal(c) });
+    } catch (err) {
+      throw new HttpError(503, `provider not ready: ${err instanceof Error ? err.message : err}`);
+    }
     return c.text("ok");
   });
 
