@@ -1,0 +1,281 @@
+/**
+ * The pod controller: watches the pods bound to this node (`spec.nodeName=<node>`), makes the
+ * provider run them, and writes their status back. Two keyed queues (spec towards the provider,
+ * status towards the API) with bounded workers and backoff; a periodic resync so that no missed
+ * event leaves a pod Pending or Terminating; restart reconciliation that deletes provider pods the
+ * API no longer has only once the informer has synced, so a slow start never deletes healthy
+ * pods (elotl/kip#107).
+ * @module
+ */
+import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
+import { type Clock, jitter } from "../clock.ts";
+import type { Logger } from "../log.ts";
+import { isNotFound, isTransient, type Provider } from "../provider.ts";
+import { type InformerLike, type PodControllerApi, podKey } from "./api.ts";
+import { ConfigSources } from "./config_sources.ts";
+import type { EnvSources, PodAddresses, ResourceList } from "./env.ts";
+import { EventRecorder } from "./events.ts";
+import type { DaemonSetPodPolicy, PodContext, UidStatus } from "./pod_context.ts";
+import { canonicalJson, isTerminal } from "./pod_status.ts";
+import { specOf, syncPod } from "./pod_sync.ts";
+import { syncStatus } from "./status_sync.ts";
+import { WorkQueue } from "./work_queue.ts";
+
+/** What {@link PodController} needs. Defaults are for `main.ts`/`lib/run.ts` to override. */
+export interface PodControllerDeps {
+  api: PodControllerApi;
+  provider: Provider;
+  clock: Clock;
+  log: Logger;
+  nodeName: string;
+  /** Workers per queue (`--pod-sync-workers`); default 10. */
+  workers?: number;
+  /** Every pod is synced again this often (`--full-resync-period`); default 60 s. */
+  resyncPeriodMs?: number;
+  /** How often statuses are polled from a provider without `notifyPods`; default 5 s. */
+  statusPollIntervalMs?: number;
+  /** The node's IPs (status.hostIP(s) and the downward API); default none. */
+  nodeIps?: () => string[];
+  /** The node's allocatable, the downward API's default for unset limits; default none. */
+  allocatable?: () => ResourceList;
+  /** Pods of DaemonSets: `skip` (default) never hands them to the provider; `run` does. */
+  daemonSetPods?: DaemonSetPodPolicy;
+  /** Defaults to a recorder writing through `api.events`. */
+  recorder?: EventRecorder;
+}
+
+/** Runs this node's pods in the provider; see the module doc. */
+export class PodController {
+  /** Resolves once the pod and service caches have synced and restart reconciliation ran. */
+  readonly ready: Promise<void>;
+  #ctx: PodContext;
+  #deps: PodControllerDeps;
+  #services: InformerLike<Service>;
+  #pollDue = new Set<string>();
+  #resolveReady!: () => void;
+  #rejectReady!: (reason: unknown) => void;
+
+  constructor(deps: PodControllerDeps) {
+    this.#deps = deps;
+    this.ready = new Promise((resolve, reject) => {
+      this.#resolveReady = resolve;
+      this.#rejectReady = reject;
+    });
+    this.ready.catch(() => {});
+    const { api, clock, nodeName } = deps;
+    const pods = api.pods.informer({
+      fieldSelector: `spec.nodeName=${nodeName}`,
+      clock,
+      name: "pods",
+    });
+    this.#services = api.services.informer({ clock, name: "services" });
+    this.#ctx = this.#buildContext(pods);
+    pods.on("add", (pod) => this.#onAdd(pod));
+    pods.on("update", (pod, old) => this.#onUpdate(pod, old));
+    pods.on("delete", (pod) => this.#ctx.syncQueue.add(podKey(pod)));
+  }
+
+  /** Keys waiting in the sync and status queues; for metrics and tests. */
+  get queueLengths(): { sync: number; status: number } {
+    return { sync: this.#ctx.syncQueue.length, status: this.#ctx.statusQueue.length };
+  }
+
+  /** Runs until `signal` aborts, then waits for work in progress to finish. */
+  async run(signal: AbortSignal): Promise<void> {
+    const ctx = this.#ctx;
+    ctx.provider.notifyPods?.((pod) => this.#onProviderStatus(pod));
+    const tasks = [ctx.pods.run(signal), this.#services.run(signal), ctx.configSources.run(signal)];
+    const aborted = new Promise<void>((r) =>
+      signal.addEventListener("abort", () => r(), { once: true })
+    );
+    const synced = Promise.all([ctx.pods.synced, this.#services.synced]).then(
+      () => true,
+      () => false,
+    );
+    if (await Promise.race([synced, aborted.then(() => false)]) && !signal.aborted) {
+      await this.#sweepOrphans(signal);
+      this.#resolveReady();
+      ctx.log.info("pod controller ready: {count} pods bound to this node", {
+        count: ctx.pods.store.list().length,
+      });
+      tasks.push(ctx.syncQueue.run(signal), ctx.statusQueue.run(signal), this.#resyncLoop(signal));
+      if (!ctx.provider.notifyPods) tasks.push(this.#pollLoop(signal));
+    } else {
+      this.#rejectReady(signal.reason ?? new Error("pod informer stopped before it synced"));
+    }
+    await Promise.all(tasks);
+    await ctx.recorder.flush();
+  }
+
+  #buildContext(pods: InformerLike<Pod>): PodContext {
+    const d = this.#deps;
+    const workers = d.workers ?? 10;
+    const retryAfter = (err: unknown) => isTransient(err) ? err.retryAfterMs ?? 0 : 0;
+    const ctx: PodContext = {
+      api: d.api,
+      provider: d.provider,
+      clock: d.clock,
+      log: d.log,
+      pods,
+      recorder: d.recorder ??
+        new EventRecorder({ api: d.api.events, clock: d.clock, log: d.log, nodeName: d.nodeName }),
+      configSources: new ConfigSources({
+        api: d.api,
+        clock: d.clock,
+        log: d.log,
+        onChange: (keys) => keys.forEach((k) => ctx.syncQueue.add(k)),
+      }),
+      envSources: this.#envSources(() => ctx.configSources),
+      daemonSetPods: d.daemonSetPods ?? "skip",
+      nodeIps: d.nodeIps ?? (() => []),
+      lastKnown: new Map(),
+      providerStatus: new Map(),
+      localStatus: new Map(),
+      deleting: new Map(),
+      syncQueue: new WorkQueue({
+        clock: d.clock,
+        log: d.log,
+        workers,
+        retryAfter,
+        process: (key, signal) => syncPod(ctx, key, signal),
+      }),
+      statusQueue: new WorkQueue({
+        clock: d.clock,
+        log: d.log,
+        workers,
+        process: (key, signal) => syncStatus(ctx, key, signal, this.#pollDue.delete(key)),
+      }),
+      addresses: (key, pod) => this.#addresses(key, pod),
+      setLocalStatus: (pod, status) => {
+        ctx.localStatus.set(podKey(pod), { uid: pod.metadata?.uid ?? "", status });
+        ctx.statusQueue.add(podKey(pod));
+      },
+      writeFinalStatus: (key, signal) =>
+        syncStatus(ctx, key, signal, false).catch((err) => {
+          d.log.debug("final status of {pod} not written: {err}", { pod: key, err: String(err) });
+        }),
+    };
+    return ctx;
+  }
+
+  #envSources(sources: () => ConfigSources): EnvSources {
+    return {
+      configMap: (ns, name, o) => sources().configMap(ns, name, o),
+      secret: (ns, name, o) => sources().secret(ns, name, o),
+      services: (ns) =>
+        this.#services.store.list().filter((s) =>
+          s.metadata?.namespace === ns || s.metadata?.namespace === "default"
+        ),
+      allocatable: this.#deps.allocatable ?? (() => ({})),
+    };
+  }
+
+  #addresses(key: string, pod: Pod): PodAddresses {
+    const reported = this.#ctx.providerStatus.get(key);
+    const status = reported && reported.uid === pod.metadata?.uid ? reported.status : pod.status;
+    const hostIps = ips(status?.hostIPs, status?.hostIP);
+    const nodeIps = hostIps.length ? hostIps : this.#ctx.nodeIps();
+    const podIps = ips(status?.podIPs, status?.podIP);
+    return { podIps: podIps.length || !pod.spec?.hostNetwork ? podIps : nodeIps, hostIps: nodeIps };
+  }
+
+  #onAdd(pod: Pod): void {
+    const key = podKey(pod);
+    this.#ctx.lastKnown.set(key, pod);
+    this.#ctx.syncQueue.add(key);
+    this.#ctx.statusQueue.add(key);
+  }
+
+  #onUpdate(pod: Pod, old: Pod): void {
+    const key = podKey(pod);
+    const deletionChanged = pod.metadata?.deletionTimestamp !== old.metadata?.deletionTimestamp;
+    if (deletionChanged || specOf(pod) !== specOf(old) || isTerminal(pod) !== isTerminal(old)) {
+      this.#ctx.syncQueue.add(key);
+    }
+    // Ours or another writer's: the status worker writes again only if it differs from ours.
+    if (canonicalJson(pod.status) !== canonicalJson(old.status)) this.#ctx.statusQueue.add(key);
+  }
+
+  #onProviderStatus(reported: Pod): void {
+    const key = podKey(reported);
+    const ctx = this.#ctx;
+    const previous = ctx.providerStatus.get(key);
+    const next: UidStatus = { uid: reported.metadata?.uid ?? "", status: reported.status ?? {} };
+    ctx.providerStatus.set(key, next);
+    ctx.statusQueue.add(key);
+    const pod = ctx.pods.store.getByKey(key);
+    if (!pod) return;
+    if (pod.metadata?.deletionTimestamp) ctx.syncQueue.add(key);
+    const ipsChanged = canonicalJson(ips(previous?.status.podIPs, previous?.status.podIP)) !==
+      canonicalJson(ips(next.status.podIPs, next.status.podIP));
+    // Env was resolved before the provider assigned the IPs: resolve again and update.
+    if (ipsChanged && /"status\.(pod|host)IPs?"/.test(JSON.stringify(pod.spec))) {
+      ctx.syncQueue.add(key);
+    }
+  }
+
+  /** Deletes provider pods of this node whose API object is gone (or is another uid). */
+  async #sweepOrphans(signal: AbortSignal): Promise<void> {
+    const ctx = this.#ctx;
+    let running: Pod[];
+    try {
+      running = await ctx.provider.listPods({ signal });
+    } catch (err) {
+      ctx.log.warn(
+        "could not list the provider's pods; orphans stay until the next resync: {err}",
+        { err: String(err) },
+      );
+      return;
+    }
+    for (const pod of running) {
+      const current = ctx.pods.store.getByKey(podKey(pod));
+      if (current && current.metadata?.uid === pod.metadata?.uid) continue;
+      ctx.log.info("deleting {pod} from the provider: the API no longer has it", {
+        pod: podKey(pod),
+      });
+      await ctx.provider.deletePod(pod, { signal }).catch((err) => {
+        if (!isNotFound(err)) {
+          ctx.log.warn("could not delete orphan {pod}: {err}", {
+            pod: podKey(pod),
+            err: String(err),
+          });
+        }
+      });
+    }
+  }
+
+  async #resyncLoop(signal: AbortSignal): Promise<void> {
+    const ctx = this.#ctx;
+    const period = this.#deps.resyncPeriodMs ?? 60_000;
+    while (!signal.aborted) {
+      if (!await ctx.clock.sleep(jitter(period, 0.1), signal).then(() => true, () => false)) return;
+      for (const pod of ctx.pods.store.list()) {
+        ctx.syncQueue.add(podKey(pod));
+        ctx.statusQueue.add(podKey(pod));
+      }
+      // Deletes the informer may have missed while vkubelet was busy or disconnected.
+      for (const key of ctx.lastKnown.keys()) {
+        if (!ctx.pods.store.getByKey(key)) ctx.syncQueue.add(key);
+      }
+      await this.#sweepOrphans(signal);
+    }
+  }
+
+  async #pollLoop(signal: AbortSignal): Promise<void> {
+    const ctx = this.#ctx;
+    const interval = this.#deps.statusPollIntervalMs ?? 5_000;
+    while (!signal.aborted) {
+      if (!await ctx.clock.sleep(interval, signal).then(() => true, () => false)) return;
+      for (const pod of ctx.pods.store.list()) {
+        if (isTerminal(pod) && !pod.metadata?.deletionTimestamp) continue;
+        this.#pollDue.add(podKey(pod));
+        ctx.statusQueue.add(podKey(pod));
+      }
+    }
+  }
+}
+
+function ips(list: { ip?: string }[] | undefined, single: string | undefined): string[] {
+  const fromList = (list ?? []).map((p) => p.ip ?? "").filter((ip) => ip !== "");
+  return fromList.length ? fromList : single ? [single] : [];
+}

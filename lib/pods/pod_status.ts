@@ -1,0 +1,190 @@
+/**
+ * Pod status as vkubelet writes it: the provider's report merged with what other writers own
+ * (the scheduler's PodScheduled, readiness gates, qosClass), compared in a canonical form so that
+ * a write that would change nothing is skipped, the statuses the controller writes itself when the
+ * provider has none (config errors, provider failures), and the kubelet-style lifecycle events a
+ * status change implies.
+ * @module
+ */
+import type { ContainerStatus, Pod, PodCondition, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import type { PodEvent } from "./events.ts";
+
+const TIME = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
+
+/** The status to write: `reported` plus what the API's copy holds that the provider does not own. */
+export function mergeStatus(
+  current: PodStatus | undefined,
+  reported: PodStatus,
+  hostIps: string[],
+): PodStatus {
+  const out: PodStatus = truncateTimes(structuredClone(reported));
+  const reportedTypes = new Set((out.conditions ?? []).map((c) => c.type));
+  const kept = (current?.conditions ?? []).filter((c) => !reportedTypes.has(c.type));
+  const conditions = (out.conditions ?? []).map((c) => keepTransitionTime(c, current?.conditions));
+  if (conditions.length + kept.length > 0) out.conditions = [...conditions, ...kept];
+  if (!out.hostIP && hostIps.length > 0) {
+    out.hostIP = hostIps[0];
+    out.hostIPs = hostIps.map((ip) => ({ ip }));
+  }
+  // The apiserver owns qosClass (immutable once set); the scheduler owns nominatedNodeName.
+  return {
+    ...out,
+    qosClass: current?.qosClass ?? out.qosClass,
+    nominatedNodeName: current?.nominatedNodeName ?? out.nominatedNodeName,
+    startTime: out.startTime ?? current?.startTime,
+  };
+}
+
+// A provider that stamps "now" on every report must not make every report a write.
+function keepTransitionTime(c: PodCondition, previous: PodCondition[] | undefined): PodCondition {
+  const old = previous?.find((p) => p.type === c.type);
+  return old && old.status === c.status && old.lastTransitionTime
+    ? { ...c, lastTransitionTime: old.lastTransitionTime }
+    : c;
+}
+
+/** Whole-second UTC times, as the apiserver stores `metav1.Time`. */
+export function truncateTimes<T>(value: T): T {
+  if (typeof value === "string") {
+    const m = TIME.exec(value);
+    if (!m) return value;
+    return `${new Date(Date.parse(value)).toISOString().slice(0, 19)}Z` as T;
+  }
+  if (Array.isArray(value)) return value.map(truncateTimes) as T;
+  if (value && typeof value === "object") {
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, truncateTimes(v)]),
+    ) as T;
+  }
+  return value;
+}
+
+/** JSON with sorted keys and empty values (as Go's omitempty drops them) left out. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(prune(truncateTimes(value))) ?? "";
+}
+
+function prune(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    const items = value.map(prune).filter((v) => v !== undefined);
+    return items.length ? items : undefined;
+  }
+  if (value && typeof value === "object") {
+    const entries = Object.keys(value).sort()
+      .map((k) => [k, prune((value as Record<string, unknown>)[k])] as const)
+      .filter(([, v]) => v !== undefined);
+    return entries.length ? Object.fromEntries(entries) : undefined;
+  }
+  return value === null || value === "" ? undefined : value;
+}
+
+/** True when writing `next` over `current` would change nothing. */
+export function statusEqual(current: PodStatus | undefined, next: PodStatus): boolean {
+  return canonicalJson(current ?? {}) === canonicalJson(next);
+}
+
+/** True for Succeeded and Failed. */
+export function isTerminal(pod: Pod): boolean {
+  const phase = pod.status?.phase;
+  return phase === "Succeeded" || phase === "Failed";
+}
+
+/** The status the controller writes when the provider has none for the pod. */
+export function controllerStatus(
+  pod: Pod,
+  phase: "Pending" | "Failed",
+  reason: string,
+  message: string,
+  waiting?: { container?: string; reason: string },
+): PodStatus {
+  const containers = pod.spec?.containers ?? [];
+  return {
+    ...pod.status,
+    phase,
+    reason,
+    message,
+    containerStatuses: containers.map((c): ContainerStatus => {
+      const previous = pod.status?.containerStatuses?.find((s) => s.name === c.name);
+      const waitsHere = waiting && (!waiting.container || waiting.container === c.name);
+      return {
+        name: c.name,
+        image: c.image ?? "",
+        imageID: previous?.imageID ?? "",
+        ready: false,
+        restartCount: previous?.restartCount ?? 0,
+        state: {
+          waiting: {
+            reason: waitsHere ? waiting.reason : "ContainerCreating",
+            message: waitsHere ? message : undefined,
+          },
+        },
+      };
+    }),
+  };
+}
+
+/** Lifecycle events a kubelet would report for the change from `before` to `after`. */
+export function lifecycleEvents(
+  pod: Pod,
+  before: PodStatus | undefined,
+  after: PodStatus,
+): PodEvent[] {
+  const events: PodEvent[] = [];
+  const lists = [
+    ["initContainers", before?.initContainerStatuses, after.initContainerStatuses],
+    ["containers", before?.containerStatuses, after.containerStatuses],
+  ] as const;
+  for (const [list, old, now] of lists) {
+    for (const status of now ?? []) {
+      const previous = old?.find((s) => s.name === status.name);
+      const fieldPath = `spec.${list}{${status.name}}`;
+      const running = status.state?.running;
+      if (running && previous?.state?.running?.startedAt !== running.startedAt) {
+        events.push(
+          {
+            type: "Normal",
+            reason: "Created",
+            message: `Created container ${status.name}`,
+            fieldPath,
+          },
+          {
+            type: "Normal",
+            reason: "Started",
+            message: `Started container ${status.name}`,
+            fieldPath,
+          },
+        );
+      }
+      const waiting = status.state?.waiting?.reason;
+      if (!waiting || previous?.state?.waiting?.reason === waiting) continue;
+      if (waiting === "CrashLoopBackOff") {
+        const podName = `${pod.metadata?.name}_${pod.metadata?.namespace}(${pod.metadata?.uid})`;
+        events.push({
+          type: "Warning",
+          reason: "BackOff",
+          message: `Back-off restarting failed container ${status.name} in pod ${podName}`,
+          fieldPath,
+        });
+      } else if (FAILED_WAITING.has(waiting)) {
+        const detail = status.state?.waiting?.message;
+        events.push({
+          type: "Warning",
+          reason: "Failed",
+          message: `Error: ${detail || waiting}`,
+          fieldPath,
+        });
+      }
+    }
+  }
+  return events;
+}
+
+// Waiting reasons the kubelet reports with a `Failed` event (CreateContainerConfigError is
+// reported where it happens, in env resolution).
+const FAILED_WAITING = new Set([
+  "ErrImagePull",
+  "ImagePullBackOff",
+  "InvalidImageName",
+  "CreateContainerError",
+  "RunContainerError",
+]);
