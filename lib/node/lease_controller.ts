@@ -17,7 +17,7 @@ import { isConflict, isNotFound } from "../../k8s/errors.ts";
 import { formatMicroTime } from "../../k8s/micro_time.ts";
 import type { Clock } from "../clock.ts";
 import type { Logger } from "../log.ts";
-import { abortable, backoffDelay, withDeadline } from "./_timing.ts";
+import { abortable, backoffDelay, Wakeup, withDeadline } from "./_timing.ts";
 import { ALWAYS_HEALTHY, type HealthSource } from "./health_monitor.ts";
 import { type NodeApi, type NodeApiClient, nodeApiFromClient } from "./node_api.ts";
 import type { NodeOwner } from "./node_controller.ts";
@@ -60,6 +60,7 @@ export class LeaseController {
   #health: HealthSource;
   #lease?: Lease;
   #paused = false;
+  #wakeup = new Wakeup();
   #resolveReady!: () => void;
 
   constructor(deps: LeaseControllerDeps) {
@@ -90,14 +91,18 @@ export class LeaseController {
 
   /** Renews until `signal` aborts; resolves once the renewal in flight has settled. */
   async run(signal: AbortSignal): Promise<void> {
+    // Renew at once when the provider recovers rather than up to an interval later.
+    const unsubscribe = this.#health.onChange((h) => h.healthy && this.#wakeup.wake());
     try {
       await abortable(this.#deps.owner.ready, signal);
       while (!signal.aborted) {
         await this.#sync(signal);
-        await this.#deps.clock.sleep(this.nextDelay(), signal);
+        await this.#wakeup.sleep(this.#deps.clock, this.nextDelay(), signal);
       }
     } catch (err) {
       if (!signal.aborted) throw err;
+    } finally {
+      unsubscribe();
     }
   }
 
