@@ -44,6 +44,11 @@ export interface ResumableWatchOptions extends WatchOptions {
   initialBackoffMs?: number;
   /** Default 30 s, like client-go's reflector. */
   maxBackoffMs?: number;
+  /**
+   * How long the apiserver keeps each connection open before the watch reconnects; default a
+   * random 5 to 10 minutes, as client-go's reflector does, so that clients do not reconnect in step.
+   */
+  timeoutSeconds?: number;
 }
 
 const log = getLogger(["vkubelet", "k8s", "watch"]);
@@ -110,13 +115,12 @@ export async function* resumableWatch<T extends KubeObject>(
     let events = 0;
     let healthy: boolean;
     try {
-      // Like the reflector: a server-side timeout of 5-10 minutes spreads reconnects out.
       const query: Query = {
         resourceVersion,
         labelSelector: options.labelSelector,
         fieldSelector: options.fieldSelector,
         allowWatchBookmarks: options.allowWatchBookmarks ?? true,
-        timeoutSeconds: Math.floor(300 * (1 + Math.random())),
+        timeoutSeconds: options.timeoutSeconds ?? Math.floor(300 * (1 + Math.random())),
       };
       for await (const event of watchEvents<T>(requester, path, query, options.signal)) {
         events++;
