@@ -10,6 +10,16 @@
  * - {@link LeaseController} renews `kube-node-lease/<node>` every 10 s while the provider is
  *   healthy.
  *
+ * `lib/run.ts` builds all three from the config with {@link createNodeSide}:
+ *
+ * ```ts
+ * const side = createNodeSide(config, { client, provider, clock, log, internalIp, version });
+ * loops.push(side.run(signal));
+ * await side.ready; // the Node exists, with our status
+ * ```
+ *
+ * or by hand:
+ *
  * ```ts
  * const health = new HealthMonitor({ provider, clock, log });
  * const node = new NodeController({ client, provider, clock, log, health, nodeName, version });
@@ -22,6 +32,7 @@ export * from "./health_monitor.ts";
 export * from "./node_controller.ts";
 export * from "./lease_controller.ts";
 export * from "./node_api.ts";
+export * from "./node_side.ts";
 export {
   baseNode,
   DEFAULT_CAPACITY,

@@ -1,0 +1,117 @@
+/**
+ * The node side assembled from vkubelet's config: one call for `lib/run.ts` that builds the
+ * health monitor, node controller and lease controller with the config's option names mapped
+ * onto theirs, and runs them together.
+ * @module
+ */
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import type { Logger } from "../log.ts";
+import type { Provider } from "../provider.ts";
+import { HealthMonitor } from "./health_monitor.ts";
+import { LeaseController } from "./lease_controller.ts";
+import type { NodeApi, NodeApiClient } from "./node_api.ts";
+import { NodeController, type NodeControllerDeps } from "./node_controller.ts";
+
+/** The config fields the node side reads. */
+export type NodeSideConfig = Pick<
+  Config,
+  | "nodeName"
+  | "os"
+  | "nodeLabels"
+  | "disableTaint"
+  | "taintKey"
+  | "taintValue"
+  | "taintEffect"
+  | "nodeLeaseDurationSeconds"
+  | "nodeLeaseRenewInterval"
+  | "nodeStatusUpdateFrequency"
+  | "nodeStatusReportFrequency"
+  | "recreateNode"
+  | "cordonOnShutdown"
+  | "port"
+>;
+
+/** What {@link createNodeSide} needs besides the config. */
+export interface NodeSideDeps {
+  /** The API, or a `KubeClient` to adapt. */
+  api?: NodeApi;
+  client?: NodeApiClient;
+  provider: Pick<Provider, "configureNode" | "notifyNodeChanged" | "ping">;
+  clock: Clock;
+  log: Logger;
+  /** The node's InternalIP (`--node-ip`, or detected). */
+  internalIp: string;
+  /** vkubelet's version, for `nodeInfo.kubeletVersion`. */
+  version: string;
+  /** The `Hostname` address and `kubernetes.io/hostname` label; default the node name. */
+  hostname?: string;
+}
+
+/** The three parts, and one `run` for all of them. */
+export interface NodeSide {
+  health: HealthMonitor;
+  node: NodeController;
+  lease: LeaseController;
+  /** Resolves once the Node is registered with our status (the node controller's `ready`). */
+  ready: Promise<void>;
+  /** Runs all three until `signal` aborts; resolves when all have stopped. */
+  run(signal: AbortSignal): Promise<void>;
+}
+
+/** The {@link NodeControllerDeps} options the config sets. */
+export function nodeOptionsFromConfig(
+  config: NodeSideConfig,
+): Omit<NodeControllerDeps, "api" | "client" | "provider" | "clock" | "log" | "version"> {
+  return {
+    nodeName: config.nodeName,
+    os: config.os,
+    labels: config.nodeLabels,
+    taint: config.disableTaint
+      ? false
+      : { key: config.taintKey, value: config.taintValue, effect: config.taintEffect },
+    kubeletPort: config.port,
+    statusUpdateIntervalMs: config.nodeStatusUpdateFrequency,
+    statusReportIntervalMs: config.nodeStatusReportFrequency,
+    recreateNode: config.recreateNode,
+    cordonOnShutdown: config.cordonOnShutdown,
+  };
+}
+
+/** Builds the node side from the config; nothing talks to the API until `run`. */
+export function createNodeSide(config: NodeSideConfig, deps: NodeSideDeps): NodeSide {
+  const { api, client, provider, clock, log } = deps;
+  const health = new HealthMonitor({ provider, clock, log });
+  const node = new NodeController({
+    ...nodeOptionsFromConfig(config),
+    api,
+    client,
+    provider,
+    clock,
+    log,
+    health,
+    version: deps.version,
+    internalIp: deps.internalIp,
+    hostname: deps.hostname,
+  });
+  const lease = new LeaseController({
+    api,
+    client,
+    clock,
+    log,
+    health,
+    nodeName: config.nodeName,
+    owner: node,
+    leaseDurationSeconds: config.nodeLeaseDurationSeconds,
+    renewIntervalMs: config.nodeLeaseRenewInterval,
+  });
+  return {
+    health,
+    node,
+    lease,
+    ready: node.ready,
+    async run(signal) {
+      await Promise.all([health.run(signal), node.run(signal), lease.run(signal)]);
+    },
+  };
+}
