@@ -29,7 +29,11 @@ interface Running {
 async function start(
   cluster: TestCluster,
   nodeName: string,
-  options: { provider?: FakeNodeProvider; node?: Partial<NodeControllerDeps> } = {},
+  options: {
+    provider?: FakeNodeProvider;
+    node?: Partial<NodeControllerDeps>;
+    pingIntervalMs?: number;
+  } = {},
 ): Promise<Running> {
   const kubeconfig = await cluster.nodeKubeconfig(nodeName);
   const client = await KubeClient.fromConfig({ kubeconfig, env: {} });
@@ -37,7 +41,12 @@ async function start(
   const { log, records } = recordingLogger();
   const clock = realClock;
   const startedAt = Date.now();
-  const health = new HealthMonitor({ provider, clock, log });
+  const health = new HealthMonitor({
+    provider,
+    clock,
+    log,
+    pingIntervalMs: options.pingIntervalMs,
+  });
   const node = new NodeController({
     client,
     provider,
@@ -251,6 +260,45 @@ Deno.test("a node deleted by someone is registered again", async () => {
     await waitFor("the lease to point at the new node", 15_000, async () => {
       const lease = await getLease(cluster, name);
       return lease?.metadata?.ownerReferences?.[0]?.uid === node!.metadata?.uid;
+    });
+  } finally {
+    await running.stop();
+    await deleteNode(cluster, name);
+  }
+});
+
+Deno.test("while the ping fails the lease stands still and Ready says why, past the grace period", async () => {
+  const cluster = await useCluster();
+  const name = uniqueNodeName("vk-ping");
+  const provider = new FakeNodeProvider();
+  const running = await start(cluster, name, { provider, pingIntervalMs: 2_000 });
+  try {
+    await running.node.ready;
+    await waitFor("the lease", 5_000, () => getLease(cluster, name));
+    provider.pingError = new Error("backend unreachable");
+    const notReady = await waitFor("Ready=False", 5_000, async () => {
+      const node = await getNode(cluster, name);
+      return ready(node) === "False" ? node : undefined;
+    });
+    const reason = (node: Node | undefined) =>
+      node?.status?.conditions?.find((c) => c.type === "Ready")?.reason;
+    assert.equal(reason(notReady), "ProviderPingFailed");
+    const frozen = (await getLease(cluster, name))!.spec!.renewTime;
+    // Longer than the cluster's 20 s node-monitor-grace-period: our reason is kept, not Unknown.
+    await new Promise((r) => setTimeout(r, 25_000));
+    const still = await getNode(cluster, name);
+    assert.equal(ready(still), "False");
+    assert.equal(reason(still), "ProviderPingFailed");
+    assert.match(
+      still!.status!.conditions!.find((c) => c.type === "Ready")!.message!,
+      /backend unreachable/,
+    );
+    assert.equal((await getLease(cluster, name))!.spec!.renewTime, frozen);
+
+    provider.pingError = undefined;
+    await waitFor("Ready=True", 5_000, async () => ready(await getNode(cluster, name)) === "True");
+    await waitFor("a lease renewal", 5_000, async () => {
+      return (await getLease(cluster, name))?.spec?.renewTime !== frozen;
     });
   } finally {
     await running.stop();
