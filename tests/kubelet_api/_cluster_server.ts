@@ -15,6 +15,7 @@ import {
   tokenReviewerFrom,
 } from "../../lib/kubelet_api/mod.ts";
 import { VkubeletMetrics } from "../../lib/metrics.ts";
+import type { Provider } from "../../lib/provider.ts";
 import { KubeClient } from "../../k8s/mod.ts";
 import { createProvider, type MockProvider } from "../../providers/mock/mod.ts";
 import type { TestCluster } from "../cluster/harness.ts";
@@ -39,6 +40,8 @@ export interface ClusterServerOptions {
   auth?: Partial<KubeletServerDeps["auth"]>;
   mockConfig?: Record<string, unknown>;
   port?: number;
+  /** Serve this provider instead of the mock (the mock still exists for `bindPod`). */
+  provider?: Provider;
 }
 
 /** Starts a server; dispose it to stop it and wait for it. */
@@ -64,7 +67,7 @@ export async function startClusterServer(
     })();
   const pods: Pod[] = [];
   const server = new KubeletServer({
-    provider: mock,
+    provider: options.provider ?? mock,
     nodeName: options.nodeName,
     podCache: () => pods,
     log,

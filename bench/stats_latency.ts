@@ -1,0 +1,58 @@
+/**
+ * `/stats/summary` latency with 1,000 pods in the mock provider: in-process (`app.request`)
+ * and over TLS on 127.0.0.1 with the apiserver's kubelet client certificate (one keep-alive
+ * connection). Prints the median, p95 and max of each, and the answer's size.
+ * Run: `deno run -A bench/stats_latency.ts [pods] [requests]`.
+ * @module
+ */
+import { useCluster } from "../tests/cluster/harness.ts";
+import { startClusterServer } from "../tests/kubelet_api/_cluster_server.ts";
+import { NODE, setup, testPod } from "../tests/kubelet_api/_fakes.ts";
+
+const podCount = Number(Deno.args[0] ?? 1000);
+const requests = Number(Deno.args[1] ?? 50);
+const say = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
+const pods = Array.from({ length: podCount }, (_, i) => testPod("bench", `pod-${i}`, ["a", "b"]));
+
+function report(label: string, times: number[], bytes: number): void {
+  times.sort((a, b) => a - b);
+  const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
+  say(
+    `${label}: median ${at(0.5).toFixed(1)} ms, p95 ${at(0.95).toFixed(1)} ms, max ${
+      at(1).toFixed(1)
+    } ms, ${(bytes / 1e6).toFixed(2)} MB per answer (${podCount} pods, ${requests} requests)`,
+  );
+}
+
+{
+  await using t = await setup({ pods });
+  const times: number[] = [];
+  let bytes = 0;
+  for (let i = 0; i < requests; i++) {
+    const started = performance.now();
+    const res = await t.get("/stats/summary");
+    bytes = (await res.arrayBuffer()).byteLength;
+    times.push(performance.now() - started);
+  }
+  report("in-process", times, bytes);
+}
+
+{
+  const cluster = await useCluster();
+  await using s = await startClusterServer(cluster, { nodeName: NODE });
+  for (const pod of pods) await s.mock.createPod(pod, {});
+  using client = Deno.createHttpClient({
+    caCerts: [s.caPem],
+    cert: await Deno.readTextFile(`${cluster.pkiDir}/apiserver-kubelet-client.crt`),
+    key: await Deno.readTextFile(`${cluster.pkiDir}/apiserver-kubelet-client.key`),
+  });
+  const times: number[] = [];
+  let bytes = 0;
+  for (let i = 0; i < requests; i++) {
+    const started = performance.now();
+    const res = await fetch(`${s.url}/stats/summary`, { client });
+    bytes = (await res.arrayBuffer()).byteLength;
+    times.push(performance.now() - started);
+  }
+  report("over TLS  ", times, bytes);
+}
