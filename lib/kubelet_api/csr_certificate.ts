@@ -42,7 +42,8 @@ export function csrCertificate(options: CsrCertificateOptions): CertificateSourc
         } catch (err) {
           if (signal.aborted) return;
           options.log.warn("serving certificate request failed, retrying: {err}", { err });
-          if (!await sleep(options.clock, options.retryDelayMs ?? 30_000, signal)) return;
+          const retryAt = options.clock.now() + (options.retryDelayMs ?? 30_000);
+          if (!await sleepUntil(options.clock, retryAt, signal)) return;
           continue;
         }
         onKeyPair(pair);
@@ -53,7 +54,7 @@ export function csrCertificate(options: CsrCertificateOptions): CertificateSourc
         options.log.info("serving certificate valid; renewing at {at}", {
           at: new Date(renewAt).toISOString(),
         });
-        if (!await sleep(options.clock, renewAt - options.clock.now(), signal)) return;
+        if (!await sleepUntil(options.clock, renewAt, signal)) return;
       }
     },
   };
@@ -98,10 +99,16 @@ export async function requestServingCertificate(
   return { certPem, keyPem: await privateKeyPem(keys) };
 }
 
-async function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<boolean> {
+/**
+ * Sleeps until `at`, in steps of at most an hour: timers longer than 2^31 ms (~24.8 days) fire
+ * at once, and certificates live for months. False when `signal` aborted.
+ */
+async function sleepUntil(clock: Clock, at: number, signal: AbortSignal): Promise<boolean> {
   try {
-    await clock.sleep(Math.max(0, ms), signal);
-    return true;
+    for (let left = at - clock.now(); left > 0; left = at - clock.now()) {
+      await clock.sleep(Math.min(left, 3_600_000), signal);
+    }
+    return !signal.aborted;
   } catch {
     return false;
   }

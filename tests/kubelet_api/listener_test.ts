@@ -242,3 +242,49 @@ async function rawExchange(
     }
   }
 }
+
+Deno.test({
+  name: "a serving certificate is obtained through an approved kubelet-serving CSR",
+  ...sanitize,
+  async fn() {
+    const cluster = await useCluster();
+    const { csrApiFrom, csrCertificate } = await import("../../lib/kubelet_api/mod.ts");
+    const { KubeClient } = await import("../../k8s/mod.ts");
+    const { realClock } = await import("../../lib/clock.ts");
+    const { log } = await import("./_fakes.ts");
+    using kube = await KubeClient.fromConfig({ kubeconfig: cluster.kubeconfigPath });
+    const nodeName = `vk-csr-${crypto.randomUUID().slice(0, 6)}`;
+    const api = csrApiFrom(kube);
+    const names: string[] = [];
+    const approving: Promise<unknown>[] = [];
+    // Approve as an operator would, as soon as the CSR exists.
+    const csrApi = {
+      ...api,
+      async create(...args: Parameters<typeof api.create>) {
+        const created = await api.create(...args);
+        names.push(created.metadata!.name!);
+        approving.push(cluster.kubectl(["certificate", "approve", created.metadata!.name!]));
+        return created;
+      },
+    };
+    try {
+      await using s = await startClusterServer(cluster, {
+        nodeName,
+        certificates: csrCertificate({
+          csrApi,
+          nodeName,
+          dnsNames: [nodeName],
+          ipAddresses: ["127.0.0.1"],
+          clock: realClock,
+          log,
+        }),
+      });
+      await Promise.all(approving);
+      assert.equal(await servedCommonName(s.port, s.caPem), `system:node:${nodeName}`);
+    } finally {
+      for (const name of names) {
+        await cluster.kubectl(["delete", "csr", name, "--ignore-not-found"]);
+      }
+    }
+  },
+});
