@@ -80,6 +80,17 @@ function writeQuery(options: WriteOptions, extra: Query = {}): Query {
   };
 }
 
+function deleteBody(options: DeleteOptions) {
+  return {
+    apiVersion: "v1",
+    kind: "DeleteOptions",
+    gracePeriodSeconds: options.gracePeriodSeconds,
+    preconditions: options.preconditions,
+    propagationPolicy: options.propagationPolicy,
+    dryRun: options.dryRun ? ["All"] : undefined,
+  };
+}
+
 /** Operations shared by namespaced and cluster-scoped kinds; `ns` is undefined for the latter. */
 export class ResourceApi<T extends KubeObject, L extends ListResult<T> = ListResult<T>> {
   protected readonly requester: KubeRequester;
@@ -181,23 +192,29 @@ export class ResourceApi<T extends KubeObject, L extends ListResult<T> = ListRes
     });
   }
 
+  protected deleteCollectionIn(
+    namespace: string | undefined,
+    options: DeleteOptions & Pick<ListOptions, "labelSelector" | "fieldSelector">,
+  ): Promise<L | Status> {
+    const { labelSelector, fieldSelector, ...rest } = options;
+    return this.requester.request<L | Status>({
+      method: "DELETE",
+      path: this.path(namespace),
+      query: { labelSelector, fieldSelector },
+      body: deleteBody(rest),
+      signal: options.signal,
+    });
+  }
+
   protected deleteIn(
     namespace: string | undefined,
     name: string,
     options: DeleteOptions,
   ): Promise<T | Status> {
-    const body = {
-      apiVersion: "v1",
-      kind: "DeleteOptions",
-      gracePeriodSeconds: options.gracePeriodSeconds,
-      preconditions: options.preconditions,
-      propagationPolicy: options.propagationPolicy,
-      dryRun: options.dryRun ? ["All"] : undefined,
-    };
     return this.requester.request<T | Status>({
       method: "DELETE",
       path: this.path(namespace, name),
-      body,
+      body: deleteBody(options),
       signal: options.signal,
     });
   }

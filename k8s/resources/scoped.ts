@@ -72,6 +72,14 @@ export class NamespacedApi<T extends KubeObject, L extends ListResult<T> = ListR
   delete(namespace: string, name: string, options: DeleteOptions = {}): Promise<T | Status> {
     return this.deleteIn(namespace, name, options);
   }
+
+  /** Deletes every object in the namespace that matches the selectors. */
+  deleteCollection(
+    namespace: string,
+    options: DeleteOptions & Pick<ListOptions, "labelSelector" | "fieldSelector"> = {},
+  ): Promise<L | Status> {
+    return this.deleteCollectionIn(namespace, options);
+  }
 }
 
 /** A cluster-scoped kind (nodes, CSRs, namespaces, ...). */

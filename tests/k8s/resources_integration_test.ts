@@ -11,7 +11,7 @@ import { tempDir } from "./_fixtures.ts";
 
 const suffix = () => crypto.randomUUID().slice(0, 6);
 
-Deno.test("pods: create, list by node, patch and update status, delete with UID precondition", async () => {
+Deno.test("pods: create, list by node, patch and update status, delete with UID precondition, delete all", async () => {
   const cluster = await useCluster();
   using kube = await adminClient(cluster);
   const ns = await cluster.newNamespace("k8s-pods");
@@ -55,6 +55,8 @@ Deno.test("pods: create, list by node, patch and update status, delete with UID 
       preconditions: { uid: created.metadata!.uid },
     });
     assert.ok(isNotFound(await kube.pods.get(ns, "web").catch((e) => e)));
+    await kube.pods.deleteCollection(ns, { gracePeriodSeconds: 0 });
+    assert.equal((await kube.pods.list({ namespace: ns })).items.length, 0);
   } finally {
     await dropNamespace(cluster, ns);
   }

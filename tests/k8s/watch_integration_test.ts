@@ -45,7 +45,7 @@ function countingSource(kube: KubeClient, namespace: string) {
  * Tests that stop the apiserver use a cluster of their own, so that tests running against the
  * shared one at the same time are not disturbed.
  */
-const RESTARTABLE = "k8s-restarts";
+const RESTARTABLE = "k8s-client";
 
 const cm = (name: string, data: Record<string, string> = {}): ConfigMap => ({
   metadata: { name },
