@@ -10,7 +10,7 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { KubeClient } from "../k8s/client.ts";
-import { Informer } from "../k8s/watch/informer.ts";
+import type { Informer } from "../k8s/watch/informer.ts";
 import { useCluster } from "../tests/cluster/harness.ts";
 
 const args = Object.fromEntries(
