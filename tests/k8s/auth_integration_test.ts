@@ -38,7 +38,8 @@ Deno.test("the admin kubeconfig authenticates with its client certificate", asyn
   const cluster = await useCluster();
   using kube = await adminClient(cluster);
   assert.match(kube.config.source, /kubeconfig/);
-  assert.ok(kube.config.credentials?.clientCertificate || kube.config.credentialSource);
+  assert.ok(kube.config.credentials?.clientCertificate, "the admin kubeconfig holds a certificate");
+  assert.equal(kube.config.credentials?.token, undefined);
   const name = await whoAmI(kube);
   assert.ok(name && name !== "system:anonymous", `authenticated as ${name}`);
 });
@@ -88,6 +89,31 @@ Deno.test("an exec plugin's token is used against the apiserver", async () => {
   } finally {
     await dropNamespace(cluster, ns);
   }
+});
+
+Deno.test("an exec plugin's client certificate is presented in the TLS handshake", async () => {
+  const cluster = await useCluster();
+  await using dir = await tempDir();
+  const { certFile, keyFile } = await cluster.issueClientCert("vk-exec-user", ["vk-testers"]);
+  const plugin = join(dir.path, "plugin.sh");
+  const credential = JSON.stringify({
+    apiVersion: "client.authentication.k8s.io/v1",
+    kind: "ExecCredential",
+    status: {
+      clientCertificateData: await Deno.readTextFile(certFile),
+      clientKeyData: await Deno.readTextFile(keyFile),
+    },
+  });
+  await Deno.writeTextFile(plugin, `#!/bin/sh\ncat <<'JSON'\n${credential}\nJSON\n`);
+  await Deno.chmod(plugin, 0o755);
+  const config = await tokenConfig(cluster, "");
+  config.credentials = undefined;
+  config.credentialSource = new ExecCredentialSource({
+    apiVersion: "client.authentication.k8s.io/v1",
+    command: plugin,
+  });
+  using kube = new KubeClient(config);
+  assert.equal(await whoAmI(kube), "vk-exec-user");
 });
 
 Deno.test("a certificate for a user no role grants gets isForbidden", async () => {
