@@ -20,10 +20,11 @@ export function duplexFromNodeSocket(
   options: NodeSocketDuplexOptions = {},
 ): ByteDuplex {
   let failure: Error | undefined;
+  // False once the stream is closed, errored or cancelled: the controller takes no more calls.
+  let open = true;
   const readable = new ReadableStream<Uint8Array>({
     start(controller) {
       if (options.head && options.head.length > 0) controller.enqueue(options.head.slice());
-      let open = true;
       const finish = () => {
         if (!open) return;
         open = false;
@@ -45,6 +46,7 @@ export function duplexFromNodeSocket(
       if (socket.isPaused()) socket.resume();
     },
     cancel() {
+      open = false;
       socket.pause();
     },
   }, { highWaterMark: options.highWaterMark ?? 256 * 1024, size: (c) => c.byteLength });
