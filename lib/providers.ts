@@ -21,6 +21,7 @@ import {
  */
 export const BUILTIN_PROVIDERS: Readonly<Record<string, () => Promise<ProviderModule>>> = {
   mock: () => import("../providers/mock/mod.ts"),
+  process: () => import("../providers/process/mod.ts"),
 };
 
 /** Names of the built-in providers, sorted. */

@@ -1,0 +1,95 @@
+/**
+ * The process provider's config file (`--provider-config`, YAML or JSON), validated with zod;
+ * every problem names its field. All fields are optional:
+ *
+ * ```yaml
+ * stateDir: /var/lib/vkubelet/process   # pod directories, logs, volumes and state files
+ * podIP: 127.0.0.1                       # default: the node's InternalIP
+ * imageCommands:                         # images run without `command` use this argv
+ *   nginx:1.27: [nginx, -g, "daemon off;"]
+ * mountNamespace: auto                   # auto | required | off (see mount_ns.ts)
+ * hostPath: { enabled: false, allowedPrefixes: [/srv/data] }
+ * cgroups: auto                          # auto | required | off (cgroup v2 only)
+ * cgroupRoot: /sys/fs/cgroup/vkubelet
+ * logs: { maxSize: 10Mi, maxFiles: 3 }   # per container instance
+ * volumeSyncInterval: 1m                 # ConfigMap/Secret re-read, as the kubelet's sync period
+ * tokenExpirationSeconds: 3600           # projected service-account tokens
+ * capacity: { cpu: "4", memory: 8Gi, pods: "110" }   # default: the host's CPUs and memory
+ * labels: { example.com/pool: edge }
+ * taints: [{ key: example.com/process, effect: NoSchedule }]
+ * ```
+ * @module
+ */
+import { z } from "zod";
+import { parseDuration } from "../../lib/duration.ts";
+import { parseQuantity } from "./quantity.ts";
+
+const quantity = z.union([z.string(), z.number()]).refine(
+  (q) => parseQuantity(q) !== undefined,
+  { error: (i) => `${JSON.stringify(i.input)} is not a Kubernetes quantity (e.g. "2", "4Gi")` },
+).transform(String);
+
+const duration = (fallback: string) =>
+  z.string().default(fallback).transform((text, ctx) => {
+    const ms = parseDuration(text);
+    if (ms === undefined || ms <= 0) {
+      ctx.addIssue(`expected a duration above zero such as 1m, got ${JSON.stringify(text)}`);
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+const absolutePath = z.string().refine((p) => p.startsWith("/"), {
+  error: "must be an absolute path",
+});
+
+const mode = z.enum(["auto", "required", "off"]);
+
+/** The process provider's config schema. */
+export const processConfigSchema = z.strictObject({
+  stateDir: absolutePath.default("/var/lib/vkubelet/process"),
+  podIP: z.ipv4().or(z.ipv6()).optional(),
+  imageCommands: z.record(z.string().min(1), z.array(z.string()).min(1)).default({}),
+  mountNamespace: mode.default("auto"),
+  hostPath: z.strictObject({
+    enabled: z.boolean().default(false),
+    allowedPrefixes: z.array(absolutePath).default([]),
+  }).default({ enabled: false, allowedPrefixes: [] }),
+  cgroups: mode.default("auto"),
+  cgroupRoot: absolutePath.default("/sys/fs/cgroup/vkubelet"),
+  logs: z.strictObject({
+    maxSize: quantity.default("10Mi"),
+    maxFiles: z.number().int().min(1).default(3),
+  }).default({ maxSize: "10Mi", maxFiles: 3 }),
+  volumeSyncInterval: duration("1m"),
+  tokenExpirationSeconds: z.number().int().min(600).default(3600),
+  capacity: z.record(z.string(), quantity).default({}),
+  labels: z.record(z.string(), z.string()).default({}),
+  taints: z.array(z.strictObject({
+    key: z.string().min(1),
+    value: z.string().optional(),
+    effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+  })).default([]),
+});
+
+/** The validated config; durations in milliseconds. */
+export type ProcessConfig = z.output<typeof processConfigSchema>;
+
+/** Validates a parsed config file with defaults filled in; returns every problem with its field. */
+export function parseProcessConfig(
+  input: unknown,
+): { ok: true; config: ProcessConfig } | { ok: false; errors: string[] } {
+  const parsed = processConfigSchema.safeParse(input ?? {});
+  if (parsed.success) return { ok: true, config: parsed.data };
+  const errors = parsed.error.issues.map((issue) => {
+    const path = issue.path.map(String).join(".") || "(top level)";
+    const keys = issue.code === "unrecognized_keys" ? `: ${issue.keys.join(", ")}` : "";
+    return `${path}: ${issue.message}${keys}`;
+  });
+  return { ok: false, errors };
+}
+
+/** The config's log size cap in bytes. */
+export function logMaxBytes(config: ProcessConfig): number {
+  return Math.max(Math.round(parseQuantity(config.logs.maxSize) ?? 0), 4096);
+}

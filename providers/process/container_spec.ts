@@ -1,0 +1,119 @@
+/**
+ * What a container's spec means for a process: its argv (`command` + `args`, or the config's
+ * command for its image, with the kubelet's `$(VAR)` expansion: kubernetes/kubernetes
+ * third_party/forked/golang/expansion), its environment, its working directory and its volume
+ * mounts as host paths.
+ * @module
+ */
+import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
+import { InvalidInputError } from "../../lib/provider.ts";
+import { checkRelativePath } from "./atomic_writer.ts";
+import type { ViewMount } from "./mount_ns.ts";
+import type { VolumeSet } from "./volumes.ts";
+
+const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** Every container of the pod: init containers first. */
+export function allContainers(pod: Pod): Container[] {
+  return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+}
+
+/** The command configured for an image: exact reference, then without tag or digest. */
+export function imageCommand(
+  image: string | undefined,
+  imageCommands: Record<string, string[]>,
+): string[] | undefined {
+  if (!image) return undefined;
+  if (imageCommands[image]) return imageCommands[image];
+  const bare = image.replace(/@.*$/, "").replace(/:[^:/]+$/, "");
+  return imageCommands[bare];
+}
+
+/** `$(NAME)` expanded from `env`; `$$` escapes; unknown names stay as written. */
+export function expand(text: string, env: Record<string, string>): string {
+  return text.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (match, name) => {
+    if (match === "$$") return "$";
+    return Object.hasOwn(env, name) ? env[name] : match;
+  });
+}
+
+/** The container's environment: its resolved `env` over kubelet-like defaults. */
+export function containerEnv(pod: Pod, container: Container): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: DEFAULT_PATH,
+    HOSTNAME: pod.spec?.hostname ?? pod.metadata?.name ?? "",
+    HOME: "/root",
+  };
+  for (const variable of container.env ?? []) {
+    // The core has resolved valueFrom already; anything left unresolved is dropped.
+    if (variable.value !== undefined) env[variable.name] = variable.value;
+  }
+  if (container.tty && !env.TERM) env.TERM = "xterm";
+  return env;
+}
+
+/** The argv to run, or an {@link InvalidInputError} saying how to give one. */
+export function containerArgv(
+  container: Container,
+  env: Record<string, string>,
+  imageCommands: Record<string, string[]>,
+): string[] {
+  const base = container.command?.length
+    ? container.command
+    : imageCommand(container.image, imageCommands);
+  if (!base) {
+    throw new InvalidInputError(
+      `container ${container.name} has no command and image ${
+        container.image ?? "(none)"
+      } has no command in the provider config: the process provider cannot pull images; set command in the pod spec, or map the image under imageCommands`,
+    );
+  }
+  return [...base, ...(container.args ?? [])].map((part) => expand(part, env));
+}
+
+/** The container's volume mounts as binds from host paths; every problem is permanent. */
+export function viewMounts(container: Container, volumes: VolumeSet): ViewMount[] {
+  return (container.volumeMounts ?? []).map((mount): ViewMount => {
+    if (!mount.mountPath.startsWith("/")) {
+      throw new InvalidInputError(
+        `container ${container.name}: mountPath ${mount.mountPath} must be absolute`,
+      );
+    }
+    let source = volumes.hostPathOf(mount.name);
+    if (mount.subPath) {
+      const problem = checkRelativePath(mount.subPath);
+      if (problem) throw new InvalidInputError(`container ${container.name}: subPath ${problem}`);
+      source = `${source}/${mount.subPath}`;
+    }
+    return {
+      source,
+      target: mount.mountPath,
+      readOnly: !!mount.readOnly || volumes.isReadOnly(mount.name),
+    };
+  });
+}
+
+/** `VKUBELET_VOLUME_<NAME>` variables pointing at volume directories (no mount namespace). */
+export function volumeEnv(container: Container, volumes: VolumeSet): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const mount of container.volumeMounts ?? []) {
+    const key = `VKUBELET_VOLUME_${mount.name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`;
+    const source = volumes.hostPathOf(mount.name);
+    env[key] = mount.subPath ? `${source}/${mount.subPath}` : source;
+  }
+  return env;
+}
+
+/** Finds an executable on `PATH` the way execvp would; a path with `/` is taken as is. */
+export function findExecutable(name: string, path: string): string | undefined {
+  const candidates = name.includes("/") ? [name] : path.split(":").map((dir) => `${dir}/${name}`);
+  for (const candidate of candidates) {
+    try {
+      const info = Deno.statSync(candidate);
+      if (info.isFile && ((info.mode ?? 0o111) & 0o111) !== 0) return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,182 @@
+/**
+ * Turning a container spec into a started {@link Instance}: argv, environment, working
+ * directory, mounts (a private view, or `VKUBELET_VOLUME_*` variables where the host cannot
+ * give one), a cgroup for its limits, FIFOs and log files. Problems the kubelet would report
+ * as `CreateContainerConfigError` or `StartError` come back as such, not as exceptions.
+ * @module
+ */
+import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
+import type { Clock } from "../../lib/clock.ts";
+import { isInvalidInput } from "../../lib/provider.ts";
+import { type CgroupSupport, createCgroup, hasLimits } from "./cgroups.ts";
+import { logMaxBytes, type ProcessConfig } from "./config.ts";
+import {
+  containerArgv,
+  containerEnv,
+  findExecutable,
+  viewMounts,
+  volumeEnv,
+} from "./container_spec.ts";
+import type { ExecContext } from "./exec.ts";
+import { Instance, type InstanceFiles } from "./instance.ts";
+import { makeFifos } from "./launcher.ts";
+import { join } from "node:path";
+import type { PodPaths } from "./state.ts";
+import type { VolumeSet } from "./volumes.ts";
+
+/** What starting containers needs from the provider. */
+export interface StartDeps {
+  clock: Clock;
+  config: ProcessConfig;
+  /** `ok` if containers can get a private mount namespace here. */
+  mountNamespace: { ok: boolean; reason?: string };
+  cgroups: CgroupSupport;
+  stopMarker: Uint8Array;
+}
+
+/** A container's start: an instance, or the waiting/terminated reason it could not start. */
+export type StartResult =
+  | { kind: "started"; instance: Instance; exec: ExecContext }
+  | { kind: "config-error"; message: string }
+  | { kind: "start-error"; message: string };
+
+/** Files of instance `n` of `container`. */
+export function instanceFiles(
+  paths: PodPaths,
+  container: string,
+  n: number,
+  deps: StartDeps,
+): InstanceFiles {
+  const dir = paths.container(container);
+  return {
+    exitFile: join(dir, `${n}.exit`),
+    stdoutFifo: join(dir, `${n}.stdout.fifo`),
+    stderrFifo: join(dir, `${n}.stderr.fifo`),
+    logPath: paths.log(container, n),
+    logMaxBytes: logMaxBytes(deps.config),
+    logMaxFiles: deps.config.logs.maxFiles,
+    stopMarker: deps.stopMarker,
+  };
+}
+
+/** Where and how the container's commands run (for exec, probes and hooks). */
+export function execContextOf(
+  pod: Pod,
+  container: Container,
+  volumes: VolumeSet,
+  paths: PodPaths,
+  pid: number,
+  namespaced: boolean,
+): ExecContext {
+  const env = containerEnv(pod, container);
+  if (!namespaced && container.volumeMounts?.length) {
+    Object.assign(env, volumeEnv(container, volumes));
+  }
+  return { pid, namespaced, env, workingDir: container.workingDir ?? paths.work };
+}
+
+/** Starts instance `n` of `container`. */
+export async function startContainer(
+  pod: Pod,
+  container: Container,
+  n: number,
+  ctx: { paths: PodPaths; volumes: VolumeSet; deps: StartDeps },
+): Promise<StartResult> {
+  const { paths, volumes, deps } = ctx;
+  let argv: string[];
+  let mounts;
+  try {
+    argv = containerArgv(container, containerEnv(pod, container), deps.config.imageCommands);
+    mounts = viewMounts(container, volumes);
+  } catch (err) {
+    if (isInvalidInput(err)) return { kind: "config-error", message: err.message };
+    throw err;
+  }
+  const wantsView = mounts.length > 0 && deps.config.mountNamespace !== "off";
+  if (wantsView && !deps.mountNamespace.ok && deps.config.mountNamespace === "required") {
+    return {
+      kind: "config-error",
+      message:
+        `volumes cannot be mounted at their paths on this host (${deps.mountNamespace.reason}); mountNamespace is "required"`,
+    };
+  }
+  const namespaced = wantsView && deps.mountNamespace.ok;
+  const exec = execContextOf(pod, container, volumes, paths, 0, namespaced);
+  const extraDirs: string[] = [];
+  if (container.workingDir && !exists(container.workingDir)) {
+    if (!namespaced) {
+      return {
+        kind: "config-error",
+        message:
+          `workingDir ${container.workingDir} does not exist on the host; create it or use a volume`,
+      };
+    }
+    extraDirs.push(container.workingDir);
+  }
+  const inVolume = mounts.some((m) => argv[0].startsWith(m.target + "/"));
+  if (!(namespaced && inVolume) && !findExecutable(argv[0], exec.env.PATH ?? "")) {
+    return {
+      kind: "start-error",
+      message: `exec: "${argv[0]}": executable file not found in $PATH`,
+    };
+  }
+  const files = instanceFiles(paths, container.name, n, deps);
+  await Deno.mkdir(paths.logs(container.name), { recursive: true });
+  await Deno.mkdir(paths.work, { recursive: true });
+  await Deno.remove(files.exitFile).catch(() => {});
+  await makeFifos([files.stdoutFifo, files.stderrFifo]);
+  await pruneInstances(paths, container.name, n);
+  let cgroup: string | undefined;
+  if (deps.cgroups.ok && hasLimits(container)) {
+    cgroup = await createCgroup(
+      deps.cgroups.root,
+      `${pod.metadata?.uid}-${container.name}-${n}`,
+      container,
+    );
+  }
+  const root = join(paths.ns, container.name);
+  if (namespaced) await Deno.mkdir(root, { recursive: true });
+  const instance = Instance.start(
+    {
+      instance: n,
+      namespaced,
+      cgroup,
+      started: false,
+      ready: false,
+    },
+    {
+      argv,
+      env: exec.env,
+      workingDir: exec.workingDir,
+      exitFile: files.exitFile,
+      stdoutFifo: files.stdoutFifo,
+      stderrFifo: files.stderrFifo,
+      cgroupProcs: cgroup ? join(cgroup, "cgroup.procs") : undefined,
+      view: namespaced ? { root, mounts, extraDirs } : undefined,
+    },
+    files,
+    deps.clock,
+  );
+  return { kind: "started", instance, exec: { ...exec, pid: instance.record.pid } };
+}
+
+function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Keeps the logs and files of instances `n` and `n - 1` (for `--previous`); drops older. */
+async function pruneInstances(paths: PodPaths, container: string, n: number): Promise<void> {
+  for (const dir of [paths.logs(container), paths.container(container)]) {
+    for await (const entry of Deno.readDir(dir)) {
+      const match = /^(\d+)\./.exec(entry.name);
+      if (match && Number(match[1]) < n - 1) {
+        await Deno.remove(join(dir, entry.name)).catch(() => {});
+      }
+    }
+  }
+}

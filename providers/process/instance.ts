@@ -1,0 +1,175 @@
+/**
+ * One instance (start) of a container: its process (./launcher.ts), the pumps that copy its
+ * stdout and stderr FIFOs into its log, and its end. Stopping follows the kubelet
+ * (kubernetes/kubernetes pkg/kubelet/kuberuntime/kuberuntime_container.go `killContainer`):
+ * SIGTERM to the process group, SIGKILL when the grace period is over. {@link Instance.detach}
+ * lets go of a running instance without touching it, for a vkubelet shutdown.
+ * @module
+ */
+import type { Clock } from "../../lib/clock.ts";
+import {
+  adopt,
+  launch,
+  type LaunchSpec,
+  type ProcessHandle,
+  readExitFile,
+  signalGroup,
+} from "./launcher.ts";
+import { LogWriter, pumpFifo } from "./log_writer.ts";
+import { removeCgroup, wasOomKilled } from "./cgroups.ts";
+import type { InstanceRecord, Termination } from "./state.ts";
+
+/** Files and settings of one instance. */
+export interface InstanceFiles {
+  exitFile: string;
+  stdoutFifo: string;
+  stderrFifo: string;
+  logPath: string;
+  logMaxBytes: number;
+  logMaxFiles: number;
+  /** Bytes that end a pump without ending the instance (written by {@link Instance.detach}). */
+  stopMarker: Uint8Array;
+}
+
+/** A running container instance. */
+export class Instance {
+  readonly record: InstanceRecord;
+  readonly #handle: ProcessHandle;
+  readonly #files: InstanceFiles;
+  readonly #clock: Clock;
+  readonly #writer: LogWriter;
+  readonly #pumps: Promise<void>[];
+  #killedBy?: "SIGKILL";
+  #detached = false;
+  #stopPolling?: AbortController;
+  /** Resolves with how the instance ended (never, if detached first). */
+  readonly ended: Promise<Termination>;
+
+  private constructor(
+    record: InstanceRecord,
+    handle: ProcessHandle,
+    files: InstanceFiles,
+    clock: Clock,
+  ) {
+    this.record = record;
+    this.#handle = handle;
+    this.#files = files;
+    this.#clock = clock;
+    this.#writer = new LogWriter({
+      path: files.logPath,
+      maxBytes: files.logMaxBytes,
+      maxFiles: files.logMaxFiles,
+      clock,
+    });
+    this.#pumps = [
+      pumpFifo(files.stdoutFifo, "stdout", this.#writer, files.stopMarker).catch(() => {}),
+      pumpFifo(files.stderrFifo, "stderr", this.#writer, files.stopMarker).catch(() => {}),
+    ];
+    this.ended = this.#watch();
+  }
+
+  /** Starts a new instance. */
+  static start(
+    base: Omit<InstanceRecord, "pid" | "startTicks" | "startedAtMs" | "containerId">,
+    spec: LaunchSpec,
+    files: InstanceFiles,
+    clock: Clock,
+  ): Instance {
+    const handle = launch(spec);
+    const record: InstanceRecord = {
+      ...base,
+      pid: handle.pid,
+      startTicks: handle.startTicks,
+      startedAtMs: clock.now(),
+      containerId: `process://${handle.pid}.${handle.startTicks}`,
+    };
+    return new Instance(record, handle, files, clock);
+  }
+
+  /** Takes over an instance a previous vkubelet started (already checked to be alive). */
+  static adopt(record: InstanceRecord, files: InstanceFiles, clock: Clock): Instance {
+    const stopPolling = new AbortController();
+    const sleep = (ms: number) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        stopPolling.signal.addEventListener("abort", () => {
+          clearTimeout(timer);
+          resolve();
+        }, { once: true });
+      });
+    const handle = adopt(record.pid, record.startTicks, sleep, stopPolling.signal);
+    const instance = new Instance(record, handle, files, clock);
+    instance.#stopPolling = stopPolling;
+    return instance;
+  }
+
+  async #watch(): Promise<Termination> {
+    await this.#handle.exited;
+    if (this.#detached) return new Promise<never>(() => {});
+    // Whatever the command left behind in its group goes with it, as with a container.
+    signalGroup(this.record.pid, "SIGKILL");
+    const [exit, setupErrors] = await Promise.all([
+      readExitFile(this.#files.exitFile),
+      this.#handle.setupErrors,
+    ]);
+    await Promise.all(this.#pumps);
+    await this.#writer.close();
+    const oom = this.record.cgroup ? wasOomKilled(this.record.cgroup) : false;
+    if (this.record.cgroup) await removeCgroup(this.record.cgroup);
+    let exitCode = exit?.code ?? (this.#killedBy ? 137 : 128);
+    let reason = exitCode === 0 ? "Completed" : "Error";
+    let message: string | undefined;
+    if (!exit && setupErrors.trim()) {
+      exitCode = 128;
+      reason = "StartError";
+      message = `cannot set up the container's mounts: ${setupErrors.trim()}`;
+    } else if (!exit && !this.#killedBy) {
+      reason = "ContainerStatusUnknown";
+      message = "the container ended without leaving an exit status";
+      exitCode = 137;
+    }
+    if (oom) reason = "OOMKilled";
+    return {
+      instance: this.record.instance,
+      exitCode,
+      reason,
+      message,
+      startedAtMs: this.record.startedAtMs,
+      finishedAtMs: exit?.atMs ?? this.#clock.now(),
+      containerId: this.record.containerId,
+    };
+  }
+
+  /** SIGTERM to the group; SIGKILL after `graceMs` on the clock; resolves once it ended. */
+  async stop(graceMs: number): Promise<Termination> {
+    const giveUp = new AbortController();
+    signalGroup(this.record.pid, "SIGTERM");
+    const killer = this.#clock.sleep(Math.max(graceMs, 0), giveUp.signal).then(() => {
+      this.#killedBy = "SIGKILL";
+      signalGroup(this.record.pid, "SIGKILL");
+    }, () => {});
+    try {
+      return await this.ended;
+    } finally {
+      giveUp.abort();
+      await killer;
+    }
+  }
+
+  /** Stops watching and pumping without touching the process (vkubelet is shutting down). */
+  async detach(): Promise<void> {
+    this.#detached = true;
+    this.#stopPolling?.abort();
+    for (const fifo of [this.#files.stdoutFifo, this.#files.stderrFifo]) {
+      try {
+        const file = await Deno.open(fifo, { write: true });
+        await file.write(this.#files.stopMarker);
+        file.close();
+      } catch {
+        // The FIFO is gone: its pump has ended already.
+      }
+    }
+    await Promise.all(this.#pumps);
+    await this.#writer.close();
+  }
+}

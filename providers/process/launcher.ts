@@ -1,0 +1,162 @@
+/**
+ * Starting a container instance as a process tree that does not depend on vkubelet: a small
+ * sh runner in its own session and process group (`detached: true`) opens the instance's
+ * stdout/stderr FIFOs read-write (so a vkubelet restart never breaks its pipes), joins its
+ * cgroup, changes to the working directory, runs the command in the foreground and writes its
+ * exit status to a file, so that even an exit while vkubelet is down is known afterwards. With
+ * volumes, the runner starts under `unshare -m` and chroots into the container's view
+ * (./mount_ns.ts). A process is identified by PID plus `/proc` start time.
+ * @module
+ */
+import { type ProcStat, readProcStat } from "./proc.ts";
+import { shellQuote, type ViewMount, viewScript } from "./mount_ns.ts";
+
+// The runner's arguments: exit file, working dir, stdout, stderr, stdin ("" = /dev/null),
+// cgroup.procs ("" = none), then the command. A trapped TERM/INT waits for the foreground
+// command instead of ending the runner, and is reset to default in the command itself.
+const RUNNER = `exit_file=$1 wd=$2 out=$3 err=$4 in=$5 cg=$6
+shift 6
+if [ -n "$cg" ]; then echo $$ > "$cg"; fi
+exec 1<>"$out" 2<>"$err"
+if [ -n "$in" ]; then exec 0<>"$in"; else exec 0</dev/null; fi
+if ! cd "$wd"; then echo 128 > "$exit_file"; exit 128; fi
+trap : TERM INT HUP
+"$@"
+code=$?
+echo "$code" > "$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file"
+exit "$code"`;
+
+/** Everything needed to start one instance. */
+export interface LaunchSpec {
+  argv: string[];
+  env: Record<string, string>;
+  /** The working directory as the container sees it. */
+  workingDir: string;
+  exitFile: string;
+  stdoutFifo: string;
+  stderrFifo: string;
+  stdinFifo?: string;
+  /** `cgroup.procs` of the instance's cgroup. */
+  cgroupProcs?: string;
+  /** Present to start in a private mount namespace with this view. */
+  view?: { root: string; mounts: ViewMount[]; extraDirs: string[] };
+}
+
+/** A running instance's process (the runner; its session holds the command's processes). */
+export interface ProcessHandle {
+  pid: number;
+  startTicks: number;
+  /** Resolves when the runner has exited. */
+  exited: Promise<void>;
+  /** What the mount-namespace set-up printed (empty when it succeeded or was not used). */
+  setupErrors: Promise<string>;
+}
+
+/** Creates the FIFOs an instance writes to. */
+export async function makeFifos(paths: string[]): Promise<void> {
+  for (const path of paths) await Deno.remove(path).catch(() => {});
+  const out = await new Deno.Command("mkfifo", { args: ["-m", "600", ...paths], stderr: "piped" })
+    .output();
+  if (!out.success) {
+    throw new Error(`mkfifo failed: ${new TextDecoder().decode(out.stderr).trim()}`);
+  }
+}
+
+/** The argv that starts `spec`: sh, or unshare + sh that builds the view and chroots. */
+export function launchArgv(spec: LaunchSpec): string[] {
+  const runnerArgs = [
+    spec.exitFile,
+    spec.workingDir,
+    spec.stdoutFifo,
+    spec.stderrFifo,
+    spec.stdinFifo ?? "",
+    spec.cgroupProcs ?? "",
+    ...spec.argv,
+  ];
+  if (!spec.view) return ["/bin/sh", "-c", RUNNER, "vkubelet-runner", ...runnerArgs];
+  const setup = [
+    ...viewScript(spec.view.root, spec.view.mounts, spec.view.extraDirs),
+    `exec chroot ${shellQuote(spec.view.root)} /bin/sh -c ${
+      shellQuote(RUNNER)
+    } vkubelet-runner "$@"`,
+  ].join("\n");
+  return [
+    "unshare",
+    "-m",
+    "--propagation",
+    "private",
+    "--",
+    "/bin/sh",
+    "-c",
+    setup,
+    "vkubelet-setup",
+    ...runnerArgs,
+  ];
+}
+
+/** Starts the instance in its own session; the handle's `exited` settles when it ends. */
+export function launch(spec: LaunchSpec): ProcessHandle {
+  const [cmd, ...args] = launchArgv(spec);
+  const child = new Deno.Command(cmd, {
+    args,
+    env: spec.env,
+    clearEnv: true,
+    detached: true,
+    stdin: "null",
+    stdout: "null",
+    // Only the view's set-up (mount, chroot) writes here: the runner then moves stderr to its
+    // FIFO. Its messages explain a start that failed before the command ran.
+    stderr: spec.view ? "piped" : "null",
+  }).spawn();
+  const stat = readProcStat(child.pid);
+  const setupErrors = spec.view
+    ? new Response(child.stderr).text().catch(() => "")
+    : Promise.resolve("");
+  return {
+    pid: child.pid,
+    startTicks: stat?.startTicks ?? 0,
+    exited: child.status.then(() => {}),
+    setupErrors,
+  };
+}
+
+/** A handle for a process vkubelet did not start (re-adopted after a restart). */
+export function adopt(
+  pid: number,
+  startTicks: number,
+  sleep: (ms: number) => Promise<void>,
+  signal: AbortSignal,
+): ProcessHandle {
+  const exited = (async () => {
+    while (!signal.aborted && isAlive(readProcStat(pid), startTicks)) await sleep(250);
+  })();
+  return { pid, startTicks, exited, setupErrors: Promise.resolve("") };
+}
+
+function isAlive(stat: ProcStat | undefined, startTicks: number): boolean {
+  return stat !== undefined && stat.startTicks === startTicks && stat.state !== "Z";
+}
+
+/** Sends `signal` to the instance's process group; false if the group is gone. */
+export function signalGroup(pid: number, signal: Deno.Signal): boolean {
+  try {
+    Deno.kill(-pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Reads an instance's exit file: the command's exit status, if the runner wrote one. */
+export async function readExitFile(
+  path: string,
+): Promise<{ code: number; atMs: number } | undefined> {
+  try {
+    const [text, info] = await Promise.all([Deno.readTextFile(path), Deno.stat(path)]);
+    const code = Number(text.trim());
+    if (!Number.isInteger(code)) return undefined;
+    return { code, atMs: info.mtime?.getTime() ?? Date.now() };
+  } catch {
+    return undefined;
+  }
+}

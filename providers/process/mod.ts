@@ -1,0 +1,64 @@
+/**
+ * The process provider (`--provider process`): runs each container of a pod as a local
+ * process, for hosts without a container runtime (edge boxes, HPC login nodes, CI runners,
+ * laptops). Images are not pulled: a container runs its `command` + `args`, or the command the
+ * config maps its image to. Pods share the host's network (pod IP = node IP unless
+ * configured). Volumes are materialised under the pod's directory and, where the host allows
+ * a private mount namespace (root and util-linux `unshare`), visible at their `mountPath`;
+ * elsewhere through `VKUBELET_VOLUME_<NAME>` variables. Logs, exec (with TTY), port-forward,
+ * probes, hooks, restarts with back-off, stats from /proc or cgroup v2, and re-adoption of
+ * running processes after a vkubelet restart. Config: `./config.ts`.
+ *
+ * Host tools used: `/bin/sh`, `mkfifo`, `unshare`, `mount`, `chroot`, `nsenter`, `script`
+ * and `stty` (coreutils and util-linux).
+ * @module
+ */
+import { InvalidInputError, type ProviderDeps } from "../../lib/provider.ts";
+import { probeCgroups } from "./cgroups.ts";
+import { parseProcessConfig } from "./config.ts";
+import { isKubeForVolumes, kubeVolumeSource } from "./kube_source.ts";
+import { probeMountNamespace } from "./mount_ns.ts";
+import { ProcessProvider, type ProcessProviderOptions } from "./provider.ts";
+
+export { parseProcessConfig, type ProcessConfig } from "./config.ts";
+export { ProcessProvider, type ProcessProviderOptions } from "./provider.ts";
+export type { VolumeSource } from "./volumes.ts";
+
+/** Builds the provider: validates the config, probes the host, re-adopts recorded pods. */
+export async function createProvider(
+  config: unknown,
+  deps: ProviderDeps,
+  overrides: Partial<ProcessProviderOptions> = {},
+): Promise<ProcessProvider> {
+  const parsed = parseProcessConfig(config);
+  if (!parsed.ok) {
+    throw new InvalidInputError(`invalid process provider config: ${parsed.errors.join("; ")}`);
+  }
+  const cfg = parsed.config;
+  await Deno.mkdir(`${cfg.stateDir}/pods`, { recursive: true, mode: 0o700 });
+  const mountNamespace = overrides.mountNamespace ??
+    (cfg.mountNamespace === "off"
+      ? { ok: false, reason: "mountNamespace is off" }
+      : await probeMountNamespace());
+  if (!mountNamespace.ok && cfg.mountNamespace === "required") {
+    throw new InvalidInputError(
+      `mountNamespace is "required" but this host cannot give containers one: ${mountNamespace.reason}; run vkubelet as root with util-linux installed, or set mountNamespace: auto`,
+    );
+  }
+  const cgroups = overrides.cgroups ??
+    (cfg.cgroups === "off"
+      ? { ok: false as const, reason: "cgroups is off" }
+      : await probeCgroups(cfg.cgroupRoot));
+  if (!cgroups.ok && cfg.cgroups === "required") {
+    throw new InvalidInputError(`cgroups is "required" but: ${cgroups.reason}`);
+  }
+  const volumeSource = overrides.volumeSource ??
+    (isKubeForVolumes(deps.kube) ? kubeVolumeSource(deps.kube) : undefined);
+  if (!mountNamespace.ok) {
+    deps.log.warn("volumes will not appear at their mountPath: {reason}", mountNamespace);
+  }
+  if (!cgroups.ok) deps.log.info("resource limits are not enforced: {reason}", cgroups);
+  const provider = new ProcessProvider(cfg, deps, { mountNamespace, cgroups, volumeSource });
+  await provider.restore();
+  return provider;
+}

@@ -1,0 +1,52 @@
+/**
+ * The process provider's part of the Node: capacity and allocatable (the host's CPUs and
+ * memory unless the config says otherwise), addresses, labels, taints and the kubelet port.
+ * @module
+ */
+import type { Node, NodeStatus, Taint } from "kubernetes-types/core/v1.d.ts";
+import type { ProviderDeps } from "../../lib/provider.ts";
+import type { ProcessConfig } from "./config.ts";
+import { memInfo } from "./proc.ts";
+
+/** The node's capacity: the config's figures over the host's. */
+export function nodeCapacity(config: ProcessConfig): Record<string, string> {
+  let memory = "0";
+  try {
+    memory = String(memInfo().MemTotal ?? 0);
+  } catch {
+    // no /proc/meminfo: leave it to the config
+  }
+  return {
+    cpu: String(navigator.hardwareConcurrency || 1),
+    memory,
+    pods: "110",
+    ...config.capacity,
+  };
+}
+
+/** Writes the provider's node fields into `node`. */
+export function configureProcessNode(
+  node: Node,
+  config: ProcessConfig,
+  capacity: Record<string, string>,
+  deps: Pick<ProviderDeps, "nodeName" | "internalIp" | "daemonPort">,
+): void {
+  node.metadata ??= {};
+  node.metadata.labels = { ...node.metadata.labels, ...config.labels };
+  node.spec ??= {};
+  const taints: Taint[] = [...(node.spec.taints ?? [])];
+  for (const taint of config.taints) {
+    const same = taints.findIndex((t) => t.key === taint.key && t.effect === taint.effect);
+    if (same >= 0) taints[same] = { ...taint };
+    else taints.push({ ...taint });
+  }
+  if (taints.length > 0) node.spec.taints = taints;
+  const status: NodeStatus = (node as { status?: NodeStatus }).status ??= {};
+  status.capacity = { ...capacity };
+  status.allocatable = { ...capacity };
+  status.addresses = [
+    { type: "InternalIP", address: deps.internalIp },
+    { type: "Hostname", address: deps.nodeName },
+  ];
+  status.daemonEndpoints = { kubeletEndpoint: { Port: deps.daemonPort } };
+}

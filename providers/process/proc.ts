@@ -1,0 +1,117 @@
+/**
+ * Reading `/proc`: a process's identity (PID plus start time, so a reused PID is never taken
+ * for the process we started), the members of a container's session, and CPU and memory use
+ * of processes and of the node.
+ * @module
+ */
+
+/** Clock ticks per second of `/proc/<pid>/stat` times (`getconf CLK_TCK`; 100 on Linux). */
+export const CLOCK_TICKS = 100;
+/** Bytes per page for `/proc/<pid>/stat` rss. */
+export const PAGE_SIZE = 4096;
+
+/** The fields of `/proc/<pid>/stat` we use. */
+export interface ProcStat {
+  pid: number;
+  state: string;
+  ppid: number;
+  pgrp: number;
+  session: number;
+  /** User plus system CPU time, in clock ticks. */
+  cpuTicks: number;
+  /** Start time after boot, in clock ticks: with the PID, the process's identity. */
+  startTicks: number;
+  rssBytes: number;
+}
+
+/** Parses one `/proc/<pid>/stat` line; `comm` may hold spaces and parentheses. */
+export function parseProcStat(text: string): ProcStat | undefined {
+  const close = text.lastIndexOf(")");
+  if (close < 0) return undefined;
+  const pid = Number(text.slice(0, text.indexOf(" ")));
+  // Fields after comm, numbered from 3 (state) as in proc(5).
+  const f = text.slice(close + 2).trim().split(" ");
+  const at = (n: number) => Number(f[n - 3]);
+  return {
+    pid,
+    state: f[0],
+    ppid: at(4),
+    pgrp: at(5),
+    session: at(6),
+    cpuTicks: at(14) + at(15),
+    startTicks: at(22),
+    rssBytes: at(24) * PAGE_SIZE,
+  };
+}
+
+/** The stat of `pid`, or `undefined` if there is no such process. */
+export function readProcStat(pid: number): ProcStat | undefined {
+  try {
+    return parseProcStat(Deno.readTextFileSync(`/proc/${pid}/stat`));
+  } catch {
+    return undefined;
+  }
+}
+
+/** True if `pid` is alive (not a zombie) and started at `startTicks`: the same process. */
+export function isSameProcess(pid: number, startTicks: number): boolean {
+  const stat = readProcStat(pid);
+  return stat !== undefined && stat.startTicks === startTicks && stat.state !== "Z";
+}
+
+/** Every live process whose session is `sid` (a container's wrapper starts its own session). */
+export function sessionMembers(sid: number): ProcStat[] {
+  const out: ProcStat[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    const stat = readProcStat(Number(entry.name));
+    if (stat && stat.session === sid && stat.state !== "Z") out.push(stat);
+  }
+  return out;
+}
+
+/** CPU (core-nanoseconds) and resident memory (bytes) summed over processes. */
+export function usageOf(stats: ProcStat[]): { cpuNs: number; rssBytes: number } {
+  let ticks = 0;
+  let rss = 0;
+  for (const s of stats) {
+    ticks += s.cpuTicks;
+    rss += s.rssBytes;
+  }
+  return { cpuNs: ticks * (1e9 / CLOCK_TICKS), rssBytes: rss };
+}
+
+/** Boot time in Unix milliseconds (`btime` in `/proc/stat`). */
+export function bootTimeMs(): number {
+  const text = Deno.readTextFileSync("/proc/stat");
+  const match = /^btime (\d+)$/m.exec(text);
+  return match ? Number(match[1]) * 1000 : 0;
+}
+
+/** The node's CPU time in use (all CPUs, without idle and iowait), in core-nanoseconds. */
+export function nodeCpuNs(): number {
+  const line = Deno.readTextFileSync("/proc/stat").split("\n")[0];
+  const [, ...fields] = line.trim().split(/\s+/).map(Number);
+  const busy = fields.reduce((a, b) => a + b, 0) - (fields[3] ?? 0) - (fields[4] ?? 0);
+  return busy * (1e9 / CLOCK_TICKS);
+}
+
+/** `/proc/meminfo` in bytes, by field name (`MemTotal`, `MemAvailable`, ...). */
+export function memInfo(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const line of Deno.readTextFileSync("/proc/meminfo").split("\n")) {
+    const match = /^(\w+(?:\(\w+\))?):\s+(\d+)(?: kB)?$/.exec(line);
+    if (match) out[match[1]] = Number(match[2]) * (line.endsWith("kB") ? 1024 : 1);
+  }
+  return out;
+}
+
+/** The children of `pid` (from `/proc/<pid>/task/<pid>/children`). */
+export function childrenOf(pid: number): number[] {
+  try {
+    const text = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/children`);
+    return text.trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,296 @@
+/**
+ * The process provider: each container of a pod runs as a local process tree (./launcher.ts)
+ * managed by a {@link PodRunner}; state lives in `<stateDir>/pods/*` so that a restarted
+ * vkubelet re-adopts what is running instead of starting it twice.
+ * @module
+ */
+import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import {
+  type CallOptions,
+  type ContainerLogOptions,
+  type ContainerRef,
+  type ExecOptions,
+  InvalidInputError,
+  NotFoundError,
+  type PodRef,
+  type PortForwardOptions,
+  type Provider,
+  type ProviderDeps,
+  type StatsSummary,
+} from "../../lib/provider.ts";
+import { join } from "node:path";
+import type { CgroupSupport } from "./cgroups.ts";
+import type { ProcessConfig } from "./config.ts";
+import { allContainers } from "./container_spec.ts";
+import { runInteractive } from "./exec.ts";
+import { validateAction } from "./handlers.ts";
+import { containerLogStream } from "./log_reader.ts";
+import { configureProcessNode, nodeCapacity } from "./node.ts";
+import { PodRunner, type RunnerDeps } from "./pod_runner.ts";
+import { forwardPort } from "./port_forward.ts";
+import { podDirName, PodPaths, type PodRecord, readRecords } from "./state.ts";
+import { metricsText, statsSummary, UsageSampler } from "./stats.ts";
+import { validateVolume, type VolumeSource } from "./volumes.ts";
+
+/** What the provider found out about the host at start-up, and optional collaborators. */
+export interface ProcessProviderOptions {
+  mountNamespace: { ok: boolean; reason?: string };
+  cgroups: CgroupSupport;
+  volumeSource?: VolumeSource;
+}
+
+const key = (namespace?: string, name?: string) => `${namespace}/${name}`;
+
+/** Runs pods as local processes; see the module doc. */
+export class ProcessProvider implements Provider {
+  readonly #config: ProcessConfig;
+  readonly #deps: ProviderDeps;
+  readonly #options: ProcessProviderOptions;
+  readonly #runners = new Map<string, PodRunner>();
+  readonly #callbacks = new Set<(pod: Pod) => void>();
+  readonly #sampler = new UsageSampler();
+  readonly #stopMarker = new TextEncoder().encode(
+    `\u0000vkubelet-stop-${crypto.randomUUID()}\u0000`,
+  );
+  readonly #startMs: number;
+  readonly #capacity: Record<string, string>;
+
+  constructor(config: ProcessConfig, deps: ProviderDeps, options: ProcessProviderOptions) {
+    this.#config = config;
+    this.#deps = deps;
+    this.#options = options;
+    this.#startMs = deps.clock.now();
+    this.#capacity = nodeCapacity(config);
+  }
+
+  /** Re-adopts every pod recorded under the state directory. Call once, before use. */
+  async restore(): Promise<void> {
+    const records = await readRecords(this.#config.stateDir, (dir, err) => {
+      this.#deps.log.warn("ignoring unreadable pod state in {dir}: {err}", { dir, err });
+    });
+    for (const { dir, record } of records) {
+      const runner = this.#runner(record, new PodPaths(dir));
+      this.#runners.set(key(record.pod.metadata?.namespace, record.pod.metadata?.name), runner);
+      runner.start();
+    }
+  }
+
+  /** The pod's runner, for tests. */
+  runnerOf(namespace: string, name: string): PodRunner | undefined {
+    return this.#runners.get(key(namespace, name));
+  }
+
+  async createPod(pod: Pod, options: CallOptions): Promise<void> {
+    options.signal?.throwIfAborted();
+    const { namespace, name, uid } = pod.metadata ?? {};
+    if (!namespace || !name) throw new InvalidInputError("pod has no namespace or name");
+    const existing = this.#runners.get(key(namespace, name));
+    if (existing?.record.pod.metadata?.uid === uid) return;
+    this.#validate(pod);
+    if (existing) await this.deletePod(existing.record.pod, options);
+    const paths = new PodPaths(join(this.#config.stateDir, "pods", podDirName(pod)));
+    await Deno.mkdir(paths.dir, { recursive: true, mode: 0o700 });
+    const record: PodRecord = {
+      version: 1,
+      pod: structuredClone(pod),
+      podIp: this.#config.podIP ?? this.#deps.internalIp,
+      startTimeMs: this.#deps.clock.now(),
+      containers: {},
+      initialized: (pod.spec?.initContainers ?? []).length === 0,
+    };
+    const runner = this.#runner(record, paths);
+    this.#runners.set(key(namespace, name), runner);
+    runner.start();
+    this.#notify(runner);
+  }
+
+  async updatePod(pod: Pod, options: CallOptions): Promise<void> {
+    options.signal?.throwIfAborted();
+    await this.#get(pod.metadata?.namespace, pod.metadata?.name).update(pod);
+  }
+
+  async deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    options.signal?.throwIfAborted();
+    const runner = this.#get(pod.metadata?.namespace, pod.metadata?.name);
+    const seconds = pod.metadata?.deletionGracePeriodSeconds ??
+      runner.record.pod.spec?.terminationGracePeriodSeconds ?? 30;
+    if (pod.metadata) runner.record.pod.metadata = structuredClone(pod.metadata);
+    await runner.delete(seconds * 1000);
+    this.#notify(runner);
+    this.#runners.delete(runner.key);
+    await Deno.remove(runner.paths.dir, { recursive: true }).catch(() => {});
+  }
+
+  getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined> {
+    options.signal?.throwIfAborted();
+    return Promise.resolve(this.#runners.get(key(namespace, name))?.pod());
+  }
+
+  listPods(options: CallOptions): Promise<Pod[]> {
+    options.signal?.throwIfAborted();
+    return Promise.resolve([...this.#runners.values()].map((r) => r.pod()));
+  }
+
+  notifyPods(callback: (pod: Pod) => void): void {
+    this.#callbacks.add(callback);
+  }
+
+  getPodStatus(
+    namespace: string,
+    name: string,
+    options: CallOptions,
+  ): Promise<PodStatus | undefined> {
+    options.signal?.throwIfAborted();
+    return Promise.resolve(this.#runners.get(key(namespace, name))?.status());
+  }
+
+  configureNode(node: Node): void {
+    configureProcessNode(node, this.#config, this.#capacity, this.#deps);
+  }
+
+  async ping(options: CallOptions): Promise<void> {
+    options.signal?.throwIfAborted();
+    await Deno.stat(this.#config.stateDir);
+  }
+
+  async getContainerLogs(ref: ContainerRef, options: ContainerLogOptions) {
+    const runner = this.#get(ref.namespace, ref.pod);
+    this.#container(runner, ref);
+    const cr = runner.record.containers[ref.container];
+    const current = cr?.running?.instance ?? cr?.terminated?.instance ?? cr?.restartCount ?? 0;
+    const instance = options.previous ? (cr?.lastTermination?.instance ?? -1) : current;
+    if (instance < 0) {
+      throw new InvalidInputError(
+        `previous terminated container "${ref.container}" in pod "${ref.pod}" not found`,
+      );
+    }
+    const runningInstance = () => runner.record.containers[ref.container]?.running?.instance;
+    return await containerLogStream({
+      path: runner.paths.log(ref.container, instance),
+      maxFiles: this.#config.logs.maxFiles,
+      isRunning: () => !options.previous && runningInstance() === instance,
+      now: () => this.#deps.clock.now(),
+      stopped: this.#deps.signal,
+    }, options);
+  }
+
+  async runInContainer(ref: ContainerRef, options: ExecOptions): Promise<number> {
+    const runner = this.#get(ref.namespace, ref.pod);
+    this.#container(runner, ref);
+    const live = runner.live(ref.container);
+    if (!live) {
+      throw new InvalidInputError(
+        `container ${ref.container} is not running; exec needs a running container`,
+      );
+    }
+    return await runInteractive(live.exec, options.command, options.io, options.signal);
+  }
+
+  async portForward(ref: PodRef, options: PortForwardOptions): Promise<void> {
+    this.#get(ref.namespace, ref.name);
+    await forwardPort(options.port, options.stream, options.signal);
+  }
+
+  getStatsSummary(options: CallOptions): Promise<StatsSummary> {
+    options.signal?.throwIfAborted();
+    return Promise.resolve(this.#summary());
+  }
+
+  getMetricsResource(options: CallOptions): Promise<string> {
+    options.signal?.throwIfAborted();
+    return Promise.resolve(metricsText(this.#summary()));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#runners.values()].map((r) => r.close()));
+    this.#runners.clear();
+  }
+
+  #summary(): StatsSummary {
+    const pods = [...this.#runners.values()].map((runner) => ({
+      namespace: runner.record.pod.metadata?.namespace ?? "",
+      name: runner.record.pod.metadata?.name ?? "",
+      uid: runner.record.pod.metadata?.uid ?? "",
+      startTimeMs: runner.record.startTimeMs,
+      containers: Object.values(runner.record.containers).flatMap((cr) =>
+        cr.running ? [{ name: cr.name, record: cr.running }] : []
+      ),
+    }));
+    return statsSummary(
+      this.#deps.nodeName,
+      this.#startMs,
+      pods,
+      this.#sampler,
+      this.#deps.clock.now(),
+    );
+  }
+
+  #validate(pod: Pod): void {
+    const volumes = new Set((pod.spec?.volumes ?? []).map((v) => v.name));
+    for (const volume of pod.spec?.volumes ?? []) validateVolume(volume, this.#config);
+    for (const c of allContainers(pod)) {
+      const what = `container ${c.name}`;
+      validateAction(c.livenessProbe, `${what} liveness probe`);
+      validateAction(c.readinessProbe, `${what} readiness probe`);
+      validateAction(c.startupProbe, `${what} startup probe`);
+      validateAction(c.lifecycle?.postStart, `${what} postStart hook`);
+      validateAction(c.lifecycle?.preStop, `${what} preStop hook`);
+      for (const mount of c.volumeMounts ?? []) {
+        if (!volumes.has(mount.name)) {
+          throw new InvalidInputError(
+            `${what} mounts volume ${mount.name}, which the pod does not define`,
+          );
+        }
+      }
+    }
+  }
+
+  #runner(record: PodRecord, paths: PodPaths): PodRunner {
+    const deps: RunnerDeps = {
+      clock: this.#deps.clock,
+      log: this.#deps.log,
+      config: this.#config,
+      mountNamespace: this.#options.mountNamespace,
+      cgroups: this.#options.cgroups,
+      stopMarker: this.#stopMarker,
+      hostIp: this.#deps.internalIp,
+      volumeContext: {
+        source: this.#options.volumeSource,
+        hostPath: this.#config.hostPath,
+        tokenExpirationSeconds: this.#config.tokenExpirationSeconds,
+        allocatable: this.#capacity,
+        now: () => this.#deps.clock.now(),
+      },
+      changed: () => this.#notify(runner),
+    };
+    const runner = new PodRunner(record, paths, deps);
+    return runner;
+  }
+
+  #notify(runner: PodRunner): void {
+    const pod = runner.pod();
+    for (const callback of this.#callbacks) {
+      try {
+        callback(structuredClone(pod));
+      } catch (err) {
+        this.#deps.log.error("pod status callback failed", { pod: runner.key, err });
+      }
+    }
+  }
+
+  #get(namespace: string | undefined, name: string | undefined): PodRunner {
+    const runner = this.#runners.get(key(namespace, name));
+    if (!runner) throw new NotFoundError(`pod ${key(namespace, name)} is not running on this node`);
+    return runner;
+  }
+
+  #container(runner: PodRunner, ref: ContainerRef) {
+    const container = allContainers(runner.record.pod).find((c) => c.name === ref.container);
+    if (!container) {
+      throw new NotFoundError(
+        `container ${ref.container} is not in pod ${ref.namespace}/${ref.pod}`,
+      );
+    }
+    return container;
+  }
+}

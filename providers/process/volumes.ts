@@ -1,0 +1,301 @@
+/**
+ * Volumes materialised under the pod's directory: emptyDir, configMap, secret (items, modes,
+ * optional), downwardAPI, projected (configMap, secret, downwardAPI, serviceAccountToken from a
+ * TokenRequest refreshed at 80 % of its lifetime as the kubelet's token manager does:
+ * kubernetes/kubernetes pkg/kubelet/token/token_manager.go), and hostPath only when the config
+ * enables it. ConfigMap/Secret contents come from a {@link VolumeSource}; updates are written
+ * atomically (./atomic_writer.ts) on every {@link VolumeSet.sync}.
+ * @module
+ */
+import type {
+  ConfigMap,
+  KeyToPath,
+  Pod,
+  Secret,
+  Volume,
+  VolumeProjection,
+} from "kubernetes-types/core/v1.d.ts";
+import type { TokenRequest } from "kubernetes-types/authentication/v1.d.ts";
+import { InvalidInputError, TransientError } from "../../lib/provider.ts";
+import { checkRelativePath, type VolumeFile, writeAtomically } from "./atomic_writer.ts";
+import { fieldValue, resourceValue } from "./downward.ts";
+import type { PodPaths } from "./state.ts";
+
+/** Where ConfigMap and Secret contents and service-account tokens come from (the apiserver). */
+export interface VolumeSource {
+  /** The ConfigMap, or `undefined` if it does not exist. */
+  getConfigMap(
+    namespace: string,
+    name: string,
+    signal?: AbortSignal,
+  ): Promise<ConfigMap | undefined>;
+  /** The Secret, or `undefined` if it does not exist. */
+  getSecret(namespace: string, name: string, signal?: AbortSignal): Promise<Secret | undefined>;
+  /** A TokenRequest for the service account, answered with `status.token`. */
+  createToken(
+    namespace: string,
+    serviceAccount: string,
+    request: TokenRequest,
+    signal?: AbortSignal,
+  ): Promise<TokenRequest>;
+}
+
+/** What volume code needs besides the pod. */
+export interface VolumeContext {
+  paths: PodPaths;
+  source?: VolumeSource;
+  hostPath: { enabled: boolean; allowedPrefixes: string[] };
+  tokenExpirationSeconds: number;
+  allocatable: Record<string, string>;
+  now: () => number;
+}
+
+const encoder = new TextEncoder();
+const SUPPORTED = ["emptyDir", "configMap", "secret", "downwardAPI", "projected", "hostPath"];
+
+/** Throws {@link InvalidInputError} for a volume this provider can never provide. */
+export function validateVolume(volume: Volume, ctx: Pick<VolumeContext, "hostPath">): void {
+  const kind = Object.keys(volume).find((k) => k !== "name");
+  if (!kind || !SUPPORTED.includes(kind)) {
+    throw new InvalidInputError(
+      `volume ${volume.name}: type ${
+        kind ?? "(none)"
+      } is not supported by the process provider; use ${SUPPORTED.join(", ")}`,
+    );
+  }
+  if (volume.hostPath) {
+    const path = volume.hostPath.path;
+    const allowed = ctx.hostPath.allowedPrefixes;
+    if (!ctx.hostPath.enabled) {
+      throw new InvalidInputError(
+        `volume ${volume.name}: hostPath volumes are disabled; set hostPath.enabled in the provider config`,
+      );
+    }
+    if (allowed.length > 0 && !allowed.some((p) => path === p || path.startsWith(p + "/"))) {
+      throw new InvalidInputError(
+        `volume ${volume.name}: hostPath ${path} is outside hostPath.allowedPrefixes (${
+          allowed.join(", ")
+        })`,
+      );
+    }
+  }
+}
+
+/** A pod's volumes: host paths to mount, and the refresh of their contents. */
+export class VolumeSet {
+  readonly #pod: Pod;
+  readonly #ctx: VolumeContext;
+  /** Volume name -> when its token needs renewing (ms); only volumes with a token. */
+  readonly #tokenRefresh = new Map<string, number>();
+  /** Last token per volume/path, reused between refreshes. */
+  readonly #tokens = new Map<string, string>();
+
+  constructor(pod: Pod, ctx: VolumeContext) {
+    this.#pod = pod;
+    this.#ctx = ctx;
+  }
+
+  /** The host path a volume is mounted from. */
+  hostPathOf(name: string): string {
+    const volume = this.#pod.spec?.volumes?.find((v) => v.name === name);
+    return volume?.hostPath?.path ?? this.#ctx.paths.volume(name);
+  }
+
+  /** True if `name` must be mounted read-only whatever the mount says (kubelet does so). */
+  isReadOnly(name: string): boolean {
+    const v = this.#pod.spec?.volumes?.find((v) => v.name === name);
+    return !!(v?.configMap || v?.secret || v?.downwardAPI || v?.projected);
+  }
+
+  /** Writes every volume's content; throws {@link TransientError} while a source is missing. */
+  async sync(pod: Pod, signal?: AbortSignal): Promise<void> {
+    for (const volume of pod.spec?.volumes ?? []) {
+      await this.#syncOne(pod, volume, signal);
+    }
+  }
+
+  /** The earliest time a token must be renewed, if any volume holds one. */
+  nextTokenRefresh(): number | undefined {
+    const times = [...this.#tokenRefresh.values()];
+    return times.length ? Math.min(...times) : undefined;
+  }
+
+  async #syncOne(pod: Pod, volume: Volume, signal?: AbortSignal): Promise<void> {
+    const dir = this.#ctx.paths.volume(volume.name);
+    if (volume.emptyDir) {
+      await Deno.mkdir(dir, { recursive: true, mode: 0o777 });
+      return;
+    }
+    if (volume.hostPath) return await this.#hostPath(volume);
+    let files: VolumeFile[];
+    if (volume.configMap || volume.secret) {
+      files = await this.#keyFiles(pod, volume, volume.configMap ? "configMap" : "secret", signal);
+    } else if (volume.downwardAPI) {
+      files = this.#downward(pod, volume.downwardAPI.items ?? [], volume.downwardAPI.defaultMode);
+    } else if (volume.projected) {
+      files = [];
+      for (const source of volume.projected.sources ?? []) {
+        files.push(...await this.#projection(pod, volume, source, signal));
+      }
+    } else return;
+    await writeAtomically(dir, files, this.#ctx.now());
+  }
+
+  async #hostPath(volume: Volume): Promise<void> {
+    const { path, type } = volume.hostPath!;
+    if (type === "DirectoryOrCreate") await Deno.mkdir(path, { recursive: true, mode: 0o755 });
+    if (type === "FileOrCreate") {
+      await Deno.writeFile(path, new Uint8Array(), { append: true, create: true, mode: 0o644 });
+    }
+    try {
+      const info = await Deno.stat(path);
+      if (type === "Directory" && !info.isDirectory) throw new Error("not a directory");
+      if (type === "File" && !info.isFile) throw new Error("not a file");
+    } catch (err) {
+      throw new TransientError(`hostPath ${path} for volume ${volume.name} is not usable: ${err}`);
+    }
+  }
+
+  async #keyFiles(
+    pod: Pod,
+    volume: Volume | VolumeProjection,
+    kind: "configMap" | "secret",
+    signal?: AbortSignal,
+  ): Promise<VolumeFile[]> {
+    const spec = kind === "configMap" ? volume.configMap! : volume.secret!;
+    const name = "name" in spec ? spec.name : (spec as { secretName?: string }).secretName;
+    const defaultMode = ("defaultMode" in spec ? spec.defaultMode : undefined) ??
+      (volume as Volume).projected?.defaultMode ?? 0o644;
+    const namespace = pod.metadata?.namespace ?? "default";
+    if (!this.#ctx.source) {
+      throw new TransientError(
+        `${kind} ${name}: the provider has no Kubernetes client to read it (no kube in ProviderDeps)`,
+      );
+    }
+    const object = kind === "configMap"
+      ? await this.#ctx.source.getConfigMap(namespace, name ?? "", signal)
+      : await this.#ctx.source.getSecret(namespace, name ?? "", signal);
+    if (!object) {
+      if (spec.optional) return [];
+      throw new TransientError(`${kind} "${name}" not found in namespace ${namespace}`);
+    }
+    const data = contentsOf(object);
+    return itemsOrAll(data, spec.items, defaultMode, `${kind} ${name}`, spec.optional);
+  }
+
+  #downward(pod: Pod, items: NonNullable<Volume["downwardAPI"]>["items"], mode?: number) {
+    return (items ?? []).map((item): VolumeFile => {
+      const problem = checkRelativePath(item.path);
+      if (problem) throw new InvalidInputError(`downwardAPI item: ${problem}`);
+      const value = item.fieldRef
+        ? fieldValue(pod, item.fieldRef)
+        : resourceValue(pod, item.resourceFieldRef!, this.#ctx.allocatable);
+      return { path: item.path, data: encoder.encode(value), mode: item.mode ?? mode ?? 0o644 };
+    });
+  }
+
+  async #projection(
+    pod: Pod,
+    volume: Volume,
+    source: VolumeProjection,
+    signal?: AbortSignal,
+  ): Promise<VolumeFile[]> {
+    const mode = volume.projected?.defaultMode ?? 0o644;
+    if (source.configMap) return await this.#keyFiles(pod, source, "configMap", signal);
+    if (source.secret) return await this.#keyFiles(pod, source, "secret", signal);
+    if (source.downwardAPI) return this.#downward(pod, source.downwardAPI.items, mode);
+    if (source.serviceAccountToken) {
+      const token = await this.#token(pod, volume.name, source.serviceAccountToken, signal);
+      return [{ path: source.serviceAccountToken.path, data: encoder.encode(token), mode }];
+    }
+    throw new InvalidInputError(
+      `volume ${volume.name}: this projected source is not supported (configMap, secret, downwardAPI and serviceAccountToken are)`,
+    );
+  }
+
+  async #token(
+    pod: Pod,
+    volume: string,
+    spec: NonNullable<VolumeProjection["serviceAccountToken"]>,
+    signal?: AbortSignal,
+  ): Promise<string> {
+    const key = `${volume}/${spec.path}`;
+    const now = this.#ctx.now();
+    const cached = this.#tokens.get(key);
+    if (cached && (this.#tokenRefresh.get(volume) ?? 0) > now) return cached;
+    if (!this.#ctx.source) {
+      throw new TransientError("service-account token: the provider has no Kubernetes client");
+    }
+    const ttl = spec.expirationSeconds ?? this.#ctx.tokenExpirationSeconds;
+    const answer = await this.#ctx.source.createToken(
+      pod.metadata?.namespace ?? "default",
+      pod.spec?.serviceAccountName ?? "default",
+      {
+        spec: {
+          audiences: spec.audience ? [spec.audience] : [],
+          expirationSeconds: ttl,
+          boundObjectRef: {
+            apiVersion: "v1",
+            kind: "Pod",
+            name: pod.metadata?.name,
+            uid: pod.metadata?.uid,
+          },
+        },
+      },
+      signal,
+    );
+    const token = answer.status?.token;
+    if (!token) throw new TransientError("TokenRequest answered without a token");
+    const expires = Date.parse(answer.status?.expirationTimestamp ?? "") || now + ttl * 1000;
+    // Renew at 80 % of the lifetime, or after 24 h, whichever is first.
+    const refresh = now + Math.min(0.8 * (expires - now), 24 * 3_600_000);
+    this.#tokens.set(key, token);
+    this.#tokenRefresh.set(volume, Math.min(this.#tokenRefresh.get(volume) ?? Infinity, refresh));
+    if ((this.#tokenRefresh.get(volume) ?? 0) <= now) this.#tokenRefresh.set(volume, refresh);
+    return token;
+  }
+}
+
+function contentsOf(object: ConfigMap | Secret): Map<string, Uint8Array> {
+  const out = new Map<string, Uint8Array>();
+  const data = object.data ?? {};
+  const isSecret = (object as Secret).type !== undefined || object.kind === "Secret";
+  for (const [k, v] of Object.entries(data)) {
+    out.set(k, isSecret ? base64(v) : encoder.encode(v));
+  }
+  for (const [k, v] of Object.entries((object as ConfigMap).binaryData ?? {})) {
+    out.set(k, base64(v));
+  }
+  for (const [k, v] of Object.entries((object as Secret).stringData ?? {})) {
+    out.set(k, encoder.encode(v));
+  }
+  return out;
+}
+
+function base64(text: string): Uint8Array {
+  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+}
+
+function itemsOrAll(
+  data: Map<string, Uint8Array>,
+  items: KeyToPath[] | undefined,
+  defaultMode: number,
+  what: string,
+  optional: boolean | undefined,
+): VolumeFile[] {
+  if (!items || items.length === 0) {
+    return [...data].map(([path, bytes]) => ({ path, data: bytes, mode: defaultMode }));
+  }
+  const out: VolumeFile[] = [];
+  for (const item of items) {
+    const problem = checkRelativePath(item.path);
+    if (problem) throw new InvalidInputError(`${what}: item ${item.key}: ${problem}`);
+    const bytes = data.get(item.key);
+    if (!bytes) {
+      if (optional) continue;
+      throw new TransientError(`${what} has no key ${item.key}`);
+    }
+    out.push({ path: item.path, data: bytes, mode: item.mode ?? defaultMode });
+  }
+  return out;
+}
