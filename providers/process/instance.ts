@@ -17,6 +17,7 @@ import {
 } from "./launcher.ts";
 import { LogWriter, pumpFifo } from "./log_writer.ts";
 import { removeCgroup, wasOomKilled } from "./cgroups.ts";
+import { isSameProcess } from "./proc.ts";
 import type { InstanceRecord, Termination } from "./state.ts";
 
 /** Files and settings of one instance. */
@@ -42,6 +43,7 @@ export class Instance {
   #killedBy?: "SIGKILL";
   #detached = false;
   #stopPolling?: AbortController;
+  #endedUnwatched = false;
   /** Resolves with how the instance ended (never, if detached first). */
   readonly ended: Promise<Termination>;
 
@@ -100,6 +102,7 @@ export class Instance {
     const handle = adopt(record.pid, record.startTicks, sleep, stopPolling.signal);
     const instance = new Instance(record, handle, files, clock);
     instance.#stopPolling = stopPolling;
+    instance.#endedUnwatched = !isSameProcess(record.pid, record.startTicks);
     return instance;
   }
 
@@ -135,7 +138,9 @@ export class Instance {
       reason,
       message,
       startedAtMs: this.record.startedAtMs,
-      finishedAtMs: exit?.atMs ?? this.#clock.now(),
+      // The file's time only if the instance ended while no vkubelet watched it; the clock's
+      // otherwise, so that back-off and status times share one clock.
+      finishedAtMs: (this.#endedUnwatched ? exit?.atMs : undefined) ?? this.#clock.now(),
       containerId: this.record.containerId,
     };
   }

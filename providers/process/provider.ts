@@ -21,7 +21,7 @@ import {
 import { join } from "node:path";
 import type { CgroupSupport } from "./cgroups.ts";
 import type { ProcessConfig } from "./config.ts";
-import { allContainers } from "./container_spec.ts";
+import { allContainers, containerArgv, containerEnv } from "./container_spec.ts";
 import { runInteractive } from "./exec.ts";
 import { validateAction } from "./handlers.ts";
 import { containerLogStream } from "./log_reader.ts";
@@ -230,6 +230,7 @@ export class ProcessProvider implements Provider {
     for (const volume of pod.spec?.volumes ?? []) validateVolume(volume, this.#config);
     for (const c of allContainers(pod)) {
       const what = `container ${c.name}`;
+      containerArgv(c, containerEnv(pod, c), this.#config.imageCommands);
       validateAction(c.livenessProbe, `${what} liveness probe`);
       validateAction(c.readinessProbe, `${what} readiness probe`);
       validateAction(c.startupProbe, `${what} startup probe`);

@@ -1,0 +1,104 @@
+/**
+ * Shared set-up for the process provider's tests: a provider on a temporary state directory,
+ * pod builders, bounded waits and stream helpers.
+ * @module
+ */
+import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
+import { getLogger } from "@logtape/logtape";
+import type { Clock } from "../../../lib/clock.ts";
+import { realClock } from "../../../lib/clock.ts";
+import type { ProviderDeps } from "../../../lib/provider.ts";
+import { createProvider, type ProcessProvider } from "../../../providers/process/mod.ts";
+import type { VolumeSource } from "../../../providers/process/volumes.ts";
+
+/** Options for {@link startProvider}. */
+export interface TestProviderOptions {
+  stateDir?: string;
+  clock?: Clock;
+  volumeSource?: VolumeSource;
+  config?: Record<string, unknown>;
+}
+
+/** A provider on a fresh (or given) state directory, with host probing as configured. */
+export async function startProvider(options: TestProviderOptions = {}) {
+  const stateDir = options.stateDir ?? await Deno.makeTempDir({ prefix: "vk-process-test-" });
+  const shutdown = new AbortController();
+  const deps: ProviderDeps = {
+    nodeName: "vk-test",
+    log: getLogger(["vkubelet", "provider", "test"]),
+    clock: options.clock ?? realClock,
+    internalIp: "127.0.0.1",
+    daemonPort: 10250,
+    signal: shutdown.signal,
+  };
+  const provider = await createProvider({ stateDir, cgroups: "off", ...options.config }, deps, {
+    volumeSource: options.volumeSource,
+  });
+  return {
+    provider,
+    stateDir,
+    shutdown,
+    /** Closes the provider without stopping pods (as a vkubelet exit would). */
+    async close() {
+      shutdown.abort();
+      await provider.close();
+    },
+  };
+}
+
+let counter = 0;
+
+/** A pod with the given containers (and spec fields). */
+export function makePod(containers: Container[], spec: Partial<Pod["spec"]> = {}): Pod {
+  counter++;
+  return {
+    metadata: {
+      namespace: "default",
+      name: `p${counter}-${Date.now() % 100000}`,
+      uid: crypto.randomUUID(),
+      labels: { app: "test" },
+    },
+    spec: { nodeName: "vk-test", containers, terminationGracePeriodSeconds: 2, ...spec },
+  };
+}
+
+/** Polls `check` every 25 ms of real time until it returns a value, or throws after `ms`. */
+export async function waitFor<T>(
+  what: string,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  ms = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+}
+
+/** Reads a whole stream as text. */
+export async function readAll(stream: ReadableStream<Uint8Array>): Promise<string> {
+  return await new Response(stream).text();
+}
+
+/** A writable that collects what is written, as text. */
+export function collector(): { writable: WritableStream<Uint8Array>; text: () => string } {
+  const chunks: Uint8Array[] = [];
+  const decoder = new TextDecoder();
+  return {
+    writable: new WritableStream({ write: (c) => void chunks.push(c.slice()) }),
+    text: () => chunks.map((c) => decoder.decode(c, { stream: true })).join(""),
+  };
+}
+
+/** Deletes a pod if the provider still has it (cleanup in `finally`). */
+export async function cleanup(provider: ProcessProvider, pod: Pod): Promise<void> {
+  const { namespace = "", name = "" } = pod.metadata ?? {};
+  if (await provider.getPod(namespace, name, {})) {
+    await provider.deletePod({
+      ...pod,
+      metadata: { ...pod.metadata, deletionGracePeriodSeconds: 0 },
+    }, {});
+  }
+}
