@@ -157,9 +157,11 @@ async function ensureVersionOneIsTooOld(cluster: TestCluster, kube: KubeClient):
   } finally {
     clearTimeout(timer);
   }
-  await kube.configMaps.create("default", { metadata: { generateName: "vk-bump-" } });
+  // A write after the cache's start, so that the restarted cache begins at a later revision.
+  const bump = await kube.configMaps.create("default", { metadata: { generateName: "vk-bump-" } });
   await cluster.stopApiserver();
   await cluster.startApiserver();
+  await kube.configMaps.delete("default", bump.metadata!.name!);
 }
 
 Deno.test("a 410 from the apiserver makes the informer relist, and its store ends up right", async () => {
