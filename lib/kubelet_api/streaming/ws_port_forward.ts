@@ -69,16 +69,24 @@ export async function serveWsPortForwardChannels(
     return sent;
   };
   const inputs = ports.map(() => {
-    let controller!: ReadableStreamDefaultController<Uint8Array>;
-    const readable = new ReadableStream<Uint8Array>({
+    const input = {
+      open: true,
+      controller: undefined as unknown as ReadableStreamDefaultController<Uint8Array>,
+      readable: undefined as unknown as ReadableStream<Uint8Array>,
+    };
+    input.readable = new ReadableStream<Uint8Array>({
       start: (c) => {
-        controller = c;
+        input.controller = c;
       },
       pull: () => {
         if (ws.isPaused) ws.resume();
       },
+      cancel: () => {
+        input.open = false;
+        if (ws.isPaused) ws.resume();
+      },
     }, { highWaterMark: 1 << 20, size: (c) => c.byteLength });
-    return { readable, controller, open: true };
+    return input;
   });
   const gone = new AbortController();
   ws.on("message", (data: Uint8Array, isBinary: boolean) => {

@@ -86,14 +86,17 @@ export function wsCommandChannels(ws: WebSocket, options: WsCommandOptions): Com
   };
 
   let resizeController: ReadableStreamDefaultController<Uint8Array> | undefined;
+  let resizeOpen = options.tty;
   const resizeBytes = options.tty
     ? new ReadableStream<Uint8Array>({
       start: (c) => {
         resizeController = c;
       },
+      cancel: () => {
+        resizeOpen = false;
+      },
     })
     : undefined;
-  let resizeOpen = options.tty;
   const endResize = () => {
     if (!resizeOpen) return;
     resizeOpen = false;

@@ -56,7 +56,12 @@ export function chooseWsProtocol(
   );
 }
 
-/** Completes the WebSocket handshake on the raw socket; `onOpen` gets the socket. */
+/**
+ * Completes the WebSocket handshake on the raw socket; `onOpen` gets the socket. The chosen
+ * sub-protocol is answered through the `headers` event rather than `handleProtocols`, because
+ * npm `ws` refuses a `Sec-WebSocket-Protocol` list holding names that are not RFC 7230 tokens,
+ * and the tunnel's `SPDY/3.1+portforward.k8s.io` has a `/` (Go's gorilla/websocket accepts it).
+ */
 export function upgradeToWebSocket(
   ctx: StreamingContext,
   protocol: string,
@@ -67,8 +72,14 @@ export function upgradeToWebSocket(
     clientTracking: false,
     perMessageDeflate: false,
     maxPayload: MAX_PAYLOAD,
-    handleProtocols: () => protocol === "" ? false : protocol,
   });
+  delete ctx.incoming.headers["sec-websocket-protocol"];
+  if (protocol !== "") {
+    server.on(
+      "headers",
+      (headers: string[]) => headers.push(`Sec-WebSocket-Protocol: ${protocol}`),
+    );
+  }
   server.handleUpgrade(ctx.incoming, ctx.socket, Buffer.from(ctx.head), (ws: WebSocket) => {
     ws.on("error", () => ws.terminate());
     onOpen(ws);

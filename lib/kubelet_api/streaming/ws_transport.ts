@@ -13,11 +13,26 @@ import type { ByteDuplex } from "./byte_duplex.ts";
 /** Largest payload per outgoing message. */
 export const WS_MAX_SEND = 32 * 1024;
 
-/** Sends `data`; resolves once `ws` has written it to the socket. */
+/** Bytes queued on a WebSocket above which a send waits until its data is written. */
+const SEND_HIGH_WATER = 256 * 1024;
+
+/**
+ * Sends `data`; resolves at once while little is queued, else once `ws` has written it to the
+ * socket (back-pressure without a round trip per message).
+ */
 export function wsSend(ws: WebSocket, data: Uint8Array | string): Promise<void> {
   return new Promise((resolve, reject) => {
     if (ws.readyState !== 1) return reject(new Error("The WebSocket is closed"));
-    ws.send(data, { binary: typeof data !== "string" }, (err) => err ? reject(err) : resolve());
+    let settled = false;
+    ws.send(data, { binary: typeof data !== "string" }, (err) => {
+      if (settled) return;
+      settled = true;
+      err ? reject(err) : resolve();
+    });
+    if (!settled && ws.bufferedAmount < SEND_HIGH_WATER) {
+      settled = true;
+      resolve();
+    }
   });
 }
 
@@ -61,9 +76,10 @@ export interface WsDuplexOptions {
 /** The binary messages of `ws` as a byte stream; a text message fails the stream. */
 export function duplexFromWebSocket(ws: WebSocket, options: WsDuplexOptions = {}): ByteDuplex {
   const touch = options.touch ?? (() => {});
+  // False once closed, errored or cancelled: the controller takes no more calls.
+  let open = true;
   const readable = new ReadableStream<Uint8Array>({
     start(controller) {
-      let open = true;
       ws.on("message", (data: Uint8Array, isBinary: boolean) => {
         touch();
         if (!open) return;
@@ -87,6 +103,7 @@ export function duplexFromWebSocket(ws: WebSocket, options: WsDuplexOptions = {}
       if (ws.isPaused) ws.resume();
     },
     cancel() {
+      open = false;
       ws.pause();
     },
   }, { highWaterMark: options.highWaterMark ?? 256 * 1024, size: (c) => c.byteLength });

@@ -108,8 +108,10 @@ export interface RawAnswer {
   headers: Array<[string, string]>;
   /** The body of a refusal. */
   body: string;
-  /** After a 101: a SPDY client session on the connection. */
+  /** After a 101 to SPDY: a client session on the connection. */
   session?: SpdySession;
+  /** After a 101 to anything else: bytes read past the answer's head. */
+  rest: Uint8Array;
   socket: tls.TLSSocket;
 }
 
@@ -157,11 +159,15 @@ export async function rawUpgrade(port: number, head: string[]): Promise<RawAnswe
   });
   const status = Number(statusLine.split(" ")[1]);
   const rest = buffered.subarray(headEnd + 4);
+  const upgradedTo = headers.find(([n]) => n === "upgrade")?.[1] ?? "";
+  if (status === 101 && !/spdy/i.test(upgradedTo)) {
+    return { status, headers, body: "", rest, socket };
+  }
   if (status === 101) {
     const session = new SpdySession(duplexFromNodeSocket(socket, { head: rest }), {
       role: "client",
     });
-    return { status, headers, body: "", session, socket };
+    return { status, headers, body: "", session, rest, socket };
   }
   const chunks = [rest];
   socket.resume();
@@ -170,7 +176,7 @@ export async function rawUpgrade(port: number, head: string[]): Promise<RawAnswe
     socket.on("close", () => resolve());
   });
   const body = new TextDecoder().decode(concat(chunks));
-  return { status, headers, body, socket };
+  return { status, headers, body, rest, socket };
 }
 
 /** A SPDY upgrade request head for `path`. */
