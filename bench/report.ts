@@ -1,0 +1,267 @@
+/**
+ * Writes bench/RESULTS.md from one run's results: per size, a table of vkubelet, the peer and
+ * the floor side by side with the ratios vkubelet/peer and vkubelet/floor, the machine and the
+ * versions, and the issue's goals marked met or not.
+ * @module
+ */
+import { etcdVersion, kubernetesVersion } from "../tests/cluster/build.ts";
+import { VERSION } from "../lib/config.ts";
+import { PEER_VERSION } from "./peer.ts";
+import { machine } from "./proc.ts";
+import type { BenchFlags } from "./run.ts";
+import type { Phase, RunResult } from "./scenarios.ts";
+import { CAPACITY, type SubjectName } from "./subjects.ts";
+
+const decoder = new TextDecoder();
+
+async function goVersion(): Promise<string> {
+  try {
+    const out = await new Deno.Command("go", { args: ["env", "GOVERSION"], stdout: "piped" })
+      .output();
+    return decoder.decode(out.stdout).trim();
+  } catch {
+    return "unknown";
+  }
+}
+
+function fmt(value: number, digits = 1): string {
+  if (!Number.isFinite(value)) return "–";
+  if (Math.abs(value) >= 100) return value.toFixed(0);
+  return value.toFixed(digits);
+}
+
+function phaseCell(p: Phase, n: number): string {
+  if (!Number.isFinite(p.seconds)) return "–";
+  return p.timedOut || p.done < n ? `> ${fmt(p.seconds)} (${p.done}/${n})` : fmt(p.seconds);
+}
+
+function ratio(a: number, b: number): string {
+  if (!Number.isFinite(a) || !Number.isFinite(b) || b === 0) return "–";
+  return `${(a / b).toFixed(2)}×`;
+}
+
+interface Row {
+  label: string;
+  cell: (r: RunResult) => string;
+  value: (r: RunResult) => number;
+}
+
+const ROWS: Row[] = [
+  {
+    label: "1. create → all Running (s)",
+    cell: (r) => phaseCell(r.create, r.n),
+    value: (r) => r.create.done < r.n ? NaN : r.create.seconds,
+  },
+  {
+    label: "1. per-pod create→Running p50 (s)",
+    cell: (r) => fmt(r.create.p50, 2),
+    value: (r) => r.create.p50,
+  },
+  {
+    label: "1. per-pod create→Running p99 (s)",
+    cell: (r) => fmt(r.create.p99, 2),
+    value: (r) => r.create.p99,
+  },
+  {
+    label: "1. driver's creates sent in (s)",
+    cell: (r) => fmt(r.create.createSeconds),
+    value: (r) => r.create.createSeconds,
+  },
+  {
+    label: "2. delete all → all gone (s)",
+    cell: (r) => phaseCell(r.remove, r.n),
+    value: (r) => r.remove.done < r.n ? NaN : r.remove.seconds,
+  },
+  {
+    label: "3. steady CPU (CPU s / min)",
+    cell: (r) => fmt(r.steady.cpuPerMinute, 2),
+    value: (r) => r.steady.cpuPerMinute,
+  },
+  {
+    label: "3. steady RSS (MiB)",
+    cell: (r) => fmt(r.steady.rssMiB, 0),
+    value: (r) => r.steady.rssMiB,
+  },
+  {
+    label: "3. peak RSS over the run (MiB)",
+    cell: (r) => fmt(r.steady.peakMiB, 0),
+    value: (r) => r.steady.peakMiB,
+  },
+  {
+    label: "4. restart → all reconciled (s)",
+    cell: (r) => phaseCell(r.restart, r.n),
+    value: (r) => r.restart.done < r.n ? NaN : r.restart.seconds,
+  },
+  {
+    label: "4. status regressions",
+    cell: (r) => String(r.restart.regressions),
+    value: (r) => r.restart.regressions,
+  },
+  {
+    label: "4. pods whose status was rewritten",
+    cell: (r) => String(r.restart.statusWrites),
+    value: (r) => r.restart.statusWrites,
+  },
+  {
+    label: "API requests / pod, scenario 1",
+    cell: (r) => fmt(r.create.requests / r.n, 2),
+    value: (r) => r.create.requests / r.n,
+  },
+  {
+    label: "API requests / pod, scenario 2",
+    cell: (r) => fmt(r.remove.requests / r.n, 2),
+    value: (r) => r.remove.requests / r.n,
+  },
+  {
+    label: "API requests / pod, scenario 4",
+    cell: (r) => fmt(r.restart.requests / r.n, 2),
+    value: (r) => r.restart.requests / r.n,
+  },
+  {
+    label: "API requests / min, steady",
+    cell: (r) => fmt(r.steady.requestsPerMinute),
+    value: (r) => r.steady.requestsPerMinute,
+  },
+  {
+    label: "start → node Ready (s)",
+    cell: (r) => fmt(r.startupSeconds),
+    value: (r) => r.startupSeconds,
+  },
+];
+
+function find(results: RunResult[], subject: SubjectName, n: number): RunResult | undefined {
+  return results.find((r) => r.subject === subject && r.n === n);
+}
+
+function table(results: RunResult[], n: number): string[] {
+  const vk = find(results, "vkubelet", n);
+  const peer = find(results, "peer", n);
+  const floor = find(results, "floor", n);
+  const lines = [
+    `### N = ${n.toLocaleString("en")}`,
+    "",
+    "| | vkubelet | peer (virtual-kubelet) | floor | vkubelet / peer | vkubelet / floor |",
+    "| --- | ---: | ---: | ---: | ---: | ---: |",
+  ];
+  for (const row of ROWS) {
+    const cell = (r?: RunResult) => (r ? row.cell(r) : "not run");
+    const v = (r?: RunResult) => (r ? row.value(r) : NaN);
+    lines.push(
+      `| ${row.label} | ${cell(vk)} | ${cell(peer)} | ${cell(floor)} | ${ratio(v(vk), v(peer))} | ${
+        ratio(v(vk), v(floor))
+      } |`,
+    );
+  }
+  const errors = [vk, peer, floor].filter((r) => r?.error);
+  for (const r of errors) lines.push("", `${r!.subject} at N=${n} failed: ${r!.error}`);
+  return [...lines, ""];
+}
+
+function goals(results: RunResult[]): string[] {
+  const out = ["## The issue's goals (reported, not asserted)", ""];
+  const check = (label: string, ok: boolean | undefined) =>
+    out.push(`- ${ok === undefined ? "not measured" : ok ? "met" : "**not met**"}: ${label}`);
+  for (const n of [1000, 10000]) {
+    const vk = find(results, "vkubelet", n);
+    const peer = find(results, "peer", n);
+    const floor = find(results, "floor", n);
+    const t = (r?: RunResult) => (r && r.create.done >= n ? r.create.seconds : NaN);
+    const known = (a: number, b: number) => Number.isFinite(a) && Number.isFinite(b);
+    const slowPeer = peer && peer.create.done < n; // timed out: vkubelet finishing is enough
+    check(
+      `scenario 1 at N=${n}: vkubelet ≤ 0.8 × peer (${fmt(t(vk))} s vs ${fmt(t(peer))} s)`,
+      slowPeer && Number.isFinite(t(vk))
+        ? true
+        : known(t(vk), t(peer))
+        ? t(vk) <= 0.8 * t(peer)
+        : undefined,
+    );
+    check(
+      `scenario 1 at N=${n}: vkubelet ≤ 1.3 × floor (${fmt(t(vk))} s vs ${fmt(t(floor))} s)`,
+      known(t(vk), t(floor)) ? t(vk) <= 1.3 * t(floor) : undefined,
+    );
+  }
+  const vk10 = find(results, "vkubelet", 10000);
+  const peer10 = find(results, "peer", 10000);
+  check(
+    `RSS at N=10,000: vkubelet ≤ peer (${fmt(vk10?.steady.rssMiB ?? NaN, 0)} vs ${
+      fmt(peer10?.steady.rssMiB ?? NaN, 0)
+    } MiB)`,
+    vk10 && peer10 ? vk10.steady.rssMiB <= peer10.steady.rssMiB : undefined,
+  );
+  const sizes = [...new Set(results.map((r) => r.n))].sort((a, b) => a - b);
+  for (const n of sizes) {
+    const vk = find(results, "vkubelet", n);
+    const peer = find(results, "peer", n);
+    check(
+      `steady CPU at N=${n}: vkubelet ≤ peer (${fmt(vk?.steady.cpuPerMinute ?? NaN, 2)} vs ${
+        fmt(peer?.steady.cpuPerMinute ?? NaN, 2)
+      } CPU s/min)`,
+      vk && peer && Number.isFinite(vk.steady.cpuPerMinute)
+        ? vk.steady.cpuPerMinute <= peer.steady.cpuPerMinute
+        : undefined,
+    );
+  }
+  return [...out, ""];
+}
+
+function verbs(results: RunResult[]): string[] {
+  const out = [
+    "## Where the requests went (scenario 1, largest size)",
+    "",
+    "All apiserver requests during scenario 1 by verb and resource (`apiserver_request_total`",
+    "deltas, every client: the driver's N creates and one watch are in them too; rows under",
+    "N/20 left out). The per-pod figures above count only the kubelet's own user.",
+    "",
+  ];
+  const n = Math.max(...results.map((r) => r.n));
+  for (const r of results.filter((r) => r.n === n)) {
+    out.push(
+      `- ${r.subject}: ${r.create.verbs.map(([k, v]) => `${k} ${v}`).join(", ") || "–"}`,
+    );
+  }
+  return [...out, ""];
+}
+
+/** Writes the report. */
+export async function writeReport(
+  path: string,
+  results: RunResult[],
+  flags: BenchFlags,
+): Promise<void> {
+  const m = machine();
+  const sizes = [...new Set(results.map((r) => r.n))].sort((a, b) => a - b);
+  const lines = [
+    "# vkubelet benchmark results",
+    "",
+    "Written by `deno task bench` (bench/run.ts) from one run; the chart `scenario1.png` comes",
+    "from the same run. Do not edit by hand: run the bench again.",
+    "",
+    `- machine: ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB} GiB; load average when the`,
+    `  report was written: ${m.load} (other work on the machine shares the cores)`,
+    `- vkubelet ${VERSION} (Deno ${Deno.version.deno}, mock provider)`,
+    `- peer: virtual-kubelet ${PEER_VERSION} \`cmd/virtual-kubelet\` with its mock provider (${await goVersion()})`,
+    `- control plane: Kubernetes ${kubernetesVersion()}, etcd ${etcdVersion()}, built from Go modules`,
+    `  (tests/cluster), a fresh copy (empty etcd) for every subject and size`,
+    `- node capacity for all: ${
+      JSON.stringify(CAPACITY)
+    }; client-side request limit of both kubelets:`,
+    `  ${
+      flags.qps === undefined
+        ? "each one's shipped default (vkubelet 50/s burst 100; virtual-kubelet client-go's 5/s burst 10)"
+        : `${flags.qps}/s, burst ${flags.qps * 2}`
+    }`,
+    `- steady state: ${flags.steadySeconds} s; the driver creates and deletes with ${flags.concurrency} requests in flight`,
+    "",
+    "## Results",
+    "",
+    ...sizes.flatMap((n) => table(results, n)),
+    ...goals(results),
+    ...verbs(results),
+    "## How it is measured",
+    "",
+    "See bench/README.md.",
+    "",
+  ];
+  await Deno.writeTextFile(path, lines.join("\n"));
+}

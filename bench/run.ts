@@ -1,0 +1,166 @@
+/**
+ * `deno task bench`: vkubelet (mock provider) against virtual-kubelet's own CLI with its mock
+ * provider (the peer) and against the floor, one after the other, each on a fresh copy of the
+ * same local control plane; writes bench/RESULTS.md and bench/scenario1.png from that run.
+ *
+ *   deno task bench [--max-n N] [--sizes 100,1000,10000] [--subjects vkubelet,peer,floor]
+ *                   [--steady-seconds 120] [--qps 500|shipped] [--concurrency 32]
+ *                   [--report-only]
+ *
+ * Raw results go to bench/out/results.json (git-ignored), one entry per subject and size, so a
+ * long run that is stopped can still be reported with `--report-only`.
+ * @module
+ */
+import { ensurePeer } from "./peer.ts";
+import { writeChart } from "./chart.ts";
+import { writeReport } from "./report.ts";
+import { phaseTimeoutMs, type RunResult, runSubject } from "./scenarios.ts";
+import { type SubjectName, SUBJECTS } from "./subjects.ts";
+
+const benchDir = new URL(".", import.meta.url).pathname;
+const outDir = `${benchDir}out`;
+const resultsFile = `${outDir}/results.json`;
+
+/** The bench's command-line options. */
+export interface BenchFlags {
+  sizes: number[];
+  subjects: SubjectName[];
+  steadySeconds: number;
+  /** undefined: each kubelet's shipped client-side limit. */
+  qps?: number;
+  concurrency: number;
+  reportOnly: boolean;
+}
+
+const USAGE = `usage: deno task bench [options]
+  --max-n N             largest size to run (default 10000; 1000 skips the 10,000-pod runs)
+  --sizes A,B,...       sizes to run (default 100,1000,10000, cut at --max-n)
+  --subjects a,b        any of vkubelet,peer,floor (default all three)
+  --steady-seconds S    length of the steady-state scenario (default 120)
+  --qps N|shipped       client-side request limit of both kubelets (default 500, burst 2N);
+                        "shipped" keeps each one's default (vkubelet 50/100, peer 5/10)
+  --concurrency N       creates/deletes in flight from the driver (default 32)
+  --report-only         rewrite RESULTS.md and the chart from bench/out/results.json`;
+
+/** Parses the flags; throws a RangeError naming the bad one. */
+export function parseFlags(args: string[]): BenchFlags {
+  const flags: BenchFlags = {
+    sizes: [100, 1000, 10000],
+    subjects: [...SUBJECTS],
+    steadySeconds: 120,
+    qps: 500,
+    concurrency: 32,
+    reportOnly: false,
+  };
+  let maxN = Infinity;
+  for (let i = 0; i < args.length; i++) {
+    const [name, inline] = args[i].split("=", 2);
+    const value = () => inline ?? args[++i] ?? "";
+    const int = (text: string) => {
+      const n = Number(text);
+      if (!Number.isInteger(n) || n <= 0) throw new RangeError(`${name} needs a positive integer`);
+      return n;
+    };
+    switch (name) {
+      case "--max-n":
+        maxN = int(value());
+        break;
+      case "--sizes":
+        flags.sizes = value().split(",").map(int);
+        break;
+      case "--subjects": {
+        const list = value().split(",");
+        const bad = list.find((s) => !SUBJECTS.includes(s as SubjectName));
+        if (bad) throw new RangeError(`--subjects: unknown subject ${bad}`);
+        flags.subjects = list as SubjectName[];
+        break;
+      }
+      case "--steady-seconds":
+        flags.steadySeconds = int(value());
+        break;
+      case "--qps": {
+        const v = value();
+        flags.qps = v === "shipped" ? undefined : int(v);
+        break;
+      }
+      case "--concurrency":
+        flags.concurrency = int(value());
+        break;
+      case "--report-only":
+        flags.reportOnly = true;
+        break;
+      case "--help":
+      case "-h":
+        throw new RangeError(USAGE);
+      default:
+        throw new RangeError(`unknown option ${args[i]}\n${USAGE}`);
+    }
+  }
+  flags.sizes = flags.sizes.filter((n) => n <= maxN);
+  return flags;
+}
+
+const encoder = new TextEncoder();
+const started = performance.now();
+function progress(line: string): void {
+  const t = ((performance.now() - started) / 1000).toFixed(0).padStart(5);
+  Deno.stderr.writeSync(encoder.encode(`[bench ${t}s] ${line}\n`));
+}
+
+async function readResults(): Promise<RunResult[]> {
+  try {
+    return JSON.parse(await Deno.readTextFile(resultsFile));
+  } catch {
+    return [];
+  }
+}
+
+async function main(args: string[]): Promise<number> {
+  let flags: BenchFlags;
+  try {
+    flags = parseFlags(args);
+  } catch (err) {
+    Deno.stderr.writeSync(encoder.encode(`${(err as Error).message}\n`));
+    return 2;
+  }
+  await Deno.mkdir(outDir, { recursive: true });
+  const meta = { flags, startedAt: new Date().toISOString() };
+  if (!flags.reportOnly) {
+    const peerBinary = flags.subjects.includes("peer") ? await ensurePeer({ progress }) : "";
+    const results: RunResult[] = [];
+    await Deno.writeTextFile(`${outDir}/meta.json`, JSON.stringify(meta, null, 2));
+    const budget = flags.sizes.reduce(
+      (sum, n) =>
+        sum + flags.subjects.length * (flags.steadySeconds + 4 * phaseTimeoutMs(n) / 1000),
+      0,
+    );
+    progress(
+      `sizes ${flags.sizes.join(", ")}; subjects ${flags.subjects.join(", ")}; client limit ${
+        flags.qps ?? "as shipped"
+      }; worst case ${(budget / 60).toFixed(0)} min`,
+    );
+    for (const n of flags.sizes) {
+      for (const subject of flags.subjects) {
+        results.push(
+          await runSubject(subject, n, {
+            steadySeconds: flags.steadySeconds,
+            createConcurrency: flags.concurrency,
+            qps: flags.qps,
+            peerBinary,
+            outDir,
+            progress,
+          }),
+        );
+        await Deno.writeTextFile(resultsFile, JSON.stringify(results, null, 2));
+      }
+    }
+  }
+  const results = await readResults();
+  const savedMeta = JSON.parse(await Deno.readTextFile(`${outDir}/meta.json`).catch(() => "{}"));
+  await writeChart(`${benchDir}scenario1.png`, results);
+  await writeReport(`${benchDir}RESULTS.md`, results, savedMeta.flags ?? flags);
+  progress(`wrote ${benchDir}RESULTS.md and ${benchDir}scenario1.png`);
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -1,0 +1,177 @@
+/**
+ * The three subjects the bench compares, each started as one process whose pid is the process
+ * measured: vkubelet (`deno run main.ts`, mock provider), the peer (virtual-kubelet's CLI, mock
+ * provider) and the floor (`bench/floor.ts`). Same node name, capacity, identity, client-side
+ * request limit and loopback addresses for all.
+ * @module
+ */
+import type { KubeletIdentity } from "./control_plane.ts";
+
+/** Which implementation runs the node. */
+export type SubjectName = "vkubelet" | "peer" | "floor";
+/** Every subject, in run order. */
+export const SUBJECTS: readonly SubjectName[] = ["vkubelet", "peer", "floor"];
+
+/** The node every subject registers. */
+export const NODE_NAME = "vkbench-node";
+/** The node's capacity, for both mocks and the floor. */
+export const CAPACITY = { cpu: "1000", memory: "4Ti", pods: "20000" } as const;
+
+/** How to start one subject. */
+export interface SubjectSpec {
+  name: SubjectName;
+  identity: KubeletIdentity;
+  server: string;
+  workDir: string;
+  /** The peer's binary (for the peer). */
+  peerBinary?: string;
+  /** Client-side request limit for both kubelets; undefined keeps each one's shipped default. */
+  qps?: number;
+  /** The kubelet API port. */
+  port: number;
+  logFile: string;
+}
+
+/** A started subject process. */
+export interface RunningSubject {
+  pid: number;
+  /** Lines the process prints on stdout (the floor's `reconciled N`). */
+  lines: string[];
+  exited: Promise<Deno.CommandStatus>;
+  stop(): Promise<void>;
+}
+
+const repoRoot = new URL("../", import.meta.url).pathname;
+
+function command(
+  spec: SubjectSpec,
+  providerConfig: string,
+): [string, string[], Record<string, string>] {
+  const { identity: id } = spec;
+  const qps = spec.qps === undefined ? [] : [String(spec.qps), String(spec.qps * 2)];
+  switch (spec.name) {
+    case "vkubelet":
+      return [Deno.execPath(), [
+        "run",
+        "-A",
+        `${repoRoot}main.ts`,
+        "--nodename",
+        NODE_NAME,
+        "--provider",
+        "mock",
+        "--provider-config",
+        providerConfig,
+        "--kubeconfig",
+        id.kubeconfig,
+        "--node-ip",
+        "127.0.0.1",
+        "--listen-address",
+        "127.0.0.1",
+        "--port",
+        String(spec.port),
+        "--tls-cert-file",
+        id.servingCert,
+        "--tls-private-key-file",
+        id.servingKey,
+        "--client-ca-file",
+        id.ca,
+        "--log-level",
+        "warn",
+        ...(qps.length ? ["--kube-api-qps", qps[0], "--kube-api-burst", qps[1]] : []),
+      ], {}];
+    case "peer":
+      return [spec.peerBinary!, [
+        "--nodename",
+        NODE_NAME,
+        "--provider",
+        "mock",
+        "--provider-config",
+        providerConfig,
+        "--kubeconfig",
+        id.kubeconfig,
+        "--log-level",
+        "warn",
+        "--klog.v",
+        "0",
+      ], {
+        KUBELET_PORT: String(spec.port),
+        VKUBELET_POD_IP: "127.0.0.1",
+        APISERVER_CERT_LOCATION: id.servingCert,
+        APISERVER_KEY_LOCATION: id.servingKey,
+        APISERVER_CA_CERT_LOCATION: id.ca,
+        ...(qps.length ? { VKBENCH_KUBE_API_QPS: qps[0], VKBENCH_KUBE_API_BURST: qps[1] } : {}),
+      }];
+    case "floor":
+      return [Deno.execPath(), [
+        "run",
+        "-A",
+        `${repoRoot}bench/floor.ts`,
+        JSON.stringify({
+          server: spec.server,
+          ca: id.ca,
+          cert: id.clientCert,
+          key: id.clientKey,
+          nodeName: NODE_NAME,
+          capacity: CAPACITY,
+          concurrency: 32,
+        }),
+      ], {}];
+  }
+}
+
+/** Starts a subject; its stderr (and stdout) are appended to `spec.logFile`. */
+export async function startSubject(spec: SubjectSpec): Promise<RunningSubject> {
+  await Deno.mkdir(spec.workDir, { recursive: true });
+  const providerConfig = `${spec.workDir}/mock.json`;
+  // virtual-kubelet's mock format; vkubelet's mock accepts it as well.
+  await Deno.writeTextFile(providerConfig, JSON.stringify({ [NODE_NAME]: CAPACITY }));
+  const [cmd, args, env] = command(spec, providerConfig);
+  const log = await Deno.open(spec.logFile, { create: true, append: true });
+  const child = new Deno.Command(cmd, {
+    args,
+    env,
+    cwd: repoRoot,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines: string[] = [];
+  const copy = async (stream: ReadableStream<Uint8Array>, keep: boolean) => {
+    let buffer = "";
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+      await log.write(new TextEncoder().encode(chunk));
+      if (!keep) continue;
+      buffer += chunk;
+      const parts = buffer.split("\n");
+      buffer = parts.pop()!;
+      lines.push(...parts);
+    }
+  };
+  const copied = Promise.all([copy(child.stdout, true), copy(child.stderr, false)]);
+  const exited = child.status.then(async (status) => {
+    await copied.catch(() => {});
+    log.close();
+    return status;
+  });
+  return {
+    pid: child.pid,
+    lines,
+    exited,
+    async stop() {
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // Already gone.
+      }
+      const timer = setTimeout(() => {
+        try {
+          child.kill("SIGKILL");
+        } catch {
+          // Already gone.
+        }
+      }, 15_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
