@@ -427,8 +427,13 @@ export class PodRunner {
 
   /** Saves the record; saves are serialised so that the last state always lands last. */
   #save(): Promise<void> {
-    this.#saving = this.#saving.catch(() => {}).then(() =>
-      writeRecord(this.paths.record, this.record)
+    this.#saving = this.#saving.then(() => writeRecord(this.paths.record, this.record)).catch(
+      (err) => {
+        // After delete the directory is gone; a late save has nothing left to record.
+        if (!this.record.deleting) {
+          this.#deps.log.error("cannot save state of {pod}", { pod: this.key, err });
+        }
+      },
     );
     return this.#saving;
   }

@@ -24,7 +24,9 @@ export async function forwardPort(
   };
   signal?.addEventListener("abort", close, { once: true });
   try {
-    const toTarget = stream.readable.pipeTo(conn.writable).catch(() => {});
+    // Half-close towards the target when the client is done sending, and keep reading its answer.
+    const toTarget = stream.readable.pipeTo(conn.writable, { preventClose: true })
+      .then(() => conn.closeWrite()).catch(() => {});
     const fromTarget = conn.readable.pipeTo(stream.writable).catch(() => {});
     await Promise.all([toTarget, fromTarget]);
   } finally {

@@ -51,7 +51,8 @@ async function probeLoop(
   let result: Outcome | undefined;
   let successes = 0;
   let failures = 0;
-  await clock.sleep((probe.initialDelaySeconds ?? 0) * 1000, signal);
+  const delay = (probe.initialDelaySeconds ?? 0) * 1000;
+  if (delay > 0) await clock.sleep(delay, signal);
   while (!signal.aborted) {
     const { ok, message } = await runAction(probe, actionCtx);
     if (signal.aborted) return;
