@@ -207,20 +207,23 @@ function goals(results: RunResult[]): string[] {
 
 function verbs(results: RunResult[]): string[] {
   const out = [
-    "## Where the requests went (scenario 1, largest size)",
+    "## Where the requests went (largest size)",
     "",
-    "All apiserver requests during scenario 1 by verb and resource (`apiserver_request_total`",
-    "deltas, every client: the driver's N creates and one watch are in them too; rows under",
-    "N/20 left out). The per-pod figures above count only the kubelet's own user.",
+    "All apiserver requests during a scenario by verb and resource (`apiserver_request_total`",
+    "deltas, every client: the driver's N creates or deletes and its one watch are in them too;",
+    "rows under N/20 left out). The per-pod figures above count only the kubelet's own user.",
     "",
   ];
   const n = Math.max(...results.map((r) => r.n));
+  const list = (v: [string, number][] | undefined) =>
+    v?.map(([k, c]) => `${k} ${c}`).join(", ") || "–";
   for (const r of results.filter((r) => r.n === n)) {
-    out.push(
-      `- ${r.subject}: ${r.create.verbs.map(([k, v]) => `${k} ${v}`).join(", ") || "–"}`,
-    );
+    out.push(`- ${r.subject}, scenario 1: ${list(r.create.verbs)}`);
+    out.push(`- ${r.subject}, scenario 2: ${list(r.remove.verbs)}`);
+    out.push(`- ${r.subject}, scenario 4: ${list(r.restart.verbs)}`);
   }
-  return [...out, ""];
+  const when = results.map((r) => `${r.subject} N=${r.n} ${r.finishedAt ?? "?"}`).join("; ");
+  return [...out, "", `Finished: ${when}.`, ""];
 }
 
 /** Writes the report. */

@@ -127,7 +127,10 @@ async function main(args: string[]): Promise<number> {
   const meta = { flags, startedAt: new Date().toISOString() };
   if (!flags.reportOnly) {
     const peerBinary = flags.subjects.includes("peer") ? await ensurePeer({ progress }) : "";
-    const results: RunResult[] = [];
+    // Results of other sizes or subjects from an earlier run are kept; each row says when.
+    const results = (await readResults()).filter((r) =>
+      !(flags.sizes.includes(r.n) && flags.subjects.includes(r.subject))
+    );
     await Deno.writeTextFile(`${outDir}/meta.json`, JSON.stringify(meta, null, 2));
     const budget = flags.sizes.reduce(
       (sum, n) =>
@@ -141,15 +144,17 @@ async function main(args: string[]): Promise<number> {
     );
     for (const n of flags.sizes) {
       for (const subject of flags.subjects) {
-        results.push(
-          await runSubject(subject, n, {
-            steadySeconds: flags.steadySeconds,
-            createConcurrency: flags.concurrency,
-            qps: flags.qps,
-            peerBinary,
-            outDir,
-            progress,
-          }),
+        const result = await runSubject(subject, n, {
+          steadySeconds: flags.steadySeconds,
+          createConcurrency: flags.concurrency,
+          qps: flags.qps,
+          peerBinary,
+          outDir,
+          progress,
+        });
+        results.push(result);
+        results.sort((a, b) =>
+          a.n - b.n || SUBJECTS.indexOf(a.subject) - SUBJECTS.indexOf(b.subject)
         );
         await Deno.writeTextFile(resultsFile, JSON.stringify(results, null, 2));
       }

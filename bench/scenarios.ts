@@ -54,8 +54,10 @@ export interface RunResult {
     peakMiB: number;
     requestsPerMinute: number;
   };
-  restart: Phase & { regressions: number; statusWrites: number };
-  remove: Phase;
+  restart: Phase & { regressions: number; statusWrites: number; verbs: [string, number][] };
+  remove: Phase & { verbs: [string, number][] };
+  /** When this subject and size finished (ISO time). */
+  finishedAt?: string;
   error?: string;
 }
 
@@ -198,8 +200,9 @@ export async function runSubject(
       requests: NaN,
       regressions: 0,
       statusWrites: 0,
+      verbs: [],
     },
-    remove: { seconds: NaN, done: 0, timedOut: false, requests: NaN },
+    remove: { seconds: NaN, done: 0, timedOut: false, requests: NaN, verbs: [] },
   };
   let running: RunningSubject | undefined;
   try {
@@ -226,6 +229,7 @@ export async function runSubject(
     admin.close();
     await stopControlPlane();
   }
+  result.finishedAt = new Date().toISOString();
   return result;
 }
 
@@ -373,6 +377,7 @@ async function scenarioRestart(
     requests: kubeletRequests(before, after),
     regressions: tracker.regressions.size,
     statusWrites: tracker.statusWrites.size,
+    verbs: verbDeltas(before, after, Math.max(5, n / 20)),
   };
   result.steady.peakMiB = Math.max(result.steady.peakMiB, peakBefore);
   say(
@@ -416,6 +421,7 @@ async function scenarioDelete(
     done: tracker.goneAt.size,
     timedOut: !ok,
     requests: kubeletRequests(before, after),
+    verbs: verbDeltas(before, after, Math.max(5, n / 20)),
   };
   say(`scenario 2: ${tracker.goneAt.size}/${n} gone in ${result.remove.seconds.toFixed(1)} s`);
 }
