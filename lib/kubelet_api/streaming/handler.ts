@@ -56,6 +56,11 @@ export interface KubeletStreamingHandler extends StreamingHandler {
   readonly activeSessions: number;
   /** Resolves once every session running now has ended. */
   drained(): Promise<void>;
+  /**
+   * Sessions started so far by transport and sub-protocol, e.g. `spdy v4.channel.k8s.io`,
+   * `websocket v5.channel.k8s.io`, `websocket SPDY/3.1+portforward.k8s.io`.
+   */
+  readonly sessionCounts: Readonly<Record<string, number>>;
 }
 
 type CommandKind = "exec" | "attach";
@@ -76,6 +81,11 @@ export function createStreamingHandler(options: StreamingHandlerOptions): Kubele
   };
   const idleTimeoutMs = options.streamIdleTimeoutMs ?? 30_000;
   const running = new Set<Promise<void>>();
+  const counts: Record<string, number> = {};
+  const count = (transport: string, protocol: string) => {
+    const key = `${transport} ${protocol}`;
+    counts[key] = (counts[key] ?? 0) + 1;
+  };
 
   /** Runs a session in the background; the route returns as soon as the socket is taken. */
   function start(
@@ -117,6 +127,7 @@ export function createStreamingHandler(options: StreamingHandlerOptions): Kubele
       scope.dispose();
       return upgraded;
     }
+    count("spdy", upgraded.protocol);
     start(ctx, what, (s) => serve(upgraded, s), scope);
     return undefined;
   }
@@ -134,6 +145,7 @@ export function createStreamingHandler(options: StreamingHandlerOptions): Kubele
       const protocol = chooseWsProtocol(ctx.request, WS_EXEC_PROTOCOLS);
       if (protocol instanceof Response) return protocol;
       upgradeToWebSocket(ctx, protocol, (ws) => {
+        count("websocket", protocol);
         start(
           ctx,
           kind,
@@ -163,6 +175,7 @@ export function createStreamingHandler(options: StreamingHandlerOptions): Kubele
         ports = parsed;
       }
       upgradeToWebSocket(ctx, protocol, (ws) => {
+        count("websocket", protocol);
         start(
           ctx,
           "portForward",
@@ -185,6 +198,9 @@ export function createStreamingHandler(options: StreamingHandlerOptions): Kubele
     portForward,
     get activeSessions() {
       return running.size;
+    },
+    get sessionCounts() {
+      return { ...counts };
     },
     async drained() {
       await Promise.all([...running]);

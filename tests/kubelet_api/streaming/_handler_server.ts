@@ -37,6 +37,20 @@ export function streamingPod(name = "web", uid = `uid-${name}`): Pod {
   };
 }
 
+/**
+ * `provider` with some methods replaced (or removed with `undefined`); the rest are bound to
+ * it, so that its private fields keep working.
+ */
+export function overrideProvider(provider: Provider, overrides: Partial<Provider>): Provider {
+  return new Proxy(provider, {
+    get(target, name, receiver) {
+      if (Object.hasOwn(overrides, name)) return overrides[name as keyof Provider];
+      const value = Reflect.get(target, name, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
 /** A running server. */
 export interface HandlerServer extends AsyncDisposable {
   port: number;

@@ -7,7 +7,13 @@ import assert from "node:assert/strict";
 import type { ContainerRef, ExecOptions, TerminalSize } from "../../../lib/provider.ts";
 import { spdyHeaders } from "../../../lib/kubelet_api/streaming/spdy_headers.ts";
 import type { SpdySession } from "../../../lib/kubelet_api/streaming/spdy_session.ts";
-import { rawUpgrade, readAll, spdyRequest, startHandlerServer } from "./_handler_server.ts";
+import {
+  overrideProvider,
+  rawUpgrade,
+  readAll,
+  spdyRequest,
+  startHandlerServer,
+} from "./_handler_server.ts";
 import { spdyExec } from "./_spdy_exec_client.ts";
 import { sha256 } from "./_memory_duplex.ts";
 
@@ -77,7 +83,7 @@ Deno.test({
     const seen: TerminalSize[] = [];
     await using s = await startHandlerServer({
       provider: (mock) =>
-        Object.assign(Object.create(mock), {
+        overrideProvider(mock, {
           async runInContainer(_ref: ContainerRef, options: ExecOptions) {
             assert.equal(options.io.tty, true);
             assert.equal(options.io.stderr, undefined);
@@ -175,7 +181,7 @@ Deno.test({
   ...sanitize,
   async fn() {
     await using s = await startHandlerServer({
-      provider: (mock) => Object.assign(Object.create(mock), { runInContainer: undefined }),
+      provider: (mock) => overrideProvider(mock, { runInContainer: undefined }),
     });
     const res = await rawUpgrade(
       s.port,

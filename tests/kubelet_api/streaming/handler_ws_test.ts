@@ -9,7 +9,13 @@ import type { WebSocket } from "ws";
 import type { ContainerRef, ExecOptions, TerminalSize } from "../../../lib/provider.ts";
 import { spdyHeaders } from "../../../lib/kubelet_api/streaming/spdy_headers.ts";
 import { SpdySession } from "../../../lib/kubelet_api/streaming/spdy_session.ts";
-import { concat, openWebSocket, readAll, startHandlerServer } from "./_handler_server.ts";
+import {
+  concat,
+  openWebSocket,
+  overrideProvider,
+  readAll,
+  startHandlerServer,
+} from "./_handler_server.ts";
 import { sha256 } from "./_memory_duplex.ts";
 import { rawWebSocket } from "./_raw_ws_client.ts";
 
@@ -136,7 +142,7 @@ Deno.test({
     const seen: TerminalSize[] = [];
     await using s = await startHandlerServer({
       provider: (mock) =>
-        Object.assign(Object.create(mock), {
+        overrideProvider(mock, {
           async runInContainer(_ref: ContainerRef, options: ExecOptions) {
             for await (const size of options.io.resize!) {
               seen.push(size);
