@@ -8,6 +8,7 @@ import type { ContainerRef, ExecOptions, TerminalSize } from "../../../lib/provi
 import { spdyHeaders } from "../../../lib/kubelet_api/streaming/spdy_headers.ts";
 import type { SpdySession } from "../../../lib/kubelet_api/streaming/spdy_session.ts";
 import {
+  connectTls,
   overrideProvider,
   rawUpgrade,
   readAll,
@@ -303,7 +304,6 @@ Deno.test({
         Uint8Array.of(0x80, 0x03, 0x00, 0x01, 0x00, 0x00, 0x10),
       ]
     ) {
-      const { connectTls } = await import("./_handler_server.ts");
       const socket = await connectTls(s.port);
       socket.on("error", () => {});
       const closed = new Promise((resolve) => socket.on("close", resolve));

@@ -13,7 +13,9 @@ import {
   concat,
   openWebSocket,
   overrideProvider,
+  rawUpgrade,
   readAll,
+  spdyRequest,
   startHandlerServer,
 } from "./_handler_server.ts";
 import { sha256 } from "./_memory_duplex.ts";
@@ -276,5 +278,47 @@ Deno.test({
     session.close();
     await session.closed;
     await new Promise((resolve) => tunnel.socket.once("close", resolve));
+  },
+});
+
+Deno.test({
+  name: "WebSocket idle timeout: a silent exec gets a status naming the timeout, then close",
+  ...sanitize,
+  async fn() {
+    await using s = await startHandlerServer({ streamIdleTimeoutMs: 300 });
+    const ws = await openWebSocket(s.port, execPath(["sleep", "60"], { output: "1" }), [
+      "v5.channel.k8s.io",
+    ]);
+    const t = await transcript(ws);
+    assert.match(JSON.parse(channelText(t, 3)).message, /stream idle timeout/);
+    assert.equal(t.closeCode, 1000);
+  },
+});
+
+Deno.test({
+  name: "a client that vanishes mid-command ends the session; nothing is left running",
+  ...sanitize,
+  async fn() {
+    await using s = await startHandlerServer();
+    const ws = await openWebSocket(s.port, execPath(["sleep", "60"], { output: "1" }), [
+      "v5.channel.k8s.io",
+    ]);
+    await new Promise((r) => setTimeout(r, 50));
+    const closed = new Promise((resolve) => ws.once("close", resolve));
+    ws.terminate();
+    await closed;
+    const spdy = await rawUpgrade(
+      s.port,
+      spdyRequest("/exec/default/web/app?command=sleep&command=60&output=1", [
+        "v4.channel.k8s.io",
+      ]),
+    );
+    await spdy.session!.openStream(spdyHeaders({ streamtype: "error" }));
+    await spdy.session!.openStream(spdyHeaders({ streamtype: "stdout" }));
+    await new Promise((r) => setTimeout(r, 50));
+    spdy.socket.destroy();
+    await spdy.session!.closed;
+    await s.handler.drained();
+    assert.equal(s.handler.activeSessions, 0);
   },
 });
