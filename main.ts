@@ -7,8 +7,7 @@
 import { realClock } from "./lib/clock.ts";
 import { HELP_TEXT, loadConfig, VERSION } from "./lib/config.ts";
 import { getLogger, setupLogging } from "./lib/log.ts";
-import { ProviderLoadError } from "./lib/providers.ts";
-import { detectInternalIp, runVkubelet } from "./lib/run.ts";
+import { detectInternalIp, runVkubelet, StartupConfigError } from "./lib/run.ts";
 
 const encoder = new TextEncoder();
 const print = (stream: { writeSync(p: Uint8Array): number }, text: string) => {
@@ -49,8 +48,9 @@ export async function main(args: string[]): Promise<number> {
     await runVkubelet(config, { signal: stop.signal, clock: realClock, detectInternalIp });
     return 0;
   } catch (err) {
-    if (err instanceof ProviderLoadError) {
-      print(Deno.stderr, `vkubelet: invalid configuration:\n  - ${err.message}\n`);
+    if (err instanceof StartupConfigError) {
+      const list = err.problems.map((p) => `  - ${p}\n`).join("");
+      print(Deno.stderr, `vkubelet: invalid configuration:\n${list}`);
       return 2;
     }
     getLogger(["vkubelet"]).fatal("vkubelet failed: {err}", { err });

@@ -62,36 +62,3 @@ Deno.test("a provider config the provider rejects exits 2 before anything starts
     await Deno.remove(dir, { recursive: true });
   }
 });
-
-Deno.test("SIGTERM stops a running vkubelet with exit code 0", async () => {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-read",
-      "--allow-env",
-      "--allow-sys",
-      "--allow-net",
-      mainPath,
-      "--provider=mock",
-      "--nodename=vk-main-test",
-      "--node-ip=127.0.0.1",
-    ],
-    env: { NO_COLOR: "1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const stderr = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let seen = "";
-  while (!seen.includes("provider")) {
-    const { value, done } = await stderr.read();
-    if (done) break;
-    seen += value;
-  }
-  child.kill("SIGTERM");
-  const rest = [];
-  for (let r = await stderr.read(); !r.done; r = await stderr.read()) rest.push(r.value);
-  const status = await child.status;
-  await child.stdout.cancel();
-  assert.equal(status.code, 0);
-  assert.match(seen + rest.join(""), /stopped/);
-});

@@ -75,6 +75,11 @@ export class PodController {
     pods.on("delete", (pod) => this.#ctx.syncQueue.add(podKey(pod)));
   }
 
+  /** This node's pods as the API has them (the informer's cache); empty until synced. */
+  pods(): Pod[] {
+    return this.#ctx.pods.store.list();
+  }
+
   /** Keys waiting in the sync and status queues; for metrics and tests. */
   get queueLengths(): { sync: number; status: number } {
     return { sync: this.#ctx.syncQueue.length, status: this.#ctx.statusQueue.length };
