@@ -1,23 +1,130 @@
 /**
- * `deno task demo`: brings up the local control plane (built from Go modules on first use) and
- * shows what to try against it.
+ * `deno task demo`: brings up the local control plane (built from Go modules on first use),
+ * starts vkubelet as node `vk-demo`, runs a sample workload on it, prints what to try, and
+ * stays up until Ctrl-C; then it removes everything it started.
+ *
+ * Options: `--provider mock|process` (default `process`: pods run as local processes),
+ * `--exit` (stop after the workload is Running; for tests).
  * @module
  */
-import { clusterPaths, up } from "./tests/cluster/cluster.ts";
+import { clusterPaths, down, readState, running, up } from "./tests/cluster/cluster.ts";
+import { useCluster } from "./tests/cluster/harness.ts";
+import { startVkubelet } from "./tests/cluster/vkubelet.ts";
 
-const say = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
+const encoder = new TextEncoder();
+const say = (line: string) => Deno.stdout.writeSync(encoder.encode(line + "\n"));
+const NODE = "vk-demo";
+const NS = "demo";
 
-if (import.meta.main) {
-  const state = await up({ progress: (line) => say(`  ${line}`) });
-  say(`
-The local control plane is up at ${state.server} (Kubernetes, etcd, controllers and scheduler on
-loopback). Try:
-
-  deno task kubectl -- get --raw /readyz
-  deno task kubectl -- get namespaces
-  deno task kubectl -- create deployment web --image=nginx --replicas=2
-  deno task kubectl -- get pods        # Pending: no node has joined yet
-  deno task cluster down
-
-KUBECONFIG=${clusterPaths().adminKubeconfig}`);
+/** The sample workload: a Deployment that logs, serves HTTP on loopback and reads a ConfigMap. */
+function workload(provider: string): unknown[] {
+  const server = {
+    name: "web",
+    image: "python:3",
+    command: ["sh", "-c"],
+    args: [
+      'echo "hello from $POD_NAME on $NODE_NAME"; ' +
+      "python3 -m http.server 8080 --bind 127.0.0.1 & " +
+      'while true; do echo "$(date -u +%T) $GREETING"; sleep 2; done',
+    ],
+    env: [
+      { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+      { name: "NODE_NAME", valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } } },
+      { name: "GREETING", valueFrom: { configMapKeyRef: { name: "greeting", key: "text" } } },
+    ],
+    ports: [{ containerPort: 8080 }],
+  };
+  const mockContainer = { name: "web", image: "nginx:1", env: server.env };
+  return [
+    {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "greeting", namespace: NS },
+      data: { text: "vkubelet says hi" },
+    },
+    {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "hello", namespace: NS },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: "hello" } },
+        template: {
+          metadata: { labels: { app: "hello" } },
+          spec: {
+            nodeSelector: { "kubernetes.io/hostname": NODE },
+            tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
+            containers: [provider === "mock" ? mockContainer : server],
+          },
+        },
+      },
+    },
+  ];
 }
+
+async function main(args: string[]): Promise<number> {
+  const provider = args.includes("--provider=mock") || args.includes("mock") ? "mock" : "process";
+  const paths = clusterPaths();
+  const previous = readState(paths);
+  const wasUp = previous !== undefined && Object.values(running(previous)).every(Boolean);
+  say("starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler)");
+  await up({ paths, progress: (line) => say(`  ${line}`) });
+  const cluster = await useCluster();
+  say(`starting vkubelet as node ${NODE} with the ${provider} provider`);
+  const logFile = `${paths.dir}/logs/vkubelet-demo.log`;
+  const vk = await startVkubelet(cluster, { nodeName: NODE, provider, logFile });
+  const kubectl = async (argv: string[], stdin?: string) => {
+    const res = await cluster.kubectl(argv, { stdin });
+    if (res.code !== 0) throw new Error(`kubectl ${argv.join(" ")}: ${res.stderr}`);
+    return res.stdout;
+  };
+  let code = 0;
+  try {
+    await kubectl(["create", "namespace", NS, "--dry-run=client", "-o", "yaml"]).then((ns) =>
+      kubectl(["apply", "-f", "-"], ns)
+    );
+    await kubectl(
+      ["apply", "-f", "-"],
+      JSON.stringify({ kind: "List", apiVersion: "v1", items: workload(provider) }),
+    );
+    say("waiting for the sample workload to run");
+    await kubectl(["-n", NS, "rollout", "status", "deployment/hello", "--timeout=120s"]);
+    say(await kubectl(["get", "nodes", "-o", "wide"]));
+    say(await kubectl(["-n", NS, "get", "pods", "-o", "wide"]));
+    say(`Try, in another terminal:
+
+  export KUBECONFIG=${paths.adminKubeconfig}
+  deno task kubectl -- get nodes
+  deno task kubectl -- -n ${NS} logs -f deployment/hello
+  deno task kubectl -- -n ${NS} exec -it deployment/hello -- sh
+  deno task kubectl -- -n ${NS} port-forward deployment/hello 8080:8080   # then open http://127.0.0.1:8080
+
+(\`deno\` is any Deno 2.9.6: \`npx -y deno@2.9.6\` works in its place.) vkubelet's log: ${logFile}
+Press Ctrl-C to stop; everything the demo started is removed.`);
+    if (!args.includes("--exit")) await interrupted();
+  } catch (err) {
+    say(`demo failed: ${err instanceof Error ? err.message : err}\nvkubelet's log: ${logFile}`);
+    code = 1;
+  } finally {
+    say("cleaning up");
+    await cluster.kubectl(["delete", "namespace", NS, "--wait=true", "--timeout=60s"]);
+    await vk.stop("SIGTERM");
+    await cluster.kubectl(["delete", "node", NODE]);
+    if (!wasUp) await down(paths);
+  }
+  return code;
+}
+
+/** Resolves on the first Ctrl-C or SIGTERM. */
+function interrupted(): Promise<void> {
+  return new Promise((resolve) => {
+    const signals = ["SIGINT", "SIGTERM"] as const;
+    const onSignal = () => {
+      for (const s of signals) Deno.removeSignalListener(s, onSignal);
+      resolve();
+    };
+    for (const s of signals) Deno.addSignalListener(s, onSignal);
+  });
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -27,6 +27,8 @@ export interface StartVkubeletOptions {
   args?: string[];
   /** Reuse the kubeconfig, certificate and port of an earlier run (a restart). */
   like?: RunningVkubelet;
+  /** Also append everything it logs to this file. */
+  logFile?: string;
   /** Wait until the node is Ready; default true. */
   waitReady?: boolean;
 }
@@ -103,11 +105,20 @@ export async function startVkubelet(
     stderr: "piped",
   }).spawn();
   let output = "";
+  const log = options.logFile
+    ? await Deno.open(options.logFile, { append: true, create: true })
+    : undefined;
   const collect = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) output += chunk;
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+      output += chunk;
+      await log?.write(new TextEncoder().encode(chunk));
+    }
   };
   const collecting = Promise.all([collect(child.stdout), collect(child.stderr)]);
-  const status = collecting.then(() => child.status);
+  const status = collecting.then(() => {
+    log?.close();
+    return child.status;
+  });
   const running: RunningVkubelet = {
     nodeName,
     port,
