@@ -157,7 +157,26 @@ export async function startContainer(
     files,
     deps.clock,
   );
+  if (namespaced) await settled(instance.record.pid, instance.ended);
   return { kind: "started", instance, exec: { ...exec, pid: instance.record.pid } };
+}
+
+/**
+ * Waits until the runner has built its view and chrooted (its root is no longer the host's),
+ * so that exec, probes and hooks enter the finished view; or until it ended, or 10 s passed.
+ */
+async function settled(pid: number, ended: Promise<unknown>): Promise<void> {
+  let done = false;
+  ended.then(() => done = true, () => done = true);
+  const deadline = Date.now() + 10_000;
+  while (!done && Date.now() < deadline) {
+    try {
+      if (Deno.readLinkSync(`/proc/${pid}/root`) !== "/") return;
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 function exists(path: string): boolean {

@@ -115,6 +115,8 @@ export class Instance {
       readExitFile(this.#files.exitFile),
       this.#handle.setupErrors,
     ]);
+    // A runner killed before it opened its FIFOs leaves the pumps waiting in open().
+    await this.#endPumps();
     await Promise.all(this.#pumps);
     await this.#writer.close();
     const oom = this.record.cgroup ? wasOomKilled(this.record.cgroup) : false;
@@ -161,19 +163,27 @@ export class Instance {
     }
   }
 
-  /** Stops watching and pumping without touching the process (vkubelet is shutting down). */
-  async detach(): Promise<void> {
-    this.#detached = true;
-    this.#stopPolling?.abort();
+  /**
+   * Writes the stop marker into both FIFOs: the pumps copy what came before it and stop.
+   * Opened read-write, which never blocks on Linux even when no pump is reading any more.
+   */
+  async #endPumps(): Promise<void> {
     for (const fifo of [this.#files.stdoutFifo, this.#files.stderrFifo]) {
       try {
-        const file = await Deno.open(fifo, { write: true });
+        const file = await Deno.open(fifo, { read: true, write: true });
         await file.write(this.#files.stopMarker);
         file.close();
       } catch {
         // The FIFO is gone: its pump has ended already.
       }
     }
+  }
+
+  /** Stops watching and pumping without touching the process (vkubelet is shutting down). */
+  async detach(): Promise<void> {
+    this.#detached = true;
+    this.#stopPolling?.abort();
+    await this.#endPumps();
     await Promise.all(this.#pumps);
     await this.#writer.close();
   }
