@@ -74,6 +74,10 @@ Deno.test("exec runs in the container's env and cwd with stdout, stderr and exit
   }
 });
 
+async function* oneSize() {
+  yield { width: 120, height: 40 };
+}
+
 Deno.test("exec with a TTY applies terminal resizes", async () => {
   const t = await startProvider();
   const pod = makePod([{ name: "c", image: "x", command: ["sleep", "30"] }]);
@@ -82,12 +86,9 @@ Deno.test("exec with a TTY applies terminal resizes", async () => {
     await t.provider.createPod(pod, {});
     await waitFor("running", () => t.provider.runnerOf("default", ref.pod)?.live("c"));
     const out = collector();
-    async function* sizes() {
-      yield { width: 120, height: 40 };
-    }
     const code = await t.provider.runInContainer(ref, {
       command: ["sh", "-c", "sleep 0.5; stty size; exit 3"],
-      io: { stdout: out.writable, tty: true, resize: sizes() },
+      io: { stdout: out.writable, tty: true, resize: oneSize() },
     });
     assert.equal(code, 3);
     assert.match(out.text(), /40 120/);

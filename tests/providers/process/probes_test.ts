@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { FakeClock } from "../../fakes/clock.ts";
 import { cleanup, makePod, startProvider, waitFor } from "./_helpers.ts";
 
-async function freePort(): Promise<number> {
+function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
@@ -11,7 +11,7 @@ async function freePort(): Promise<number> {
 
 Deno.test("a readiness probe on an HTTP server makes the pod Ready", async () => {
   const t = await startProvider();
-  const port = await freePort();
+  const port = freePort();
   const pod = makePod([{
     name: "web",
     image: "python",
