@@ -16,11 +16,16 @@ import {
   stopComponent,
   up,
 } from "./cluster.ts";
+import { ensureMetricsServer, metricsServerRunning } from "./metrics_server.ts";
 
 const USAGE = `usage: deno task cluster [--name NAME] <command>
   up [--verify-kubelet-serving]  start etcd, kube-apiserver, kube-controller-manager and
                                  kube-scheduler on loopback (builds them on first use);
                                  prints KUBECONFIG=<path> last
+     [--metrics-server]          also start metrics-server (built on first use) and register
+                                 it as the v1beta1.metrics.k8s.io APIService
+     [--metric-resolution=N]     its scrape interval in seconds (default 10, at least 10)
+     [--metrics-server-insecure-kubelet-tls]  do not verify kubelet serving certificates
   down                           stop everything 'up' started
   status                         say whether the cluster is up (exit 0) or not (exit 1)
   build                          only build the control-plane binary
@@ -47,7 +52,12 @@ async function main(argv: string[]): Promise<number> {
   const paths = clusterPaths(name);
   switch (command) {
     case "up": {
-      const unknown = rest.filter((a) => a !== "--verify-kubelet-serving");
+      const flags = ["--verify-kubelet-serving", "--metrics-server"];
+      const insecure = "--metrics-server-insecure-kubelet-tls";
+      const resolution = rest.find((a) => a.startsWith("--metric-resolution="))?.split("=")[1];
+      const unknown = rest.filter((a) =>
+        !flags.includes(a) && a !== insecure && !a.startsWith("--metric-resolution=")
+      );
       if (unknown.length) {
         err(`unknown option ${unknown[0]}\n${USAGE}`);
         return 2;
@@ -57,6 +67,13 @@ async function main(argv: string[]): Promise<number> {
         verifyKubeletServing: rest.includes("--verify-kubelet-serving"),
         progress: err,
       });
+      if (rest.includes("--metrics-server")) {
+        await ensureMetricsServer(paths, {
+          resolutionSeconds: resolution === undefined ? undefined : Number(resolution),
+          kubeletInsecureTls: rest.includes(insecure),
+          progress: err,
+        });
+      }
       out(`KUBECONFIG=${paths.adminKubeconfig}`);
       return 0;
     }
@@ -101,6 +118,9 @@ async function status(paths: ClusterPaths): Promise<number> {
     return 1;
   }
   out(`up: ${state.server}`);
+  if (state.addons?.["metrics-server"]) {
+    out(`metrics-server: ${metricsServerRunning(state) ? "running" : "not running"}`);
+  }
   out(`KUBECONFIG=${paths.adminKubeconfig}`);
   return 0;
 }

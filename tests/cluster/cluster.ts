@@ -61,6 +61,13 @@ export interface ClusterState {
   etcdPeerPort: number;
   components: Record<Component, ComponentState>;
   options: UpOptions;
+  /** Processes started beside the control plane on request (metrics-server); `down` stops them. */
+  addons?: Record<string, AddonState>;
+}
+
+/** A process started beside the control plane from a binary of its own. */
+export interface AddonState extends ComponentState {
+  binary: string;
 }
 
 /** Options for {@link up}. */
@@ -80,7 +87,8 @@ export function readState(paths = clusterPaths()): ClusterState | undefined {
   }
 }
 
-function alive(pid: number, binary: string): boolean {
+/** True while `pid` runs `binary` (not a zombie, not a reused pid). */
+export function alive(pid: number, binary: string): boolean {
   try {
     const cmdline = Deno.readTextFileSync(`/proc/${pid}/cmdline`);
     const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
@@ -376,21 +384,25 @@ async function waitReady(state: ClusterState, c: Component): Promise<void> {
 }
 
 /** Stops one component (and its process group), waiting until it has exited. */
-export async function stopComponent(state: ClusterState, c: Component): Promise<void> {
-  const { pid } = state.components[c];
+export function stopComponent(state: ClusterState, c: Component): Promise<void> {
+  return stopProcess(c, state.components[c].pid, state.binary);
+}
+
+/** Stops the process group of `pid` (running `binary`), waiting until it has exited. */
+export async function stopProcess(what: string, pid: number, binary: string): Promise<void> {
   for (const [signal, waitMs] of [["SIGTERM", 15_000], ["SIGKILL", 5_000]] as const) {
-    if (!alive(pid, state.binary)) return;
+    if (!alive(pid, binary)) return;
     try {
       Deno.kill(-pid, signal);
     } catch {
       // Already gone.
     }
     const deadline = Date.now() + waitMs;
-    while (alive(pid, state.binary) && Date.now() < deadline) {
+    while (alive(pid, binary) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  if (alive(pid, state.binary)) throw new Error(`${c} (pid ${pid}) did not stop`);
+  if (alive(pid, binary)) throw new Error(`${what} (pid ${pid}) did not stop`);
 }
 
 /** Starts one component again with the arguments it had, and waits until it is ready. */
@@ -402,10 +414,13 @@ export async function startComponent(state: ClusterState, c: Component): Promise
   await waitReady(state, c);
 }
 
-/** Stops every component `up` started, in reverse order, and forgets the state. */
+/** Stops every addon and every component `up` started, in reverse order, and forgets the state. */
 export async function down(paths = clusterPaths()): Promise<boolean> {
   const state = readState(paths);
   if (!state) return false;
+  for (const [name, addon] of Object.entries(state.addons ?? {})) {
+    await stopProcess(name, addon.pid, addon.binary);
+  }
   for (const c of [...COMPONENTS].reverse()) {
     if (state.components[c]) await stopComponent(state, c);
   }

@@ -5,6 +5,7 @@
  * @module
  */
 import { clusterPaths, type Component, readState } from "./cluster.ts";
+import { METRICS_SERVER } from "./metrics_server.ts";
 
 /** The result of running kubectl. */
 export interface KubectlResult {
@@ -83,6 +84,39 @@ export function useCluster(name = "default"): Promise<TestCluster> {
     clusters.set(name, cluster);
   }
   return cluster;
+}
+
+/** What a test gets from {@link useMetricsServer}. */
+export interface TestMetricsServer {
+  /** Its secure port on 127.0.0.1. */
+  port: number;
+  /** Its log file. */
+  log: string;
+  /** Its scrape interval (`--metric-resolution`), in seconds. */
+  resolutionSeconds: number;
+}
+
+const metricsServers = new Map<string, Promise<TestMetricsServer>>();
+
+/**
+ * metrics-server for the cluster `name`, started on first use (built on first use, a few
+ * minutes) and registered as the `v1beta1.metrics.k8s.io` APIService; it scrapes every 10 s and
+ * verifies kubelet serving certificates against the cluster CA. `down` stops it with the cluster.
+ */
+export function useMetricsServer(name = "default"): Promise<TestMetricsServer> {
+  let server = metricsServers.get(name);
+  if (!server) {
+    server = (async () => {
+      await useCluster(name);
+      await runCli(name, ["up", "--metrics-server", "--metric-resolution=10"]);
+      const addon = readState(clusterPaths(name))?.addons?.[METRICS_SERVER];
+      if (!addon) throw new Error("cluster up --metrics-server succeeded but recorded no process");
+      const port = Number(addon.args.find((a) => a.startsWith("--secure-port="))?.split("=")[1]);
+      return { port, log: addon.log, resolutionSeconds: 10 };
+    })();
+    metricsServers.set(name, server);
+  }
+  return server;
 }
 
 async function connect(name: string): Promise<TestCluster> {
