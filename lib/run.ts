@@ -14,6 +14,7 @@ import { createNodeSide } from "./node/mod.ts";
 import { PodController } from "./pods/mod.ts";
 import { createKubeletApiServer } from "./run_kubelet_api.ts";
 import { VkubeletMetrics } from "./metrics.ts";
+import { declaredFeatures } from "./kubelet_api/streaming/mod.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** What {@link runVkubelet} needs besides the config; `main.ts` picks the real ones. */
@@ -165,6 +166,8 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     log: getLogger(["vkubelet", "node"]).with({ node: config.nodeName }),
     internalIp,
     version: denoJson.version,
+    // The kubelet API speaks WebSocket v5 too, so the apiserver need not translate to SPDY.
+    declaredFeatures: declaredFeatures(),
   });
   const pods = new PodController({
     api: kube,

@@ -23,6 +23,7 @@ import { type NodeApi, type NodeApiClient, nodeApiFromClient } from "./node_api.
 import { CORDONED_ANNOTATION, cordonPatch, uncordonPatch } from "./cordon.ts";
 import { desiredNode, type NodeTemplateOptions } from "./node_template.ts";
 import {
+  declaredFeatures,
   nodeForCreate,
   type OwnedKeys,
   ownedKeys,
@@ -76,6 +77,7 @@ export class NodeController implements NodeOwner {
   #lastWrite = -Infinity;
   #forbidden = new Set<string>();
   #deleted = false;
+  #featuresDropped = false;
   #settleReady!: (err?: unknown) => void;
 
   constructor(deps: NodeControllerDeps) {
@@ -250,7 +252,22 @@ export class NodeController implements NodeOwner {
     }
   }
 
-  #recordWrite(desired: Node, server: Node): void {
+  #recordWrite(written: Node, server: Node): void {
+    let desired = written;
+    if (declaredFeatures(desired) && !declaredFeatures(server) && !this.#featuresDropped) {
+      // An apiserver older than 1.35 drops the field; asking again would write every cycle.
+      this.#featuresDropped = true;
+      this.#deps.log.info(
+        "the apiserver does not keep status.declaredFeatures (older than 1.35); exec and " +
+          "port-forward will reach node {node} over SPDY",
+        { node: this.#name },
+      );
+    }
+    if (this.#featuresDropped && declaredFeatures(desired)) {
+      // Remember what we will ask for from now on, or the next check sees a difference.
+      desired = structuredClone(desired);
+      delete (desired.status as { declaredFeatures?: string[] }).declaredFeatures;
+    }
     const owned = ownedKeys(desired);
     this.#server = server;
     this.#owned = owned;
@@ -307,8 +324,12 @@ export class NodeController implements NodeOwner {
     }
   }
 
-  #desired(): Promise<Node> {
-    return desiredNode(this.#deps, this.#deps.provider, this.#health.current());
+  async #desired(): Promise<Node> {
+    const node = await desiredNode(this.#deps, this.#deps.provider, this.#health.current());
+    if (this.#featuresDropped && node.status) {
+      delete (node.status as { declaredFeatures?: string[] }).declaredFeatures;
+    }
+    return node;
   }
 
   #call<T>(signal: AbortSignal, call: (signal: AbortSignal) => Promise<T>): Promise<T> {

@@ -46,6 +46,8 @@ export interface NodeSideDeps {
   version: string;
   /** The `Hostname` address and `kubernetes.io/hostname` label; default the node name. */
   hostname?: string;
+  /** `status.declaredFeatures` (see {@link NodeTemplateOptions.declaredFeatures}). */
+  declaredFeatures?: string[];
 }
 
 /** The three parts, and one `run` for all of them. */
@@ -93,6 +95,7 @@ export function createNodeSide(config: NodeSideConfig, deps: NodeSideDeps): Node
     version: deps.version,
     internalIp: deps.internalIp,
     hostname: deps.hostname,
+    declaredFeatures: deps.declaredFeatures,
   });
   const lease = new LeaseController({
     api,

@@ -83,6 +83,7 @@ export function ownedView(node: Node | undefined, owned: OwnedKeys): string {
     status.addresses ?? [],
     status.daemonEndpoints ?? {},
     status.nodeInfo ?? {},
+    declaredFeatures(node) ?? [],
   ]);
 }
 
@@ -154,8 +155,14 @@ export function statusPatch(
       addresses: [{ $patch: "replace" }, ...(status.addresses ?? [])],
       daemonEndpoints: status.daemonEndpoints,
       nodeInfo: status.nodeInfo,
+      declaredFeatures: declaredFeatures(desired),
     },
   };
+}
+
+/** `status.declaredFeatures`, which `kubernetes-types` (1.30) does not know yet. */
+export function declaredFeatures(node: Node | undefined): string[] | undefined {
+  return (node?.status as { declaredFeatures?: string[] } | undefined)?.declaredFeatures;
 }
 
 function removed(before: string[], now: string[]): string[] {

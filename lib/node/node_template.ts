@@ -51,6 +51,11 @@ export interface NodeTemplateOptions {
   labels?: Record<string, string>;
   /** `false` leaves the taint out (`--disable-taint`); default the taint with its defaults. */
   taint?: NodeTaintOptions | false;
+  /**
+   * `status.declaredFeatures` (Kubernetes 1.35+), e.g. `ExtendWebSocketsToKubelet` once the
+   * kubelet API speaks WebSocket v5, so the apiserver stops translating exec to SPDY.
+   */
+  declaredFeatures?: string[];
 }
 
 /**
@@ -112,6 +117,9 @@ export function baseNode(options: NodeTemplateOptions): Node {
       conditions: defaultConditions(),
       addresses,
       daemonEndpoints: { kubeletEndpoint: { Port: options.kubeletPort ?? 10250 } },
+      ...(options.declaredFeatures?.length
+        ? { declaredFeatures: [...options.declaredFeatures].sort() }
+        : {}),
       nodeInfo: {
         machineID: "",
         systemUUID: "",

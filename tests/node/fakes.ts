@@ -86,15 +86,25 @@ export class FakeNodeApi implements NodeApi {
     });
   }
 
+  /** False acts as an apiserver older than 1.35, which drops `status.declaredFeatures`. */
+  knowsDeclaredFeatures = true;
+
+  #dropUnknown(node: Node): Node {
+    if (!this.knowsDeclaredFeatures && node.status) {
+      delete (node.status as { declaredFeatures?: string[] }).declaredFeatures;
+    }
+    return node;
+  }
+
   createNode(node: Node): Promise<Node> {
     return this.#async(() => {
       this.#enter("createNode", [node]);
       if (this.node) throw apiError(409, "AlreadyExists", "already exists");
       this.#checkLabels(node, undefined, true);
-      this.node = {
+      this.node = this.#dropUnknown({
         ...structuredClone(node),
         metadata: { ...node.metadata, uid: `uid-${++this.#uid}`, resourceVersion: this.#next() },
-      };
+      });
       return structuredClone(this.node);
     });
   }
@@ -114,7 +124,10 @@ export class FakeNodeApi implements NodeApi {
       const next = strategicMerge(this.node, patch) as Node;
       if (status) next.spec = this.node.spec; // The status subresource ignores spec.
       this.#checkLabels(next, this.node, false);
-      this.node = { ...next, metadata: { ...next.metadata, resourceVersion: this.#next() } };
+      this.node = this.#dropUnknown({
+        ...next,
+        metadata: { ...next.metadata, resourceVersion: this.#next() },
+      });
       return structuredClone(this.node);
     });
   }

@@ -323,3 +323,33 @@ Deno.test("ready rejects when run stops before the node is registered", async ()
   await side.stop();
   await assert.rejects(side.node.ready);
 });
+
+Deno.test("declared features are published in the node status", async () => {
+  const side = await startNodeSide({ node: { declaredFeatures: ["ExtendWebSocketsToKubelet"] } });
+  try {
+    const status = side.api.node!.status as { declaredFeatures?: string[] };
+    assert.deepEqual(status.declaredFeatures, ["ExtendWebSocketsToKubelet"]);
+  } finally {
+    await side.stop();
+  }
+});
+
+Deno.test("an apiserver that drops declaredFeatures does not get a status write every cycle", async () => {
+  const clock = new FakeClock();
+  const side = await startNodeSide({
+    clock,
+    api: Object.assign(new FakeNodeApi(() => clock.now()), { knowsDeclaredFeatures: false }),
+    node: { declaredFeatures: ["ExtendWebSocketsToKubelet"] },
+    lease: { random: () => 0 },
+  });
+  try {
+    await advanceBy(side.clock, 50_000, 5_000);
+    assert.equal(side.api.count("patchNodeStatus"), 0, "status rewritten with nothing changed");
+    assert.ok(
+      side.records.some((r) => String(r.message).includes("declaredFeatures")),
+      "the dropped field is reported",
+    );
+  } finally {
+    await side.stop();
+  }
+});
