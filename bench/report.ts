@@ -154,6 +154,17 @@ function table(results: RunResult[], n: number): string[] {
   }
   const errors = [vk, peer, floor].filter((r) => r?.error);
   for (const r of errors) lines.push("", `${r!.subject} at N=${n} failed: ${r!.error}`);
+  for (const r of [vk, peer, floor]) {
+    if (r?.crashes?.length) {
+      lines.push(
+        "",
+        `${r.subject} at N=${n} crashed during ${
+          r.crashes.join(", ")
+        }; see bench/out/logs/${r.subject}-${n}.log` +
+          " (restarted before scenario 2, as a supervisor would).",
+      );
+    }
+  }
   return [...lines, ""];
 }
 

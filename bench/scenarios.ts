@@ -56,6 +56,8 @@ export interface RunResult {
   };
   restart: Phase & { regressions: number; statusWrites: number; verbs: [string, number][] };
   remove: Phase & { verbs: [string, number][] };
+  /** Kubelet crashes seen (the process exited without being stopped), with the scenario. */
+  crashes?: string[];
   /** When this subject and size finished (ISO time). */
   finishedAt?: string;
   error?: string;
@@ -216,7 +218,17 @@ export async function runSubject(
     await scenarioCreate(result, admin, tracker, options, say);
     await scenarioSteady(result, admin, running, options, say);
     running = await scenarioRestart(result, admin, tracker, running, spec, kubeletApiClient, say);
+    if (running.exitCode !== undefined) {
+      // As a supervisor would: start it again so that scenario 2 measures a live kubelet.
+      (result.crashes ??= []).push(`scenario 4 (exit ${running.exitCode})`);
+      say(`the kubelet exited (code ${running.exitCode}) during scenario 4; starting it again`);
+      running = await startSubject(spec);
+      await waitNodeReady(admin, AbortSignal.timeout(120_000));
+    }
     await scenarioDelete(result, admin, tracker, options, say);
+    if (running.exitCode !== undefined) {
+      (result.crashes ??= []).push(`scenario 2 (exit ${running.exitCode})`);
+    }
     const mem = memoryMiB(running.pid);
     result.steady.peakMiB = Math.max(result.steady.peakMiB, mem.peak);
   } catch (err) {
@@ -352,7 +364,7 @@ async function scenarioRestart(
   const stopTicker = progressTicker(say, "reconciled", () => reconciled, n);
   const pollMs = Math.max(500, n / 5);
   let ok = false;
-  while (!signal.aborted) {
+  while (!signal.aborted && next.exitCode === undefined) {
     if (spec.name === "floor") {
       const line = next.lines.find((l) => l.startsWith("reconciled "));
       reconciled = line ? Number(line.split(" ")[1]) : 0;

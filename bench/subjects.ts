@@ -38,6 +38,8 @@ export interface RunningSubject {
   /** Lines the process prints on stdout (the floor's `reconciled N`). */
   lines: string[];
   exited: Promise<Deno.CommandStatus>;
+  /** Set once the process has exited (crashed, when nobody stopped it). */
+  exitCode?: number;
   stop(): Promise<void>;
 }
 
@@ -153,7 +155,7 @@ export async function startSubject(spec: SubjectSpec): Promise<RunningSubject> {
     log.close();
     return status;
   });
-  return {
+  const subject: RunningSubject = {
     pid: child.pid,
     lines,
     exited,
@@ -174,4 +176,6 @@ export async function startSubject(spec: SubjectSpec): Promise<RunningSubject> {
       clearTimeout(timer);
     },
   };
+  exited.then((status) => subject.exitCode = status.code);
+  return subject;
 }
