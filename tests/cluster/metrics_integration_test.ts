@@ -177,3 +177,89 @@ Deno.test("kubectl top node and top pod show a vkubelet node and its pods within
     await cluster.kubectl(["delete", "node", nodeName, "--wait=false"]);
   }
 });
+
+Deno.test("a HorizontalPodAutoscaler reads the CPU utilisation of pods on a vkubelet node", async () => {
+  const cluster = await useCluster();
+  const metricsServer = await useMetricsServer();
+  const nodeName = unique("vk-hpa");
+  const vk = await startVkubelet(cluster, {
+    nodeName,
+    providerConfig: "usage: {cpu: 250m, memory: 64Mi}\n",
+  });
+  const ns = await cluster.newNamespace("hpa");
+  try {
+    const labels = { app: "web" };
+    const created = await cluster.kubectl(["apply", "-f", "-"], {
+      stdin: JSON.stringify({
+        apiVersion: "v1",
+        kind: "List",
+        items: [{
+          apiVersion: "apps/v1",
+          kind: "Deployment",
+          metadata: { name: "web", namespace: ns },
+          spec: {
+            replicas: 2,
+            selector: { matchLabels: labels },
+            template: {
+              metadata: { labels },
+              spec: {
+                nodeName,
+                tolerations: [{ operator: "Exists" }],
+                containers: [{
+                  name: "app",
+                  image: "registry.invalid/app:1",
+                  resources: { requests: { cpu: "500m", memory: "64Mi" } },
+                }],
+              },
+            },
+          },
+        }, {
+          apiVersion: "autoscaling/v2",
+          kind: "HorizontalPodAutoscaler",
+          metadata: { name: "web", namespace: ns },
+          spec: {
+            scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
+            minReplicas: 2,
+            maxReplicas: 4,
+            metrics: [{
+              type: "Resource",
+              resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 80 } },
+            }],
+          },
+        }],
+      }),
+    });
+    assert.equal(created.code, 0, created.stderr);
+    // 250m used of 500m requested; the HPA controller syncs every 15 s.
+    const utilisation = await eventually("the HPA's current CPU utilisation", async () => {
+      const res = await cluster.kubectl([
+        "-n",
+        ns,
+        "get",
+        "hpa",
+        "web",
+        "-o",
+        "jsonpath={.status.currentMetrics[0].resource.current.averageUtilization}",
+      ]);
+      return res.code === 0 && res.stdout.trim() ? Number(res.stdout.trim()) : undefined;
+    }, 4 * metricsServer.resolutionSeconds * 1000 + 30_000).catch(async (err) => {
+      const hpa = await cluster.kubectl(["-n", ns, "describe", "hpa", "web"]);
+      throw new Error(`${err.message}\n${hpa.stdout}`);
+    });
+    assert.ok(Math.abs(utilisation - 50) <= 2, `${utilisation}%`);
+    const replicas = await cluster.kubectl([
+      "-n",
+      ns,
+      "get",
+      "hpa",
+      "web",
+      "-o",
+      "jsonpath={.status.desiredReplicas}",
+    ]);
+    assert.equal(replicas.stdout.trim(), "2");
+  } finally {
+    await cluster.kubectl(["delete", "namespace", ns, "--wait=false"]);
+    await vk.stop();
+    await cluster.kubectl(["delete", "node", nodeName, "--wait=false"]);
+  }
+});
