@@ -22,6 +22,7 @@ import {
 export const BUILTIN_PROVIDERS: Readonly<Record<string, () => Promise<ProviderModule>>> = {
   mock: () => import("../providers/mock/mod.ts"),
   process: () => import("../providers/process/mod.ts"),
+  kubernetes: () => import("../providers/kubernetes/mod.ts"),
 };
 
 /** Names of the built-in providers, sorted. */

@@ -1,0 +1,89 @@
+/**
+ * The kubernetes provider's config file (`--provider-config`, YAML or JSON), validated with zod;
+ * every problem names its field.
+ *
+ * ```yaml
+ * kubeconfig: /etc/vkubelet/cluster-b.kubeconfig   # required: how to reach cluster B
+ * context: b                                       # optional: a context of that file
+ * namespace: offload-from-a                        # required: B's namespace for forwarded pods
+ * nodeSelector: { pool: spare }     # which of B's nodes count for capacity; also put on the pods
+ * tolerations: [{ key: example.com/spare, operator: Exists }]   # added to every forwarded pod
+ * serviceAccountToken: downstream   # or upstream: a token of A's service account, mounted in B
+ * tokenExpirationSeconds: 3600      # upstream tokens' lifetime; renewed at 80 %
+ * persistentVolumeClaims: { "team-a/data": data-in-b }   # PVCs of A mapped to claims in B
+ * pingTimeout: 5s
+ * ```
+ * @module
+ */
+import { z } from "zod";
+import { parseDuration } from "../../lib/duration.ts";
+
+const duration = (fallback: string) =>
+  z.string().default(fallback).transform((text, ctx) => {
+    const ms = parseDuration(text);
+    if (ms === undefined || ms <= 0) {
+      ctx.addIssue(`expected a duration above zero such as 5s, got ${JSON.stringify(text)}`);
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, {
+  error: (i) =>
+    `${
+      JSON.stringify(i.input)
+    } is not a namespace name (lower-case letters, digits and '-', at most 63)`,
+});
+
+const toleration = z.strictObject({
+  key: z.string().optional(),
+  operator: z.enum(["Exists", "Equal"]).optional(),
+  value: z.string().optional(),
+  effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]).optional(),
+  tolerationSeconds: z.number().int().optional(),
+});
+
+/** The kubernetes provider's config schema. */
+export const kubernetesConfigSchema = z.strictObject({
+  kubeconfig: z.string({ error: "is required: the path of a kubeconfig for cluster B" }).min(1),
+  context: z.string().min(1).optional(),
+  namespace: dnsLabel,
+  nodeSelector: z.record(z.string(), z.string()).default({}),
+  tolerations: z.array(toleration).default([]),
+  serviceAccountToken: z.enum(["downstream", "upstream"]).default("downstream"),
+  tokenExpirationSeconds: z.number().int().min(600, {
+    error: "must be at least 600 (the apiserver's minimum for TokenRequest)",
+  }).default(3600),
+  persistentVolumeClaims: z.record(
+    z.string().regex(/^[^/]+\/[^/]+$/, { error: 'keys are "namespace/claim" of cluster A' }),
+    z.string().min(1),
+  ).default({}),
+  pingTimeout: duration("5s"),
+});
+
+/** The validated config; `pingTimeout` in milliseconds. */
+export type KubernetesConfig = z.output<typeof kubernetesConfigSchema>;
+
+/** Validates a parsed config file; returns every problem, each with its field. */
+export function parseKubernetesConfig(
+  input: unknown,
+): { ok: true; config: KubernetesConfig } | { ok: false; errors: string[] } {
+  if (input === undefined) {
+    return {
+      ok: false,
+      errors: [
+        "(top level): the kubernetes provider needs a config file (--provider-config) naming at least kubeconfig and namespace",
+      ],
+    };
+  }
+  const parsed = kubernetesConfigSchema.safeParse(input);
+  if (parsed.success) return { ok: true, config: parsed.data };
+  return {
+    ok: false,
+    errors: parsed.error.issues.map((issue) => {
+      const path = issue.path.map(String).join(".") || "(top level)";
+      const keys = issue.code === "unrecognized_keys" ? `: ${issue.keys.join(", ")}` : "";
+      return `${path}: ${issue.message}${keys}`;
+    }),
+  };
+}

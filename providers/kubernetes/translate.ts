@@ -1,0 +1,253 @@
+/**
+ * Turns a pod of cluster A (bound to the virtual node, env already resolved by the core) into
+ * the pod that runs in cluster B, and lists what it needs copied there first.
+ *
+ * What changes, and why:
+ * - metadata: B's namespace, `<ns>.<name>`, the upstream labels plus the marks of `names.ts`;
+ *   no owner references, finalizers or uid (they mean nothing in B);
+ * - scheduling meant for the virtual node goes (nodeName, nodeSelector, node affinity, the
+ *   virtual-kubelet toleration and the defaults A's admission added); the config's
+ *   nodeSelector and tolerations come in; priority and schedulerName are left to B;
+ * - ConfigMaps, Secrets and image pull secrets are renamed to their copies;
+ * - PersistentVolumeClaims need a mapping in the config, else the pod is refused;
+ * - the service-account token: with `downstream`, A's generated `kube-api-access-*` volume goes
+ *   and B mounts its own default account's; with `upstream`, its token source becomes a Secret
+ *   of B that the provider fills with a TokenRequest of A (see `tokens.ts`);
+ * - `enableServiceLinks` is off: the core already put A's service variables in the env.
+ * @module
+ */
+import type {
+  Container,
+  Pod,
+  PodSpec,
+  Toleration,
+  Volume,
+  VolumeProjection,
+} from "kubernetes-types/core/v1.d.ts";
+import { InvalidInputError } from "../../lib/provider.ts";
+import type { KubernetesConfig } from "./config.ts";
+import { downstreamName, markLabels, MARKS } from "./names.ts";
+
+/** An object of A a downstream pod refers to. */
+export interface Dependency {
+  kind: "configMaps" | "secrets";
+  /** Namespace in A (the pod's). */
+  namespace: string;
+  /** Name in A. */
+  name: string;
+}
+
+/** One service-account token the downstream pod needs (upstream mode). */
+export interface TokenNeed {
+  /** Key in the token Secret. */
+  key: string;
+  audience?: string;
+  expirationSeconds?: number;
+}
+
+/** The translated pod and what must exist in B before it is created. */
+export interface Translation {
+  pod: Pod;
+  dependencies: Dependency[];
+  /** Upstream mode: the Secret of B carrying A's tokens and the pod's namespace. */
+  tokenSecret?: { name: string; needs: TokenNeed[] };
+}
+
+/** What translation needs besides the pod. */
+export interface TranslateOptions {
+  config: Pick<
+    KubernetesConfig,
+    "namespace" | "nodeSelector" | "tolerations" | "serviceAccountToken" | "persistentVolumeClaims"
+  >;
+  nodeName: string;
+}
+
+const DROPPED_ANNOTATIONS = new Set(["kubectl.kubernetes.io/last-applied-configuration"]);
+const ADMISSION_TOLERATIONS = new Set([
+  "node.kubernetes.io/not-ready",
+  "node.kubernetes.io/unreachable",
+]);
+
+/** Translates `pod` (not changed) for cluster B; throws InvalidInputError if it cannot run there. */
+export function translatePod(pod: Pod, options: TranslateOptions): Translation {
+  const { namespace, name, uid } = pod.metadata ?? {};
+  if (!namespace || !name || !uid) throw new InvalidInputError("pod has no namespace, name or uid");
+  const source = structuredClone(pod.spec ?? { containers: [] }) as PodSpec;
+  const deps = new Map<string, Dependency>();
+  const need = (kind: Dependency["kind"], ref: string) => {
+    deps.set(`${kind}/${ref}`, { kind, namespace, name: ref });
+    return downstreamName(namespace, ref);
+  };
+  const tokenSecretName = downstreamName(namespace, `${name}.token`);
+  const tokens: TokenNeed[] = [];
+  const volumes: Volume[] = [];
+  const dropped = new Set<string>();
+  for (const volume of source.volumes ?? []) {
+    const next = translateVolume(volume, { namespace, options, need, tokens, tokenSecretName });
+    if (next) volumes.push(next);
+    else dropped.add(volume.name);
+  }
+  const spec: PodSpec = {
+    ...source,
+    volumes: volumes.length > 0 ? volumes : undefined,
+    containers: source.containers.map((c) => withoutMounts(c, dropped)),
+    initContainers: source.initContainers?.map((c) => withoutMounts(c, dropped)),
+    imagePullSecrets: source.imagePullSecrets?.map((s) => ({
+      name: s.name ? need("secrets", s.name) : s.name,
+    })),
+    nodeSelector: Object.keys(options.config.nodeSelector).length > 0
+      ? { ...options.config.nodeSelector }
+      : undefined,
+    tolerations: translateTolerations(source.tolerations, options.config.tolerations),
+    affinity: source.affinity?.nodeAffinity
+      ? { ...source.affinity, nodeAffinity: undefined }
+      : source.affinity,
+    enableServiceLinks: false,
+    hostname: source.hostname ??
+      (/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name) ? name : undefined),
+  };
+  for (
+    const field of [
+      "nodeName",
+      "schedulerName",
+      "priority",
+      "priorityClassName",
+      "preemptionPolicy",
+      "overhead",
+      "serviceAccountName",
+      "serviceAccount",
+    ] as const
+  ) delete spec[field];
+  if (options.config.serviceAccountToken === "upstream") spec.automountServiceAccountToken = false;
+  delete spec.ephemeralContainers; // added through a subresource, never at create
+  const downstream: Pod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: downstreamName(namespace, name),
+      namespace: options.config.namespace,
+      labels: { ...pod.metadata?.labels, ...markLabels(options.nodeName, namespace, uid) },
+      annotations: {
+        ...Object.fromEntries(
+          Object.entries(pod.metadata?.annotations ?? {}).filter(([k]) =>
+            !DROPPED_ANNOTATIONS.has(k)
+          ),
+        ),
+        [MARKS.name]: name,
+      },
+    },
+    spec: dropUndefined(spec),
+  };
+  return {
+    pod: downstream,
+    dependencies: [...deps.values()],
+    tokenSecret: tokens.length > 0 ? { name: tokenSecretName, needs: tokens } : undefined,
+  };
+}
+
+interface VolumeContext {
+  namespace: string;
+  options: TranslateOptions;
+  need: (kind: Dependency["kind"], name: string) => string;
+  tokens: TokenNeed[];
+  tokenSecretName: string;
+}
+
+/** The volume as B should see it, or `undefined` to drop it (with its mounts). */
+function translateVolume(volume: Volume, ctx: VolumeContext): Volume | undefined {
+  const { options, need } = ctx;
+  if (volume.configMap?.name) {
+    return {
+      ...volume,
+      configMap: { ...volume.configMap, name: need("configMaps", volume.configMap.name) },
+    };
+  }
+  if (volume.secret?.secretName) {
+    return {
+      ...volume,
+      secret: { ...volume.secret, secretName: need("secrets", volume.secret.secretName) },
+    };
+  }
+  if (volume.persistentVolumeClaim) {
+    const key = `${ctx.namespace}/${volume.persistentVolumeClaim.claimName}`;
+    const mapped = options.config.persistentVolumeClaims[key];
+    if (!mapped) {
+      throw new InvalidInputError(
+        `volume ${volume.name}: PersistentVolumeClaim ${key} is not supported by the kubernetes provider ` +
+          `unless mapped to a claim of the downstream cluster (persistentVolumeClaims["${key}"] in the provider config)`,
+      );
+    }
+    return {
+      ...volume,
+      persistentVolumeClaim: { ...volume.persistentVolumeClaim, claimName: mapped },
+    };
+  }
+  if (!volume.projected) return volume;
+  const sources = volume.projected.sources ?? [];
+  const hasToken = sources.some((s) => s.serviceAccountToken);
+  if (hasToken && options.config.serviceAccountToken === "downstream") {
+    // A's generated token volume: B's admission mounts its own in its place.
+    if (volume.name.startsWith("kube-api-access-")) return undefined;
+    return volume; // a token the user asked for, with an audience: B issues it for B's account
+  }
+  const projected: VolumeProjection[] = sources.flatMap((s) => projectedSource(s, ctx));
+  return { ...volume, projected: { ...volume.projected, sources: projected } };
+}
+
+function projectedSource(source: VolumeProjection, ctx: VolumeContext): VolumeProjection[] {
+  if (source.configMap?.name) {
+    const name = ctx.need("configMaps", source.configMap.name);
+    return [{ ...source, configMap: { ...source.configMap, name } }];
+  }
+  if (source.secret?.name) {
+    const name = ctx.need("secrets", source.secret.name);
+    return [{ ...source, secret: { ...source.secret, name } }];
+  }
+  if (source.serviceAccountToken) {
+    const key = `token-${ctx.tokens.filter((t) => t.key.startsWith("token-")).length}`;
+    const { audience, expirationSeconds, path } = source.serviceAccountToken;
+    ctx.tokens.push({ key, audience, expirationSeconds });
+    return [{ secret: { name: ctx.tokenSecretName, items: [{ key, path }] } }];
+  }
+  const items = source.downwardAPI?.items ?? [];
+  const isNamespace = (i: { fieldRef?: { fieldPath?: string } }) =>
+    i.fieldRef?.fieldPath === "metadata.namespace";
+  if (items.some(isNamespace)) {
+    // In B the field would say B's namespace; the token Secret carries A's.
+    if (!ctx.tokens.some((t) => t.key === "namespace")) ctx.tokens.push({ key: "namespace" });
+    const fromSecret: VolumeProjection = {
+      secret: {
+        name: ctx.tokenSecretName,
+        items: items.filter(isNamespace).map((i) => ({ key: "namespace", path: i.path })),
+      },
+    };
+    const rest = items.filter((i) => !isNamespace(i));
+    if (rest.length === 0) return [fromSecret];
+    return [{ downwardAPI: { ...source.downwardAPI, items: rest } }, fromSecret];
+  }
+  return [source];
+}
+
+function withoutMounts(container: Container, dropped: Set<string>): Container {
+  if (dropped.size === 0 || !container.volumeMounts) return container;
+  return { ...container, volumeMounts: container.volumeMounts.filter((m) => !dropped.has(m.name)) };
+}
+
+function translateTolerations(
+  tolerations: Toleration[] | undefined,
+  extra: Toleration[],
+): Toleration[] | undefined {
+  const kept = (tolerations ?? []).filter((t) =>
+    !t.key?.startsWith("virtual-kubelet.io/") &&
+    !(t.key && ADMISSION_TOLERATIONS.has(t.key) && t.tolerationSeconds === 300)
+  );
+  const all = [...kept, ...extra.map((t) => ({ ...t }))];
+  return all.length > 0 ? all : undefined;
+}
+
+function dropUndefined<T extends object>(object: T): T {
+  for (const [key, value] of Object.entries(object)) {
+    if (value === undefined) delete (object as Record<string, unknown>)[key];
+  }
+  return object;
+}
