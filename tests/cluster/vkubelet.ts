@@ -5,17 +5,11 @@
  * @module
  */
 import type { TestCluster } from "./harness.ts";
+import { VKUBELET_PERMISSIONS as SHIPPED_PERMISSIONS } from "../../scripts/permissions.ts";
 
 const mainPath = new URL("../../main.ts", import.meta.url).pathname;
 /** The permissions `deno task start` (and the compiled binary) run with. */
-export const VKUBELET_PERMISSIONS = [
-  "--allow-net",
-  "--allow-read",
-  "--allow-write",
-  "--allow-env",
-  "--allow-run",
-  "--allow-sys",
-];
+export const VKUBELET_PERMISSIONS: string[] = [...SHIPPED_PERMISSIONS];
 
 /** Options for {@link startVkubelet}. */
 export interface StartVkubeletOptions {

@@ -1,0 +1,47 @@
+/**
+ * The one list of Deno permissions vkubelet runs with: the compiled binary (`deno task
+ * compile`), `deno task start` (checked against this list by tests/ship/permissions_test.ts),
+ * the end-to-end tests (tests/cluster/vkubelet.ts) and the bundle test.
+ *
+ * Why each one, and why it is as wide as it is:
+ * - `--allow-net`: the API server can be anywhere, the kubelet API listens on any address the
+ *   config names, and the process provider dials pods' ports (port-forward, HTTP/TCP probes).
+ * - `--allow-read`: the kubeconfig, certificates, config files and the provider module are
+ *   wherever the user puts them; the process provider reads `/proc` and cgroup files for stats.
+ * - `--allow-write`: unscoped, though only the process provider writes from vkubelet's own code
+ *   (its `stateDir`, default `/var/lib/vkubelet/process`; its cgroup tree under
+ *   `/sys/fs/cgroup`; a probe directory in the temp dir; hostPath volumes it is told to
+ *   create). It writes ConfigMap, Secret and projected volumes the way the kubelet's AtomicWriter
+ *   does, swapping a `..data` symlink, and `Deno.symlink` refuses path-scoped write grants (a
+ *   link's target is only resolved when it is followed). tests/ship/bundle_test.ts fails with a
+ *   scoped grant. Confine writes outside Deno instead: the systemd unit's `ProtectSystem=strict`
+ *   with `ReadWritePaths`, the container image's read-only root file system.
+ * - `--allow-env`: every option can come from the environment (`Deno.env.toObject()`).
+ * - `--allow-run`: the process provider runs containers' commands, `mkfifo`, `unshare`, `stty`;
+ *   kubeconfig exec plugins run their command. The programs are the pods' own, so it cannot be
+ *   scoped by name.
+ * - `--allow-sys=networkInterfaces`: without `--node-ip`, the node's InternalIP is the first
+ *   non-loopback IPv4 address of the host's network interfaces. Nothing else asks for system
+ *   information (checked with `DENO_AUDIT_PERMISSIONS` over the bundle test).
+ *
+ * Not granted: FFI, and imports from hosts other than Deno's default list.
+ * @module
+ */
+
+/** The `deno run` / `deno compile` permission flags, exactly. */
+export const VKUBELET_PERMISSIONS: readonly string[] = [
+  "--allow-net",
+  "--allow-read",
+  "--allow-write",
+  "--allow-env",
+  "--allow-run",
+  "--allow-sys=networkInterfaces",
+];
+
+/** Targets `deno task compile` builds by default (Deno's `--target` names). */
+export const COMPILE_TARGETS: readonly string[] = [
+  "x86_64-unknown-linux-gnu",
+  "aarch64-unknown-linux-gnu",
+  "x86_64-apple-darwin",
+  "aarch64-apple-darwin",
+];
