@@ -153,7 +153,9 @@ Deno.test("kubectl top node and top pod show a vkubelet node and its pods within
     const firstLineMs = performance.now() - runningAt;
     console.log(`first kubectl top pod line ${(firstLineMs / 1000).toFixed(1)} s after Running`);
     // Two points per container are needed: the first scrape after Running and the next one.
-    assert.ok(firstLineMs < 2 * interval + 8_000, `${firstLineMs} ms`);
+    // A scrape is stored once every node has answered or timed out (half the interval here), and
+    // other tests leave dead nodes behind.
+    assert.ok(firstLineMs < 2.5 * interval + 5_000, `${firstLineMs} ms`);
     const byName = Object.fromEntries(pods.map(([name, cpu, memory]) => [name, { cpu, memory }]));
     for (const [name, containers] of [["solo", 1], ["pair", 2]] as const) {
       assert.ok(Math.abs(millicores(byName[name].cpu) - 250 * containers) <= 5, byName[name].cpu);
