@@ -35,18 +35,29 @@ Deno.test("RBAC refuses a user the cluster CA knows but no role grants", async (
   assert.match(res.stderr, /forbidden: User "nobody" cannot list resource "pods"/);
 });
 
-Deno.test("a Deployment gets a ReplicaSet and Pods that stay Pending without a node", async () => {
+Deno.test("a Deployment gets a ReplicaSet and Pods that stay Pending without a node for them", async () => {
   const cluster = await useCluster();
   const ns = await cluster.newNamespace("deploy");
-  const created = await cluster.kubectl([
-    "-n",
-    ns,
-    "create",
-    "deployment",
-    "web",
-    "--image=registry.invalid/pause:1",
-    "--replicas=2",
-  ]);
+  // Other tests may have nodes in this cluster: select none of them.
+  const deployment = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "web", namespace: ns },
+    spec: {
+      replicas: 2,
+      selector: { matchLabels: { app: "web" } },
+      template: {
+        metadata: { labels: { app: "web" } },
+        spec: {
+          nodeSelector: { "example.com/no-such-node": "true" },
+          containers: [{ name: "web", image: "registry.invalid/pause:1" }],
+        },
+      },
+    },
+  };
+  const created = await cluster.kubectl(["apply", "-f", "-"], {
+    stdin: JSON.stringify(deployment),
+  });
   assert.equal(created.code, 0, created.stderr);
   // The deployment controller makes the ReplicaSet, the replicaset controller the pods, and the
   // scheduler marks them unschedulable: every controller this proves is running.
