@@ -8,6 +8,7 @@ import { realClock } from "./lib/clock.ts";
 import { HELP_TEXT, loadConfig, VERSION } from "./lib/config.ts";
 import { getLogger, setupLogging } from "./lib/log.ts";
 import { detectInternalIp, runVkubelet, StartupConfigError } from "./lib/run.ts";
+import { sdNotify } from "./lib/sd_notify.ts";
 
 const encoder = new TextEncoder();
 const print = (stream: { writeSync(p: Uint8Array): number }, text: string) => {
@@ -41,11 +42,23 @@ export async function main(args: string[]): Promise<number> {
   const config = loaded.config;
   await setupLogging({ level: config.logLevel, format: config.logFormat });
   const stop = new AbortController();
-  const onSignal = () => stop.abort(new Error("stopped by signal"));
+  // Under systemd (Type=notify): ready once the node is registered, stopping on the signal.
+  const notify = (state: string) =>
+    sdNotify(state, { env: Deno.env.toObject(), log: getLogger(["vkubelet"]) });
+  let stopping: Promise<void> | undefined;
+  const onSignal = () => {
+    stopping ??= notify("STOPPING=1");
+    stop.abort(new Error("stopped by signal"));
+  };
   const signals = ["SIGINT", "SIGTERM"] as const;
   for (const name of signals) Deno.addSignalListener(name, onSignal);
   try {
-    await runVkubelet(config, { signal: stop.signal, clock: realClock, detectInternalIp });
+    await runVkubelet(config, {
+      signal: stop.signal,
+      clock: realClock,
+      detectInternalIp,
+      onReady: () => notify("READY=1"),
+    });
     return 0;
   } catch (err) {
     if (err instanceof StartupConfigError) {
@@ -57,6 +70,7 @@ export async function main(args: string[]): Promise<number> {
     return 1;
   } finally {
     for (const name of signals) Deno.removeSignalListener(name, onSignal);
+    await stopping;
   }
 }
 

@@ -24,11 +24,14 @@
  *   non-loopback IPv4 address of the host's network interfaces. Nothing else asks for system
  *   information (checked with `DENO_AUDIT_PERMISSIONS` over the bundle test).
  *
+ * - `--unstable-net` (not a permission; the one runtime flag): `Deno.listenDatagram` with unix
+ *   datagram sockets, to send systemd's `READY=1` (lib/sd_notify.ts, `Type=notify`).
+ *
  * Not granted: FFI, and imports from hosts other than Deno's default list.
  * @module
  */
 
-/** The `deno run` / `deno compile` permission flags, exactly. */
+/** The `deno run` / `deno compile` permission flags, exactly, and the one runtime flag. */
 export const VKUBELET_PERMISSIONS: readonly string[] = [
   "--allow-net",
   "--allow-read",
@@ -36,6 +39,7 @@ export const VKUBELET_PERMISSIONS: readonly string[] = [
   "--allow-env",
   "--allow-run",
   "--allow-sys=networkInterfaces",
+  "--unstable-net",
 ];
 
 /** Targets `deno task compile` builds by default (Deno's `--target` names). */

@@ -1,0 +1,361 @@
+/**
+ * deploy/kubernetes/: the manifests pass the real API server's server-side dry run, the
+ * ClusterRole is the reviewed list in `rbac_rules.ts`, the ConfigMap's config file is valid, and
+ * vkubelet runs with nothing but that ClusterRole's permissions (a ServiceAccount token; no Node
+ * authorizer, no NodeRestriction): CSR-signed serving certificate, node registration and Lease
+ * renewal, a pod with ConfigMap/Secret env and a projected token Running, its events and logs,
+ * bearer-token authentication (TokenReview) and authorization (SubjectAccessReview) on the
+ * kubelet API, the pod's deletion and cordon on shutdown. A missing verb fails it.
+ */
+import assert from "node:assert/strict";
+import { request } from "node:https";
+import { parseAllDocuments } from "yaml";
+import { type TestCluster, useCluster } from "../cluster/harness.ts";
+import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
+import { loadConfig } from "../../lib/config.ts";
+import { VKUBELET_RULES } from "./rbac_rules.ts";
+import { eventually, podLogs, podPhase, spawnVkubelet } from "./_helpers.ts";
+
+const root = new URL("../../", import.meta.url).pathname;
+const manifests = `${root}deploy/kubernetes`;
+const mainPath = `${root}main.ts`;
+
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  [key: string]: unknown;
+}
+
+async function readManifests(file: string): Promise<K8sObject[]> {
+  const text = await Deno.readTextFile(`${manifests}/${file}`);
+  return parseAllDocuments(text).map((d) => d.toJS() as K8sObject).filter(Boolean);
+}
+
+/** `group|resource` -> sorted verbs. */
+function flatten(rules: { group: string; resources: string[]; verbs: string[] }[]) {
+  const out = new Map<string, string[]>();
+  for (const rule of rules) {
+    for (const resource of rule.resources) {
+      const key = `${rule.group}|${resource}`;
+      out.set(key, [...new Set([...(out.get(key) ?? []), ...rule.verbs])].sort());
+    }
+  }
+  return out;
+}
+
+function clusterRoleRules(objects: K8sObject[]) {
+  const role = objects.find((o) => o.kind === "ClusterRole");
+  assert.ok(role, "rbac.yaml has a ClusterRole");
+  return role.rules as { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+}
+
+Deno.test("deploy/kubernetes passes the API server's server-side dry run", async () => {
+  const cluster = await useCluster();
+  // Namespaced objects are checked against their namespace, which a dry run does not create.
+  await cluster.kubectl(["apply", "-f", `${manifests}/namespace.yaml`]);
+  const res = await cluster.kubectl(["apply", "--dry-run=server", "-f", manifests]);
+  assert.equal(res.code, 0, res.stderr);
+  for (
+    const what of [
+      "serviceaccount/vkubelet",
+      "clusterrole.rbac.authorization.k8s.io/vkubelet",
+      "clusterrolebinding.rbac.authorization.k8s.io/vkubelet",
+      "configmap/vkubelet-config",
+      "deployment.apps/vkubelet",
+    ]
+  ) assert.match(res.stdout, new RegExp(`${what} (created|configured|unchanged)`), res.stdout);
+});
+
+Deno.test("the ClusterRole in rbac.yaml is exactly the reviewed list of API calls", async () => {
+  const objects = await readManifests("rbac.yaml");
+  const actual = flatten(
+    clusterRoleRules(objects).flatMap((r) =>
+      r.apiGroups.map((group) => ({ group, resources: r.resources, verbs: r.verbs }))
+    ),
+  );
+  const expected = flatten(VKUBELET_RULES.map((r) => ({ ...r, resources: [r.resource] })));
+  assert.deepEqual(Object.fromEntries(actual), Object.fromEntries(expected));
+  const binding = objects.find((o) => o.kind === "ClusterRoleBinding") as K8sObject & {
+    roleRef: { name: string };
+    subjects: { kind: string; name: string; namespace: string }[];
+  };
+  assert.equal(binding.roleRef.name, "vkubelet");
+  assert.deepEqual(binding.subjects, [
+    { kind: "ServiceAccount", name: "vkubelet", namespace: "vkubelet" },
+  ]);
+});
+
+Deno.test("the Deployment's config file is valid and the pod IP comes from the downward API", async () => {
+  const [configMap] = await readManifests("configmap.yaml");
+  const files: Record<string, string> = {
+    "/etc/vkubelet/config/config.yaml": (configMap.data as Record<string, string>)["config.yaml"],
+    "/etc/vkubelet/tls/tls.crt": "",
+    "/etc/vkubelet/tls/tls.key": "",
+  };
+  const [deployment] = await readManifests("deployment.yaml");
+  // deno-lint-ignore no-explicit-any
+  const container = (deployment as any).spec.template.spec.containers[0];
+  const loaded = await loadConfig({
+    args: container.args,
+    env: { VKUBELET_POD_IP: "10.0.0.7" },
+    readFile: (path) =>
+      path in files ? Promise.resolve(files[path]) : Promise.reject(new Error("no such file")),
+  });
+  assert.ok(loaded.ok, JSON.stringify(!loaded.ok && loaded.errors));
+  assert.equal(loaded.config.nodeIp, "10.0.0.7");
+  assert.deepEqual(container.env.find((e: { name: string }) => e.name === "VKUBELET_POD_IP"), {
+    name: "VKUBELET_POD_IP",
+    valueFrom: { fieldRef: { fieldPath: "status.podIP" } },
+  });
+});
+
+/** Applies the ClusterRole under a test name, bound to a fresh ServiceAccount in `ns`. */
+async function bindTestRole(cluster: TestCluster, ns: string, name: string) {
+  const objects = await readManifests("rbac.yaml");
+  const list = {
+    apiVersion: "v1",
+    kind: "List",
+    items: [
+      { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } },
+      { ...objects.find((o) => o.kind === "ClusterRole"), metadata: { name } },
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
+        subjects: [{ kind: "ServiceAccount", name, namespace: ns }],
+      },
+    ],
+  };
+  const res = await cluster.kubectl(["apply", "-f", "-"], { stdin: JSON.stringify(list) });
+  assert.equal(res.code, 0, res.stderr);
+}
+
+async function tokenKubeconfig(cluster: TestCluster, dir: string, token: string) {
+  const ca = btoa(await Deno.readTextFile(`${cluster.pkiDir}/ca.crt`));
+  const path = `${dir}/sa.kubeconfig`;
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{
+        name: "c",
+        cluster: { server: cluster.server, "certificate-authority-data": ca },
+      }],
+      users: [{ name: "sa", user: { token } }],
+      contexts: [{ name: "c", context: { cluster: "c", user: "sa" } }],
+      "current-context": "c",
+    }),
+    { mode: 0o600 },
+  );
+  return path;
+}
+
+/** Approves pending CSRs filed by `username`, as an admin (or an approver) would. */
+async function approveCsrsOf(cluster: TestCluster, username: string, approved: Set<string>) {
+  const res = await cluster.kubectl(["get", "csr", "-o", "json"]);
+  // deno-lint-ignore no-explicit-any
+  for (const csr of JSON.parse(res.stdout).items as any[]) {
+    if (csr.spec.username !== username || csr.status?.conditions) continue;
+    const out = await cluster.kubectl(["certificate", "approve", csr.metadata.name]);
+    if (out.code === 0) approved.add(csr.metadata.name);
+  }
+}
+
+/** GET on the kubelet API with a bearer token; the status code. */
+function kubeletStatus(port: number, path: string, token: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: "127.0.0.1",
+      port,
+      path,
+      headers: { authorization: `Bearer ${token}` },
+      rejectUnauthorized: false,
+    }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode ?? 0));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+function workload(ns: string, nodeName: string): unknown {
+  const placement = {
+    nodeName,
+    tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
+    terminationGracePeriodSeconds: 1,
+  };
+  return {
+    apiVersion: "v1",
+    kind: "List",
+    items: [
+      {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "cm", namespace: ns },
+        data: { a: "from-cm" },
+      },
+      {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: "sec", namespace: ns },
+        stringData: { b: "from-secret" },
+      },
+      {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "greeter", namespace: ns },
+        spec: {
+          ...placement,
+          containers: [{
+            name: "main",
+            image: "busybox",
+            command: [
+              "sh",
+              "-c",
+              'echo "$A $B token=$(test -s "$T/token" && echo yes)"; exec sleep 3600',
+            ],
+            env: [
+              { name: "A", valueFrom: { configMapKeyRef: { name: "cm", key: "a" } } },
+              { name: "B", valueFrom: { secretKeyRef: { name: "sec", key: "b" } } },
+              { name: "T", value: "/var/run/secrets/kubernetes.io/serviceaccount" },
+            ],
+          }],
+        },
+      },
+      {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "crasher", namespace: ns },
+        spec: {
+          ...placement,
+          containers: [{ name: "main", image: "busybox", command: ["sh", "-c", "exit 3"] }],
+        },
+      },
+    ],
+  };
+}
+
+Deno.test("vkubelet works with only the ClusterRole's permissions (ServiceAccount token)", async () => {
+  const cluster = await useCluster();
+  const id = crypto.randomUUID().slice(0, 6);
+  const nodeName = `vk-rbac-${id}`;
+  const account = `vkubelet-test-${id}`;
+  const ns = await cluster.newNamespace("rbac");
+  const dir = await Deno.makeTempDir({ prefix: "vk-rbac-" });
+  const approved = new Set<string>();
+  await bindTestRole(cluster, ns, account);
+  const token = (await cluster.kubectl(["-n", ns, "create", "token", account, "--duration=1h"]))
+    .stdout.trim();
+  assert.ok(token, "kubectl create token gave a token");
+  const kubeconfig = await tokenKubeconfig(cluster, dir, token);
+  await Deno.writeTextFile(`${dir}/process.yaml`, `stateDir: ${dir}/state\ncgroups: "off"\n`);
+  const port = freePort();
+  const username = `system:serviceaccount:${ns}:${account}`;
+  // No --tls-cert-file: vkubelet files a kubelet-serving CSR, approved below as an admin would.
+  const vk = await spawnVkubelet(cluster, nodeName, Deno.execPath(), [
+    "run",
+    "--no-prompt",
+    ...VKUBELET_PERMISSIONS,
+    mainPath,
+    `--nodename=${nodeName}`,
+    "--provider=process",
+    `--provider-config=${dir}/process.yaml`,
+    `--kubeconfig=${kubeconfig}`,
+    "--node-ip=127.0.0.1",
+    "--listen-address=127.0.0.1",
+    `--port=${port}`,
+    "--node-lease-renew-interval=1s",
+    "--cordon-on-shutdown",
+  ], { whileWaiting: () => approveCsrsOf(cluster, username, approved) });
+  let stopped = false;
+  try {
+    // The node is Ready before its serving certificate is signed; the kubelet API waits for it.
+    await eventually("vkubelet's kubelet-serving CSR", async () => {
+      await approveCsrsOf(cluster, username, approved);
+      return approved.size > 0 ? true : undefined;
+    });
+    const lease = () =>
+      cluster.kubectl([
+        "-n",
+        "kube-node-lease",
+        "get",
+        "lease",
+        nodeName,
+        "-o",
+        "jsonpath={.spec.renewTime}",
+      ]);
+    const firstRenew = (await lease()).stdout;
+    await eventually("the lease to be renewed", async () => {
+      const now = (await lease()).stdout;
+      return now && now !== firstRenew ? now : undefined;
+    });
+
+    const applied = await cluster.kubectl(["apply", "-f", "-"], {
+      stdin: JSON.stringify(workload(ns, nodeName)),
+    });
+    assert.equal(applied.code, 0, applied.stderr);
+    await podPhase(cluster, ns, "greeter", "Running");
+    assert.match(await podLogs(cluster, ns, "greeter", "from-cm"), /from-cm from-secret token=yes/);
+
+    const events = async (pod: string) => {
+      const res = await cluster.kubectl([
+        "-n",
+        ns,
+        "get",
+        "events",
+        "--field-selector",
+        `involvedObject.name=${pod}`,
+        "-o",
+        "json",
+      ]);
+      return (JSON.parse(res.stdout).items as { reason: string; count?: number }[]);
+    };
+    assert.ok((await events("greeter")).some((e) => e.reason === "Started"));
+    // A repeated event is patched (count + 1), not created again.
+    await eventually("a repeated event of the crashing pod", async () => {
+      const found = (await events("crasher")).find((e) => (e.count ?? 1) > 1);
+      return found ? found : undefined;
+    }, 60_000);
+
+    // A bearer token is authenticated by TokenReview, then refused by SubjectAccessReview:
+    // this account may not use nodes/proxy. 401 would mean the TokenReview itself failed.
+    assert.equal(await kubeletStatus(port, "/pods", token), 403);
+
+    const deleted = await cluster.kubectl(["-n", ns, "delete", "pod", "greeter", "--timeout=30s"]);
+    assert.equal(deleted.code, 0, deleted.stderr);
+
+    stopped = true;
+    assert.equal(await vk.stop(), 0, vk.output());
+    const unschedulable = await cluster.kubectl([
+      "get",
+      "node",
+      nodeName,
+      "-o",
+      "jsonpath={.spec.unschedulable}",
+    ]);
+    assert.equal(unschedulable.stdout, "true", "cordoned on shutdown (patch nodes)");
+    assert.doesNotMatch(vk.output(), /forbidden/i);
+  } catch (err) {
+    throw new Error(`${err}\nvkubelet's output:\n${vk.output()}`, { cause: err });
+  } finally {
+    if (!stopped) await vk.stop();
+    await cluster.kubectl(["delete", "namespace", ns, "--wait=false"]);
+    await cluster.kubectl(["delete", "node", nodeName, "--wait=false"]);
+    await cluster.kubectl(["delete", "clusterrole,clusterrolebinding", account]);
+    for (const name of approved) {
+      await cluster.kubectl(["delete", "csr", name, "--ignore-not-found"]);
+    }
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});
