@@ -7,6 +7,7 @@
  * logs come back through `kubectl logs` (the kubelet API, TLS, SubjectAccessReview).
  */
 import assert from "node:assert/strict";
+import { get } from "node:https";
 import { useCluster } from "../cluster/harness.ts";
 import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
 import { bundleArgs } from "../../scripts/compile.ts";
@@ -19,6 +20,16 @@ function freePort(): number {
   const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
   return port;
+}
+
+/** GET /healthz without credentials, as the Dockerfile's HEALTHCHECK does with curl -k. */
+function healthzStatus(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    get({ host: "127.0.0.1", port, path: "/healthz", rejectUnauthorized: false }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode ?? 0));
+    }).on("error", reject);
+  });
 }
 
 Deno.test("the bundled graph runs with exactly the compiled permissions: Ready node, Running pod, logs", async () => {
@@ -41,6 +52,7 @@ Deno.test("the bundled graph runs with exactly the compiled permissions: Ready n
   await Deno.writeTextFile(providerConfig, `stateDir: ${files}/state\n`);
   const serving = await cluster.issueServingCert(nodeName, ["127.0.0.1", nodeName]);
   const ns = await cluster.newNamespace("bundle");
+  const port = freePort();
   const vk = await spawnVkubelet(cluster, nodeName, Deno.execPath(), [
     "run",
     "--no-config",
@@ -53,7 +65,7 @@ Deno.test("the bundled graph runs with exactly the compiled permissions: Ready n
     `--kubeconfig=${await cluster.nodeKubeconfig(nodeName)}`,
     "--node-ip=127.0.0.1",
     "--listen-address=127.0.0.1",
-    `--port=${freePort()}`,
+    `--port=${port}`,
     `--tls-cert-file=${serving.certFile}`,
     `--tls-private-key-file=${serving.keyFile}`,
   ], { cwd: empty });
@@ -66,6 +78,8 @@ Deno.test("the bundled graph runs with exactly the compiled permissions: Ready n
     const logs = await podLogs(cluster, ns, "greeter", "hello-from-the-bundle");
     assert.match(logs, /hello-from-the-bundle/);
     assert.doesNotMatch(vk.output(), /NotCapable|Requires \w+ access/);
+    // The container image's HEALTHCHECK relies on this answer to a caller without credentials.
+    assert.equal(await healthzStatus(port), 401);
   } catch (err) {
     const pod = await cluster.kubectl(["-n", ns, "get", "pod", "greeter", "-o", "yaml"]);
     throw new Error(`${err}\npod:\n${pod.stdout}\nvkubelet's output:\n${vk.output()}`, {

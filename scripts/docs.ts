@@ -1,0 +1,64 @@
+/**
+ * `deno task docs`: rewrites the "Configuration reference" section of README.md from the option
+ * table (`lib/config_options.ts`, the table `--help` and the config loader are built from), so
+ * the README cannot drift from the code; tests/ship/docs_test.ts fails while it differs.
+ * @module
+ */
+import { OPTIONS, type OptionSpec } from "../lib/config_options.ts";
+
+/** Marks the generated part of README.md; everything between them is replaced. */
+export const BEGIN = "<!-- BEGIN GENERATED: configuration reference (deno task docs) -->";
+export const END = "<!-- END GENERATED: configuration reference -->";
+
+const GROUPS: OptionSpec["group"][] = ["General", "Node", "Pods", "Kubelet API", "Logging"];
+
+const cell = (text: string) => text.replaceAll("|", "\\|");
+const code = (text: string) => `\`${cell(text)}\``;
+
+/** The generated Markdown, between (and including) the markers. */
+export function configurationReference(): string {
+  const lines = [
+    BEGIN,
+    "",
+    "Every option is a flag, an environment variable and a key of the `--config` file (YAML or",
+    "JSON). Precedence: flag > environment > config file > default. Durations are Go-style",
+    "(`500ms`, `10s`, `1m30s`); booleans are `--flag`, `--flag=true` or `--flag=false`. Exit codes:",
+    "0 after a clean shutdown, 2 for a configuration error (nothing is written to the cluster), 1",
+    "otherwise.",
+  ];
+  for (const group of GROUPS) {
+    lines.push("", `#### ${group}`, "");
+    lines.push("| flag | environment | file key | default | meaning |");
+    lines.push("| --- | --- | --- | --- | --- |");
+    for (const option of (OPTIONS as readonly OptionSpec[]).filter((o) => o.group === group)) {
+      const flags = [option.flag, ...(option.aliases ?? [])]
+        .map((f) => code(`--${f}${option.value ? `=${option.value}` : ""}`))
+        .join(", ");
+      const env = option.env.map(code).join(", ");
+      const key = option.key === "config" ? "" : code(option.key);
+      lines.push(
+        `| ${flags} | ${env} | ${key} | ${cell(option.shownDefault ?? "")} | ${cell(option.help)} |`,
+      );
+    }
+  }
+  lines.push("", END);
+  return lines.join("\n");
+}
+
+/** README text with the generated section replaced; throws if the markers are missing. */
+export function updateReadme(readme: string): string {
+  const start = readme.indexOf(BEGIN);
+  const end = readme.indexOf(END);
+  if (start < 0 || end < start) {
+    throw new Error(`README.md has no ${BEGIN} ... ${END} section; add the two markers`);
+  }
+  return readme.slice(0, start) + configurationReference() + readme.slice(end + END.length);
+}
+
+if (import.meta.main) {
+  const path = new URL("../README.md", import.meta.url);
+  const before = await Deno.readTextFile(path);
+  const after = updateReadme(before);
+  if (after !== before) await Deno.writeTextFile(path, after);
+  console.log(after === before ? "README.md is up to date" : "README.md updated");
+}

