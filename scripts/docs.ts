@@ -37,7 +37,9 @@ export function configurationReference(): string {
       const env = option.env.map(code).join(", ");
       const key = option.key === "config" ? "" : code(option.key);
       lines.push(
-        `| ${flags} | ${env} | ${key} | ${cell(option.shownDefault ?? "")} | ${cell(option.help)} |`,
+        `| ${flags} | ${env} | ${key} | ${cell(option.shownDefault ?? "")} | ${
+          cell(option.help)
+        } |`,
       );
     }
   }
@@ -55,10 +57,31 @@ export function updateReadme(readme: string): string {
   return readme.slice(0, start) + configurationReference() + readme.slice(end + END.length);
 }
 
+/**
+ * README text with the generated section replaced and formatted as `deno fmt` would (it pads
+ * Markdown tables), so that `deno fmt --check` and the drift test agree.
+ */
+export async function renderReadme(readme: string): Promise<string> {
+  const root = new URL("../", import.meta.url).pathname;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["fmt", "--ext=md", "-"],
+    cwd: root,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(updateReadme(readme)));
+  await writer.close();
+  const out = await child.output();
+  if (!out.success) throw new Error(`deno fmt failed: ${new TextDecoder().decode(out.stderr)}`);
+  return new TextDecoder().decode(out.stdout);
+}
+
 if (import.meta.main) {
   const path = new URL("../README.md", import.meta.url);
   const before = await Deno.readTextFile(path);
-  const after = updateReadme(before);
+  const after = await renderReadme(before);
   if (after !== before) await Deno.writeTextFile(path, after);
   console.log(after === before ? "README.md is up to date" : "README.md updated");
 }
