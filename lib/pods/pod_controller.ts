@@ -89,7 +89,8 @@ export class PodController {
   async run(signal: AbortSignal): Promise<void> {
     const ctx = this.#ctx;
     ctx.provider.notifyPods?.((pod) => this.#onProviderStatus(pod));
-    const tasks = [ctx.pods.run(signal), this.#services.run(signal), ctx.configSources.run(signal)];
+    const informers = Promise.all([ctx.pods.run(signal), this.#services.run(signal)]);
+    const tasks = [ctx.configSources.run(signal)];
     const aborted = new Promise<void>((r) =>
       signal.addEventListener("abort", () => r(), { once: true })
     );
@@ -109,7 +110,19 @@ export class PodController {
       this.#rejectReady(signal.reason ?? new Error("pod informer stopped before it synced"));
     }
     await Promise.all(tasks);
+    await this.#awaitInformers(informers);
     await ctx.recorder.flush();
+  }
+
+  /** Waits for the informers to stop, but not forever: shutdown must not hang on a stuck watch. */
+  async #awaitInformers(informers: Promise<unknown>): Promise<void> {
+    const grace = new AbortController();
+    const timedOut = this.#deps.clock.sleep(5_000, grace.signal).then(() => true, () => false);
+    const stuck = await Promise.race([informers.then(() => false, () => false), timedOut]);
+    grace.abort();
+    if (stuck) {
+      this.#deps.log.warn("the pod or service watch did not stop within 5 s of shutdown");
+    }
   }
 
   #buildContext(pods: InformerLike<Pod>): PodContext {

@@ -7,7 +7,7 @@
  * @module
  */
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
-import { isConflict, isNotFound as isApiNotFound } from "../../k8s/errors.ts";
+import { isConflict, isForbidden, isNotFound as isApiNotFound } from "../../k8s/errors.ts";
 import { podKey, splitKey } from "./api.ts";
 import type { PodContext, UidStatus } from "./pod_context.ts";
 import { isTerminal, lifecycleEvents, mergeStatus, statusEqual } from "./pod_status.ts";
@@ -82,7 +82,8 @@ async function writeStatus(
     try {
       current = await ctx.api.pods.get(namespace, name, { signal });
     } catch (err) {
-      if (isApiNotFound(err)) return;
+      // The Node authorizer answers 403 for a pod no longer bound here (deleted meanwhile).
+      if (isApiNotFound(err) || isForbidden(err)) return;
       throw err;
     }
   }
