@@ -67,6 +67,10 @@ export async function* watchEvents<T>(
     stream: true,
   });
   const lines = body.pipeThrough(new TextDecoderStream()).getReader();
+  // Once the body streams, aborting the request's signal does not always end a pending read;
+  // cancelling the reader does (the read then reports done).
+  const onAbort = () => lines.cancel().catch(() => {});
+  signal?.addEventListener("abort", onAbort, { once: true });
   let buffered = "";
   try {
     while (true) {
@@ -82,6 +86,7 @@ export async function* watchEvents<T>(
     }
     if (buffered.trim() !== "") yield parseEvent<T>(buffered, path);
   } finally {
+    signal?.removeEventListener("abort", onAbort);
     await lines.cancel().catch(() => {});
   }
 }

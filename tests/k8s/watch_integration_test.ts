@@ -7,7 +7,7 @@ import type { KubeClient } from "../../k8s/client.ts";
 import { isGone } from "../../k8s/errors.ts";
 import type { KubeRequester, RequestOptions } from "../../k8s/request.ts";
 import { Informer, type ListWatchSource } from "../../k8s/watch/informer.ts";
-import { resumableWatch } from "../../k8s/watch/watch.ts";
+import { resumableWatch, watchEvents } from "../../k8s/watch/watch.ts";
 import {
   adminClient,
   dropNamespace,
@@ -236,6 +236,28 @@ Deno.test("a pod informer with a node field selector sees only that node's pods"
   } finally {
     controller.abort();
     await running;
+    await dropNamespace(cluster, ns);
+  }
+});
+
+Deno.test("aborting a watch that has delivered events ends it at once, without an error", async () => {
+  const cluster = await useCluster();
+  using kube = await adminClient(cluster);
+  const ns = await cluster.newNamespace("k8s-abort");
+  try {
+    for (const name of ["one", "two"]) await kube.configMaps.create(ns, cm(name));
+    const controller = new AbortController();
+    let seen = 0;
+    const path = `/api/v1/namespaces/${ns}/configmaps`;
+    const consuming = (async () => {
+      for await (const _ of watchEvents(kube, path, {}, controller.signal)) seen++;
+    })();
+    await eventually("the first events", () => seen >= 2 || undefined);
+    const aborted = performance.now();
+    controller.abort();
+    await consuming; // rejects if the abort surfaces as an error
+    assert.ok(performance.now() - aborted < 2_000, "the watch kept running after abort");
+  } finally {
     await dropNamespace(cluster, ns);
   }
 });
