@@ -91,8 +91,14 @@ export class Kube {
     if (!res.ok || !res.body) throw new KubeError(res.status, `watch pods: ${await res.text()}`);
     const decoder = new TextDecoder();
     let buffer = "";
+    // An abort does not always end a body read that is waiting for the next chunk; cancel it.
+    const reader = res.body.getReader();
+    const cancel = () => reader.cancel().catch(() => {});
+    signal.addEventListener("abort", cancel, { once: true });
     try {
-      for await (const chunk of res.body) {
+      while (true) {
+        const { done, value: chunk } = await reader.read();
+        if (done) break;
         buffer += decoder.decode(chunk, { stream: true });
         let nl: number;
         while ((nl = buffer.indexOf("\n")) >= 0) {
@@ -103,6 +109,8 @@ export class Kube {
       }
     } catch (err) {
       if (!signal.aborted) throw err;
+    } finally {
+      signal.removeEventListener("abort", cancel);
     }
   }
 

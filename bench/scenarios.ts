@@ -235,8 +235,11 @@ export async function runSubject(
     result.error = String(err instanceof Error ? err.message : err);
     say(`failed: ${result.error}`);
   } finally {
-    await running?.stop();
-    await tracker.close();
+    // Clean-up must not hang the bench: each step gets a deadline.
+    const bounded = (what: string, p: Promise<unknown>) =>
+      Promise.race([p, sleep(30_000).then(() => say(`gave up waiting for ${what}`))]);
+    await bounded("the kubelet to stop", running?.stop() ?? Promise.resolve());
+    await bounded("the pod watch to end", tracker.close());
     kubeletApiClient.close();
     admin.close();
     await stopControlPlane();
