@@ -21,6 +21,7 @@ import type { ExecContext } from "./exec.ts";
 import { Instance, type InstanceFiles } from "./instance.ts";
 import { makeFifos } from "./launcher.ts";
 import { join } from "node:path";
+import { readProcLink } from "./proc.ts";
 import type { PodPaths } from "./state.ts";
 import type { VolumeSet } from "./volumes.ts";
 
@@ -171,7 +172,7 @@ async function settled(pid: number, ended: Promise<unknown>): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (!done && Date.now() < deadline) {
     try {
-      if (Deno.readLinkSync(`/proc/${pid}/root`) !== "/") return;
+      if (readProcLink(`/proc/${pid}/root`) !== "/") return;
     } catch {
       return;
     }

@@ -7,7 +7,7 @@
  */
 import type { AttachIO, TerminalSize } from "../../lib/provider.ts";
 import { shellQuote } from "./mount_ns.ts";
-import { childrenOf } from "./proc.ts";
+import { childrenOf, readProcLink } from "./proc.ts";
 
 /** Where and how a container's commands run. */
 export interface ExecContext {
@@ -182,7 +182,7 @@ async function findPty(scriptPid: number): Promise<string | undefined> {
   for (let attempt = 0; attempt < 20; attempt++) {
     for (const child of childrenOf(scriptPid)) {
       try {
-        const target = Deno.readLinkSync(`/proc/${child}/fd/0`);
+        const target = readProcLink(`/proc/${child}/fd/0`);
         if (target.startsWith("/dev/pts/")) return target;
       } catch {
         // gone or not yet set up

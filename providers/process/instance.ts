@@ -47,13 +47,22 @@ export class Instance {
   /** Resolves with how the instance ended (never, if detached first). */
   readonly ended: Promise<Termination>;
 
+  /**
+   * vkubelet's own read-write ends of the FIFOs, opened before the instance starts: they keep
+   * each pipe (and what a short-lived command wrote into it) alive until `cat` reads it. The
+   * pumps therefore end at the stop marker, which is written once the instance has ended.
+   */
+  readonly #holds: Deno.FsFile[];
+
   private constructor(
     record: InstanceRecord,
     handle: ProcessHandle,
     files: InstanceFiles,
     clock: Clock,
+    holds: Deno.FsFile[],
   ) {
     this.record = record;
+    this.#holds = holds;
     this.#handle = handle;
     this.#files = files;
     this.#clock = clock;
@@ -77,6 +86,7 @@ export class Instance {
     files: InstanceFiles,
     clock: Clock,
   ): Instance {
+    const holds = holdFifos(files);
     const handle = launch(spec);
     const record: InstanceRecord = {
       ...base,
@@ -85,7 +95,7 @@ export class Instance {
       startedAtMs: clock.now(),
       containerId: `process://${handle.pid}.${handle.startTicks}`,
     };
-    return new Instance(record, handle, files, clock);
+    return new Instance(record, handle, files, clock, holds);
   }
 
   /** Takes over an instance a previous vkubelet started (already checked to be alive). */
@@ -100,7 +110,7 @@ export class Instance {
         }, { once: true });
       });
     const handle = adopt(record.pid, record.startTicks, sleep, stopPolling.signal);
-    const instance = new Instance(record, handle, files, clock);
+    const instance = new Instance(record, handle, files, clock, holdFifos(files));
     instance.#stopPolling = stopPolling;
     instance.#endedUnwatched = !isSameProcess(record.pid, record.startTicks);
     return instance;
@@ -115,9 +125,7 @@ export class Instance {
       readExitFile(this.#files.exitFile),
       this.#handle.setupErrors,
     ]);
-    // A runner killed before it opened its FIFOs leaves the pumps waiting in open().
     await this.#endPumps();
-    await Promise.all(this.#pumps);
     await this.#writer.close();
     const oom = this.record.cgroup ? wasOomKilled(this.record.cgroup) : false;
     if (this.record.cgroup) await removeCgroup(this.record.cgroup);
@@ -164,17 +172,23 @@ export class Instance {
   }
 
   /**
-   * Writes the stop marker into both FIFOs: the pumps copy what came before it and stop.
-   * Opened read-write, which never blocks on Linux even when no pump is reading any more.
+   * Writes the stop marker into both FIFOs (the pumps copy what came before it and stop),
+   * waits for the pumps and lets go of the FIFOs.
    */
   async #endPumps(): Promise<void> {
-    for (const fifo of [this.#files.stdoutFifo, this.#files.stderrFifo]) {
+    for (const hold of this.#holds) {
       try {
-        const file = await Deno.open(fifo, { read: true, write: true });
-        await file.write(this.#files.stopMarker);
-        file.close();
+        await hold.write(this.#files.stopMarker);
       } catch {
-        // The FIFO is gone: its pump has ended already.
+        // closed already
+      }
+    }
+    await Promise.all(this.#pumps);
+    for (const hold of this.#holds) {
+      try {
+        hold.close();
+      } catch {
+        // closed already
       }
     }
   }
@@ -184,7 +198,19 @@ export class Instance {
     this.#detached = true;
     this.#stopPolling?.abort();
     await this.#endPumps();
-    await Promise.all(this.#pumps);
     await this.#writer.close();
   }
+}
+
+/** Opens vkubelet's read-write ends of an instance's FIFOs (never blocks on Linux). */
+function holdFifos(files: InstanceFiles): Deno.FsFile[] {
+  const holds: Deno.FsFile[] = [];
+  for (const fifo of [files.stdoutFifo, files.stderrFifo]) {
+    try {
+      holds.push(Deno.openSync(fifo, { read: true, write: true }));
+    } catch {
+      // Gone (an instance that ended long ago): its pump ends by itself.
+    }
+  }
+  return holds;
 }

@@ -43,6 +43,7 @@ Deno.test("process provider: Job logs, ready Deployment with ConfigMap, exec, po
     nodeName: NODE,
     provider: "process",
     providerConfig: JSON.stringify({ stateDir, cgroups: "off" }),
+    logFile: Deno.env.get("VK_PROCESS_IT_LOG"),
   });
   const port = 18000 + Math.floor(Math.random() * 2000);
   try {
@@ -165,7 +166,12 @@ Deno.test("process provider: Job logs, ready Deployment with ConfigMap, exec, po
     const previous = vk;
     vk = undefined;
     assert.ok(Deno.statSync(`/proc/${pid}`), "the container outlives vkubelet");
-    vk = await startVkubelet(cluster, { nodeName: NODE, provider: "process", like: previous });
+    vk = await startVkubelet(cluster, {
+      nodeName: NODE,
+      provider: "process",
+      like: previous,
+      logFile: Deno.env.get("VK_PROCESS_IT_LOG"),
+    });
     await new Promise((r) => setTimeout(r, 2000));
     const after = JSON.parse(await kubectl(["get", "pod", pod, "-o", "json"]));
     assert.equal(after.status.containerStatuses[0].containerID, containerId);
@@ -207,6 +213,7 @@ async function reportFigures(
     });
   const latencies: number[] = [];
   for (let i = 0; i < 5; i++) {
+    console.log("latency", i);
     const started = performance.now();
     await kubectl(["apply", "-f", "-"], pod(`latency-${i}`));
     await kubectl([
