@@ -33,6 +33,8 @@ interface Mirrored {
   dep: Dependency;
   users: Set<string>;
   stop: AbortController;
+  /** Held here: a signal from AbortSignal.any must stay referenced while the watch uses it. */
+  signal: AbortSignal;
   synced: Promise<void>;
   running: Promise<void>;
   /** Serialises writes to B for this object. */
@@ -108,6 +110,7 @@ export class DependencyMirror {
       dep,
       users: new Set([podKey]),
       stop,
+      signal,
       synced: Promise.resolve(),
       running: Promise.resolve(),
       writes: Promise.resolve(),

@@ -64,6 +64,8 @@ export class KubernetesProvider implements Provider {
   readonly #mirror: DependencyMirror;
   readonly #tokens: TokenMirror;
   readonly #stop = new AbortController();
+  /** Held here: a signal from AbortSignal.any must stay referenced while work listens to it. */
+  readonly #signal: AbortSignal;
   readonly #running: Promise<void>[] = [];
   readonly #cpuCounters: CpuCounters = new Map();
   #capacity = "";
@@ -73,7 +75,7 @@ export class KubernetesProvider implements Provider {
     this.#config = config;
     this.#deps = deps;
     this.#b = clients.downstream;
-    const signal = AbortSignal.any([deps.signal, this.#stop.signal]);
+    const signal = this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
     this.#ours = this.#b.pods.informer({
       namespace: config.namespace,
       labelSelector: nodeSelector(deps.nodeName),
@@ -289,7 +291,8 @@ export class KubernetesProvider implements Provider {
           previous: options.previous || undefined,
         },
         stream: true,
-        signal: options.signal,
+        // Ends follow streams when vkubelet stops, too.
+        signal: AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]),
       });
     } catch (err) {
       throw downstreamError(`reading the log of ${container.namespace}/${container.pod}`, err);

@@ -17,6 +17,7 @@ import {
 } from "../../lib/provider.ts";
 import { metricsText } from "../mock/metrics.ts";
 import { parseQuantity } from "./quantity.ts";
+import { downstreamError } from "./errors.ts";
 
 interface PodMetrics {
   metadata: { name: string; namespace: string };
@@ -74,7 +75,7 @@ async function readPodMetrics(
         { cause: err },
       );
     }
-    throw err;
+    throw downstreamError("reading pod metrics", err);
   }
 }
 

@@ -1,0 +1,167 @@
+/**
+ * Two clusters for the kubernetes provider's integration tests: B with a process-provider node
+ * of its own (so forwarded pods really run) and a least-privilege identity for the provider;
+ * A with the virtual node whose provider forwards to B.
+ * @module
+ */
+import assert from "node:assert/strict";
+import { KubeClient } from "../../../k8s/mod.ts";
+import { type TestCluster, useCluster } from "../../cluster/harness.ts";
+import { type RunningVkubelet, startVkubelet } from "../../cluster/vkubelet.ts";
+
+/** Polls `check` until it gives a value; throws after `ms`. */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  ms = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out after ${ms / 1000} s waiting for ${what}${last ? `: ${last}` : ""}`);
+}
+
+/** The RBAC the provider's identity needs in B: nothing more. */
+export function downstreamRbac(user: string, namespace: string): unknown[] {
+  return [
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: `${user}-capacity` },
+      rules: [
+        { apiGroups: [""], resources: ["nodes", "pods"], verbs: ["get", "list", "watch"] },
+        { apiGroups: ["metrics.k8s.io"], resources: ["pods"], verbs: ["get", "list"] },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: `${user}-capacity` },
+      roleRef: {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: `${user}-capacity`,
+      },
+      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: user }],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "vkubelet-forward", namespace },
+      rules: [
+        {
+          apiGroups: [""],
+          resources: ["pods", "configmaps", "secrets"],
+          verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+        },
+        { apiGroups: [""], resources: ["pods/log"], verbs: ["get"] },
+        {
+          apiGroups: [""],
+          resources: ["pods/exec", "pods/attach", "pods/portforward"],
+          verbs: ["get", "create"],
+        },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "vkubelet-forward", namespace },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "vkubelet-forward" },
+      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: user }],
+    },
+  ];
+}
+
+/** Both clusters, both nodes and admin clients. */
+export interface TwoClusters {
+  a: TestCluster;
+  b: TestCluster;
+  adminA: KubeClient;
+  adminB: KubeClient;
+  /** The virtual node in A. */
+  virtualNode: RunningVkubelet;
+  /** B's own node (process provider). */
+  nodeB: RunningVkubelet;
+  /** Where forwarded pods go in B. */
+  namespaceB: string;
+  /** Where the test's pods live in A. */
+  namespaceA: string;
+  /** Scheduling for A pods: onto the virtual node. */
+  placement: { nodeSelector: Record<string, string>; tolerations: unknown[] };
+  close(): Promise<void>;
+}
+
+/** Brings up B's node, the provider's identity and the virtual node in A. */
+export async function twoClusters(): Promise<TwoClusters> {
+  const [a, b] = await Promise.all([useCluster(), useCluster("b")]);
+  const suffix = crypto.randomUUID().slice(0, 6);
+  const namespaceB = await b.newNamespace("offload");
+  const namespaceA = await a.newNamespace("kprov");
+  const stateDir = await Deno.makeTempDir({ prefix: "vk-kprov-b-" });
+  const nodeB = await startVkubelet(b, {
+    nodeName: `kb-${suffix}`,
+    logFile: Deno.env.get("KPROV_LOG_DIR")
+      ? `${Deno.env.get("KPROV_LOG_DIR")}/node-b.log`
+      : undefined,
+    provider: "process",
+    providerConfig: JSON.stringify({ stateDir, cgroups: "off" }),
+  });
+  const user = `vkubelet-forwarder-${suffix}`;
+  const apply = await b.kubectl(["apply", "-f", "-"], {
+    stdin: JSON.stringify({
+      apiVersion: "v1",
+      kind: "List",
+      items: downstreamRbac(user, namespaceB),
+    }),
+  });
+  assert.equal(apply.code, 0, apply.stderr);
+  const kubeconfigB = await b.userKubeconfig(user);
+  const logDir = Deno.env.get("KPROV_LOG_DIR"); // set to keep both vkubelets' logs
+  const virtualNode = await startVkubelet(a, {
+    nodeName: `vk-k8s-${suffix}`,
+    logFile: logDir ? `${logDir}/virtual-node.log` : undefined,
+    provider: "kubernetes",
+    providerConfig: JSON.stringify({
+      kubeconfig: kubeconfigB,
+      namespace: namespaceB,
+      nodeSelector: { "kubernetes.io/hostname": nodeB.nodeName },
+      tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
+    }),
+  }).catch(async (err) => {
+    await nodeB.stop();
+    throw err;
+  });
+  const adminA = await KubeClient.fromConfig({ kubeconfig: a.kubeconfigPath });
+  const adminB = await KubeClient.fromConfig({ kubeconfig: b.kubeconfigPath });
+  return {
+    a,
+    b,
+    adminA,
+    adminB,
+    virtualNode,
+    nodeB,
+    namespaceA,
+    namespaceB,
+    placement: {
+      nodeSelector: { "kubernetes.io/hostname": virtualNode.nodeName },
+      tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
+    },
+    async close() {
+      await virtualNode.stop();
+      await nodeB.stop();
+      adminA.close();
+      adminB.close();
+      await a.kubectl(["delete", "node", virtualNode.nodeName, "--wait=false"]);
+      await b.kubectl(["delete", "node", nodeB.nodeName, "--wait=false"]);
+      await b.kubectl(["delete", "clusterrole,clusterrolebinding", `${user}-capacity`]);
+    },
+  };
+}
