@@ -39,9 +39,10 @@ export async function startProvider(options: TestProviderOptions = {}) {
     stateDir,
     shutdown,
     /** Closes the provider without stopping pods (as a vkubelet exit would). */
-    async close() {
+    async close(options: { keepState?: boolean } = {}) {
       shutdown.abort();
       await provider.close();
+      if (!options.keepState) await Deno.remove(stateDir, { recursive: true }).catch(() => {});
     },
   };
 }

@@ -25,7 +25,7 @@ Deno.test("a new provider on the same state dir re-adopts running processes", as
       async () =>
         (await readAll(await first.provider.getContainerLogs(ref, {}))).includes("before"),
     );
-    await first.close(); // vkubelet exits: the process keeps running
+    await first.close({ keepState: true }); // vkubelet exits: the process keeps running
     assert.ok(Deno.statSync(`/proc/${pid}`));
     second.t = await startProvider({ stateDir: first.stateDir });
     const adopted = second.t.provider.runnerOf("default", name)?.live("c")?.instance.record.pid;

@@ -213,7 +213,6 @@ async function reportFigures(
     });
   const latencies: number[] = [];
   for (let i = 0; i < 5; i++) {
-    console.log("latency", i);
     const started = performance.now();
     await kubectl(["apply", "-f", "-"], pod(`latency-${i}`));
     await kubectl([
