@@ -137,7 +137,10 @@ Deno.test("every problem is reported at once, each naming its field as written",
   );
   assert.equal(problems.length, 5, problems.join("\n"));
   const find = (prefix: string) => problems.find((p) => p.startsWith(prefix));
-  assert.match(find("--provider")!, /unknown provider "mokc".*built-in provider \(mock\)/);
+  assert.match(
+    find("--provider")!,
+    /unknown provider "mokc".*built-in provider \(kubernetes, mock, process\)/,
+  );
   assert.match(find("--pod-sync-workers")!, /whole number, got "abc"/);
   assert.match(find("--full-resync-period")!, /duration such as 10s/);
   assert.match(find("--os")!, /one of linux, windows/);
@@ -146,7 +149,10 @@ Deno.test("every problem is reported at once, each naming its field as written",
 
 Deno.test("a missing provider says how to name one", async () => {
   const [problem] = await errors([]);
-  assert.match(problem, /^--provider: is required: name a built-in provider \(mock\)/);
+  assert.match(
+    problem,
+    /^--provider: is required: name a built-in provider \(kubernetes, mock, process\)/,
+  );
 });
 
 Deno.test("unknown flags are errors with a did-you-mean hint", async () => {
