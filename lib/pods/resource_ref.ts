@@ -7,7 +7,12 @@
  * @module
  */
 import type { Container, Pod, ResourceFieldSelector } from "kubernetes-types/core/v1.d.ts";
-import { parseQuantity, type Quantity, quantityMilliValue, quantityValue } from "./quantity.ts";
+import {
+  parseQuantity,
+  type Quantity,
+  quantityMilliValue,
+  quantityValue,
+} from "../../k8s/quantity.ts";
 
 /** Quantities by resource name, as in `status.allocatable`. */
 export type ResourceList = Record<string, string | number>;

@@ -7,7 +7,7 @@
  * @module
  */
 import type { Container, Node, Pod } from "kubernetes-types/core/v1.d.ts";
-import { parseQuantity } from "./quantity.ts";
+import { quantityToNumber } from "../../k8s/quantity.ts";
 
 /** Resources by name, as numbers (cpu in cores, memory in bytes, pods as a count). */
 export type Amounts = Record<string, number>;
@@ -24,7 +24,7 @@ export function podRequests(pod: Pod): Amounts {
   const sum: Amounts = {};
   const add = (into: Amounts, c: Container) => {
     for (const [name, q] of Object.entries(c.resources?.requests ?? {})) {
-      into[name] = (into[name] ?? 0) + (parseQuantity(q) ?? 0);
+      into[name] = (into[name] ?? 0) + (quantityToNumber(q) ?? 0);
     }
   };
   for (const c of pod.spec?.containers ?? []) add(sum, c);
@@ -38,7 +38,7 @@ export function podRequests(pod: Pod): Amounts {
     }
   }
   for (const [name, q] of Object.entries(pod.spec?.overhead ?? {})) {
-    sum[name] = (sum[name] ?? 0) + (parseQuantity(q) ?? 0);
+    sum[name] = (sum[name] ?? 0) + (quantityToNumber(q) ?? 0);
   }
   sum.pods = (sum.pods ?? 0) + 1;
   return sum;
@@ -59,7 +59,7 @@ export function freeCapacity(
     if (!isUsableNode(node)) continue;
     usable.add(node.metadata?.name ?? "");
     for (const [name, q] of Object.entries(node.status?.allocatable ?? {})) {
-      free[name] = (free[name] ?? 0) + (parseQuantity(q) ?? 0);
+      free[name] = (free[name] ?? 0) + (quantityToNumber(q) ?? 0);
     }
   }
   for (const pod of pods) {

@@ -16,7 +16,7 @@ import {
   type StatsSummary,
 } from "../../lib/provider.ts";
 import { metricsText } from "../mock/metrics.ts";
-import { parseQuantity } from "./quantity.ts";
+import { quantityToNumber } from "../../k8s/quantity.ts";
 import { downstreamError } from "./errors.ts";
 
 interface PodMetrics {
@@ -95,8 +95,8 @@ export function summarize(metrics: PodMetrics[], options: DownstreamStatsOptions
     const containers: ContainerStats[] = [];
     let podCores = 0, podCoreNs = 0, podBytes = 0;
     for (const c of item.containers) {
-      const nanoCores = Math.round((parseQuantity(c.usage.cpu ?? "0") ?? 0) * 1e9);
-      const bytes = Math.round(parseQuantity(c.usage.memory ?? "0") ?? 0);
+      const nanoCores = Math.round((quantityToNumber(c.usage.cpu ?? "0") ?? 0) * 1e9);
+      const bytes = Math.round(quantityToNumber(c.usage.memory ?? "0") ?? 0);
       const key = `${pod.metadata?.uid}/${c.name}`;
       const last = options.counters.get(key);
       // Integrate the average of the two readings over the time between them.

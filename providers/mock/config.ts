@@ -22,15 +22,15 @@
 import { z } from "zod";
 import { parseDuration } from "../../lib/duration.ts";
 import { parseLoopbackCidr } from "./cidr.ts";
-import { parseQuantity } from "./quantity.ts";
+import { quantityToNumber } from "../../k8s/quantity.ts";
 
 const quantity = z.union([z.string(), z.number()], {
   error: (i) => `expected a quantity such as "2", "500m" or "4Gi", got ${JSON.stringify(i.input)}`,
-}).refine((q) => parseQuantity(q) !== undefined, {
+}).refine((q) => quantityToNumber(q) !== undefined, {
   error: (i) => `${JSON.stringify(i.input)} is not a Kubernetes quantity (e.g. "2", "500m", "4Gi")`,
 }).transform(String);
 
-const positiveQuantity = quantity.refine((q) => parseQuantity(q)! > 0, {
+const positiveQuantity = quantity.refine((q) => quantityToNumber(q)! > 0, {
   error: "must be above zero (metrics-server drops pods and nodes with zero usage)",
 });
 

@@ -33,7 +33,7 @@ import {
   terminatedStatus,
 } from "./status.ts";
 import { cpuNanoSeconds, metricsText, statsSummary, type Usage } from "./stats.ts";
-import { parseQuantity } from "./quantity.ts";
+import { quantityToNumber } from "../../k8s/quantity.ts";
 import { configureMockNode } from "./node.ts";
 
 /** Annotations a pod can carry to steer the mock (deterministic hooks for tests). */
@@ -278,7 +278,7 @@ export class MockProvider implements Provider {
   }
 
   #summary(): StatsSummary {
-    const memory = parseQuantity(this.#config.capacity.memory ?? "0") ?? 0;
+    const memory = quantityToNumber(this.#config.capacity.memory ?? "0") ?? 0;
     return statsSummary({
       nodeName: this.#deps.nodeName,
       nowMs: this.#deps.clock.now(),
@@ -296,8 +296,8 @@ export class MockProvider implements Provider {
     const fields = Object.fromEntries(
       text.split(",").map((part) => part.split("=").map((s) => s.trim())),
     );
-    const cpu = parseQuantity(fields.cpu ?? "");
-    const memory = parseQuantity(fields.memory ?? "");
+    const cpu = quantityToNumber(fields.cpu ?? "");
+    const memory = quantityToNumber(fields.memory ?? "");
     if (!cpu || !memory || cpu <= 0 || memory <= 0) {
       throw new InvalidInputError(
         `annotation ${ANNOTATIONS.usage}: expected cpu=QUANTITY,memory=QUANTITY above zero, got ${
@@ -373,8 +373,8 @@ export class MockProvider implements Provider {
 /** Config usage (`cpu: 10m, memory: 16Mi`) as nanocores and bytes. */
 function usageFrom(usage: { cpu: string; memory: string }): Usage {
   return {
-    nanoCores: Math.round(parseQuantity(usage.cpu)! * 1e9),
-    bytes: Math.round(parseQuantity(usage.memory)!),
+    nanoCores: Math.round(quantityToNumber(usage.cpu)! * 1e9),
+    bytes: Math.round(quantityToNumber(usage.memory)!),
   };
 }
 

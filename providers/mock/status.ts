@@ -13,7 +13,7 @@ import type {
   PodCondition,
   PodStatus,
 } from "kubernetes-types/core/v1.d.ts";
-import { parseQuantity } from "./quantity.ts";
+import { quantityToNumber } from "../../k8s/quantity.ts";
 
 /** One start of one container: when, how often it restarted, with which image. */
 export interface ContainerRun {
@@ -82,7 +82,7 @@ export function qosClass(pod: Pod): "Guaranteed" | "Burstable" | "BestEffort" {
       const limit = container.resources?.limits?.[resource];
       const request = container.resources?.requests?.[resource] ?? limit;
       if (limit !== undefined || request !== undefined) anySet = true;
-      if (limit === undefined || parseQuantity(request!) !== parseQuantity(limit)) {
+      if (limit === undefined || quantityToNumber(request!) !== quantityToNumber(limit)) {
         guaranteed = false;
       }
     }

@@ -9,7 +9,7 @@
  */
 import type { Container } from "kubernetes-types/core/v1.d.ts";
 import { dirname, join } from "node:path";
-import { parseQuantity } from "./quantity.ts";
+import { quantityToNumber } from "../../k8s/quantity.ts";
 
 /** The cgroup v2 tree the provider may use, or why it may not. */
 export type CgroupSupport = { ok: true; root: string } | { ok: false; reason: string };
@@ -41,8 +41,8 @@ export async function probeCgroups(root: string): Promise<CgroupSupport> {
 /** `memory.max` and `cpu.max` values for a container's limits ("max" when unlimited). */
 export function limitValues(container: Container): { memoryMax: string; cpuMax: string } {
   const limits = container.resources?.limits ?? {};
-  const memory = limits.memory === undefined ? undefined : parseQuantity(limits.memory);
-  const cpu = limits.cpu === undefined ? undefined : parseQuantity(limits.cpu);
+  const memory = limits.memory === undefined ? undefined : quantityToNumber(limits.memory);
+  const cpu = limits.cpu === undefined ? undefined : quantityToNumber(limits.cpu);
   const period = 100_000;
   return {
     memoryMax: memory ? String(Math.round(memory)) : "max",

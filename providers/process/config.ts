@@ -22,10 +22,10 @@
  */
 import { z } from "zod";
 import { parseDuration } from "../../lib/duration.ts";
-import { parseQuantity } from "./quantity.ts";
+import { quantityToNumber } from "../../k8s/quantity.ts";
 
 const quantity = z.union([z.string(), z.number()]).refine(
-  (q) => parseQuantity(q) !== undefined,
+  (q) => quantityToNumber(q) !== undefined,
   { error: (i) => `${JSON.stringify(i.input)} is not a Kubernetes quantity (e.g. "2", "4Gi")` },
 ).transform(String);
 
@@ -91,5 +91,5 @@ export function parseProcessConfig(
 
 /** The config's log size cap in bytes. */
 export function logMaxBytes(config: ProcessConfig): number {
-  return Math.max(Math.round(parseQuantity(config.logs.maxSize) ?? 0), 4096);
+  return Math.max(Math.round(quantityToNumber(config.logs.maxSize) ?? 0), 4096);
 }

@@ -13,7 +13,7 @@ import type {
   ResourceFieldSelector,
 } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError } from "../../lib/provider.ts";
-import { parseQuantity } from "./quantity.ts";
+import { quantityToNumber } from "../../k8s/quantity.ts";
 
 /** Go's `%q` of a string, close enough for label and annotation values. */
 function quote(value: string): string {
@@ -72,7 +72,7 @@ export function resourceValue(
     ? container.resources?.limits?.[resource]
     : container.resources?.requests?.[resource];
   const fallback = kind === "limits" ? allocatable[resource] : "0";
-  const value = parseQuantity(listed ?? fallback ?? "0") ?? 0;
-  const divisor = parseQuantity(ref.divisor ?? "1") || 1;
+  const value = quantityToNumber(listed ?? fallback ?? "0") ?? 0;
+  const divisor = quantityToNumber(ref.divisor ?? "1") || 1;
   return String(Math.ceil(value / divisor));
 }

@@ -3,7 +3,7 @@ import type { ConfigMap, Container, Pod, Secret, Service } from "kubernetes-type
 import { type EnvSources, isEnvResolutionError, resolvePodEnv } from "../../lib/pods/env.ts";
 import { expandVars } from "../../lib/pods/expansion.ts";
 import { formatMap } from "../../lib/pods/field_ref.ts";
-import { parseQuantity, quantityMilliValue, quantityValue } from "../../lib/pods/quantity.ts";
+import { parseQuantity, quantityMilliValue, quantityValue } from "../../k8s/quantity.ts";
 
 const b64 = (s: string) => btoa(s);
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { IpPool, parseLoopbackCidr } from "../../../providers/mock/cidr.ts";
 import { parseMockConfig } from "../../../providers/mock/config.ts";
-import { parseQuantity } from "../../../providers/mock/quantity.ts";
+import { quantityToNumber } from "../../../k8s/quantity.ts";
 
 Deno.test("no config gives a large loopback node with steady usage", () => {
   const parsed = parseMockConfig(undefined, "vk-1");
@@ -94,13 +94,13 @@ Deno.test("pod IPs are handed out once and reused after release", () => {
 });
 
 Deno.test("quantities parse with decimal, binary and exponent suffixes", () => {
-  assert.equal(parseQuantity("250m"), 0.25);
-  assert.equal(parseQuantity("2"), 2);
-  assert.equal(parseQuantity("16Mi"), 16 * 2 ** 20);
-  assert.equal(parseQuantity("1.5Gi"), 1.5 * 2 ** 30);
-  assert.equal(parseQuantity("2k"), 2000);
-  assert.equal(parseQuantity("3e3"), 3000);
-  assert.equal(parseQuantity("1E"), 1e18);
-  assert.equal(parseQuantity("10x"), undefined);
-  assert.equal(parseQuantity(""), undefined);
+  assert.equal(quantityToNumber("250m"), 0.25);
+  assert.equal(quantityToNumber("2"), 2);
+  assert.equal(quantityToNumber("16Mi"), 16 * 2 ** 20);
+  assert.equal(quantityToNumber("1.5Gi"), 1.5 * 2 ** 30);
+  assert.equal(quantityToNumber("2k"), 2000);
+  assert.equal(quantityToNumber("3e3"), 3000);
+  assert.equal(quantityToNumber("1E"), 1e18);
+  assert.equal(quantityToNumber("10x"), undefined);
+  assert.equal(quantityToNumber(""), undefined);
 });

@@ -1,7 +1,7 @@
 /**
  * Kubernetes resource quantities ("100m", "1.5Gi", "2e3") read exactly, as apimachinery's
  * `resource.Quantity` does, so that downward-API resource values match the kubelet's digit for
- * digit.
+ * digit; {@link quantityToNumber} gives a plain number where rounding does not matter.
  * @module
  */
 
@@ -69,4 +69,18 @@ export function quantityValue(q: Quantity): bigint {
 /** `Quantity.MilliValue()`: the value in thousandths, rounded up. */
 export function quantityMilliValue(q: Quantity): bigint {
   return scaledValue(q, 3);
+}
+
+/**
+ * A quantity as a plain number (`"1.5Gi"` → 1610612736), or `undefined` when the text is not a
+ * quantity: enough to validate a config or add up requests, where float rounding is harmless.
+ */
+export function quantityToNumber(text: string | number): number | undefined {
+  if (typeof text === "number") return Number.isFinite(text) ? text : undefined;
+  try {
+    const q = parseQuantity(text);
+    return Number(q.numerator) / Number(q.denominator);
+  } catch {
+    return undefined;
+  }
 }
