@@ -115,7 +115,14 @@ export function metricsText(summary: StatsSummary): string {
     }
     for (const c of pod.containers) {
       const l = labels({ ...podLabels, container: c.name });
-      containerStart.samples.push({ labels: l, value: Date.parse(c.startTime) / 1000 });
+      const cpuSeconds = c.cpu?.usageCoreNanoSeconds;
+      const workingSet = c.memory?.workingSetBytes;
+      // metrics-server drops the whole pod when a container has a start time but lacks CPU or
+      // memory (kubernetes-sigs/metrics-server pkg/scraper/client/resource/decode.go), as for a
+      // container that has exited or not started: leave such containers out altogether.
+      if (cpuSeconds !== undefined && workingSet !== undefined) {
+        containerStart.samples.push({ labels: l, value: Date.parse(c.startTime) / 1000 });
+      }
       if (c.cpu?.usageCoreNanoSeconds !== undefined) {
         containerCpu.samples.push({
           labels: l,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { formatGoFloat } from "../../../providers/mock/metrics.ts";
+import { formatGoFloat, metricsText } from "../../../providers/mock/metrics.ts";
 import { mockProvider, samplePod } from "./_setup.ts";
 
 Deno.test("a running container reports non-zero usage from its first moment", async () => {
@@ -73,6 +73,33 @@ Deno.test("metrics/resource has the kubelet's series, labels and timestamps", as
   );
   assert.ok(lines.includes("scrape_error 0"));
   assert.ok(text.endsWith("\n"));
+});
+
+Deno.test("a container without CPU or memory samples gets no start time series", () => {
+  const time = "2026-01-01T00:00:10Z";
+  const startTime = "2026-01-01T00:00:00Z";
+  const text = metricsText({
+    node: { nodeName: "vk-test", startTime },
+    pods: [{
+      podRef: { namespace: "ns", name: "p", uid: "u" },
+      startTime,
+      containers: [
+        {
+          name: "up",
+          startTime,
+          cpu: { time, usageCoreNanoSeconds: 1e9 },
+          memory: { time, workingSetBytes: 1024 },
+        },
+        { name: "exited", startTime },
+        { name: "cpu-only", startTime, cpu: { time, usageCoreNanoSeconds: 1e9 } },
+      ],
+    }],
+  });
+  const starts = text.split("\n").filter((l) => l.startsWith("container_start_time_seconds{"));
+  // metrics-server would drop pod p whole if "exited" or "cpu-only" had a start time sample.
+  assert.deepEqual(starts, [
+    'container_start_time_seconds{container="up",namespace="ns",pod="p"} 1.7672256e+09',
+  ]);
 });
 
 Deno.test("numbers are printed as Go prints them", () => {
