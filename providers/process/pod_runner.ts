@@ -1,26 +1,29 @@
 /**
  * One pod's life on this node, as the kubelet's pod workers run it (kubernetes/kubernetes
  * pkg/kubelet/kuberuntime/kuberuntime_manager.go `computePodActions`/`SyncPod`): volumes
- * first, then init containers one at a time in order, then every container; restarts by
- * `restartPolicy` with the kubelet's back-off; probes and lifecycle hooks per instance;
- * graceful stop on delete. Every change is saved to `pod.json` and reported through `changed`.
+ * first (./volume_sync.ts), then init containers one at a time in order (./init_containers.ts),
+ * then every container; restarts by `restartPolicy` with the kubelet's back-off
+ * (./restart_policy.ts); hooks and probes per instance (./instance_supervisor.ts); graceful
+ * stop on delete (./container_stop.ts). Every change is saved to `pod.json` and reported
+ * through `changed`.
  * @module
  */
-import type { Container, Pod, PodCondition, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import type { Container, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import type { Logger } from "../../lib/log.ts";
-import { backoffUntil, recordRestart } from "./backoff.ts";
-import { hasLimits } from "./cgroups.ts";
 import { execContextOf, instanceFiles, startContainer, type StartDeps } from "./container_start.ts";
 import { allContainers } from "./container_spec.ts";
+import { killGraceMs, type LiveContainer, stopContainer } from "./container_stop.ts";
 import type { ExecContext } from "./exec.ts";
-import { runAction } from "./handlers.ts";
+import { stepInitContainers } from "./init_containers.ts";
 import { Instance } from "./instance.ts";
+import { superviseInstance } from "./instance_supervisor.ts";
+import { hostConditions } from "./pod_conditions.ts";
 import { isSameProcess } from "./proc.ts";
-import { runProbes } from "./probes.ts";
+import { decideStart, shouldRestart } from "./restart_policy.ts";
 import { type ContainerRecord, type PodPaths, type PodRecord, writeRecord } from "./state.ts";
 import { podPhase, podStatus } from "./status.ts";
-import type { VolumeContext } from "./volumes.ts";
-import { VolumeSet } from "./volumes.ts";
+import { type VolumeContext, VolumeSet } from "./volumes.ts";
+import { VolumeSync } from "./volume_sync.ts";
 
 /** What a pod runner needs from the provider. */
 export interface RunnerDeps extends StartDeps {
@@ -31,58 +34,32 @@ export interface RunnerDeps extends StartDeps {
   changed: () => void;
 }
 
-interface Live {
-  instance: Instance;
-  exec: ExecContext;
-  /** Aborts the instance's probes and hooks. */
-  stop: AbortController;
-  killMessage?: string;
-}
-
 /** Runs one pod; see the module doc. */
 export class PodRunner {
   readonly record: PodRecord;
   readonly paths: PodPaths;
   readonly volumes: VolumeSet;
   readonly #deps: RunnerDeps;
-  readonly #live = new Map<string, Live>();
+  readonly #live = new Map<string, LiveContainer>();
   readonly #closed = new AbortController();
+  readonly #volumeSync: VolumeSync;
   #kick = new AbortController();
   #loop?: Promise<void>;
-  #volumesReady = false;
-  #volumeError?: string;
-  #nextVolumeSync = 0;
-  #volumeRetryMs = 1000;
+  #saving: Promise<void> = Promise.resolve();
 
   constructor(record: PodRecord, paths: PodPaths, deps: RunnerDeps) {
     this.record = record;
     this.paths = paths;
     this.#deps = deps;
     this.volumes = new VolumeSet(record.pod, { ...deps.volumeContext, paths });
+    this.#volumeSync = new VolumeSync(this.volumes, { intervalMs: deps.config.volumeSyncInterval });
   }
 
   /** Re-adopts instances recorded as running, then starts the loop. */
   start(): void {
     for (const [name, cr] of Object.entries(this.record.containers)) {
       const container = allContainers(this.record.pod).find((c) => c.name === name);
-      if (!cr.running || !container) continue;
-      const files = instanceFiles(this.paths, name, cr.running.instance, this.#deps);
-      const instance = Instance.adopt(cr.running, files, this.#deps.clock);
-      if (!isSameProcess(cr.running.pid, cr.running.startTicks)) {
-        this.#deps.log.info("container {container} of {pod} ended while vkubelet was away", {
-          container: name,
-          pod: this.key,
-        });
-      }
-      const exec = execContextOf(
-        this.record.pod,
-        container,
-        this.volumes,
-        this.paths,
-        cr.running.pid,
-        cr.running.namespaced,
-      );
-      this.#track(container, instance, exec);
+      if (cr.running && container) this.#adopt(container, cr.running);
     }
     this.#loop = this.#run();
   }
@@ -91,7 +68,7 @@ export class PodRunner {
     return `${this.record.pod.metadata?.namespace}/${this.record.pod.metadata?.name}`;
   }
 
-  /** The live instance of a container, for exec, logs and stats. */
+  /** The live instance of a container, for exec, attach, logs and stats. */
   live(name: string): { instance: Instance; exec: ExecContext } | undefined {
     return this.#live.get(name);
   }
@@ -101,8 +78,8 @@ export class PodRunner {
     return podStatus(this.record, {
       nowMs: this.#deps.clock.now(),
       hostIp: this.#deps.hostIp,
-      volumesReady: this.#volumesReady,
-      extraConditions: this.#conditions(),
+      volumesReady: this.#volumeSync.ready,
+      extraConditions: hostConditions(this.record, this.#deps),
     });
   }
 
@@ -120,7 +97,7 @@ export class PodRunner {
       const live = this.#live.get(c.name);
       if (old && live && old.image !== c.image) this.#kill(c, live, `image changed to ${c.image}`);
     }
-    this.#nextVolumeSync = 0;
+    this.#volumeSync.expire();
     await this.#save();
     this.#wake();
   }
@@ -132,7 +109,7 @@ export class PodRunner {
     this.#wake();
     const stops = [...this.#live.entries()].map(([name, live]) => {
       const container = allContainers(this.record.pod).find((c) => c.name === name)!;
-      return this.#stopInstance(container, live, graceMs);
+      return stopContainer(container, live, { graceMs, clock: this.#deps.clock });
     });
     await Promise.all(stops);
     await this.#loop;
@@ -146,6 +123,31 @@ export class PodRunner {
     for (const live of this.#live.values()) live.stop.abort();
     await Promise.all([...this.#live.values()].map((l) => l.instance.detach()));
     await this.#loop;
+  }
+
+  /** The phase (for tests and logs). */
+  get phase(): string | undefined {
+    return podPhase(this.record);
+  }
+
+  #adopt(container: Container, running: NonNullable<ContainerRecord["running"]>): void {
+    const files = instanceFiles(this.paths, container.name, running.instance, this.#deps);
+    const instance = Instance.adopt(running, files, this.#deps.clock);
+    if (!isSameProcess(running.pid, running.startTicks)) {
+      this.#deps.log.info("container {container} of {pod} ended while vkubelet was away", {
+        container: container.name,
+        pod: this.key,
+      });
+    }
+    const exec = execContextOf(
+      this.record.pod,
+      container,
+      this.volumes,
+      this.paths,
+      running.pid,
+      running.namespaced,
+    );
+    this.#track(container, instance, exec);
   }
 
   async #run(): Promise<void> {
@@ -173,104 +175,71 @@ export class PodRunner {
 
   /** One pass of the pod's sync; returns when it wants to run again (undefined: on events). */
   async #step(): Promise<number | undefined> {
-    const now = this.#deps.clock.now();
     const wakes: (number | undefined)[] = [];
-    if (!this.#volumesReady || now >= this.#nextVolumeSync) {
+    if (this.#volumeSync.due(this.#deps.clock.now())) {
       wakes.push(await this.#syncVolumes());
-      if (!this.#volumesReady) return wakes[0];
+      if (!this.#volumeSync.ready) return wakes[0];
     }
-    wakes.push(this.#nextVolumeSync, this.volumes.nextTokenRefresh());
+    wakes.push(this.#volumeSync.nextAt, this.volumes.nextTokenRefresh());
     if (!this.record.initialized) {
-      const init = await this.#stepInit();
+      const init = await stepInitContainers(this.record.pod, this.record.containers, {
+        ensure: (c) => this.#ensure(c, () => true),
+        sidecarStarted: (name) => !!this.#live.get(name)?.instance.record.started,
+      });
       if (init !== "done") return earliest([...wakes, init === "wait" ? undefined : init]);
       this.record.initialized = true;
       await this.#save();
       this.#deps.changed();
     }
     for (const c of this.record.pod.spec?.containers ?? []) {
-      wakes.push(await this.#ensure(c, (t) => shouldRestart(this.record, t.exitCode)));
+      wakes.push(await this.#ensure(c, (t) => shouldRestart(this.record.pod, t.exitCode)));
     }
     return earliest(wakes);
   }
 
   async #syncVolumes(): Promise<number> {
-    const now = this.#deps.clock.now();
-    try {
-      await this.volumes.sync(this.record.pod, this.#closed.signal);
-      const first = !this.#volumesReady;
-      this.#volumesReady = true;
-      this.#volumeError = undefined;
-      this.#volumeRetryMs = 1000;
-      this.#nextVolumeSync = now + this.#deps.config.volumeSyncInterval;
-      if (first) this.#deps.changed();
-      return this.#nextVolumeSync;
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      if (this.#volumesReady) {
-        this.#deps.log.warn("volumes of {pod} not refreshed: {err}", {
-          pod: this.key,
-          err: message,
-        });
-        return now + this.#deps.config.volumeSyncInterval;
+    const result = await this.#volumeSync.run(
+      this.record.pod,
+      this.#deps.clock.now(),
+      this.#closed.signal,
+    );
+    if (result.ok) {
+      if (result.first) this.#deps.changed();
+    } else if (result.ready) {
+      this.#deps.log.warn("volumes of {pod} not refreshed: {err}", {
+        pod: this.key,
+        err: result.message,
+      });
+    } else if (result.changed) {
+      for (const c of allContainers(this.record.pod)) {
+        this.#containerRecord(c).waiting = {
+          reason: "ContainerCreating",
+          message: `MountVolume.SetUp failed: ${result.message}`,
+        };
       }
-      if (message !== this.#volumeError) {
-        this.#volumeError = message;
-        for (const c of allContainers(this.record.pod)) {
-          this.#containerRecord(c).waiting = {
-            reason: "ContainerCreating",
-            message: `MountVolume.SetUp failed: ${message}`,
-          };
-        }
-        this.#deps.changed();
-      }
-      this.#volumeRetryMs = Math.min(this.#volumeRetryMs * 2, 30_000);
-      return now + this.#volumeRetryMs;
+      this.#deps.changed();
     }
-  }
-
-  /** Init containers in order: "done", "wait" (one is running) or when to look again. */
-  async #stepInit(): Promise<"done" | "wait" | number | undefined> {
-    const policy = this.record.pod.spec?.restartPolicy ?? "Always";
-    for (const c of this.record.pod.spec?.initContainers ?? []) {
-      const cr = this.record.containers[c.name];
-      if (c.restartPolicy === "Always") {
-        // A sidecar: started in order, then kept running with the pod.
-        const wake = await this.#ensure(c, () => true);
-        if (!this.#live.get(c.name)?.instance.record.started) return wake ?? "wait";
-        continue;
-      }
-      if (cr?.terminated?.exitCode === 0 && !cr.running) continue;
-      if (cr?.running) return "wait";
-      if (cr?.terminated && policy === "Never") return "wait";
-      return await this.#ensure(c, () => true) ?? "wait";
-    }
-    return "done";
+    return result.wakeAt;
   }
 
   /** Starts `c` if it should run now; returns when to look again for its back-off. */
-  async #ensure(c: Container, restart: (t: NonNullable<ContainerRecord["terminated"]>) => boolean) {
+  async #ensure(
+    c: Container,
+    restart: (t: NonNullable<ContainerRecord["terminated"]>) => boolean,
+  ): Promise<number | undefined> {
     const cr = this.#containerRecord(c);
-    if (cr.running) return undefined;
-    const now = this.#deps.clock.now();
-    const t = cr.terminated;
-    if (t) {
-      if (!restart(t)) return undefined;
-      const until = backoffUntil(cr, t.finishedAtMs, now);
-      if (until !== undefined) {
-        const delay = Math.round((cr.backoff?.delayMs ?? 0) / 1000);
-        const message =
-          `back-off ${delay}s restarting failed container=${c.name} pod=${this.record.pod.metadata?.name}_${this.record.pod.metadata?.namespace}(${this.record.pod.metadata?.uid})`;
-        if (cr.waiting?.reason !== "CrashLoopBackOff") {
-          cr.waiting = { reason: "CrashLoopBackOff", message };
-          await this.#save();
-          this.#deps.changed();
-        }
-        return until;
+    const decision = decideStart(this.record.pod, c, cr, {
+      restart,
+      nowMs: this.#deps.clock.now(),
+    });
+    if (decision.action === "none") return undefined;
+    if (decision.action === "back-off") {
+      if (cr.waiting?.reason !== decision.waiting.reason) {
+        cr.waiting = decision.waiting;
+        await this.#save();
+        this.#deps.changed();
       }
-      recordRestart(cr, t.finishedAtMs, now);
-      cr.restartCount++;
-      cr.lastTermination = t;
-      cr.terminated = undefined;
+      return decision.until;
     }
     await this.#start(c, cr);
     return undefined;
@@ -309,28 +278,17 @@ export class PodRunner {
 
   /** Watches an instance: hooks, probes, and its end. */
   #track(c: Container, instance: Instance, exec: ExecContext): void {
-    const live: Live = { instance, exec, stop: new AbortController() };
+    const live: LiveContainer = { instance, exec, stop: new AbortController() };
     this.#live.set(c.name, live);
     const signal = AbortSignal.any([live.stop.signal, this.#closed.signal]);
-    (async () => {
-      if (c.lifecycle?.postStart && !instance.record.started) {
-        const result = await runAction(c.lifecycle.postStart, {
-          exec,
-          container: c,
-          timeoutMs: 30_000,
-          clock: this.#deps.clock,
-          signal,
-        });
-        if (!result.ok && !signal.aborted) {
-          return this.#kill(c, live, `PostStartHookError: ${result.message}`);
-        }
-      }
-      await runProbes({ container: c, exec, clock: this.#deps.clock, signal }, {
-        started: () => this.#setFlag(instance, "started", true),
-        ready: (ready) => this.#setFlag(instance, "ready", ready),
-        failed: (_probe, message) => this.#kill(c, live, message),
-      });
-    })().catch((err) => this.#deps.log.error("probes of {pod} failed", { pod: this.key, err }));
+    superviseInstance(c, live, {
+      clock: this.#deps.clock,
+      signal,
+      events: {
+        flag: (flag, value) => this.#setFlag(instance, flag, value),
+        kill: (message) => this.#kill(c, live, message),
+      },
+    }).catch((err) => this.#deps.log.error("probes of {pod} failed", { pod: this.key, err }));
     instance.ended.then(async (termination) => {
       live.stop.abort();
       if (this.#live.get(c.name) === live) this.#live.delete(c.name);
@@ -351,39 +309,15 @@ export class PodRunner {
     this.#save().then(() => this.#deps.changed());
   }
 
-  #kill(c: Container, live: Live, message: string): void {
+  #kill(c: Container, live: LiveContainer, message: string): void {
     live.killMessage = message;
     this.#deps.log.info("killing container {container} of {pod}: {message}", {
       container: c.name,
       pod: this.key,
       message,
     });
-    const probeGrace = c.livenessProbe?.terminationGracePeriodSeconds;
-    const grace = (probeGrace ?? this.record.pod.spec?.terminationGracePeriodSeconds ?? 30) * 1000;
-    this.#stopInstance(c, live, grace).catch(() => {});
-  }
-
-  async #stopInstance(c: Container, live: Live, graceMs: number): Promise<void> {
-    const { clock } = this.#deps;
-    const started = clock.now();
-    live.stop.abort();
-    const preStop = c.lifecycle?.preStop;
-    if (preStop) {
-      const budget = new AbortController();
-      const timer = clock.sleep(graceMs, budget.signal).then(() => budget.abort(), () => {});
-      await runAction(preStop, {
-        exec: live.exec,
-        container: c,
-        timeoutMs: graceMs,
-        clock,
-        signal: budget.signal,
-      });
-      budget.abort();
-      await timer;
-    }
-    // The kubelet gives at least 2 s after preStop (kuberuntime_container.go minimumGracePeriodInSeconds).
-    const rest = Math.max(graceMs - (clock.now() - started), preStop ? 2000 : 0);
-    await live.instance.stop(rest);
+    const graceMs = killGraceMs(c, this.record.pod);
+    stopContainer(c, live, { graceMs, clock: this.#deps.clock }).catch(() => {});
   }
 
   #containerRecord(c: Container): ContainerRecord {
@@ -393,37 +327,6 @@ export class PodRunner {
       image: c.image ?? "",
     };
   }
-
-  #conditions(): PodCondition[] {
-    const out: PodCondition[] = [];
-    const containers = allContainers(this.record.pod);
-    const at = new Date(this.record.startTimeMs).toISOString().replace(/\.\d+Z$/, "Z");
-    if (
-      containers.some((c) => c.volumeMounts?.length) &&
-      this.#deps.config.mountNamespace !== "off" && !this.#deps.mountNamespace.ok
-    ) {
-      out.push({
-        type: "vkubelet.io/VolumesAtMountPath",
-        status: "False",
-        reason: "NoMountNamespace",
-        message:
-          `volumes are not at their mountPath (${this.#deps.mountNamespace.reason}); containers find them through VKUBELET_VOLUME_<NAME> variables`,
-        lastTransitionTime: at,
-      });
-    }
-    if (containers.some(hasLimits) && !this.#deps.cgroups.ok) {
-      out.push({
-        type: "vkubelet.io/ResourceLimitsEnforced",
-        status: "False",
-        reason: "NoCgroupV2",
-        message: `resource limits are reported, not enforced: ${this.#deps.cgroups.reason}`,
-        lastTransitionTime: at,
-      });
-    }
-    return out;
-  }
-
-  #saving: Promise<void> = Promise.resolve();
 
   /** Saves the record; saves are serialised so that the last state always lands last. */
   #save(): Promise<void> {
@@ -437,19 +340,9 @@ export class PodRunner {
     );
     return this.#saving;
   }
-
-  /** The phase (for tests and logs). */
-  get phase(): string | undefined {
-    return podPhase(this.record);
-  }
 }
 
 function earliest(times: (number | undefined)[]): number | undefined {
   const defined = times.filter((t): t is number => t !== undefined);
   return defined.length ? Math.min(...defined) : undefined;
-}
-
-function shouldRestart(record: PodRecord, exitCode: number): boolean {
-  const policy = record.pod.spec?.restartPolicy ?? "Always";
-  return policy === "Always" || (policy === "OnFailure" && exitCode !== 0);
 }

@@ -1,0 +1,48 @@
+/**
+ * Pod conditions of vkubelet's own (`vkubelet.io/...`) that say where the host falls short of
+ * what the pod asked: volumes not at their mountPath without a mount namespace, resource limits
+ * reported but not enforced without cgroup v2.
+ * @module
+ */
+import type { PodCondition } from "kubernetes-types/core/v1.d.ts";
+import { type CgroupSupport, hasLimits } from "./cgroups.ts";
+import type { ProcessConfig } from "./config.ts";
+import { allContainers } from "./container_spec.ts";
+import type { PodRecord } from "./state.ts";
+
+/** What the host offers, as probed at start-up. */
+export interface HostSupport {
+  config: Pick<ProcessConfig, "mountNamespace">;
+  mountNamespace: { ok: boolean; reason?: string };
+  cgroups: CgroupSupport;
+}
+
+/** The `vkubelet.io/...` conditions that apply to the pod on this host. */
+export function hostConditions(record: PodRecord, host: HostSupport): PodCondition[] {
+  const out: PodCondition[] = [];
+  const containers = allContainers(record.pod);
+  const at = new Date(record.startTimeMs).toISOString().replace(/\.\d+Z$/, "Z");
+  if (
+    containers.some((c) => c.volumeMounts?.length) &&
+    host.config.mountNamespace !== "off" && !host.mountNamespace.ok
+  ) {
+    out.push({
+      type: "vkubelet.io/VolumesAtMountPath",
+      status: "False",
+      reason: "NoMountNamespace",
+      message:
+        `volumes are not at their mountPath (${host.mountNamespace.reason}); containers find them through VKUBELET_VOLUME_<NAME> variables`,
+      lastTransitionTime: at,
+    });
+  }
+  if (containers.some(hasLimits) && !host.cgroups.ok) {
+    out.push({
+      type: "vkubelet.io/ResourceLimitsEnforced",
+      status: "False",
+      reason: "NoCgroupV2",
+      message: `resource limits are reported, not enforced: ${host.cgroups.reason}`,
+      lastTransitionTime: at,
+    });
+  }
+  return out;
+}
