@@ -28,10 +28,21 @@ import { attachMock, runMockCommand } from "./exec.ts";
 import { containerLogStream } from "./logs.ts";
 import {
   type ContainerRun,
+  currentStatus,
+  isRunning,
+  isSidecar,
+  isTerminalPhase,
   longRunningContainers,
-  runningStatus,
+  podPhase,
   terminatedStatus,
 } from "./status.ts";
+import {
+  EXIT_ANNOTATION,
+  parseHooks,
+  playExits,
+  START_ERROR_ANNOTATION,
+  startErrorRun,
+} from "./hooks.ts";
 import { cpuNanoSeconds, metricsText, statsSummary, type Usage } from "./stats.ts";
 import { quantityToNumber } from "../../k8s/quantity.ts";
 import { configureMockNode } from "./node.ts";
@@ -42,6 +53,10 @@ export const ANNOTATIONS = {
   createError: "mock.vkubelet.io/create-error",
   /** `cpu=250m,memory=64Mi`: usage of each container of the pod instead of the config's. */
   usage: "mock.vkubelet.io/usage",
+  /** `web=3` or `web=3@2s`: container `web` exits with code 3 (2 s after each start); see hooks.ts. */
+  exit: EXIT_ANNOTATION,
+  /** `web` or `web=MESSAGE`: container `web` waits in CreateContainerError; see hooks.ts. */
+  startError: START_ERROR_ANNOTATION,
 } as const;
 
 /** One pod the mock runs. */
@@ -65,6 +80,8 @@ export class MockProvider implements Provider {
   readonly #ips: IpPool;
   readonly #podCallbacks = new Set<(pod: Pod) => void>();
   readonly #startMs: number;
+  /** Exit scripts in progress (see hooks.ts), awaited by close. */
+  readonly #scripts = new Set<Promise<void>>();
   #retiredCpuNs = 0;
   #pingError?: Error;
 
@@ -104,6 +121,7 @@ export class MockProvider implements Provider {
     if (existing && existing.pod.metadata?.uid === uid) return;
     if (existing) this.#remove(existing);
     const usage = this.#usageOf(pod);
+    const hooks = parseHooks(pod);
     let podIp: string;
     try {
       podIp = this.#ips.allocate();
@@ -113,7 +131,13 @@ export class MockProvider implements Provider {
     const now = this.#deps.clock.now();
     const runs = new Map<string, ContainerRun>();
     for (const c of longRunningContainers(pod)) {
-      runs.set(c.name, { startedAtMs: now, restartCount: 0, image: c.image ?? "" });
+      const startError = hooks.startErrors.get(c.name);
+      runs.set(
+        c.name,
+        startError === undefined
+          ? { startedAtMs: now, restartCount: 0, image: c.image ?? "" }
+          : startErrorRun(c.image ?? "", now, startError),
+      );
     }
     const record: MockPod = {
       pod: structuredClone(pod),
@@ -125,6 +149,17 @@ export class MockProvider implements Provider {
     };
     this.#pods.set(key(namespace, name), record);
     this.#refresh(record);
+    if (hooks.exits.size > 0) {
+      const script = playExits(hooks, {
+        pod: record.pod,
+        clock: this.#deps.clock,
+        signal: record.stopped.signal,
+        run: (container) => record.runs.get(container),
+        setRun: (container, run) => this.#setRun(record, container, run),
+      });
+      this.#scripts.add(script);
+      script.finally(() => this.#scripts.delete(script));
+    }
     await Promise.resolve();
   }
 
@@ -136,7 +171,7 @@ export class MockProvider implements Provider {
       const run = record.runs.get(c.name);
       if (run && run.image !== c.image) {
         // A new image restarts the container, as the kubelet does.
-        this.#retiredCpuNs += cpuNanoSeconds(record.usage, run.startedAtMs, now);
+        this.#retire(record, run, now);
         record.runs.set(c.name, {
           startedAtMs: now,
           restartCount: run.restartCount + 1,
@@ -212,6 +247,12 @@ export class MockProvider implements Provider {
     return attempt(() => {
       const record = this.#get(ref.namespace, ref.pod);
       const run = this.#run(record, ref);
+      if (run.waiting && !run.previous && !options.previous) {
+        // The kubelet's answer for a container that never started (kuberuntime logs).
+        throw new InvalidInputError(
+          `container "${ref.container}" in pod "${ref.pod}" is waiting to start: ${run.waiting.reason}`,
+        );
+      }
       return containerLogStream({
         pod: record.pod,
         container: ref.container,
@@ -272,9 +313,9 @@ export class MockProvider implements Provider {
     });
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
     for (const record of this.#pods.values()) record.stopped.abort(new Error("provider closed"));
-    return Promise.resolve();
+    await Promise.all(this.#scripts);
   }
 
   #summary(): StatsSummary {
@@ -334,8 +375,40 @@ export class MockProvider implements Provider {
       { startedAtMs: record.startMs, restartCount: 0, image: container.image ?? "" };
   }
 
+  /**
+   * Replaces a container's run (an exit script moved it on) and reports the status; once the
+   * pod has finished, its sidecars stop too and the scripts end.
+   */
+  #setRun(record: MockPod, container: string, run: ContainerRun): void {
+    if (this.#pods.get(key(record.pod.metadata?.namespace, record.pod.metadata?.name)) !== record) {
+      return; // deleted or replaced meanwhile
+    }
+    const now = this.#deps.clock.now();
+    const before = record.runs.get(container);
+    if (before && (before.startedAtMs !== run.startedAtMs || !isRunning(run))) {
+      this.#retire(record, before, now);
+    }
+    record.runs.set(container, run);
+    const finished = isTerminalPhase(podPhase(record.pod, record.runs));
+    if (finished) {
+      for (const c of (record.pod.spec?.initContainers ?? []).filter(isSidecar)) {
+        const sidecar = record.runs.get(c.name)!;
+        if (!isRunning(sidecar)) continue;
+        this.#retire(record, sidecar, now);
+        record.runs.set(c.name, { ...sidecar, exited: { exitCode: 0, finishedAtMs: now } });
+      }
+    }
+    this.#refresh(record);
+    if (finished) record.stopped.abort(new Error("pod finished"));
+  }
+
+  /** Adds the CPU a run used to the node's total, once, when it stops running. */
+  #retire(record: MockPod, run: ContainerRun, nowMs: number): void {
+    if (isRunning(run)) this.#retiredCpuNs += cpuNanoSeconds(record.usage, run.startedAtMs, nowMs);
+  }
+
   #refresh(record: MockPod): void {
-    const status = runningStatus(record.pod, {
+    const status = currentStatus(record.pod, {
       nowMs: this.#deps.clock.now(),
       podStartMs: record.startMs,
       podIp: record.podIp,
@@ -348,9 +421,7 @@ export class MockProvider implements Provider {
 
   #remove(record: MockPod): void {
     const now = this.#deps.clock.now();
-    for (const run of record.runs.values()) {
-      this.#retiredCpuNs += cpuNanoSeconds(record.usage, run.startedAtMs, now);
-    }
+    for (const run of record.runs.values()) this.#retire(record, run, now);
     record.stopped.abort(new Error("pod deleted"));
     this.#ips.release(record.podIp);
     this.#pods.delete(key(record.pod.metadata?.namespace, record.pod.metadata?.name));

@@ -8,7 +8,7 @@
  */
 import type { ContainerStats, MemoryStats, PodStats, StatsSummary } from "../../lib/provider.ts";
 import type { MockPod } from "./provider.ts";
-import { longRunningContainers } from "./status.ts";
+import { isRunning, longRunningContainers } from "./status.ts";
 
 export { metricsText } from "./metrics.ts";
 
@@ -45,9 +45,13 @@ export function statsSummary(inputs: SummaryInputs): StatsSummary {
   for (const record of inputs.pods) {
     const containers = longRunningContainers(record.pod).map((c): ContainerStats => {
       const run = record.runs.get(c.name)!;
+      const startTime = new Date(run.startedAtMs).toISOString();
+      // A container that exited or waits to start uses nothing, and reports no usage (as a
+      // kubelet reports an exited container: start time, no CPU or memory).
+      if (!isRunning(run)) return { name: c.name, startTime };
       return {
         name: c.name,
-        startTime: new Date(run.startedAtMs).toISOString(),
+        startTime,
         cpu: {
           time,
           usageNanoCores: record.usage.nanoCores,
@@ -56,9 +60,10 @@ export function statsSummary(inputs: SummaryInputs): StatsSummary {
         memory: memory(time, record.usage.bytes),
       };
     });
-    const podCpuNs = containers.reduce((sum, c) => sum + c.cpu!.usageCoreNanoSeconds!, 0);
-    const podBytes = record.usage.bytes * containers.length;
-    const podNanoCores = record.usage.nanoCores * containers.length;
+    const running = containers.filter((c) => c.cpu !== undefined);
+    const podCpuNs = running.reduce((sum, c) => sum + c.cpu!.usageCoreNanoSeconds!, 0);
+    const podBytes = record.usage.bytes * running.length;
+    const podNanoCores = record.usage.nanoCores * running.length;
     nodeCpuNs += podCpuNs;
     nodeNanoCores += podNanoCores;
     nodeBytes += podBytes;

@@ -1,13 +1,16 @@
 /**
- * Pod statuses as a kubelet reports them, for the mock provider: Running with every container
- * ready, and the terminal status after deletion. Field choices follow the kubelet's
- * `generateAPIPodStatus` (kubernetes/kubernetes pkg/kubelet/kubelet_pods.go): conditions
- * PodReadyToStartContainers, Initialized, Ready, ContainersReady, PodScheduled; completed init
- * containers first; sidecars (init containers with restartPolicy Always) keep running.
+ * Pod statuses as a kubelet reports them, for the mock provider: every container running and
+ * ready unless a test hook made it exit or fail to start, and the terminal status after deletion.
+ * Field choices follow the kubelet's `generateAPIPodStatus` and `getPhase` (kubernetes/kubernetes
+ * pkg/kubelet/kubelet_pods.go): conditions PodReadyToStartContainers, Initialized, Ready,
+ * ContainersReady, PodScheduled; completed init containers first; sidecars (init containers with
+ * restartPolicy Always) keep running; the phase from the regular containers' states and the
+ * pod's restartPolicy.
  * @module
  */
 import type {
   Container,
+  ContainerStateTerminated,
   ContainerStatus,
   Pod,
   PodCondition,
@@ -15,11 +18,28 @@ import type {
 } from "kubernetes-types/core/v1.d.ts";
 import { quantityToNumber } from "../../k8s/quantity.ts";
 
-/** One start of one container: when, how often it restarted, with which image. */
+/** How a container run ended. */
+export interface ContainerExit {
+  exitCode: number;
+  finishedAtMs: number;
+}
+
+/** One start of one container: when, how often it restarted, with which image, and its state. */
 export interface ContainerRun {
   startedAtMs: number;
   restartCount: number;
   image: string;
+  /** This run has ended and will not restart: the container is terminated. */
+  exited?: ContainerExit;
+  /** The container waits to (re)start: `CrashLoopBackOff`, `CreateContainerError`. */
+  waiting?: { reason: string; message: string };
+  /** The run before this one: the kubelet's `lastState.terminated`. */
+  previous?: ContainerExit & { startedAtMs: number; restartCount: number };
+}
+
+/** True while the run is neither terminated nor waiting. */
+export function isRunning(run: ContainerRun): boolean {
+  return !run.exited && !run.waiting;
 }
 
 /** What a status is built from besides the pod itself. */
@@ -90,9 +110,16 @@ export function qosClass(pod: Pod): "Guaranteed" | "Burstable" | "BestEffort" {
   return !anySet ? "BestEffort" : guaranteed ? "Guaranteed" : "Burstable";
 }
 
-function condition(type: string, status: "True" | "False", atMs: number, reason?: string) {
+function condition(
+  type: string,
+  status: "True" | "False",
+  atMs: number,
+  reason?: string,
+  message?: string,
+) {
   const out: PodCondition = { type, status, lastTransitionTime: rfc3339(atMs) };
   if (reason) out.reason = reason;
+  if (message) out.message = message;
   return out;
 }
 
@@ -113,25 +140,95 @@ function mergeConditions(pod: Pod, ours: PodCondition[], atMs: number): PodCondi
   return [...kept, ...merged];
 }
 
-function runningContainer(pod: Pod, container: Container, run: ContainerRun): ContainerStatus {
+function terminatedState(
+  pod: Pod,
+  name: string,
+  run: ContainerExit & { startedAtMs: number; restartCount: number },
+): ContainerStateTerminated {
   return {
+    exitCode: run.exitCode,
+    reason: run.exitCode === 0 ? "Completed" : "Error",
+    startedAt: rfc3339(run.startedAtMs),
+    finishedAt: rfc3339(run.finishedAtMs),
+    containerID: containerId(pod, name, run.restartCount),
+  };
+}
+
+/** The status of a long-running container from its current run. */
+function containerStatus(pod: Pod, container: Container, run: ContainerRun): ContainerStatus {
+  const out: ContainerStatus = {
     name: container.name,
     image: run.image,
     imageID: imageId(run.image),
     containerID: containerId(pod, container.name, run.restartCount),
-    ready: true,
-    started: true,
+    ready: isRunning(run),
+    started: isRunning(run),
     restartCount: run.restartCount,
     state: { running: { startedAt: rfc3339(run.startedAtMs) } },
-    lastState: {},
+    lastState: run.previous
+      ? { terminated: terminatedState(pod, container.name, run.previous) }
+      : {},
   };
+  if (run.waiting) {
+    // No container exists for this run yet: the kubelet reports no containerID while waiting.
+    delete out.containerID;
+    out.state = { waiting: { ...run.waiting } };
+  } else if (run.exited) {
+    out.state = { terminated: terminatedState(pod, container.name, { ...run, ...run.exited }) };
+  }
+  return out;
 }
 
-/** The Running status: init containers completed, every other container running and ready. */
-export function runningStatus(pod: Pod, inputs: StatusInputs): PodStatus {
+/**
+ * The phase from the regular containers, as the kubelet's `getPhase`: Pending while one waits
+ * to start for the first time, Running while one runs (or, under restartPolicy Always, all are
+ * between restarts), else Succeeded when all exited 0, Failed under Never, Running under
+ * OnFailure (a failed container is restarted).
+ */
+export function podPhase(pod: Pod, runs: Map<string, ContainerRun>): string {
+  let waiting = 0, running = 0, stopped = 0, succeeded = 0;
+  for (const c of pod.spec?.containers ?? []) {
+    const run = runs.get(c.name);
+    if (!run || isRunning(run)) running++;
+    else if (run.waiting && !run.previous) waiting++;
+    else {
+      stopped++;
+      if (run.exited?.exitCode === 0) succeeded++;
+    }
+  }
+  if (waiting > 0) return "Pending";
+  if (running > 0) return "Running";
+  const policy = pod.spec?.restartPolicy ?? "Always";
+  if (policy === "Always") return "Running";
+  if (stopped === succeeded) return "Succeeded";
+  return policy === "Never" ? "Failed" : "Running";
+}
+
+/** True for Succeeded and Failed. */
+export function isTerminalPhase(phase: string | undefined): boolean {
+  return phase === "Succeeded" || phase === "Failed";
+}
+
+/** Ready and ContainersReady: True, or False with the kubelet's reason and message. */
+function readiness(pod: Pod, runs: Map<string, ContainerRun>, phase: string, atMs: number) {
+  if (isTerminalPhase(phase)) {
+    return ["Ready", "ContainersReady"].map((t) => condition(t, "False", atMs, "PodCompleted"));
+  }
+  const unready = longRunningContainers(pod).filter((c) => !isRunning(runs.get(c.name)!));
+  if (unready.length === 0) {
+    return ["Ready", "ContainersReady"].map((t) => condition(t, "True", atMs));
+  }
+  const message = `containers with unready status: [${unready.map((c) => c.name).join(" ")}]`;
+  return ["Ready", "ContainersReady"].map((t) =>
+    condition(t, "False", atMs, "ContainersNotReady", message)
+  );
+}
+
+/** The current status: init containers completed, every other container as its run says. */
+export function currentStatus(pod: Pod, inputs: StatusInputs): PodStatus {
   const { podStartMs, runs } = inputs;
   const initStatuses = (pod.spec?.initContainers ?? []).map((c): ContainerStatus => {
-    if (isSidecar(c)) return runningContainer(pod, c, runs.get(c.name)!);
+    if (isSidecar(c)) return containerStatus(pod, c, runs.get(c.name)!);
     return {
       name: c.name,
       image: c.image ?? "",
@@ -153,13 +250,13 @@ export function runningStatus(pod: Pod, inputs: StatusInputs): PodStatus {
     };
   });
   const at = inputs.nowMs;
+  const phase = podPhase(pod, runs);
   const status: PodStatus = {
-    phase: "Running",
+    phase,
     conditions: mergeConditions(pod, [
-      condition("PodReadyToStartContainers", "True", at),
+      condition("PodReadyToStartContainers", isTerminalPhase(phase) ? "False" : "True", at),
       condition("Initialized", "True", at),
-      condition("Ready", "True", at),
-      condition("ContainersReady", "True", at),
+      ...readiness(pod, runs, phase, at),
     ], at),
     hostIP: inputs.hostIp,
     hostIPs: [{ ip: inputs.hostIp }],
@@ -168,7 +265,7 @@ export function runningStatus(pod: Pod, inputs: StatusInputs): PodStatus {
     startTime: pod.status?.startTime ?? rfc3339(podStartMs),
     qosClass: qosClass(pod),
     containerStatuses: (pod.spec?.containers ?? []).map((c) =>
-      runningContainer(pod, c, runs.get(c.name)!)
+      containerStatus(pod, c, runs.get(c.name)!)
     ),
   };
   if (initStatuses.length > 0) status.initContainerStatuses = initStatuses;
@@ -190,13 +287,16 @@ function terminate(statuses: ContainerStatus[] | undefined, nowMs: number) {
   });
 }
 
-/** The terminal status after deletion: Succeeded, every container terminated with exit 0. */
+/**
+ * The terminal status after deletion: every running container terminated with exit 0, and
+ * Succeeded unless the pod had already finished (a Failed pod stays Failed).
+ */
 export function terminatedStatus(pod: Pod, nowMs: number): PodStatus {
   const status = pod.status ?? {};
   const done = (type: string) => condition(type, "False", nowMs, "PodCompleted");
   const out: PodStatus = {
     ...status,
-    phase: "Succeeded",
+    phase: isTerminalPhase(status.phase) ? status.phase : "Succeeded",
     conditions: mergeConditions(pod, [
       condition("PodReadyToStartContainers", "False", nowMs),
       condition("Initialized", "True", nowMs, "PodCompleted"),
