@@ -51,11 +51,19 @@ function command(
 ): [string, string[], Record<string, string>] {
   const { identity: id } = spec;
   const qps = spec.qps === undefined ? [] : [String(spec.qps), String(spec.qps * 2)];
+  const inspect = Deno.env.get("VKBENCH_INSPECT");
+  if (inspect && !/^127\.0\.0\.1:\d+$/.test(inspect)) {
+    throw new RangeError(
+      "VKBENCH_INSPECT must be 127.0.0.1:PORT (the inspector stays on loopback)",
+    );
+  }
   switch (spec.name) {
     case "vkubelet":
       return [Deno.execPath(), [
         "run",
         "-A",
+        // For bench/profile.ts: VKBENCH_INSPECT=127.0.0.1:9329 opens V8's inspector (loopback).
+        ...(inspect ? [`--inspect=${inspect}`] : []),
         `${repoRoot}main.ts`,
         "--nodename",
         NODE_NAME,

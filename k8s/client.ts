@@ -2,7 +2,10 @@
  * `KubeClient`: the connection to one apiserver. It sends every request through one
  * {@link KubeClient.request} primitive (JSON in and out, throttled, retried on 429 and 5xx
  * honouring `Retry-After`, credentials refreshed after a 401) and groups the typed helpers a
- * kubelet needs under `client.pods`, `client.nodes`, `client.leases` and so on.
+ * kubelet needs under `client.pods`, `client.nodes`, `client.leases` and so on. `client.events`
+ * has a client-side limit of its own, as the kubelet's separate event client does
+ * (kubernetes/kubernetes cmd/kubelet/app/server.go: `--event-qps` 50, `--event-burst` 100), so a
+ * burst of events never delays pod status writes.
  * @module
  */
 import denoJson from "../deno.json" with { type: "json" };
@@ -34,6 +37,10 @@ export interface KubeClientOptions {
   qps?: number;
   /** Requests allowed in a burst; default 100, like the kubelet's. */
   burst?: number;
+  /** Sustained event writes per second (`client.events`); default 50, the kubelet's `--event-qps`. */
+  eventQps?: number;
+  /** Event writes allowed in a burst; default 100, the kubelet's `--event-burst`. */
+  eventBurst?: number;
   retry?: Partial<RetryPolicy>;
   userAgent?: string;
   clock?: Clock;
@@ -58,6 +65,7 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
   readonly csrs: KubeApis["csrs"];
   #pool: HttpClientPool;
   #limiter: RateLimiter;
+  #eventLimiter: RateLimiter;
   #retry: RetryPolicy;
   #userAgent: string;
   #clock: Clock;
@@ -71,6 +79,11 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
       burst: options.burst ?? 100,
       clock: this.#clock,
     });
+    this.#eventLimiter = new RateLimiter({
+      qps: options.eventQps ?? 50,
+      burst: options.eventBurst ?? 100,
+      clock: this.#clock,
+    });
     this.#retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
     this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
     if (config.insecureSkipTlsVerify) {
@@ -81,7 +94,7 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
         { source: config.source },
       );
     }
-    const apis = createApis(this);
+    const apis = createApis(this, { events: this.#limitedBy(this.#eventLimiter) });
     this.pods = apis.pods;
     this.nodes = apis.nodes;
     this.leases = apis.leases;
@@ -105,11 +118,27 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
 
   request<T>(options: RequestOptions & { stream?: false }): Promise<T>;
   request(options: RequestOptions & { stream: true }): Promise<ReadableStream<Uint8Array>>;
-  async request(options: RequestOptions & { stream?: boolean }): Promise<unknown> {
-    const response = await this.#send(options);
+  request(options: RequestOptions & { stream?: boolean }): Promise<unknown> {
+    return this.#request(options, this.#limiter);
+  }
+
+  async #request(
+    options: RequestOptions & { stream?: boolean },
+    limiter: RateLimiter,
+  ): Promise<unknown> {
+    const response = await this.#send(options, limiter);
     if (options.stream) return response.body ?? new ReadableStream({ start: (c) => c.close() });
     const text = await response.text();
     return text === "" ? undefined : JSON.parse(text);
+  }
+
+  /** A requester on this connection that is throttled by `limiter` instead of the shared one. */
+  #limitedBy(limiter: RateLimiter): KubeRequester {
+    return {
+      request:
+        ((options: RequestOptions & { stream?: boolean }) =>
+          this.#request(options, limiter)) as KubeRequester["request"],
+    };
   }
 
   /** Frees pooled connections; requests after this fail. */
@@ -121,12 +150,12 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
     this.close();
   }
 
-  async #send(options: RequestOptions): Promise<Response> {
+  async #send(options: RequestOptions, limiter: RateLimiter): Promise<Response> {
     const method = options.method ?? "GET";
     const signal = options.signal;
     let refreshedCredentials = false;
     for (let attempt = 0;; attempt++) {
-      await this.#limiter.acquire({ signal });
+      await limiter.acquire({ signal });
       const credentials = await this.#credentials(signal);
       let response: Response;
       try {

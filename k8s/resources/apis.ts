@@ -88,8 +88,14 @@ export interface KubeApis {
   csrs: CertificateSigningRequestsApi;
 }
 
+/** Requesters for some helpers other than the main one. */
+export interface CreateApisOptions {
+  /** For `events`, e.g. one with a client-side limit of its own (the kubelet's event client). */
+  events?: KubeRequester;
+}
+
 /** Builds every typed helper on a requester (a `KubeClient`, or a fake in tests). */
-export function createApis(requester: KubeRequester): KubeApis {
+export function createApis(requester: KubeRequester, options: CreateApisOptions = {}): KubeApis {
   const core = (plural: string) => ({ group: "", version: "v1", plural });
   return {
     pods: new NamespacedApi(requester, core("pods")),
@@ -99,7 +105,7 @@ export function createApis(requester: KubeRequester): KubeApis {
       version: "v1",
       plural: "leases",
     }),
-    events: new NamespacedApi(requester, core("events")),
+    events: new NamespacedApi(options.events ?? requester, core("events")),
     configMaps: new NamespacedApi(requester, core("configmaps")),
     secrets: new NamespacedApi(requester, core("secrets")),
     services: new NamespacedApi(requester, core("services")),

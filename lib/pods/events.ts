@@ -5,6 +5,12 @@
  * `lastTimestamp` instead of creating another object (the correlator's aggregation); and each pod
  * may emit 25 events in a burst, then one every five minutes (the correlator's spam filter), so a
  * crash-looping pod cannot flood the apiserver. Recording never blocks and never throws.
+ *
+ * Events are sent one at a time from a queue, as client-go's broadcaster does (tools/record
+ * event.go, one goroutine writing to the sink), so that a thousand pods starting at once do not
+ * turn into two thousand event writes in flight ahead of their status writes. The queue keeps at
+ * most `maxQueued` events and drops newer ones beyond that (client-go keeps 1,000; a virtual node
+ * holds far more pods than a kubelet's 110, so more are kept).
  * @module
  */
 import type { Event, Pod } from "kubernetes-types/core/v1.d.ts";
@@ -37,6 +43,23 @@ export interface EventRecorderOptions {
   refillMs?: number;
   /** Repeats within this window are aggregated; default 10 min. */
   aggregateWindowMs?: number;
+  /** Events waiting to be sent at most; newer ones are dropped. Default 25,000. */
+  maxQueued?: number;
+}
+
+/** What an event needs of its pod; kept instead of the pod, which may be large. */
+interface PodRef {
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion?: string;
+}
+
+interface Queued {
+  pod: PodRef;
+  event: PodEvent;
+  key: string;
+  now: number;
 }
 
 interface Sent {
@@ -54,7 +77,10 @@ export class EventRecorder {
   #o: Required<EventRecorderOptions>;
   #sent = new Map<string, Sent>();
   #buckets = new Map<string, { tokens: number; at: number }>();
-  #chains = new Map<string, Promise<void>>();
+  #queue: Queued[] = [];
+  #head = 0;
+  #draining: Promise<void> | undefined;
+  #dropped = 0;
   #serial = 0;
 
   constructor(options: EventRecorderOptions) {
@@ -63,39 +89,86 @@ export class EventRecorder {
       burst: 25,
       refillMs: 300_000,
       aggregateWindowMs: 600_000,
+      maxQueued: 25_000,
       ...options,
     };
   }
 
+  /** Events waiting to be sent. */
+  get queued(): number {
+    return this.#queue.length - this.#head;
+  }
+
   /** Records `event` on `pod` in the background. */
   record(pod: Pod, event: PodEvent): void {
-    const uid = pod.metadata?.uid ?? "";
-    if (!this.#take(uid)) {
+    const m = pod.metadata ?? {};
+    const ref: PodRef = {
+      namespace: m.namespace ?? "",
+      name: m.name ?? "",
+      uid: m.uid ?? "",
+      resourceVersion: m.resourceVersion,
+    };
+    if (!this.#take(ref.uid)) {
       this.#o.log.debug("event {reason} for {pod} dropped by the rate limit", {
         reason: event.reason,
-        pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`,
+        pod: `${ref.namespace}/${ref.name}`,
       });
       return;
     }
-    const key = [uid, event.fieldPath ?? "", event.type, event.reason, event.message].join("\0");
-    const now = this.#o.clock.now();
-    const previous = this.#chains.get(key) ?? Promise.resolve();
-    const next = previous.then(() => this.#send(pod, event, key, now)).catch((err) => {
-      this.#o.log.warn("could not record event {reason} for {pod}: {err}", {
-        reason: event.reason,
-        pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`,
-        err: err instanceof Error ? err.message : String(err),
-      });
-    });
-    this.#chains.set(key, next);
-    next.finally(() => {
-      if (this.#chains.get(key) === next) this.#chains.delete(key);
-    });
+    if (this.queued >= this.#o.maxQueued) {
+      if (this.#dropped++ % 1000 === 0) {
+        this.#o.log.warn("event queue full ({max}); {dropped} events dropped so far", {
+          max: this.#o.maxQueued,
+          dropped: this.#dropped,
+        });
+      }
+      return;
+    }
+    const key = [ref.uid, event.fieldPath ?? "", event.type, event.reason, event.message].join(
+      "\0",
+    );
+    this.#queue.push({ pod: ref, event, key, now: this.#o.clock.now() });
+    this.#draining ??= this.#drain().finally(() => this.#draining = undefined);
   }
 
-  /** Waits for every event recorded so far to be sent (or to fail). */
-  async flush(): Promise<void> {
-    while (this.#chains.size > 0) await Promise.all(this.#chains.values());
+  /**
+   * Waits for every event recorded so far to be sent (or to fail). If `signal` aborts first,
+   * the events still queued are dropped (as client-go's broadcaster drops them on shutdown).
+   */
+  async flush(options: { signal?: AbortSignal } = {}): Promise<void> {
+    const { signal } = options;
+    const aborted = new Promise<void>((resolve) => {
+      if (signal?.aborted) resolve();
+      signal?.addEventListener("abort", () => resolve(), { once: true });
+    });
+    while (this.#draining && !signal?.aborted) await Promise.race([this.#draining, aborted]);
+    if (this.queued > 0) {
+      this.#o.log.warn("{count} events not sent before shutdown", { count: this.queued });
+      this.#queue = [];
+      this.#head = 0;
+    }
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#head < this.#queue.length) {
+      const item = this.#queue[this.#head++];
+      // Drop the sent prefix now and then, so a long queue is not copied for every event.
+      if (this.#head >= 1024 && this.#head * 2 >= this.#queue.length) {
+        this.#queue = this.#queue.slice(this.#head);
+        this.#head = 0;
+      }
+      try {
+        await this.#send(item);
+      } catch (err) {
+        this.#o.log.warn("could not record event {reason} for {pod}: {err}", {
+          reason: item.event.reason,
+          pod: `${item.pod.namespace}/${item.pod.name}`,
+          err: err instanceof Error ? err.message : String(err),
+        });
+      }
+    }
+    this.#queue = [];
+    this.#head = 0;
   }
 
   #take(uid: string): boolean {
@@ -111,7 +184,7 @@ export class EventRecorder {
     return true;
   }
 
-  async #send(pod: Pod, event: PodEvent, key: string, now: number): Promise<void> {
+  async #send({ pod, event, key, now }: Queued): Promise<void> {
     const timestamp = formatTime(now);
     const sent = this.#sent.get(key);
     if (sent && now - sent.lastSeen < this.#o.aggregateWindowMs) {
@@ -128,14 +201,11 @@ export class EventRecorder {
         // The event expired (events live an hour by default): start a new one.
       }
     }
-    const created = await this.#o.api.create(
-      pod.metadata?.namespace ?? "",
-      this.#build(pod, event, timestamp),
-    );
+    const created = await this.#o.api.create(pod.namespace, this.#build(pod, event, timestamp));
     this.#sent.delete(key);
     this.#sent.set(key, {
       name: created.metadata?.name ?? "",
-      namespace: created.metadata?.namespace ?? pod.metadata?.namespace ?? "",
+      namespace: created.metadata?.namespace ?? pod.namespace,
       count: 1,
       firstTimestamp: timestamp,
       lastSeen: now,
@@ -143,8 +213,7 @@ export class EventRecorder {
     trim(this.#sent);
   }
 
-  #build(pod: Pod, event: PodEvent, timestamp: string): Event {
-    const name = pod.metadata?.name ?? "";
+  #build(pod: PodRef, event: PodEvent, timestamp: string): Event {
     // Unique like client-go's `<object>.<hex unix nanos>`.
     const suffix = (BigInt(Date.parse(timestamp)) * 1_000_000n +
       BigInt((++this.#serial * 7919 + Math.floor(Math.random() * 1000)) % 1_000_000))
@@ -152,14 +221,14 @@ export class EventRecorder {
     return {
       apiVersion: "v1",
       kind: "Event",
-      metadata: { name: `${name}.${suffix}`, namespace: pod.metadata?.namespace },
+      metadata: { name: `${pod.name}.${suffix}`, namespace: pod.namespace },
       involvedObject: {
         apiVersion: "v1",
         kind: "Pod",
-        namespace: pod.metadata?.namespace,
-        name,
-        uid: pod.metadata?.uid,
-        resourceVersion: pod.metadata?.resourceVersion,
+        namespace: pod.namespace,
+        name: pod.name,
+        uid: pod.uid,
+        resourceVersion: pod.resourceVersion,
         fieldPath: event.fieldPath,
       },
       type: event.type,

@@ -111,7 +111,16 @@ export class PodController {
     }
     await Promise.all(tasks);
     await this.#awaitInformers(informers);
-    await ctx.recorder.flush();
+    await this.#flushEvents();
+  }
+
+  /** Sends the queued events, for at most 5 s: shutdown must not wait on a long event queue. */
+  async #flushEvents(): Promise<void> {
+    const deadline = new AbortController();
+    const stop = new AbortController();
+    this.#deps.clock.sleep(5_000, stop.signal).then(() => deadline.abort(), () => {});
+    await this.#ctx.recorder.flush({ signal: deadline.signal });
+    stop.abort();
   }
 
   /** Waits for the informers to stop, but not forever: shutdown must not hang on a stuck watch. */

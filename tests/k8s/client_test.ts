@@ -235,3 +235,25 @@ Deno.test("the client-side rate limit spaces requests out once the burst is spen
     assert.ok(clock.sleeps.every((ms) => ms > 50 && ms <= 200), String(clock.sleeps));
   });
 });
+
+Deno.test("event writes have their own client-side limit and never wait behind other requests", async () => {
+  await withServer(() => Response.json({}), async (url) => {
+    const clock = new RecordingClock();
+    using kube = new KubeClient(config(url), {
+      clock,
+      qps: 10,
+      burst: 2,
+      eventQps: 5,
+      eventBurst: 3,
+    });
+    for (let i = 0; i < 3; i++) {
+      await kube.events.create("default", { metadata: { name: `e${i}` }, involvedObject: {} });
+    }
+    assert.equal(clock.sleeps.length, 0, "three events fit the event burst");
+    for (let i = 0; i < 2; i++) await kube.request({ path: "/x" });
+    assert.equal(clock.sleeps.length, 0, "events did not spend the shared budget");
+    await kube.events.create("default", { metadata: { name: "e3" }, involvedObject: {} });
+    assert.equal(clock.sleeps.length, 1, "the fourth event waits for the event limit");
+    assert.ok(clock.sleeps[0] > 100 && clock.sleeps[0] <= 200, String(clock.sleeps));
+  });
+});

@@ -10,7 +10,7 @@ const pod: Pod = {
   metadata: { name: "web-0", namespace: "shop", uid: "u1", resourceVersion: "7" },
 };
 
-function setup(options: { burst?: number } = {}) {
+function setup(options: { burst?: number; maxQueued?: number } = {}) {
   const api = new FakeEventsApi();
   const clock = new FakeClock();
   const recorder = new EventRecorder({ api, clock, log, nodeName: "vk-1", ...options });
@@ -89,4 +89,57 @@ Deno.test("a failed event write is logged, never thrown", async () => {
   recorder.record(pod, { type: "Normal", reason: "R", message: "kept" });
   await recorder.flush();
   assert.deepEqual([...api.events.values()].map((e) => e.message), ["kept"]);
+});
+
+Deno.test("events are sent one at a time, in the order recorded", async () => {
+  const { api, recorder } = setup();
+  let inFlight = 0;
+  let most = 0;
+  const create = api.create.bind(api);
+  api.create = async (namespace, event) => {
+    most = Math.max(most, ++inFlight);
+    await new Promise((r) => setTimeout(r, 1));
+    inFlight--;
+    return await create(namespace, event);
+  };
+  for (let i = 0; i < 10; i++) {
+    recorder.record({ metadata: { ...pod.metadata, uid: `u${i}` } }, {
+      type: "Normal",
+      reason: "Started",
+      message: `m${i}`,
+    });
+  }
+  assert.equal(recorder.queued, 9, "one in flight");
+  await recorder.flush();
+  assert.equal(most, 1);
+  assert.deepEqual(
+    [...api.events.values()].map((e) => e.message),
+    Array.from({ length: 10 }, (_, i) => `m${i}`),
+  );
+});
+
+Deno.test("a full event queue drops newer events, and flush gives up when its signal aborts", async () => {
+  const { api, recorder } = setup({ maxQueued: 2 });
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  const create = api.create.bind(api);
+  api.create = async (namespace, event) => {
+    await gate;
+    return await create(namespace, event);
+  };
+  for (let i = 0; i < 5; i++) {
+    recorder.record({ metadata: { ...pod.metadata, uid: `u${i}` } }, {
+      type: "Normal",
+      reason: "R",
+      message: `m${i}`,
+    });
+  }
+  assert.equal(recorder.queued, 2, "one in flight, two waiting, two dropped");
+  const deadline = new AbortController();
+  deadline.abort();
+  await recorder.flush({ signal: deadline.signal });
+  assert.equal(recorder.queued, 0, "the waiting ones are dropped at shutdown");
+  release();
+  await recorder.flush();
+  assert.deepEqual([...api.events.values()].map((e) => e.message), ["m0"]);
 });

@@ -1,0 +1,147 @@
+/**
+ * A small CPU profiler for a Deno process started with `--inspect=127.0.0.1:PORT` (the bench
+ * starts vkubelet so when `VKBENCH_INSPECT=127.0.0.1:PORT` is set): it waits for the inspector,
+ * records V8's sampling profiler over the Chrome DevTools Protocol for a while, writes the
+ * `.cpuprofile` (open it in Chrome DevTools) and prints the functions with the most self and
+ * total time.
+ *
+ *   deno run -A bench/profile.ts --port 9329 --seconds 20 --out bench/out/create.cpuprofile
+ *
+ * Deno 2.9 has no `--cpu-prof`, and `--v8-flags=--prof` needs d8's tick processor; this needs
+ * neither.
+ * @module
+ */
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+  hitCount?: number;
+}
+
+/** A V8 CPU profile (`Profiler.stop`'s answer). */
+export interface CpuProfile {
+  nodes: ProfileNode[];
+  startTime: number;
+  endTime: number;
+  samples?: number[];
+  timeDeltas?: number[];
+}
+
+/** Connects to the inspector at `127.0.0.1:port`, waiting up to `waitMs` for it to appear. */
+async function connect(port: number, waitMs: number): Promise<WebSocket> {
+  const deadline = Date.now() + waitMs;
+  while (true) {
+    try {
+      const list = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json();
+      const url = list[0]?.webSocketDebuggerUrl as string | undefined;
+      if (url) {
+        const ws = new WebSocket(url);
+        await new Promise((resolve, reject) => {
+          ws.onopen = resolve;
+          ws.onerror = reject;
+        });
+        return ws;
+      }
+    } catch {
+      // Not up yet.
+    }
+    if (Date.now() > deadline) throw new Error(`no inspector on 127.0.0.1:${port}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Sends CDP commands over one socket and matches the answers by id. */
+class Cdp {
+  #ws: WebSocket;
+  #id = 0;
+  #pending = new Map<number, (value: { result?: unknown; error?: unknown }) => void>();
+
+  constructor(ws: WebSocket) {
+    this.#ws = ws;
+    ws.onmessage = (e) => {
+      const msg = JSON.parse(e.data);
+      if (msg.id !== undefined) this.#pending.get(msg.id)?.(msg);
+    };
+  }
+
+  async send<T>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+    const id = ++this.#id;
+    const answer = new Promise<{ result?: unknown; error?: unknown }>((r) =>
+      this.#pending.set(id, r)
+    );
+    this.#ws.send(JSON.stringify({ id, method, params }));
+    const msg = await answer;
+    this.#pending.delete(id);
+    if (msg.error) throw new Error(`${method}: ${JSON.stringify(msg.error)}`);
+    return msg.result as T;
+  }
+}
+
+/** Self and total milliseconds per function (`name url:line`), largest first. */
+export function summarize(profile: CpuProfile, top = 30): string[] {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const deltas = profile.timeDeltas ?? [];
+  const selfMs = new Map<number, number>();
+  (profile.samples ?? []).forEach((id, i) => {
+    selfMs.set(id, (selfMs.get(id) ?? 0) + (deltas[i + 1] ?? deltas[i] ?? 0) / 1000);
+  });
+  const label = (n: ProfileNode) => {
+    const url = n.callFrame.url.replace(/^file:\/\/.*?\/(lib|k8s|providers|bench)\//, "$1/")
+      .replace(/^https?:\/\/[^/]+\//, "").replace(/^.*node_modules\//, "npm:");
+    return `${n.callFrame.functionName || "(anonymous)"} ${url}:${n.callFrame.lineNumber + 1}`;
+  };
+  const self = new Map<string, number>();
+  const total = new Map<string, number>();
+  const walk = (id: number, onStack: Set<string>): number => {
+    const node = byId.get(id)!;
+    let sum = selfMs.get(id) ?? 0;
+    const name = label(node);
+    self.set(name, (self.get(name) ?? 0) + (selfMs.get(id) ?? 0));
+    const nested = onStack.has(name);
+    onStack.add(name);
+    for (const child of node.children ?? []) sum += walk(child, onStack);
+    if (!nested) {
+      onStack.delete(name);
+      total.set(name, (total.get(name) ?? 0) + sum);
+    }
+    return sum;
+  };
+  walk(profile.nodes[0].id, new Set());
+  const all = [...selfMs.values()].reduce((a, b) => a + b, 0);
+  const rows = (m: Map<string, number>) =>
+    [...m].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, v]) =>
+      `${v.toFixed(0).padStart(7)} ms ${(100 * v / all).toFixed(1).padStart(5)}%  ${k}`
+    );
+  return [
+    `sampled ${all.toFixed(0)} ms`,
+    "self:",
+    ...rows(self),
+    "total:",
+    ...rows(total),
+  ];
+}
+
+async function main(args: string[]): Promise<void> {
+  const opt = (name: string, fallback: string) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : fallback;
+  };
+  const port = Number(opt("--port", "9329"));
+  const seconds = Number(opt("--seconds", "20"));
+  const out = opt("--out", "bench/out/vkubelet.cpuprofile");
+  const ws = await connect(port, Number(opt("--wait-seconds", "120")) * 1000);
+  const cdp = new Cdp(ws);
+  await cdp.send("Profiler.enable");
+  await cdp.send("Profiler.setSamplingInterval", { interval: 500 });
+  await cdp.send("Profiler.start");
+  console.error(`profiling 127.0.0.1:${port} for ${seconds} s`);
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  const { profile } = await cdp.send<{ profile: CpuProfile }>("Profiler.stop");
+  ws.close();
+  await Deno.writeTextFile(out, JSON.stringify(profile));
+  console.log(summarize(profile).join("\n"));
+  console.error(`wrote ${out}`);
+}
+
+if (import.meta.main) await main(Deno.args);
