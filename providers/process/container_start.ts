@@ -53,6 +53,8 @@ export function instanceFiles(
     exitFile: join(dir, `${n}.exit`),
     stdoutFifo: join(dir, `${n}.stdout.fifo`),
     stderrFifo: join(dir, `${n}.stderr.fifo`),
+    stdinFifo: join(dir, `${n}.stdin.fifo`),
+    stdinHolderFile: join(dir, `${n}.stdin.holder`),
     logPath: paths.log(container, n),
     logMaxBytes: logMaxBytes(deps.config),
     logMaxFiles: deps.config.logs.maxFiles,
@@ -125,7 +127,9 @@ export async function startContainer(
   await Deno.mkdir(paths.logs(container.name), { recursive: true });
   await Deno.mkdir(paths.work, { recursive: true });
   await Deno.remove(files.exitFile).catch(() => {});
-  await makeFifos([files.stdoutFifo, files.stderrFifo]);
+  await Deno.remove(files.stdinHolderFile).catch(() => {});
+  const withStdin = container.stdin === true;
+  await makeFifos([files.stdoutFifo, files.stderrFifo, ...(withStdin ? [files.stdinFifo] : [])]);
   await pruneInstances(paths, container.name, n);
   let cgroup: string | undefined;
   if (deps.cgroups.ok && hasLimits(container)) {
@@ -141,6 +145,7 @@ export async function startContainer(
     {
       instance: n,
       namespaced,
+      ...(withStdin ? { stdin: true } : {}),
       cgroup,
       started: false,
       ready: false,
@@ -152,6 +157,9 @@ export async function startContainer(
       exitFile: files.exitFile,
       stdoutFifo: files.stdoutFifo,
       stderrFifo: files.stderrFifo,
+      stdin: withStdin
+        ? { fifo: files.stdinFifo, holderPidFile: files.stdinHolderFile }
+        : undefined,
       cgroupProcs: cgroup ? join(cgroup, "cgroup.procs") : undefined,
       view: namespaced ? { root, mounts, extraDirs } : undefined,
     },

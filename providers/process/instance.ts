@@ -17,7 +17,8 @@ import {
 } from "./launcher.ts";
 import { LogWriter, pumpFifo } from "./log_writer.ts";
 import { removeCgroup, wasOomKilled } from "./cgroups.ts";
-import { isSameProcess } from "./proc.ts";
+import { OutputFanout } from "./output_fanout.ts";
+import { isSameProcess, readProcStat } from "./proc.ts";
 import type { InstanceRecord, Termination } from "./state.ts";
 
 /** Files and settings of one instance. */
@@ -25,6 +26,10 @@ export interface InstanceFiles {
   exitFile: string;
   stdoutFifo: string;
   stderrFifo: string;
+  /** Used only by an instance started with stdin (`InstanceRecord.stdin`). */
+  stdinFifo: string;
+  /** The PID of the process that keeps the stdin FIFO open (see ./launcher.ts). */
+  stdinHolderFile: string;
   logPath: string;
   logMaxBytes: number;
   logMaxFiles: number;
@@ -46,6 +51,8 @@ export class Instance {
   #endedUnwatched = false;
   /** Resolves with how the instance ended (never, if detached first). */
   readonly ended: Promise<Termination>;
+  /** Live stdout/stderr for attach sessions; closed once the pumps have ended. */
+  readonly output: OutputFanout = new OutputFanout();
 
   /**
    * vkubelet's own read-write ends of the FIFOs, opened before the instance starts: they keep
@@ -72,10 +79,14 @@ export class Instance {
       maxFiles: files.logMaxFiles,
       clock,
     });
-    this.#pumps = [
-      pumpFifo(files.stdoutFifo, "stdout", this.#writer, files.stopMarker).catch(() => {}),
-      pumpFifo(files.stderrFifo, "stderr", this.#writer, files.stopMarker).catch(() => {}),
-    ];
+    this.#pumps = (["stdout", "stderr"] as const).map((stream) =>
+      pumpFifo(stream === "stdout" ? files.stdoutFifo : files.stderrFifo, {
+        stream,
+        writer: this.#writer,
+        stopMarker: files.stopMarker,
+        onOutput: (data) => this.output.publish(stream, data),
+      }).catch(() => {})
+    );
     this.ended = this.#watch();
   }
 
@@ -184,11 +195,41 @@ export class Instance {
       }
     }
     await Promise.all(this.#pumps);
+    this.output.close();
     for (const hold of this.#holds) {
       try {
         hold.close();
       } catch {
         // closed already
+      }
+    }
+  }
+
+  /** The stdin FIFO attach sessions may write, if the instance has one still open. */
+  get stdinFifo(): string | undefined {
+    return this.record.stdin && !this.record.stdinClosed ? this.#files.stdinFifo : undefined;
+  }
+
+  /**
+   * Closes the container's stdin for good (`stdinOnce`): kills the holder, so that the command
+   * reads EOF once the attach sessions writing to it have gone. The caller saves the record.
+   */
+  closeStdin(): void {
+    if (!this.record.stdin || this.record.stdinClosed) return;
+    this.record.stdinClosed = true;
+    let pid: number;
+    try {
+      pid = Number(Deno.readTextFileSync(this.#files.stdinHolderFile).trim());
+    } catch {
+      return; // the runner never got that far
+    }
+    const stat = Number.isInteger(pid) && pid > 0 ? readProcStat(pid) : undefined;
+    // Only the holder of this instance: a reused PID would be in another process group.
+    if (stat && stat.pgrp === this.record.pid && stat.state !== "Z") {
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch {
+        // gone meanwhile
       }
     }
   }

@@ -11,14 +11,23 @@
 import { type ProcStat, readProcStat } from "./proc.ts";
 import { shellQuote, type ViewMount, viewScript } from "./mount_ns.ts";
 
-// The runner's arguments: exit file, working dir, stdout, stderr, stdin ("" = /dev/null),
-// cgroup.procs ("" = none), then the command. A trapped TERM/INT waits for the foreground
-// command instead of ending the runner, and is reset to default in the command itself.
-const RUNNER = `exit_file=$1 wd=$2 out=$3 err=$4 in=$5 cg=$6
-shift 6
+// The runner's arguments: exit file, working dir, stdout, stderr, stdin FIFO ("" = /dev/null),
+// stdin holder's PID file, cgroup.procs ("" = none), then the command. A trapped TERM/INT
+// waits for the foreground command instead of ending the runner, and is reset to default in
+// the command itself. The command reads stdin from the FIFO but holds no writer of it: a
+// background \`sleep\` (the holder) does, so the command sees EOF only once the holder is killed
+// (stdinOnce) and no attach session writes any more; the holder is in the runner's process
+// group and goes with the instance.
+const RUNNER = `exit_file=$1 wd=$2 out=$3 err=$4 in=$5 hold=$6 cg=$7
+shift 7
 if [ -n "$cg" ]; then echo $$ > "$cg"; fi
 exec 1<>"$out" 2<>"$err"
-if [ -n "$in" ]; then exec 0<>"$in"; else exec 0</dev/null; fi
+if [ -n "$in" ]; then
+  exec 3<>"$in" 0<"$in"
+  sleep 2147483647 0</dev/null 1>/dev/null 2>&1 &
+  echo $! > "$hold"
+  exec 3>&-
+else exec 0</dev/null; fi
 if ! cd "$wd"; then echo 128 > "$exit_file"; exit 128; fi
 trap : TERM INT HUP
 "$@"
@@ -35,7 +44,8 @@ export interface LaunchSpec {
   exitFile: string;
   stdoutFifo: string;
   stderrFifo: string;
-  stdinFifo?: string;
+  /** With stdin (`stdin: true`): the FIFO the command reads, and where the holder's PID goes. */
+  stdin?: { fifo: string; holderPidFile: string };
   /** `cgroup.procs` of the instance's cgroup. */
   cgroupProcs?: string;
   /** Present to start in a private mount namespace with this view. */
@@ -69,7 +79,8 @@ export function launchArgv(spec: LaunchSpec): string[] {
     spec.workingDir,
     spec.stdoutFifo,
     spec.stderrFifo,
-    spec.stdinFifo ?? "",
+    spec.stdin?.fifo ?? "",
+    spec.stdin?.holderPidFile ?? "",
     spec.cgroupProcs ?? "",
     ...spec.argv,
   ];

@@ -83,6 +83,16 @@ export class LogWriter {
   }
 }
 
+/** Options for {@link pumpFifo}. */
+export interface PumpOptions {
+  stream: "stdout" | "stderr";
+  writer: LogWriter;
+  /** Bytes that end the pump without ending the instance. */
+  stopMarker: Uint8Array;
+  /** Called with the output as it arrives, before it is split into lines (attach). */
+  onOutput?: (data: Uint8Array) => void;
+}
+
 /**
  * Copies one FIFO into `writer` line by line until every writer of the FIFO has gone (the
  * instance ended) or `stopMarker` arrives: vkubelet writes it to end the pump without ending
@@ -91,12 +101,8 @@ export class LogWriter {
  * dozen containers, stalling every other file operation. If vkubelet dies, `cat` ends at its
  * next write (SIGPIPE); the container keeps its FIFO open, so nothing else is lost.
  */
-export async function pumpFifo(
-  fifo: string,
-  stream: "stdout" | "stderr",
-  writer: LogWriter,
-  stopMarker: Uint8Array,
-): Promise<void> {
+export async function pumpFifo(fifo: string, options: PumpOptions): Promise<void> {
+  const { stream, writer, stopMarker, onOutput } = options;
   const cat = new Deno.Command("cat", {
     args: [fifo],
     stdin: "null",
@@ -105,6 +111,8 @@ export async function pumpFifo(
   }).spawn();
   const reader = cat.stdout.getReader();
   let pending: Uint8Array = new Uint8Array(0);
+  /** How much of `pending` went to `onOutput` already. */
+  let published = 0;
   try {
     while (true) {
       const { value, done } = await reader.read();
@@ -114,10 +122,19 @@ export async function pumpFifo(
       if (stop >= 0) {
         pending = concat(pending.subarray(0, stop), pending.subarray(stop + stopMarker.length));
       }
+      // What may be the start of a marker split across reads is held back until it is not.
+      const safe = stop >= 0 ? pending.length : pending.length - prefixAtEnd(pending, stopMarker);
+      if (onOutput && safe > published) onOutput(pending.subarray(published, safe));
+      published = Math.max(published, safe);
+      const before = pending.length;
       pending = await writeLines(pending, stream, writer);
+      published = Math.max(published - (before - pending.length), 0);
       if (stop >= 0) break;
     }
-    if (pending.length > 0) await writer.write(stream, pending, true);
+    if (pending.length > 0) {
+      if (onOutput && pending.length > published) onOutput(pending.subarray(published));
+      await writer.write(stream, pending, true);
+    }
   } finally {
     try {
       cat.kill("SIGKILL");
@@ -127,6 +144,16 @@ export async function pumpFifo(
     await reader.cancel().catch(() => {});
     await cat.status;
   }
+}
+
+/** The length of the longest proper prefix of `marker` that `data` ends with. */
+export function prefixAtEnd(data: Uint8Array, marker: Uint8Array): number {
+  for (let k = Math.min(marker.length - 1, data.length); k > 0; k--) {
+    let match = true;
+    for (let i = 0; i < k && match; i++) match = data[data.length - k + i] === marker[i];
+    if (match) return k;
+  }
+  return 0;
 }
 
 /** Writes the complete lines of `data`; returns the unfinished rest. */

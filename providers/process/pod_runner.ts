@@ -125,6 +125,11 @@ export class PodRunner {
     await this.#loop;
   }
 
+  /** Saves the record in the background (after a change made from outside, e.g. attach). */
+  saveSoon(): void {
+    this.#save();
+  }
+
   /** The phase (for tests and logs). */
   get phase(): string | undefined {
     return podPhase(this.record);

@@ -6,6 +6,7 @@
  */
 import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import {
+  type AttachOptions,
   type CallOptions,
   type ContainerLogOptions,
   type ContainerRef,
@@ -21,6 +22,7 @@ import {
 import { join } from "node:path";
 import type { CgroupSupport } from "./cgroups.ts";
 import type { ProcessConfig } from "./config.ts";
+import { attachSession } from "./attach.ts";
 import { allContainers, containerArgv, containerEnv } from "./container_spec.ts";
 import { runInteractive } from "./exec.ts";
 import { validateAction } from "./handlers.ts";
@@ -184,6 +186,23 @@ export class ProcessProvider implements Provider {
       );
     }
     return await runInteractive(live.exec, options.command, options.io, options.signal);
+  }
+
+  async attachToContainer(ref: ContainerRef, options: AttachOptions): Promise<void> {
+    const runner = this.#get(ref.namespace, ref.pod);
+    const container = this.#container(runner, ref);
+    const live = runner.live(ref.container);
+    if (!live) {
+      throw new InvalidInputError(
+        `container ${ref.container} is not running; attach needs a running container`,
+      );
+    }
+    const target = {
+      container,
+      instance: live.instance,
+      onStdinClosed: () => runner.saveSoon(),
+    };
+    await attachSession(target, options.io, options.signal);
   }
 
   async portForward(ref: PodRef, options: PortForwardOptions): Promise<void> {

@@ -40,6 +40,10 @@ export interface InstanceRecord {
   /** The cgroup v2 directory of the instance, when cgroups are used. */
   cgroup?: string;
   containerId: string;
+  /** Started with a stdin FIFO (`stdin: true`), which attach sessions write. */
+  stdin?: boolean;
+  /** The stdin FIFO was closed for good (`stdinOnce` after the first attach session). */
+  stdinClosed?: boolean;
   /** Startup probe passed (or none); `started` in the status. */
   started: boolean;
   ready: boolean;

@@ -103,3 +103,16 @@ export async function cleanup(provider: ProcessProvider, pod: Pod): Promise<void
     }, {});
   }
 }
+
+/** Awaits `promise`, or throws after `ms` of real time saying what did not happen. */
+export async function within<T>(what: string, promise: Promise<T>, ms = 10_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
