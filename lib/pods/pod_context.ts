@@ -41,6 +41,12 @@ export interface PodContext {
   providerStatus: Map<string, UidStatus>;
   /** Statuses the controller decided itself (config error, provider failure), per key. */
   localStatus: Map<string, UidStatus>;
+  /**
+   * Per key, what the status worker last found already written: the pod's resourceVersion, the
+   * desired status object and the node IPs. The same three again mean the same answer, so the
+   * periodic resync skips the merge and compare.
+   */
+  statusWritten: Map<string, { resourceVersion?: string; desired: PodStatus; hostIps: string }>;
   /** Deleting pods by uid: when first seen deleting, and whether the provider was told. */
   deleting: Map<string, { firstSeen: number; providerTold: boolean }>;
   syncQueue: WorkQueue;

@@ -158,6 +158,7 @@ export class PodController {
       lastKnown: new Map(),
       providerStatus: new Map(),
       localStatus: new Map(),
+      statusWritten: new Map(),
       deleting: new Map(),
       syncQueue: new WorkQueue({
         clock: d.clock,

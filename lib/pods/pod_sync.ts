@@ -47,6 +47,7 @@ async function forgetPod(ctx: PodContext, key: string, signal: AbortSignal): Pro
   }
   ctx.lastKnown.delete(key);
   ctx.providerStatus.delete(key);
+  ctx.statusWritten.delete(key);
 }
 
 async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {

@@ -57,14 +57,28 @@ async function writeStatus(
   desired: UidStatus,
   signal: AbortSignal,
 ): Promise<void> {
+  const key = podKey(pod);
+  const hostIps = ctx.nodeIps();
+  const seen = ctx.statusWritten.get(key);
+  if (
+    seen?.desired === desired.status && seen.resourceVersion === pod.metadata?.resourceVersion &&
+    seen.hostIps === hostIps.join(",")
+  ) return;
+  const remember = (resourceVersion: string | undefined): void => {
+    ctx.statusWritten.set(key, {
+      resourceVersion,
+      desired: desired.status,
+      hostIps: hostIps.join(","),
+    });
+  };
   let current = pod;
   let eventsRecorded = false;
   for (let attempt = 0;; attempt++) {
     if (current.metadata?.uid !== desired.uid) return;
     // Never take a pod out of a terminal phase the API already holds.
     if (isTerminal(current) && !isTerminalStatus(desired.status)) return;
-    const next = mergeStatus(current.status, desired.status, ctx.nodeIps());
-    if (statusEqual(current.status, next)) return;
+    const next = mergeStatus(current.status, desired.status, hostIps);
+    if (statusEqual(current.status, next)) return remember(current.metadata?.resourceVersion);
     if (!eventsRecorded) {
       for (const event of lifecycleEvents(current, current.status, next)) {
         ctx.recorder.record(current, event);
@@ -72,8 +86,8 @@ async function writeStatus(
       eventsRecorded = true;
     }
     try {
-      await ctx.api.pods.updateStatus({ ...current, status: next }, { signal });
-      return;
+      const written = await ctx.api.pods.updateStatus({ ...current, status: next }, { signal });
+      return remember(written?.metadata?.resourceVersion);
     } catch (err) {
       if (isApiNotFound(err)) return;
       if (!isConflict(err) || attempt >= MAX_CONFLICT_RETRIES) throw err;
