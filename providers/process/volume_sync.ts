@@ -41,9 +41,10 @@ export class VolumeSync {
     return this.#next;
   }
 
-  /** True if a pass should run at `nowMs`. */
+  /** True if a pass should run at `nowMs`: periodic, or a token's refresh (or retry) is due. */
   due(nowMs: number): boolean {
-    return !this.#ready || nowMs >= this.#next;
+    return !this.#ready || nowMs >= this.#next ||
+      nowMs >= (this.#volumes.nextTokenRefresh() ?? Infinity);
   }
 
   /** Makes the next pass due at once (the pod spec changed). */
@@ -63,11 +64,17 @@ export class VolumeSync {
       return { ok: true, first, wakeAt: this.#next };
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      if (this.#ready) return { ok: false, ready: true, message, wakeAt: nowMs + this.#intervalMs };
+      const retryAt = nowMs + this.#retryMs;
+      this.#retryMs = Math.min(this.#retryMs * 2, 30_000);
+      if (this.#ready) {
+        // Keep what was written and retry soon, but never sooner than the back-off: the old
+        // `next` is in the past, and waking for it again at once would spin.
+        this.#next = Math.min(retryAt, nowMs + this.#intervalMs);
+        return { ok: false, ready: true, message, wakeAt: this.#next };
+      }
       const changed = message !== this.#error;
       this.#error = message;
-      this.#retryMs = Math.min(this.#retryMs * 2, 30_000);
-      return { ok: false, ready: false, message, changed, wakeAt: nowMs + this.#retryMs };
+      return { ok: false, ready: false, message, changed, wakeAt: retryAt };
     }
   }
 }

@@ -85,10 +85,10 @@ export function validateVolume(volume: Volume, ctx: Pick<VolumeContext, "hostPat
 export class VolumeSet {
   readonly #pod: Pod;
   readonly #ctx: VolumeContext;
-  /** Volume name -> when its token needs renewing (ms); only volumes with a token. */
-  readonly #tokenRefresh = new Map<string, number>();
-  /** Last token per volume/path, reused between refreshes. */
-  readonly #tokens = new Map<string, string>();
+  /** The last token per `volume/path`, its schedule and failed refreshes. */
+  readonly #tokens = new Map<string, TokenEntry>();
+  /** Refreshes that failed in the current sync while the old token was still valid. */
+  #tokenFailures: string[] = [];
 
   constructor(pod: Pod, ctx: VolumeContext) {
     this.#pod = pod;
@@ -107,16 +107,23 @@ export class VolumeSet {
     return !!(v?.configMap || v?.secret || v?.downwardAPI || v?.projected);
   }
 
-  /** Writes every volume's content; throws {@link TransientError} while a source is missing. */
+  /**
+   * Writes every volume's content; throws {@link TransientError} while a source is missing, and
+   * after writing everything else when a token refresh failed (the old token stays meanwhile).
+   */
   async sync(pod: Pod, signal?: AbortSignal): Promise<void> {
+    this.#tokenFailures = [];
     for (const volume of pod.spec?.volumes ?? []) {
       await this.#syncOne(pod, volume, signal);
     }
+    if (this.#tokenFailures.length > 0) {
+      throw new TransientError(this.#tokenFailures.join("; "));
+    }
   }
 
-  /** The earliest time a token must be renewed, if any volume holds one. */
+  /** The earliest time a token must be renewed (or a failed renewal retried), if any. */
   nextTokenRefresh(): number | undefined {
-    const times = [...this.#tokenRefresh.values()];
+    const times = [...this.#tokens.values()].map((t) => t.retryAt ?? t.refreshAt);
     return times.length ? Math.min(...times) : undefined;
   }
 
@@ -213,6 +220,12 @@ export class VolumeSet {
     );
   }
 
+  /**
+   * The token for one projected source: the cached one until its refresh time, else a new one
+   * from a TokenRequest. A failed refresh keeps the cached token while it is valid and is
+   * retried after 1 s, 2 s, 4 s... up to 1 min (the kubelet's token manager keeps serving the
+   * old token too: kubernetes/kubernetes pkg/kubelet/token/token_manager.go).
+   */
   async #token(
     pod: Pod,
     volume: string,
@@ -222,7 +235,32 @@ export class VolumeSet {
     const key = `${volume}/${spec.path}`;
     const now = this.#ctx.now();
     const cached = this.#tokens.get(key);
-    if (cached && (this.#tokenRefresh.get(volume) ?? 0) > now) return cached;
+    if (cached && now < (cached.retryAt ?? cached.refreshAt)) return cached.token;
+    try {
+      const entry = await this.#requestToken(pod, spec, now, signal);
+      this.#tokens.set(key, entry);
+      return entry.token;
+    } catch (err) {
+      if (!cached || now >= cached.expiresAt || signal?.aborted) throw err;
+      cached.failures++;
+      const delay = Math.min(1000 * 2 ** (cached.failures - 1), 60_000);
+      cached.retryAt = now + delay;
+      const message = err instanceof Error ? err.message : String(err);
+      this.#tokenFailures.push(
+        `service-account token for volume ${volume} not refreshed (${message}); the current one expires at ${
+          new Date(cached.expiresAt).toISOString()
+        }, next try in ${delay / 1000} s`,
+      );
+      return cached.token;
+    }
+  }
+
+  async #requestToken(
+    pod: Pod,
+    spec: NonNullable<VolumeProjection["serviceAccountToken"]>,
+    now: number,
+    signal?: AbortSignal,
+  ): Promise<TokenEntry> {
     if (!this.#ctx.source) {
       throw new TransientError("service-account token: the provider has no Kubernetes client");
     }
@@ -246,14 +284,21 @@ export class VolumeSet {
     );
     const token = answer.status?.token;
     if (!token) throw new TransientError("TokenRequest answered without a token");
-    const expires = Date.parse(answer.status?.expirationTimestamp ?? "") || now + ttl * 1000;
+    const expiresAt = Date.parse(answer.status?.expirationTimestamp ?? "") || now + ttl * 1000;
     // Renew at 80 % of the lifetime, or after 24 h, whichever is first.
-    const refresh = now + Math.min(0.8 * (expires - now), 24 * 3_600_000);
-    this.#tokens.set(key, token);
-    this.#tokenRefresh.set(volume, Math.min(this.#tokenRefresh.get(volume) ?? Infinity, refresh));
-    if ((this.#tokenRefresh.get(volume) ?? 0) <= now) this.#tokenRefresh.set(volume, refresh);
-    return token;
+    const refreshAt = now + Math.min(0.8 * (expiresAt - now), 24 * 3_600_000);
+    return { token, expiresAt, refreshAt, failures: 0 };
   }
+}
+
+/** A cached service-account token. */
+interface TokenEntry {
+  token: string;
+  expiresAt: number;
+  refreshAt: number;
+  /** Failed refreshes in a row, and when to try again after the last one. */
+  failures: number;
+  retryAt?: number;
 }
 
 function contentsOf(object: ConfigMap | Secret): Map<string, Uint8Array> {
