@@ -186,7 +186,7 @@ export class VolumeSet {
       if (spec.optional) return [];
       throw new TransientError(`${kind} "${name}" not found in namespace ${namespace}`);
     }
-    const data = contentsOf(object);
+    const data = contentsOf(object, kind);
     return itemsOrAll(data, spec.items, defaultMode, `${kind} ${name}`, spec.optional);
   }
 
@@ -301,10 +301,11 @@ interface TokenEntry {
   retryAt?: number;
 }
 
-function contentsOf(object: ConfigMap | Secret): Map<string, Uint8Array> {
+/** The keys of a ConfigMap or Secret as bytes (a Secret's `data` is base64). */
+function contentsOf(object: ConfigMap | Secret, kind: "configMap" | "secret") {
   const out = new Map<string, Uint8Array>();
   const data = object.data ?? {};
-  const isSecret = (object as Secret).type !== undefined || object.kind === "Secret";
+  const isSecret = kind === "secret";
   for (const [k, v] of Object.entries(data)) {
     out.set(k, isSecret ? base64(v) : encoder.encode(v));
   }
