@@ -5,7 +5,8 @@
  * config maps its image to. Pods share the host's network (pod IP = node IP unless
  * configured). Volumes are materialised under the pod's directory and, where the host allows
  * a private mount namespace (root and util-linux `unshare`), visible at their `mountPath`;
- * elsewhere through `VKUBELET_VOLUME_<NAME>` variables. Logs, exec (with TTY), port-forward,
+ * elsewhere through `VKUBELET_VOLUME_<NAME>` variables. Logs, exec (with TTY), attach
+ * (stdout/stderr, and stdin for `stdin: true`; not to `tty: true` containers), port-forward,
  * probes, hooks, restarts with back-off, stats from /proc or cgroup v2, and re-adoption of
  * running processes after a vkubelet restart. Config: `./config.ts`.
  *

@@ -1,8 +1,7 @@
 /**
  * Volumes materialised under the pod's directory: emptyDir, configMap, secret (items, modes,
  * optional), downwardAPI, projected (configMap, secret, downwardAPI, serviceAccountToken from a
- * TokenRequest refreshed at 80 % of its lifetime as the kubelet's token manager does:
- * kubernetes/kubernetes pkg/kubelet/token/token_manager.go), and hostPath only when the config
+ * TokenRequest refreshed at 80 % of its lifetime, ./token_cache.ts), and hostPath only when the config
  * enables it. ConfigMap/Secret contents come from a {@link VolumeSource}; updates are written
  * atomically (./atomic_writer.ts) on every {@link VolumeSet.sync}.
  * @module
@@ -19,6 +18,7 @@ import type { TokenRequest } from "kubernetes-types/authentication/v1.d.ts";
 import { InvalidInputError, TransientError } from "../../lib/provider.ts";
 import { checkRelativePath, type VolumeFile, writeAtomically } from "./atomic_writer.ts";
 import { fieldValue, resourceValue } from "./downward.ts";
+import { TokenCache } from "./token_cache.ts";
 import type { PodPaths } from "./state.ts";
 
 /** Where ConfigMap and Secret contents and service-account tokens come from (the apiserver). */
@@ -85,14 +85,16 @@ export function validateVolume(volume: Volume, ctx: Pick<VolumeContext, "hostPat
 export class VolumeSet {
   readonly #pod: Pod;
   readonly #ctx: VolumeContext;
-  /** The last token per `volume/path`, its schedule and failed refreshes. */
-  readonly #tokens = new Map<string, TokenEntry>();
-  /** Refreshes that failed in the current sync while the old token was still valid. */
-  #tokenFailures: string[] = [];
+  readonly #tokens: TokenCache;
 
   constructor(pod: Pod, ctx: VolumeContext) {
     this.#pod = pod;
     this.#ctx = ctx;
+    this.#tokens = new TokenCache({
+      source: ctx.source,
+      defaultExpirationSeconds: ctx.tokenExpirationSeconds,
+      now: ctx.now,
+    });
   }
 
   /** The host path a volume is mounted from. */
@@ -112,19 +114,16 @@ export class VolumeSet {
    * after writing everything else when a token refresh failed (the old token stays meanwhile).
    */
   async sync(pod: Pod, signal?: AbortSignal): Promise<void> {
-    this.#tokenFailures = [];
+    const failures = this.#tokens.startSync();
     for (const volume of pod.spec?.volumes ?? []) {
       await this.#syncOne(pod, volume, signal);
     }
-    if (this.#tokenFailures.length > 0) {
-      throw new TransientError(this.#tokenFailures.join("; "));
-    }
+    if (failures.length > 0) throw new TransientError(failures.join("; "));
   }
 
   /** The earliest time a token must be renewed (or a failed renewal retried), if any. */
   nextTokenRefresh(): number | undefined {
-    const times = [...this.#tokens.values()].map((t) => t.retryAt ?? t.refreshAt);
-    return times.length ? Math.min(...times) : undefined;
+    return this.#tokens.nextRefresh();
   }
 
   async #syncOne(pod: Pod, volume: Volume, signal?: AbortSignal): Promise<void> {
@@ -212,93 +211,17 @@ export class VolumeSet {
     if (source.secret) return await this.#keyFiles(pod, source, "secret", signal);
     if (source.downwardAPI) return this.#downward(pod, source.downwardAPI.items, mode);
     if (source.serviceAccountToken) {
-      const token = await this.#token(pod, volume.name, source.serviceAccountToken, signal);
+      const token = await this.#tokens.get(pod, {
+        volume: volume.name,
+        spec: source.serviceAccountToken,
+        signal,
+      });
       return [{ path: source.serviceAccountToken.path, data: encoder.encode(token), mode }];
     }
     throw new InvalidInputError(
       `volume ${volume.name}: this projected source is not supported (configMap, secret, downwardAPI and serviceAccountToken are)`,
     );
   }
-
-  /**
-   * The token for one projected source: the cached one until its refresh time, else a new one
-   * from a TokenRequest. A failed refresh keeps the cached token while it is valid and is
-   * retried after 1 s, 2 s, 4 s... up to 1 min (the kubelet's token manager keeps serving the
-   * old token too: kubernetes/kubernetes pkg/kubelet/token/token_manager.go).
-   */
-  async #token(
-    pod: Pod,
-    volume: string,
-    spec: NonNullable<VolumeProjection["serviceAccountToken"]>,
-    signal?: AbortSignal,
-  ): Promise<string> {
-    const key = `${volume}/${spec.path}`;
-    const now = this.#ctx.now();
-    const cached = this.#tokens.get(key);
-    if (cached && now < (cached.retryAt ?? cached.refreshAt)) return cached.token;
-    try {
-      const entry = await this.#requestToken(pod, spec, now, signal);
-      this.#tokens.set(key, entry);
-      return entry.token;
-    } catch (err) {
-      if (!cached || now >= cached.expiresAt || signal?.aborted) throw err;
-      cached.failures++;
-      const delay = Math.min(1000 * 2 ** (cached.failures - 1), 60_000);
-      cached.retryAt = now + delay;
-      const message = err instanceof Error ? err.message : String(err);
-      this.#tokenFailures.push(
-        `service-account token for volume ${volume} not refreshed (${message}); the current one expires at ${
-          new Date(cached.expiresAt).toISOString()
-        }, next try in ${delay / 1000} s`,
-      );
-      return cached.token;
-    }
-  }
-
-  async #requestToken(
-    pod: Pod,
-    spec: NonNullable<VolumeProjection["serviceAccountToken"]>,
-    now: number,
-    signal?: AbortSignal,
-  ): Promise<TokenEntry> {
-    if (!this.#ctx.source) {
-      throw new TransientError("service-account token: the provider has no Kubernetes client");
-    }
-    const ttl = spec.expirationSeconds ?? this.#ctx.tokenExpirationSeconds;
-    const answer = await this.#ctx.source.createToken(
-      pod.metadata?.namespace ?? "default",
-      pod.spec?.serviceAccountName ?? "default",
-      {
-        spec: {
-          audiences: spec.audience ? [spec.audience] : [],
-          expirationSeconds: ttl,
-          boundObjectRef: {
-            apiVersion: "v1",
-            kind: "Pod",
-            name: pod.metadata?.name,
-            uid: pod.metadata?.uid,
-          },
-        },
-      },
-      signal,
-    );
-    const token = answer.status?.token;
-    if (!token) throw new TransientError("TokenRequest answered without a token");
-    const expiresAt = Date.parse(answer.status?.expirationTimestamp ?? "") || now + ttl * 1000;
-    // Renew at 80 % of the lifetime, or after 24 h, whichever is first.
-    const refreshAt = now + Math.min(0.8 * (expiresAt - now), 24 * 3_600_000);
-    return { token, expiresAt, refreshAt, failures: 0 };
-  }
-}
-
-/** A cached service-account token. */
-interface TokenEntry {
-  token: string;
-  expiresAt: number;
-  refreshAt: number;
-  /** Failed refreshes in a row, and when to try again after the last one. */
-  failures: number;
-  retryAt?: number;
 }
 
 /** The keys of a ConfigMap or Secret as bytes (a Secret's `data` is base64). */
