@@ -10,7 +10,8 @@
 import { clusterPaths, down, up } from "../tests/cluster/cluster.ts";
 import { type Credentials, readCredentials } from "./kube.ts";
 
-const CLUSTER = "vkbench";
+// VKBENCH_CLUSTER names another copy, so that a profiling run can go beside a measuring one.
+const CLUSTER = Deno.env.get("VKBENCH_CLUSTER") ?? "vkbench";
 /** The FlowSchema whose dispatch counter is the kubelet's request count. */
 export const FLOW_SCHEMA = "vkbench-kubelet";
 /** The user every subject runs as (see RBAC below for why not `system:node:<name>`). */

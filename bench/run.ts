@@ -18,7 +18,8 @@ import { phaseTimeoutMs, type RunResult, runSubject } from "./scenarios.ts";
 import { type SubjectName, SUBJECTS } from "./subjects.ts";
 
 const benchDir = new URL(".", import.meta.url).pathname;
-const outDir = `${benchDir}out`;
+// VKBENCH_OUT keeps a side run's results apart from bench/out (git-ignored either way).
+const outDir = Deno.env.get("VKBENCH_OUT") ?? `${benchDir}out`;
 const resultsFile = `${outDir}/results.json`;
 
 /** The bench's command-line options. */

@@ -88,6 +88,8 @@ function command(
         "--log-level",
         "warn",
         ...(qps.length ? ["--kube-api-qps", qps[0], "--kube-api-burst", qps[1]] : []),
+        // For experiments only (e.g. "--pod-sync-workers 32"); a reported run leaves it unset.
+        ...(Deno.env.get("VKBENCH_VKUBELET_ARGS")?.split(" ").filter(Boolean) ?? []),
       ], {}];
     case "peer":
       return [spec.peerBinary!, [

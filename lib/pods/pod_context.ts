@@ -22,6 +22,14 @@ export interface UidStatus {
   status: PodStatus;
 }
 
+/** What the status worker remembers of its last write for a key. */
+export interface StatusMemo {
+  desired: PodStatus;
+  hostIps: string;
+  basedOn?: string;
+  written?: string;
+}
+
 /** Shared by the sync and status workers. */
 export interface PodContext {
   api: PodControllerApi;
@@ -42,11 +50,13 @@ export interface PodContext {
   /** Statuses the controller decided itself (config error, provider failure), per key. */
   localStatus: Map<string, UidStatus>;
   /**
-   * Per key, what the status worker last found already written: the pod's resourceVersion, the
-   * desired status object and the node IPs. The same three again mean the same answer, so the
-   * periodic resync skips the merge and compare.
+   * Per key, the status the status worker last wrote or found written: the desired status object,
+   * the node IPs, and the resourceVersions it holds at (`written`) and was written over
+   * (`basedOn`: the informer may not have seen our write yet). See `status_sync.ts`.
    */
-  statusWritten: Map<string, { resourceVersion?: string; desired: PodStatus; hostIps: string }>;
+  statusWritten: Map<string, StatusMemo>;
+  /** Status syncs in progress per key, so the final write before a delete waits its turn. */
+  statusInFlight: Map<string, Promise<void>>;
   /** Deleting pods by uid: when first seen deleting, and whether the provider was told. */
   deleting: Map<string, { firstSeen: number; providerTold: boolean }>;
   syncQueue: WorkQueue;

@@ -159,6 +159,7 @@ export class PodController {
       providerStatus: new Map(),
       localStatus: new Map(),
       statusWritten: new Map(),
+      statusInFlight: new Map(),
       deleting: new Map(),
       syncQueue: new WorkQueue({
         clock: d.clock,

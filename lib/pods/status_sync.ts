@@ -9,13 +9,35 @@
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import { isConflict, isForbidden, isNotFound as isApiNotFound } from "../../k8s/errors.ts";
 import { podKey, splitKey } from "./api.ts";
-import type { PodContext, UidStatus } from "./pod_context.ts";
+import type { PodContext, StatusMemo, UidStatus } from "./pod_context.ts";
 import { isTerminal, lifecycleEvents, mergeStatus, statusEqual } from "./pod_status.ts";
 
 const MAX_CONFLICT_RETRIES = 5;
 
-/** Syncs the status of one key; `poll` asks the provider first (for providers that cannot push). */
-export async function syncStatus(
+/**
+ * Syncs the status of one key; `poll` asks the provider first (for providers that cannot push).
+ * Runs after any sync of the same key still in progress (the status queue and a deleting pod's
+ * final write would otherwise race into a 409 and a read).
+ */
+export function syncStatus(
+  ctx: PodContext,
+  key: string,
+  signal: AbortSignal,
+  poll: boolean,
+): Promise<void> {
+  const previous = ctx.statusInFlight.get(key);
+  const run = previous
+    ? previous.catch(() => {}).then(() => syncStatusNow(ctx, key, signal, poll))
+    : syncStatusNow(ctx, key, signal, poll);
+  ctx.statusInFlight.set(key, run);
+  const done = () => {
+    if (ctx.statusInFlight.get(key) === run) ctx.statusInFlight.delete(key);
+  };
+  run.then(done, done);
+  return run;
+}
+
+async function syncStatusNow(
   ctx: PodContext,
   key: string,
   signal: AbortSignal,
@@ -59,16 +81,13 @@ async function writeStatus(
 ): Promise<void> {
   const key = podKey(pod);
   const hostIps = ctx.nodeIps();
-  const seen = ctx.statusWritten.get(key);
-  if (
-    seen?.desired === desired.status && seen.resourceVersion === pod.metadata?.resourceVersion &&
-    seen.hostIps === hostIps.join(",")
-  ) return;
-  const remember = (resourceVersion: string | undefined): void => {
+  if (alreadyWritten(ctx.statusWritten.get(key), pod, desired, hostIps)) return;
+  const remember = (basedOn: string | undefined, written: string | undefined): void => {
     ctx.statusWritten.set(key, {
-      resourceVersion,
       desired: desired.status,
       hostIps: hostIps.join(","),
+      basedOn,
+      written,
     });
   };
   let current = pod;
@@ -78,7 +97,9 @@ async function writeStatus(
     // Never take a pod out of a terminal phase the API already holds.
     if (isTerminal(current) && !isTerminalStatus(desired.status)) return;
     const next = mergeStatus(current.status, desired.status, hostIps);
-    if (statusEqual(current.status, next)) return remember(current.metadata?.resourceVersion);
+    if (statusEqual(current.status, next)) {
+      return remember(current.metadata?.resourceVersion, current.metadata?.resourceVersion);
+    }
     if (!eventsRecorded) {
       for (const event of lifecycleEvents(current, current.status, next)) {
         ctx.recorder.record(current, event);
@@ -87,7 +108,7 @@ async function writeStatus(
     }
     try {
       const written = await ctx.api.pods.updateStatus({ ...current, status: next }, { signal });
-      return remember(written?.metadata?.resourceVersion);
+      return remember(current.metadata?.resourceVersion, written?.metadata?.resourceVersion);
     } catch (err) {
       if (isApiNotFound(err)) return;
       if (!isConflict(err) || attempt >= MAX_CONFLICT_RETRIES) throw err;
@@ -101,6 +122,22 @@ async function writeStatus(
       throw err;
     }
   }
+}
+
+/**
+ * True when the API holds `desired` already: we wrote it (or found it) at the pod's
+ * resourceVersion, or wrote it over that resourceVersion and the informer has not caught up yet
+ * (any later change by another writer has another resourceVersion and is looked at again).
+ */
+function alreadyWritten(
+  memo: StatusMemo | undefined,
+  pod: Pod,
+  desired: UidStatus,
+  hostIps: string[],
+): boolean {
+  if (!memo || memo.desired !== desired.status || memo.hostIps !== hostIps.join(",")) return false;
+  const version = pod.metadata?.resourceVersion;
+  return version !== undefined && (version === memo.written || version === memo.basedOn);
 }
 
 function isTerminalStatus(status: PodStatus): boolean {

@@ -274,3 +274,44 @@ Deno.test("env referring to the pod IP is resolved with the IP the provider assi
   }]);
   await t.stop();
 });
+
+/** Counts status write attempts and reads of pods, successful or not. */
+function countCalls(t: ReturnType<typeof startController>) {
+  const calls = { updateStatus: 0, get: 0 };
+  const update = t.api.pods.updateStatus.bind(t.api.pods);
+  const get = t.api.pods.get.bind(t.api.pods);
+  t.api.pods.updateStatus = (pod) => (calls.updateStatus++, update(pod));
+  t.api.pods.get = (namespace, name) => (calls.get++, get(namespace, name));
+  return calls;
+}
+
+Deno.test("a status just written is not written again while the watch lags behind", async () => {
+  const t = startController();
+  t.api.pods.put(boundPod("web-0"));
+  await t.settle();
+  t.api.pods.deliver = false;
+  const calls = countCalls(t);
+  t.provider.setStatus("shop/web-0", (s) => ({ ...s, message: "warm" }));
+  await t.settle();
+  assert.equal(calls.updateStatus, 1);
+  await t.settle(61_000 * 2); // two resyncs, the informer still holds the old copy
+  assert.deepEqual(calls, { updateStatus: 1, get: 0 }, "no stale write, no conflict, no read");
+  assert.equal(t.api.pods.pods.get("shop/web-0")!.status?.message, "warm");
+  await t.stop();
+});
+
+Deno.test("deletion: the final status is written once, without a conflict", async () => {
+  const t = startController();
+  t.api.pods.put(boundPod("web-0"));
+  await t.settle();
+  const calls = countCalls(t);
+  t.api.pods.requestDeletion("shop/web-0", 30, t.clock.now());
+  await t.settle();
+  assert.equal(t.api.pods.pods.has("shop/web-0"), false);
+  assert.deepEqual(calls, { updateStatus: 1, get: 0 });
+  assert.equal(
+    t.api.pods.statusWrites.at(-1)?.status?.containerStatuses?.[0].state?.terminated !== undefined,
+    true,
+  );
+  await t.stop();
+});
