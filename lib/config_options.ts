@@ -369,9 +369,10 @@ export const OPTIONS = [
     env: ["VKUBELET_METRICS_ADDR"],
     kind: "string",
     value: "HOST:PORT",
-    shownDefault: "off",
+    shownDefault: "off; e.g. 127.0.0.1:10255, or :10255 on every interface (no secrets are served)",
     group: "Kubelet API",
-    help: "Also serve /metrics and /healthz over plain HTTP here (e.g. 127.0.0.1:10255).",
+    help:
+      "Serve /metrics and /healthz (503 while provider pings fail) over plain HTTP, unauthenticated.",
   }),
   o({
     key: "logLevel",

@@ -42,6 +42,21 @@ export function isLoopback(ip: string): boolean {
   return ip === "::1" || (isIP(ip) === 4 && ip.startsWith("127."));
 }
 
+/** A `HOST:PORT` split; `hostname` is `0.0.0.0` for `:PORT` and unbracketed for IPv6. */
+export interface HostPort {
+  hostname: string;
+  port: number;
+}
+
+/** Parses `127.0.0.1:10255`, `:10255`, `[::1]:10255` or `localhost:10255`; undefined if not. */
+export function parseHostPort(text: string): HostPort | undefined {
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]*)):(\d{1,5})$/.exec(text.trim());
+  if (!match) return undefined;
+  const port = Number(match[3]);
+  if (port > 65535) return undefined;
+  return { hostname: match[1] ?? (match[2] || "0.0.0.0"), port };
+}
+
 const integer = (min: number, max: number, fallback: number) =>
   z.preprocess(
     (v) => typeof v === "string" && /^\s*-?\d+\s*$/.test(v) ? Number(v) : v,
@@ -211,8 +226,11 @@ const fields = z.object({
   authorizationMode: oneOf(["Webhook", "AlwaysAllow"] as const, "Webhook"),
   streamIdleTimeout: duration().default(30_000),
   streamCreationTimeout: duration().default(30_000),
-  metricsAddr: text("HOST:PORT").refine((v) => /^[^\s]*:\d{1,5}$/.test(v), {
-    error: (i) => `${show(i.input)} is not HOST:PORT, e.g. 127.0.0.1:10255 or :10255`,
+  metricsAddr: text("HOST:PORT").refine((v) => parseHostPort(v) !== undefined, {
+    error: (i) =>
+      `${
+        show(i.input)
+      } is not HOST:PORT, e.g. 127.0.0.1:10255, [::1]:10255 or :10255 (every interface)`,
   }).optional(),
   logLevel: z.preprocess(
     (v) =>
@@ -294,7 +312,8 @@ export const configSchema = fields.transform((c) => ({
       `with AlwaysAllow authorization lets anyone on the network exec into pods; use Webhook authorization or listen on 127.0.0.1 (now ${c.listenAddress})`,
     );
   }
-  if (c.metricsAddr !== undefined && Number(c.metricsAddr.split(":").at(-1)) === c.port) {
+  const metricsPort = c.metricsAddr === undefined ? undefined : parseHostPort(c.metricsAddr)?.port;
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === c.port) {
     at("metricsAddr", `uses the kubelet API's port ${c.port}; pick another port`);
   }
 });

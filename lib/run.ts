@@ -14,6 +14,8 @@ import { createNodeSide } from "./node/mod.ts";
 import { PodController } from "./pods/mod.ts";
 import { createKubeletApiServer } from "./run_kubelet_api.ts";
 import { VkubeletMetrics } from "./metrics.ts";
+import { observePodController, serveMetrics } from "./metrics_server.ts";
+import { parseHostPort } from "./config_schema.ts";
 import { declaredFeatures } from "./kubelet_api/streaming/mod.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
@@ -189,6 +191,16 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     port: config.port,
     podCache: () => pods.pods(),
   });
+  observePodController(metrics, pods);
+  if (config.metricsAddr) {
+    const listener = await serveMetrics({
+      address: parseHostPort(config.metricsAddr)!,
+      metrics,
+      health: side.health,
+      log: getLogger(["vkubelet", "metrics"]).with({ node: config.nodeName }),
+    }, signal);
+    loops.push({ name: "metrics listener", done: listener.done });
+  }
   // The kubelet API first, so the apiserver can reach it once the node says where it is.
   loops.push({ name: "kubelet API", done: api.run(signal) });
   loops.push({ name: "node", done: side.run(signal) });

@@ -18,6 +18,13 @@ async function eventually<T>(what: string, check: () => Promise<T | undefined>, 
   throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
 }
 
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
 Deno.test("mock hooks: a Job exiting 3 fails with exit code 3, one exiting 0 completes, a start error waits", async (t) => {
   const cluster = await useCluster();
   const nodeName = `vk-mock-hooks-${crypto.randomUUID().slice(0, 6)}`;
@@ -56,7 +63,11 @@ Deno.test("mock hooks: a Job exiting 3 fails with exit code 3, one exiting 0 com
       const pod: Pod | undefined = list.items[0];
       return pod?.status?.phase === phase ? pod : undefined;
     });
-  const vk = await startVkubelet(cluster, { nodeName });
+  const metricsPort = freePort();
+  const vk = await startVkubelet(cluster, {
+    nodeName,
+    args: [`--metrics-addr=127.0.0.1:${metricsPort}`],
+  });
   try {
     await kubectl(["apply", "-f", "-"], JSON.stringify(job("fails", "main=3@1s")));
     await kubectl(["apply", "-f", "-"], JSON.stringify(job("completes", "main=0@1s")));
@@ -80,6 +91,27 @@ Deno.test("mock hooks: a Job exiting 3 fails with exit code 3, one exiting 0 com
       assert.equal(main.state?.terminated?.reason, "Completed");
       await kubectl(["wait", "--for=condition=complete", "job/completes", "--timeout=60s"]);
     });
+
+    await t.step(
+      "--metrics-addr: plain /metrics counts them by phase, /healthz is ok",
+      async () => {
+        const base = `http://127.0.0.1:${metricsPort}`;
+        await eventually("vkubelet_pods to count the finished Jobs' pods", async () => {
+          const text =
+            await (await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
+          return text.includes('vkubelet_pods{phase="Failed"} 1') &&
+              text.includes('vkubelet_pods{phase="Succeeded"} 1')
+            ? true
+            : undefined;
+        });
+        const healthz = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(5_000) });
+        assert.equal(healthz.status, 200);
+        assert.equal(await healthz.text(), "ok\n");
+        const other = await fetch(`${base}/pods`, { signal: AbortSignal.timeout(5_000) });
+        assert.equal(other.status, 404);
+        await other.body?.cancel();
+      },
+    );
 
     await t.step("start error: Pending, waiting CreateContainerError, a Failed event", async () => {
       await kubectl(
