@@ -10,8 +10,8 @@
  * probes, hooks, restarts with back-off, stats from /proc or cgroup v2, and re-adoption of
  * running processes after a vkubelet restart. Config: `./config.ts`.
  *
- * Host tools used: `/bin/sh`, `mkfifo`, `unshare`, `mount`, `chroot`, `nsenter`, `script`
- * and `stty` (coreutils and util-linux).
+ * Host tools used: `/bin/sh`, `cat`, `sleep`, `mkfifo`, `unshare`, `mount`, `chroot`,
+ * `nsenter`, `script` and `stty` (coreutils and util-linux).
  * @module
  */
 import { InvalidInputError, type ProviderDeps } from "../../lib/provider.ts";

@@ -111,7 +111,9 @@ Deno.test("stdinOnce closes the container's stdin when the first session's stdin
     stdin: true,
     stdinOnce: true,
     command: ["sh", "-c", READ_LOOP],
-  }], { restartPolicy: "Never" });
+    // A mount: the runner (and the stdin holder) start in a private view where the host allows.
+    volumeMounts: [{ name: "scratch", mountPath: `/vk-attach-${crypto.randomUUID().slice(0, 8)}` }],
+  }], { restartPolicy: "Never", volumes: [{ name: "scratch", emptyDir: {} }] });
   const ref = { namespace: "default", pod: pod.metadata!.name!, container: "c" };
   try {
     await t.provider.createPod(pod, {});
