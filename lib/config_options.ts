@@ -315,6 +315,16 @@ export const OPTIONS = [
     help: "Serve with a certificate signed by itself (only if the API server does not verify it).",
   }),
   o({
+    key: "certDir",
+    flag: "cert-dir",
+    env: ["VKUBELET_CERT_DIR"],
+    kind: "string",
+    value: "DIR",
+    shownDefault: "$STATE_DIRECTORY/pki, /var/lib/vkubelet/pki or ~/.local/state/vkubelet/pki",
+    group: "Kubelet API",
+    help: "Keeps the serving certificate a CSR got, for reuse (<node>-server-current.pem, 0600).",
+  }),
+  o({
     key: "clientCaFile",
     flag: "client-ca-file",
     env: ["APISERVER_CA_CERT_LOCATION"],

@@ -221,6 +221,7 @@ const fields = z.object({
   tlsCertFile: text("a file path").optional(),
   tlsPrivateKeyFile: text("a file path").optional(),
   tlsSelfSigned: boolean(false),
+  certDir: text("a directory").optional(),
   clientCaFile: text("a file path").optional(),
   anonymousAuth: boolean(false),
   authorizationMode: oneOf(["Webhook", "AlwaysAllow"] as const, "Webhook"),

@@ -19,6 +19,7 @@ import {
   tokenReviewerFrom,
 } from "./kubelet_api/mod.ts";
 import { createStreamingHandler } from "./kubelet_api/streaming/handler.ts";
+import { defaultCertDirs, fileCertificateStore } from "./kubelet_api/certificate_store.ts";
 import { getLogger } from "./log.ts";
 import type { VkubeletMetrics } from "./metrics.ts";
 import type { Provider } from "./provider.ts";
@@ -68,7 +69,14 @@ export async function createKubeletApiServer(
     })
     : config.tlsSelfSigned
     ? selfSignedCertificate(names)
-    : csrCertificate({ ...names, csrApi: csrApiFrom(kube) });
+    : csrCertificate({
+      ...names,
+      csrApi: csrApiFrom(kube),
+      store: fileCertificateStore({
+        dirs: config.certDir ? [config.certDir] : defaultCertDirs(Deno.env.toObject()),
+        nodeName: config.nodeName,
+      }),
+    });
   return new KubeletServer({
     provider: deps.provider,
     nodeName: config.nodeName,
