@@ -322,7 +322,7 @@ export const OPTIONS = [
     value: "DIR",
     shownDefault: "$STATE_DIRECTORY/pki, /var/lib/vkubelet/pki or ~/.local/state/vkubelet/pki",
     group: "Kubelet API",
-    help: "Keeps the serving certificate a CSR got, for reuse (<node>-server-current.pem, 0600).",
+    help: "Keeps the serving certificate a CSR got, for reuse (NODE-server-current.pem, 0600).",
   }),
   o({
     key: "clientCaFile",
