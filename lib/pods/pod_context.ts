@@ -55,6 +55,12 @@ export interface PodContext {
    * (`basedOn`: the informer may not have seen our write yet). See `status_sync.ts`.
    */
   statusWritten: Map<string, StatusMemo>;
+  /**
+   * Per key, the resourceVersion of the pod as the provider last ran it (after a create, an
+   * update, or a check that found nothing to change). The resync skips a pod whose version is
+   * unchanged and which the provider still lists with its uid.
+   */
+  syncedVersion: Map<string, string>;
   /** Status syncs in progress per key, so the final write before a delete waits its turn. */
   statusInFlight: Map<string, Promise<void>>;
   /** Deleting pods by uid: when first seen deleting, and whether the provider was told. */

@@ -160,6 +160,7 @@ export class PodController {
       localStatus: new Map(),
       statusWritten: new Map(),
       statusInFlight: new Map(),
+      syncedVersion: new Map(),
       deleting: new Map(),
       syncQueue: new WorkQueue({
         clock: d.clock,
@@ -220,6 +221,9 @@ export class PodController {
     const deletionChanged = pod.metadata?.deletionTimestamp !== old.metadata?.deletionTimestamp;
     if (deletionChanged || specOf(pod) !== specOf(old) || isTerminal(pod) !== isTerminal(old)) {
       this.#ctx.syncQueue.add(key);
+    } else if (this.#ctx.syncedVersion.get(key) === old.metadata?.resourceVersion) {
+      // Nothing the provider runs changed (a status write, say): still in step.
+      this.#ctx.syncedVersion.set(key, pod.metadata?.resourceVersion ?? "");
     }
     // Ours or another writer's: the status worker writes again only if it differs from ours.
     if (canonicalJson(pod.status) !== canonicalJson(old.status)) this.#ctx.statusQueue.add(key);
@@ -243,20 +247,24 @@ export class PodController {
     }
   }
 
-  /** Deletes provider pods of this node whose API object is gone (or is another uid). */
-  async #sweepOrphans(signal: AbortSignal): Promise<void> {
-    const ctx = this.#ctx;
-    let running: Pod[];
+  /** The provider's pods, or undefined (logged) when it cannot list them. */
+  async #providerPods(signal: AbortSignal): Promise<Pod[] | undefined> {
     try {
-      running = await ctx.provider.listPods({ signal });
+      return await this.#ctx.provider.listPods({ signal });
     } catch (err) {
-      ctx.log.warn(
+      this.#ctx.log.warn(
         "could not list the provider's pods; orphans stay until the next resync: {err}",
         { err: String(err) },
       );
-      return;
+      return undefined;
     }
-    for (const pod of running) {
+  }
+
+  /** Deletes provider pods of this node whose API object is gone (or is another uid). */
+  async #sweepOrphans(signal: AbortSignal, running?: Pod[]): Promise<void> {
+    const ctx = this.#ctx;
+    running ??= await this.#providerPods(signal);
+    for (const pod of running ?? []) {
       const current = ctx.pods.store.getByKey(podKey(pod));
       if (current && current.metadata?.uid === pod.metadata?.uid) continue;
       ctx.log.info("deleting {pod} from the provider: the API no longer has it", {
@@ -278,15 +286,23 @@ export class PodController {
     const period = this.#deps.resyncPeriodMs ?? 60_000;
     while (!signal.aborted) {
       if (!await ctx.clock.sleep(jitter(period, 0.1), signal).then(() => true, () => false)) return;
+      const running = await this.#providerPods(signal);
+      const runningUids = new Map(running?.map((p) => [podKey(p), p.metadata?.uid]));
       for (const pod of ctx.pods.store.list()) {
-        ctx.syncQueue.add(podKey(pod));
-        ctx.statusQueue.add(podKey(pod));
+        const key = podKey(pod);
+        // Unchanged since the provider last ran it, and the provider still has it: nothing to
+        // do (this is what keeps a resync of 10,000 pods cheap). Anything else is synced.
+        const unchanged = running !== undefined && !pod.metadata?.deletionTimestamp &&
+          ctx.syncedVersion.get(key) === pod.metadata?.resourceVersion &&
+          runningUids.get(key) === pod.metadata?.uid;
+        if (!unchanged) ctx.syncQueue.add(key);
+        ctx.statusQueue.add(key);
       }
       // Deletes the informer may have missed while vkubelet was busy or disconnected.
       for (const key of ctx.lastKnown.keys()) {
         if (!ctx.pods.store.getByKey(key)) ctx.syncQueue.add(key);
       }
-      await this.#sweepOrphans(signal);
+      await this.#sweepOrphans(signal, running);
     }
   }
 

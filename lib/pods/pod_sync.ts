@@ -48,6 +48,7 @@ async function forgetPod(ctx: PodContext, key: string, signal: AbortSignal): Pro
   ctx.lastKnown.delete(key);
   ctx.providerStatus.delete(key);
   ctx.statusWritten.delete(key);
+  ctx.syncedVersion.delete(key);
 }
 
 async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {
@@ -80,7 +81,7 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
   const sameUid = existing?.metadata?.uid === pod.metadata?.uid;
   if (existing && !sameUid) await deleteInProvider(ctx, existing, signal);
   if (existing && sameUid) {
-    if (specOf(existing) === specOf(resolved.pod)) return;
+    if (specOf(existing) === specOf(resolved.pod)) return markSynced(ctx, key, pod);
     if (
       !await providerCall(
         ctx,
@@ -100,8 +101,22 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
     ) return;
   }
   for (const event of resolved.events) ctx.recorder.record(pod, event);
+  markSynced(ctx, key, pod);
   ctx.localStatus.delete(key);
   ctx.statusQueue.add(key);
+}
+
+/**
+ * Notes the resourceVersion the provider now runs. A status write may have moved the cached pod
+ * on meanwhile; if nothing the provider runs changed with it, the newer version is in step too.
+ */
+function markSynced(ctx: PodContext, key: string, pod: Pod): void {
+  const latest = ctx.pods.store.getByKey(key);
+  const version = pod.metadata?.resourceVersion ?? "";
+  const moved = latest && latest.metadata?.resourceVersion !== version &&
+    latest.metadata?.uid === pod.metadata?.uid && !latest.metadata?.deletionTimestamp &&
+    specOf(latest) === specOf(pod);
+  ctx.syncedVersion.set(key, moved ? latest.metadata?.resourceVersion ?? "" : version);
 }
 
 /**

@@ -68,10 +68,12 @@ export class FakeInformer<T extends Obj> implements InformerLike<T> {
     this.stopped = true;
   }
 
-  set(object: T): void {
+  /** Stores an object and tells the handlers; `silent` stores it as if its event were lost. */
+  set(object: T, options: { silent?: boolean } = {}): void {
     const key = keyOf(object);
     const old = this.#items.get(key);
     this.#items.set(key, structuredClone(object));
+    if (options.silent) return;
     if (old) { for (const h of this.#handlers.update) h(structuredClone(object), old); }
     else for (const h of this.#handlers.add) h(structuredClone(object));
   }

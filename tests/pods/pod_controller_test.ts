@@ -315,3 +315,46 @@ Deno.test("deletion: the final status is written once, without a conflict", asyn
   );
   await t.stop();
 });
+
+Deno.test("a resync leaves alone the pods the provider still runs unchanged", async () => {
+  const t = startController();
+  t.api.pods.put(boundPod("web-0"));
+  await t.settle();
+  let gets = 0;
+  const getPod = t.provider.getPod.bind(t.provider);
+  t.provider.getPod = (namespace, name) => (gets++, getPod(namespace, name));
+  const lists = t.provider.ops("list").length;
+  await t.settle(70_000);
+  await t.settle(70_000);
+  assert.ok(t.provider.ops("list").length >= lists + 2, "the provider is listed at each resync");
+  assert.equal(gets, 0, "no per-pod call for an unchanged pod");
+  assert.deepEqual(t.provider.ops("create"), ["shop/web-0"]);
+  await t.stop();
+});
+
+Deno.test("a pod the provider lost is created again at the next resync", async () => {
+  const t = startController();
+  t.api.pods.put(boundPod("web-0"));
+  await t.settle();
+  t.provider.pods.delete("shop/web-0"); // gone without a word
+  await t.settle(61_000 * 2);
+  assert.deepEqual(t.provider.ops("create"), ["shop/web-0", "shop/web-0"]);
+  assert.ok(t.provider.pods.has("shop/web-0"));
+  await t.stop();
+});
+
+Deno.test("a pod changed in the API while an event was missed is synced at the next resync", async () => {
+  const t = startController();
+  t.api.pods.put(boundPod("web-0"));
+  await t.settle();
+  t.api.pods.deliver = false;
+  const current = t.api.pods.pods.get("shop/web-0")!;
+  const changed = t.api.pods.put({
+    ...current,
+    spec: { ...current.spec, containers: [{ name: "main", image: "nginx:2" }] },
+  });
+  t.api.pods.informerInstance.set(changed, { silent: true });
+  await t.settle(61_000 * 2);
+  assert.deepEqual(t.provider.ops("update"), ["shop/web-0"]);
+  await t.stop();
+});
