@@ -258,14 +258,15 @@ export const OPTIONS = [
     help: "How often every pod is checked against the provider again; 0 turns it off.",
   }),
   o({
-    key: "clusterDomain",
-    flag: "cluster-domain",
-    env: ["VKUBELET_CLUSTER_DOMAIN"],
+    key: "daemonSetPods",
+    flag: "daemonset-pods",
+    env: ["VKUBELET_DAEMONSET_PODS"],
     kind: "string",
-    value: "DOMAIN",
-    shownDefault: "cluster.local",
+    value: "skip|run",
+    shownDefault: "skip",
     group: "Pods",
-    help: "The cluster's DNS domain, for pods' DNS settings.",
+    help: "Pods of DaemonSets: skip leaves them Pending with one event (no create/fail loop), " +
+      "run hands them to the provider like any pod.",
   }),
   o({
     key: "listenAddress",

@@ -213,9 +213,7 @@ const fields = z.object({
   cordonOnShutdown: boolean(false),
   podSyncWorkers: integer(1, 1000, 10),
   fullResyncPeriod: duration().default(60_000),
-  clusterDomain: text("a DNS domain").refine(isDnsSubdomain, {
-    error: (i) => `${show(i.input)} is not a DNS domain such as cluster.local`,
-  }).default("cluster.local"),
+  daemonSetPods: oneOf(["skip", "run"] as const, "skip"),
   listenAddress: ip().default("0.0.0.0"),
   port: integer(0, 65535, 10250),
   tlsCertFile: text("a file path").optional(),

@@ -179,6 +179,7 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     nodeName: config.nodeName,
     workers: config.podSyncWorkers,
     resyncPeriodMs: config.fullResyncPeriod,
+    daemonSetPods: config.daemonSetPods,
     nodeIps: () => [internalIp],
     allocatable: () => side.node.node?.status?.allocatable ?? {},
   });

@@ -256,3 +256,11 @@ Deno.test("the help text documents every option with its env name and file key",
   }
   assert.match(VERSION, /^\d+\.\d+\.\d+/);
 });
+
+Deno.test("DaemonSet pods are skipped unless --daemonset-pods=run", async () => {
+  assert.equal((await valid(["--provider", "mock"])).daemonSetPods, "skip");
+  const run = await valid(["--provider", "mock"], { VKUBELET_DAEMONSET_PODS: "run" });
+  assert.equal(run.daemonSetPods, "run");
+  const [problem] = await errors(["--provider", "mock", "--daemonset-pods=always"]);
+  assert.match(problem, /^--daemonset-pods: .*always/);
+});

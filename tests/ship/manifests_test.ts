@@ -276,6 +276,7 @@ Deno.test("vkubelet works with only the ClusterRole's permissions (ServiceAccoun
     "--listen-address=127.0.0.1",
     `--port=${port}`,
     "--node-lease-renew-interval=1s",
+    `--cert-dir=${dir}/pki`,
     "--cordon-on-shutdown",
   ], { whileWaiting: () => approveCsrsOf(cluster, username, approved) });
   let stopped = false;
