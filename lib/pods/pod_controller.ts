@@ -218,6 +218,8 @@ export class PodController {
 
   #onUpdate(pod: Pod, old: Pod): void {
     const key = podKey(pod);
+    // The newest copy, so the old one can be collected (one copy per pod, not two).
+    if (this.#ctx.lastKnown.has(key)) this.#ctx.lastKnown.set(key, pod);
     const deletionChanged = pod.metadata?.deletionTimestamp !== old.metadata?.deletionTimestamp;
     if (deletionChanged || specOf(pod) !== specOf(old) || isTerminal(pod) !== isTerminal(old)) {
       this.#ctx.syncQueue.add(key);
