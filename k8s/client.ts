@@ -44,6 +44,11 @@ export interface KubeClientOptions {
   retry?: Partial<RetryPolicy>;
   userAgent?: string;
   clock?: Clock;
+  /**
+   * Told of every answer (and of every failed connection, as code 0), retries included: for
+   * metrics such as requests by verb and code. Must not throw.
+   */
+  onResponse?: (response: { verb: string; code: number }) => void;
 }
 
 const log = getLogger(["vkubelet", "k8s"]);
@@ -69,10 +74,12 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
   #retry: RetryPolicy;
   #userAgent: string;
   #clock: Clock;
+  #onResponse?: KubeClientOptions["onResponse"];
 
   constructor(config: ConnectionConfig, options: KubeClientOptions = {}) {
     this.config = config;
     this.#clock = options.clock ?? realClock;
+    this.#onResponse = options.onResponse;
     this.#pool = new HttpClientPool(config);
     this.#limiter = new RateLimiter({
       qps: options.qps ?? 50,
@@ -158,10 +165,13 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
       await limiter.acquire({ signal });
       const credentials = await this.#credentials(signal);
       let response: Response;
+      const verb = options.query?.watch ? "WATCH" : method;
       try {
         response = await this.#fetch(options, credentials);
+        this.#onResponse?.({ verb, code: response.status });
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
+        this.#onResponse?.({ verb, code: 0 });
         const failure = connectionError(this.config, err);
         if (!isRetryableConnectionFailure(method) || attempt >= this.#retry.maxRetries) {
           throw failure;

@@ -47,7 +47,8 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   const port = config.port === 0 ? freePort(config.listenAddress) : config.port;
   // Everything started below stops with `stop`: on the signal, or when start-up fails.
   const stop = new AbortController();
-  const { kube, provider } = await connectAndLoad(config, deps, {
+  const metrics = new VkubeletMetrics();
+  const { kube, provider } = await connectAndLoad(config, deps, metrics, {
     nodeName: config.nodeName,
     log: getLogger(["vkubelet", "provider"]).with({ node: config.nodeName }),
     clock: deps.clock,
@@ -72,6 +73,7 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
       provider,
       internalIp,
       loops,
+      metrics,
     });
     log.info("vkubelet is ready");
     deps.onReady?.(provider);
@@ -109,6 +111,7 @@ export class StartupConfigError extends Error {
 async function connectAndLoad(
   config: Config,
   deps: RunDeps,
+  metrics: VkubeletMetrics,
   providerDeps: Omit<ProviderDeps, "kube">,
 ): Promise<{ kube: KubeClient; provider: Provider }> {
   const problems: string[] = [];
@@ -119,6 +122,7 @@ async function connectAndLoad(
       qps: config.kubeApiQps,
       burst: config.kubeApiBurst,
       clock: deps.clock,
+      onResponse: ({ verb, code }) => metrics.apiRequests.inc({ verb, code: String(code) }),
     });
   } catch (err) {
     if (!isKubeConfigError(err)) throw err;
@@ -154,13 +158,13 @@ interface Parts {
   provider: Provider;
   internalIp: string;
   loops: Loop[];
+  metrics: VkubeletMetrics;
 }
 
 /** Starts the kubelet API, the node side and the pods, in that order, each awaited ready. */
 async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void> {
-  const { kube, provider, internalIp, loops } = parts;
+  const { kube, provider, internalIp, loops, metrics } = parts;
   const { signal, clock } = deps;
-  const metrics = new VkubeletMetrics();
   const side = createNodeSide(config, {
     client: kube,
     provider,
@@ -170,6 +174,8 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     version: denoJson.version,
     // The kubelet API speaks WebSocket v5 too, so the apiserver need not translate to SPDY.
     declaredFeatures: declaredFeatures(),
+    onLeaseRenewal: (seconds, ok) =>
+      metrics.leaseRenewalLatency.observe(seconds, { result: ok ? "success" : "error" }),
   });
   const pods = new PodController({
     api: kube,

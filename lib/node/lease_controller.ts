@@ -49,6 +49,8 @@ export interface LeaseControllerDeps {
   random?: () => number;
   /** Deadline of each API call; default the renew interval. */
   requestTimeoutMs?: number;
+  /** Told how long each renewal attempt took and whether it worked; for metrics. */
+  onRenewal?: (seconds: number, ok: boolean) => void;
 }
 
 /** Renews the node's lease; see the module doc. */
@@ -132,15 +134,19 @@ export class LeaseController {
   /** Updates from `base` up to 5 times; a conflict re-reads the lease after a backoff. */
   async #retryUpdate(base: Lease, signal: AbortSignal): Promise<boolean> {
     for (let attempt = 0; attempt < MAX_UPDATE_RETRIES; attempt++) {
+      const started = this.#deps.clock.now();
+      const took = () => (this.#deps.clock.now() - started) / 1000;
       try {
         this.#lease = await this.#call(
           signal,
           (s) => this.#api.updateLease(this.#newLease(base), { signal: s }),
         );
+        this.#deps.onRenewal?.(took(), true);
         this.#resolveReady();
         return true;
       } catch (err) {
         if (signal.aborted) throw err;
+        this.#deps.onRenewal?.(took(), false);
         if (isNotFound(err)) {
           this.#lease = undefined;
           return false; // Deleted (by the garbage collector, with its Node): create it again.

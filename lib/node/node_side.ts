@@ -9,7 +9,7 @@ import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
 import type { Provider } from "../provider.ts";
 import { HealthMonitor } from "./health_monitor.ts";
-import { LeaseController } from "./lease_controller.ts";
+import { LeaseController, type LeaseControllerDeps } from "./lease_controller.ts";
 import type { NodeApi, NodeApiClient } from "./node_api.ts";
 import { NodeController, type NodeControllerDeps } from "./node_controller.ts";
 
@@ -48,6 +48,8 @@ export interface NodeSideDeps {
   hostname?: string;
   /** `status.declaredFeatures` (see {@link NodeTemplateOptions.declaredFeatures}). */
   declaredFeatures?: string[];
+  /** See {@link LeaseControllerDeps.onRenewal}. */
+  onLeaseRenewal?: (seconds: number, ok: boolean) => void;
 }
 
 /** The three parts, and one `run` for all of them. */
@@ -107,6 +109,7 @@ export function createNodeSide(config: NodeSideConfig, deps: NodeSideDeps): Node
     owner: node,
     leaseDurationSeconds: config.nodeLeaseDurationSeconds,
     renewIntervalMs: config.nodeLeaseRenewInterval,
+    onRenewal: deps.onLeaseRenewal,
   });
   return {
     health,

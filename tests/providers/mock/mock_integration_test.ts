@@ -66,7 +66,7 @@ Deno.test("mock hooks: a Job exiting 3 fails with exit code 3, one exiting 0 com
   const metricsPort = freePort();
   const vk = await startVkubelet(cluster, {
     nodeName,
-    args: [`--metrics-addr=127.0.0.1:${metricsPort}`],
+    args: [`--metrics-addr=127.0.0.1:${metricsPort}`, "--node-lease-renew-interval=1s"],
   });
   try {
     await kubectl(["apply", "-f", "-"], JSON.stringify(job("fails", "main=3@1s")));
@@ -104,6 +104,15 @@ Deno.test("mock hooks: a Job exiting 3 fails with exit code 3, one exiting 0 com
             ? true
             : undefined;
         });
+        const text = await (await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(5_000) }))
+          .text();
+        // Its own API requests by verb and code, and lease renewals, are counted too.
+        assert.match(text, /vkubelet_kube_api_requests_total\{verb="GET",code="200"\} [1-9]/);
+        assert.match(text, /vkubelet_kube_api_requests_total\{verb="WATCH",code="200"\} [1-9]/);
+        assert.match(
+          text,
+          /vkubelet_lease_renewal_duration_seconds_count\{result="success"\} [1-9]/,
+        );
         const healthz = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(5_000) });
         assert.equal(healthz.status, 200);
         assert.equal(await healthz.text(), "ok\n");
