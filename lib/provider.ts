@@ -16,6 +16,7 @@ import type { Clock } from "./clock.ts";
 import type { StatsSummary } from "./provider_stats.ts";
 
 export type * from "./provider_stats.ts";
+export { formatGoFloat, metricsText } from "./provider_metrics.ts";
 
 /** Every provider call takes one; the call should stop promptly when `signal` aborts. */
 export interface CallOptions {

@@ -9,7 +9,7 @@ import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
 import type { Provider } from "../provider.ts";
 import { HealthMonitor } from "./health_monitor.ts";
-import { LeaseController, type LeaseControllerDeps } from "./lease_controller.ts";
+import { LeaseController } from "./lease_controller.ts";
 import type { NodeApi, NodeApiClient } from "./node_api.ts";
 import { NodeController, type NodeControllerDeps } from "./node_controller.ts";
 
@@ -48,7 +48,7 @@ export interface NodeSideDeps {
   hostname?: string;
   /** `status.declaredFeatures` (see {@link NodeTemplateOptions.declaredFeatures}). */
   declaredFeatures?: string[];
-  /** See {@link LeaseControllerDeps.onRenewal}. */
+  /** Told how long each lease renewal took and whether it worked; for metrics. */
   onLeaseRenewal?: (seconds: number, ok: boolean) => void;
 }
 

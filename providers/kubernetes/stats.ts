@@ -15,7 +15,7 @@ import {
   type PodStats,
   type StatsSummary,
 } from "../../lib/provider.ts";
-import { metricsText } from "../mock/metrics.ts";
+import { metricsText } from "../../lib/provider.ts";
 import { quantityToNumber } from "../../k8s/quantity.ts";
 import { downstreamError } from "./errors.ts";
 

@@ -10,7 +10,7 @@ import type { ContainerStats, MemoryStats, PodStats, StatsSummary } from "../../
 import type { MockPod } from "./provider.ts";
 import { isRunning, longRunningContainers } from "./status.ts";
 
-export { metricsText } from "./metrics.ts";
+export { metricsText } from "../../lib/provider.ts";
 
 /** A steady usage: CPU in billionths of a core, memory in bytes. */
 export interface Usage {

@@ -31,7 +31,8 @@ import { configureProcessNode, nodeCapacity } from "./node.ts";
 import { PodRunner, type RunnerDeps } from "./pod_runner.ts";
 import { forwardPort } from "./port_forward.ts";
 import { podDirName, PodPaths, type PodRecord, readRecords } from "./state.ts";
-import { metricsText, statsSummary, UsageSampler } from "./stats.ts";
+import { statsSummary, UsageSampler } from "./stats.ts";
+import { metricsText } from "../../lib/provider.ts";
 import { validateVolume, type VolumeSource } from "./volumes.ts";
 
 /** What the provider found out about the host at start-up, and optional collaborators. */

@@ -5,7 +5,7 @@
  * milliseconds, families sorted by name, numbers printed as Go prints them.
  * @module
  */
-import type { StatsSummary } from "../../lib/provider.ts";
+import type { StatsSummary } from "./provider_stats.ts";
 
 interface Family {
   name: string;
