@@ -66,6 +66,7 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   });
   const onAbort = () => stop.abort(deps.signal.reason);
   deps.signal.addEventListener("abort", onAbort, { once: true });
+  if (deps.signal.aborted) onAbort(); // Stopped while the provider was loading.
   const loops: Loop[] = [];
   try {
     await start({ ...config, port }, { ...deps, signal: stop.signal }, {
