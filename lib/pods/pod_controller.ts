@@ -28,8 +28,14 @@ export interface PodControllerDeps {
   clock: Clock;
   log: Logger;
   nodeName: string;
-  /** Workers per queue (`--pod-sync-workers`); default 10. */
+  /** Workers of the sync queue, which calls the provider (`--pod-sync-workers`); default 10. */
   workers?: number;
+  /**
+   * Workers of the status queue, which only writes pod status to the API (bounded by the
+   * client's QPS); default 32, so that status writes keep pace with an apiserver that creates
+   * hundreds of pods a second instead of falling behind until the creates stop.
+   */
+  statusWorkers?: number;
   /** Every pod is synced again this often (`--full-resync-period`); default 60 s. */
   resyncPeriodMs?: number;
   /** How often statuses are polled from a provider without `notifyPods`; default 5 s. */
@@ -172,7 +178,7 @@ export class PodController {
       statusQueue: new WorkQueue({
         clock: d.clock,
         log: d.log,
-        workers,
+        workers: d.statusWorkers ?? 32,
         process: (key, signal) => syncStatus(ctx, key, signal, this.#pollDue.delete(key)),
       }),
       addresses: (key, pod) => this.#addresses(key, pod),
