@@ -17,7 +17,7 @@ import type { EnvSources, PodAddresses, ResourceList } from "./env.ts";
 import { EventRecorder } from "./events.ts";
 import type { DaemonSetPodPolicy, PodContext, UidStatus } from "./pod_context.ts";
 import { canonicalJson, isTerminal } from "./pod_status.ts";
-import { specOf, syncPod } from "./pod_sync.ts";
+import { sameSpec, syncPod } from "./pod_sync.ts";
 import { syncStatus } from "./status_sync.ts";
 import { WorkQueue } from "./work_queue.ts";
 
@@ -227,14 +227,15 @@ export class PodController {
     // The newest copy, so the old one can be collected (one copy per pod, not two).
     if (this.#ctx.lastKnown.has(key)) this.#ctx.lastKnown.set(key, pod);
     const deletionChanged = pod.metadata?.deletionTimestamp !== old.metadata?.deletionTimestamp;
-    if (deletionChanged || specOf(pod) !== specOf(old) || isTerminal(pod) !== isTerminal(old)) {
+    if (deletionChanged || !sameSpec(pod, old) || isTerminal(pod) !== isTerminal(old)) {
       this.#ctx.syncQueue.add(key);
     } else if (this.#ctx.syncedVersion.get(key) === old.metadata?.resourceVersion) {
       // Nothing the provider runs changed (a status write, say): still in step.
       this.#ctx.syncedVersion.set(key, pod.metadata?.resourceVersion ?? "");
     }
-    // Ours or another writer's: the status worker writes again only if it differs from ours.
-    if (canonicalJson(pod.status) !== canonicalJson(old.status)) this.#ctx.statusQueue.add(key);
+    // Ours or another writer's: the status worker writes again only if it differs from ours
+    // (our own write it recognises by its resourceVersion, without comparing).
+    if (pod.status !== old.status) this.#ctx.statusQueue.add(key);
   }
 
   #onProviderStatus(reported: Pod): void {

@@ -17,7 +17,8 @@ export function mergeStatus(
   reported: PodStatus,
   hostIps: string[],
 ): PodStatus {
-  const out: PodStatus = truncateTimes(structuredClone(reported));
+  // truncateTimes copies every object and array: `reported` is not changed.
+  const out: PodStatus = truncateTimes(reported);
   const reportedTypes = new Set((out.conditions ?? []).map((c) => c.type));
   const kept = (current?.conditions ?? []).filter((c) => !reportedTypes.has(c.type));
   const conditions = (out.conditions ?? []).map((c) => keepTransitionTime(c, current?.conditions));
@@ -43,39 +44,57 @@ function keepTransitionTime(c: PodCondition, previous: PodCondition[] | undefine
     : c;
 }
 
-/** Whole-second UTC times, as the apiserver stores `metav1.Time`. */
+/** Whole-second UTC times, as the apiserver stores `metav1.Time`. Returns a deep copy. */
 export function truncateTimes<T>(value: T): T {
-  if (typeof value === "string") {
-    const m = TIME.exec(value);
-    if (!m) return value;
-    return `${new Date(Date.parse(value)).toISOString().slice(0, 19)}Z` as T;
-  }
+  if (typeof value === "string") return truncateTime(value) as T;
   if (Array.isArray(value)) return value.map(truncateTimes) as T;
   if (value && typeof value === "object") {
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, truncateTimes(v)]),
-    ) as T;
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(value)) {
+      out[k] = truncateTimes((value as Record<string, unknown>)[k]);
+    }
+    return out as T;
   }
   return value;
 }
 
-/** JSON with sorted keys and empty values (as Go's omitempty drops them) left out. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(prune(truncateTimes(value))) ?? "";
+function truncateTime(value: string): string {
+  // Most strings are not times: look at the shape before running the expression.
+  if (value.length < 20 || value[4] !== "-" || value[10] !== "T") return value;
+  const m = TIME.exec(value);
+  if (!m) return value;
+  return `${new Date(Date.parse(value)).toISOString().slice(0, 19)}Z`;
 }
 
-function prune(value: unknown): unknown {
+/** JSON with sorted keys, whole-second times and empty values (as Go's omitempty drops them) left out. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(canonical(value)) ?? "";
+}
+
+/** One pass of what canonicalJson needs: times truncated, keys sorted, empty values dropped. */
+function canonical(value: unknown): unknown {
+  if (typeof value === "string") return value === "" ? undefined : truncateTime(value);
   if (Array.isArray(value)) {
-    const items = value.map(prune).filter((v) => v !== undefined);
+    const items = [];
+    for (const item of value) {
+      const v = canonical(item);
+      if (v !== undefined) items.push(v);
+    }
     return items.length ? items : undefined;
   }
   if (value && typeof value === "object") {
-    const entries = Object.keys(value).sort()
-      .map((k) => [k, prune((value as Record<string, unknown>)[k])] as const)
-      .filter(([, v]) => v !== undefined);
-    return entries.length ? Object.fromEntries(entries) : undefined;
+    // Only ever stringified: no prototype, so no key is special.
+    const out: Record<string, unknown> = Object.create(null);
+    let empty = true;
+    for (const k of Object.keys(value).sort()) {
+      const v = canonical((value as Record<string, unknown>)[k]);
+      if (v === undefined) continue;
+      out[k] = v;
+      empty = false;
+    }
+    return empty ? undefined : out;
   }
-  return value === null || value === "" ? undefined : value;
+  return value === null ? undefined : value;
 }
 
 /** True when writing `next` over `current` would change nothing. */

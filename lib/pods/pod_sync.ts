@@ -115,7 +115,7 @@ function markSynced(ctx: PodContext, key: string, pod: Pod): void {
   const version = pod.metadata?.resourceVersion ?? "";
   const moved = latest && latest.metadata?.resourceVersion !== version &&
     latest.metadata?.uid === pod.metadata?.uid && !latest.metadata?.deletionTimestamp &&
-    specOf(latest) === specOf(pod);
+    sameSpec(latest, pod);
   ctx.syncedVersion.set(key, moved ? latest.metadata?.resourceVersion ?? "" : version);
 }
 
@@ -242,14 +242,25 @@ function skipDaemonSetPod(ctx: PodContext, pod: Pod): void {
   ctx.setLocalStatus(pod, controllerStatus(pod, "Pending", "DaemonSetPodSkipped", message));
 }
 
+/** True when the parts of two pods that updatePod can change are equal. */
+export function sameSpec(a: Pod, b: Pod): boolean {
+  // The apiserver writes fields in a fixed order: the same text is the same spec, and the cheap
+  // check answers for nearly every update (status writes); the canonical form for the rest.
+  return JSON.stringify(specParts(a)) === JSON.stringify(specParts(b)) || specOf(a) === specOf(b);
+}
+
 /** The parts of a pod that updatePod can change, canonically: equal means no update. */
 export function specOf(pod: Pod): string {
-  return canonicalJson({
+  return canonicalJson(specParts(pod));
+}
+
+function specParts(pod: Pod) {
+  return {
     labels: pod.metadata?.labels,
     annotations: pod.metadata?.annotations,
     containers: pod.spec?.containers,
     initContainers: pod.spec?.initContainers,
     ephemeralContainers: pod.spec?.ephemeralContainers,
     activeDeadlineSeconds: pod.spec?.activeDeadlineSeconds,
-  });
+  };
 }
