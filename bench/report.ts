@@ -152,6 +152,11 @@ function table(results: RunResult[], n: number): string[] {
       } |`,
     );
   }
+  const loads = [vk, peer, floor].filter((r) => r?.loadAtCreate !== undefined)
+    .map((r) => `${r!.subject} ${r!.loadAtCreate}`);
+  if (loads.length) {
+    lines.push("", `Load average (1 min) when scenario 1 started: ${loads.join(", ")}.`);
+  }
   const errors = [vk, peer, floor].filter((r) => r?.error);
   for (const r of errors) lines.push("", `${r!.subject} at N=${n} failed: ${r!.error}`);
   for (const r of [vk, peer, floor]) {
@@ -237,6 +242,16 @@ function verbs(results: RunResult[]): string[] {
   return [...out, "", `Finished: ${when}.`, ""];
 }
 
+/** The hand-written analysis in bench/why.md (profile findings, changes), if there is one. */
+async function why(): Promise<string[]> {
+  try {
+    const text = await Deno.readTextFile(new URL("./why.md", import.meta.url));
+    return [text.trim(), ""];
+  } catch {
+    return [];
+  }
+}
+
 /** Writes the report. */
 export async function writeReport(
   path: string,
@@ -272,6 +287,7 @@ export async function writeReport(
     ...sizes.flatMap((n) => table(results, n)),
     ...goals(results),
     ...verbs(results),
+    ...await why(),
     "## How it is measured",
     "",
     "See bench/README.md.",

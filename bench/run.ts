@@ -5,7 +5,7 @@
  *
  *   deno task bench [--max-n N] [--sizes 100,1000,10000] [--subjects vkubelet,peer,floor]
  *                   [--steady-seconds 120] [--qps 500|shipped] [--concurrency 32]
- *                   [--report-only]
+ *                   [--report-only] [--merge results.json]
  *
  * Raw results go to bench/out/results.json (git-ignored), one entry per subject and size, so a
  * long run that is stopped can still be reported with `--report-only`.
@@ -31,6 +31,8 @@ export interface BenchFlags {
   qps?: number;
   concurrency: number;
   reportOnly: boolean;
+  /** results.json files of other runs (e.g. VKBENCH_OUT side runs) merged in before reporting. */
+  merge: string[];
 }
 
 const USAGE = `usage: deno task bench [options]
@@ -41,7 +43,9 @@ const USAGE = `usage: deno task bench [options]
   --qps N|shipped       client-side request limit of both kubelets (default 500, burst 2N);
                         "shipped" keeps each one's default (vkubelet 50/100, peer 5/10)
   --concurrency N       creates/deletes in flight from the driver (default 32)
-  --report-only         rewrite RESULTS.md and the chart from bench/out/results.json`;
+  --report-only         rewrite RESULTS.md and the chart from bench/out/results.json
+  --merge FILE          first merge another run's results.json into bench/out/results.json
+                        (its subjects and sizes replace the same ones); may be repeated`;
 
 /** Parses the flags; throws a RangeError naming the bad one. */
 export function parseFlags(args: string[]): BenchFlags {
@@ -52,6 +56,7 @@ export function parseFlags(args: string[]): BenchFlags {
     qps: 500,
     concurrency: 32,
     reportOnly: false,
+    merge: [],
   };
   let maxN = Infinity;
   for (let i = 0; i < args.length; i++) {
@@ -90,6 +95,9 @@ export function parseFlags(args: string[]): BenchFlags {
       case "--report-only":
         flags.reportOnly = true;
         break;
+      case "--merge":
+        flags.merge.push(value());
+        break;
       case "--help":
       case "-h":
         throw new RangeError(USAGE);
@@ -116,6 +124,16 @@ async function readResults(): Promise<RunResult[]> {
   }
 }
 
+/** Merges another run's results into results.json; its subject/size pairs replace ours. */
+async function mergeResults(file: string): Promise<void> {
+  const other: RunResult[] = JSON.parse(await Deno.readTextFile(file));
+  const replaced = (r: RunResult) => other.some((o) => o.subject === r.subject && o.n === r.n);
+  const merged = [...(await readResults()).filter((r) => !replaced(r)), ...other];
+  merged.sort((a, b) => a.n - b.n || SUBJECTS.indexOf(a.subject) - SUBJECTS.indexOf(b.subject));
+  await Deno.writeTextFile(resultsFile, JSON.stringify(merged, null, 2));
+  progress(`merged ${other.map((r) => `${r.subject} N=${r.n}`).join(", ")} from ${file}`);
+}
+
 async function main(args: string[]): Promise<number> {
   let flags: BenchFlags;
   try {
@@ -125,6 +143,7 @@ async function main(args: string[]): Promise<number> {
     return 2;
   }
   await Deno.mkdir(outDir, { recursive: true });
+  for (const file of flags.merge) await mergeResults(file);
   const meta = { flags, startedAt: new Date().toISOString() };
   if (!flags.reportOnly) {
     const peerBinary = flags.subjects.includes("peer") ? await ensurePeer({ progress }) : "";

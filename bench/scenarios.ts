@@ -9,7 +9,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { issueKubeletIdentity, startControlPlane, stopControlPlane } from "./control_plane.ts";
 import { Kube, KubeError, pool } from "./kube.ts";
 import { kubeletRequests, type MetricsSnapshot, scrape, verbDeltas } from "./metrics.ts";
-import { cpuSeconds, memoryMiB } from "./proc.ts";
+import { cpuSeconds, machine, memoryMiB } from "./proc.ts";
 import { NODE_NAME, type RunningSubject, startSubject, type SubjectName } from "./subjects.ts";
 import { PodTracker } from "./tracker.ts";
 
@@ -60,6 +60,8 @@ export interface RunResult {
   crashes?: string[];
   /** When this subject and size finished (ISO time). */
   finishedAt?: string;
+  /** The machine's 1-minute load average just before scenario 1 (other work shares the cores). */
+  loadAtCreate?: number;
   error?: string;
 }
 
@@ -268,7 +270,8 @@ async function scenarioCreate(
   const pods = Array.from({ length: n }, (_, i) => podManifest(i));
   const sentAt = new Map<string, number>();
   const before = await scrape(admin);
-  say(`scenario 1: creating ${n} pods`);
+  result.loadAtCreate = Number(machine().load.split(" ")[0]);
+  say(`scenario 1: creating ${n} pods (load average ${result.loadAtCreate})`);
   const stopTicker = progressTicker(say, "Running", () => tracker.runningAt.size, n);
   const t0 = performance.now();
   await pool(pods, options.createConcurrency, async (pod) => {
