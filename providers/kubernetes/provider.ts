@@ -4,9 +4,10 @@
  * back through an informer of B and {@link KubernetesProvider.notifyPods}; listPods answers only
  * this node's downstream pods (label `vkubelet.io/virtual-node`), so the core's orphan sweep,
  * which runs after its first full listing of A, deletes exactly the pods whose twin is gone.
+ * The node side is in `./downstream_node.ts`, the status push in `./status_relay.ts`.
  * @module
  */
-import type { Node, NodeStatus, Pod } from "kubernetes-types/core/v1.d.ts";
+import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   type Informer,
   isAlreadyExists,
@@ -28,16 +29,17 @@ import {
   type StatsSummary,
   TransientError,
 } from "../../lib/provider.ts";
-import { freeCapacity, toQuantities } from "./capacity.ts";
 import type { KubernetesConfig } from "./config.ts";
 import { DependencyMirror } from "./dependencies.ts";
+import { DownstreamNode } from "./downstream_node.ts";
 import { downstreamError } from "./errors.ts";
 import { downstreamName, MARKS, nodeSelector, upstreamOf } from "./names.ts";
-import { goneStatus, upstreamStatus } from "./status.ts";
+import { StatusRelay } from "./status_relay.ts";
 import { TokenMirror } from "./tokens.ts";
 import { translatePod } from "./translate.ts";
 import { type CpuCounters, downstreamMetricsText, downstreamStatsSummary } from "./stats.ts";
 import { attachDownstream, execDownstream, portForwardDownstream } from "./streaming.ts";
+import { key, raceSignal, withMutableFields } from "./_private.ts";
 
 /** The two clusters: A (where the virtual node is) and B (where pods run). */
 export interface KubernetesClients {
@@ -45,22 +47,14 @@ export interface KubernetesClients {
   downstream: KubeClient;
 }
 
-const key = (namespace: string | undefined, name: string | undefined) => `${namespace}/${name}`;
-
 /** Forwards the virtual node's pods to cluster B; see the module doc. */
 export class KubernetesProvider implements Provider {
   readonly #config: KubernetesConfig;
   readonly #deps: ProviderDeps;
   readonly #b: KubeClient;
-  /** Last pod handed over by the core, by upstream `ns/name`. */
-  readonly #upstream = new Map<string, Pod>();
-  readonly #deleting = new Set<string>();
-  readonly #podCallbacks = new Set<(pod: Pod) => void>();
-  readonly #nodeCallbacks = new Set<() => void>();
-  readonly #lastNotified = new Map<string, string>();
   readonly #ours: Informer<Pod>;
-  readonly #nodes: Informer<Node>;
-  readonly #allPods: Informer<Pod>;
+  readonly #node: DownstreamNode;
+  readonly #relay: StatusRelay;
   readonly #mirror: DependencyMirror;
   readonly #tokens: TokenMirror;
   readonly #stop = new AbortController();
@@ -68,8 +62,6 @@ export class KubernetesProvider implements Provider {
   readonly #signal: AbortSignal;
   readonly #running: Promise<void>[] = [];
   readonly #cpuCounters: CpuCounters = new Map();
-  #capacity = "";
-  #capacityTimer?: ReturnType<typeof setTimeout>;
 
   constructor(config: KubernetesConfig, deps: ProviderDeps, clients: KubernetesClients) {
     this.#config = config;
@@ -81,14 +73,12 @@ export class KubernetesProvider implements Provider {
       labelSelector: nodeSelector(deps.nodeName),
       name: "downstream pods",
     });
-    const selector = Object.entries(config.nodeSelector).map(([k, v]) => `${k}=${v}`).join(",");
-    this.#nodes = this.#b.nodes.informer({
-      labelSelector: selector || undefined,
-      name: "downstream nodes",
-    });
-    this.#allPods = this.#b.pods.informer({
-      fieldSelector: "status.phase!=Succeeded,status.phase!=Failed",
-      name: "downstream pods (capacity)",
+    this.#node = new DownstreamNode({
+      config,
+      downstream: clients.downstream,
+      nodeName: deps.nodeName,
+      internalIp: deps.internalIp,
+      daemonPort: deps.daemonPort,
     });
     this.#mirror = new DependencyMirror({
       upstream: clients.upstream,
@@ -108,24 +98,23 @@ export class KubernetesProvider implements Provider {
       log: deps.log,
       signal,
     });
-    this.#ours.on("add", (p) => this.#onDownstream(p));
-    this.#ours.on("update", (p) => this.#onDownstream(p));
-    this.#ours.on("delete", (p) => this.#onDownstreamGone(p));
-    for (const informer of [this.#nodes, this.#allPods] as Informer<Node | Pod>[]) {
-      for (const event of ["add", "update", "delete"] as const) {
-        informer.on(event, () => this.#capacityChanged());
-      }
-    }
-    for (const informer of [this.#ours, this.#nodes, this.#allPods] as Informer<Node | Pod>[]) {
-      this.#running.push(informer.run(signal));
-    }
+    this.#relay = new StatusRelay({
+      internalIp: deps.internalIp,
+      clock: deps.clock,
+      log: deps.log,
+      release: (k, pod) => this.#release(k, pod),
+    });
+    this.#ours.on("add", (p) => this.#relay.onDownstream(p));
+    this.#ours.on("update", (p) => this.#relay.onDownstream(p));
+    this.#ours.on("delete", (p) => this.#relay.onDownstreamGone(p));
+    this.#running.push(this.#ours.run(signal), this.#node.run(signal));
   }
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
     const k = key(pod.metadata?.namespace, pod.metadata?.name);
     const translation = translatePod(pod, { config: this.#config, nodeName: this.#deps.nodeName });
-    this.#upstream.set(k, structuredClone(pod));
-    this.#deleting.delete(k);
+    this.#relay.remember(k, pod);
+    this.#relay.setDeleting(k, false);
     await this.#mirror.track(k, translation.dependencies, options);
     if (translation.tokenSecret) {
       await this.#tokens.start(pod, translation.tokenSecret, options).catch((err) => {
@@ -162,7 +151,7 @@ export class KubernetesProvider implements Provider {
   async updatePod(pod: Pod, options: CallOptions): Promise<void> {
     const k = key(pod.metadata?.namespace, pod.metadata?.name);
     const translation = translatePod(pod, { config: this.#config, nodeName: this.#deps.nodeName });
-    this.#upstream.set(k, structuredClone(pod));
+    this.#relay.remember(k, pod);
     const name = translation.pod.metadata!.name!;
     for (let attempt = 0; attempt < 3; attempt++) {
       const current = this.#ours.store.get(this.#config.namespace, name) ??
@@ -185,13 +174,13 @@ export class KubernetesProvider implements Provider {
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
     const { namespace, name, uid } = pod.metadata ?? {};
     const k = key(namespace, name);
-    this.#deleting.add(k);
+    this.#relay.setDeleting(k, true);
     const downstream = this.#ours.store.get(
       this.#config.namespace,
       downstreamName(namespace!, name!),
     );
     if (!downstream || (uid && downstream.metadata?.labels?.[MARKS.uid] !== uid)) {
-      this.#finish(k, pod, undefined);
+      this.#relay.finish(k, pod, undefined);
       return;
     }
     try {
@@ -202,7 +191,7 @@ export class KubernetesProvider implements Provider {
       });
     } catch (err) {
       if (isApiNotFound(err) || isConflict(err)) {
-        this.#finish(k, pod, downstream);
+        this.#relay.finish(k, pod, downstream);
         return;
       }
       throw downstreamError(`deleting pod ${k}`, err);
@@ -214,62 +203,31 @@ export class KubernetesProvider implements Provider {
       this.#config.namespace,
       downstreamName(namespace, name),
     );
-    return Promise.resolve(downstream ? this.#toUpstream(downstream) : undefined);
+    return Promise.resolve(downstream ? this.#relay.toUpstream(downstream) : undefined);
   }
 
   async listPods(options: CallOptions): Promise<Pod[]> {
     await raceSignal(this.#ours.synced, options.signal);
     return this.#ours.store.list().flatMap((p) => {
-      const up = this.#toUpstream(p);
+      const up = this.#relay.toUpstream(p);
       return up ? [up] : [];
     });
   }
 
   notifyPods(callback: (pod: Pod) => void): void {
-    this.#podCallbacks.add(callback);
+    this.#relay.notifyPods(callback);
   }
 
-  async configureNode(node: Node): Promise<void> {
-    // At registration, give B a moment so the first capacity is real rather than zero.
-    await raceTimeout(Promise.all([this.#nodes.synced, this.#allPods.synced]), 5_000);
-    node.metadata ??= {};
-    node.metadata.labels = {
-      ...node.metadata.labels,
-      "node.kubernetes.io/exclude-from-external-load-balancers": "true",
-    };
-    node.spec ??= {};
-    node.spec.providerID ??=
-      `vkubelet-kubernetes://${this.#config.namespace}/${this.#deps.nodeName}`;
-    const status: NodeStatus = (node as { status?: NodeStatus }).status ??= {};
-    const capacity = this.#currentCapacity();
-    status.capacity = { ...capacity };
-    status.allocatable = { ...capacity };
-    status.addresses = [
-      { type: "InternalIP", address: this.#deps.internalIp },
-      { type: "Hostname", address: this.#deps.nodeName },
-    ];
-    status.daemonEndpoints = { kubeletEndpoint: { Port: this.#deps.daemonPort } };
+  configureNode(node: Node): Promise<void> {
+    return this.#node.configureNode(node);
   }
 
   notifyNodeChanged(callback: () => void): void {
-    this.#nodeCallbacks.add(callback);
+    this.#node.notifyNodeChanged(callback);
   }
 
-  async ping(options: CallOptions): Promise<void> {
-    const signal = AbortSignal.any([
-      AbortSignal.timeout(this.#config.pingTimeout),
-      ...(options.signal ? [options.signal] : []),
-    ]);
-    try {
-      await this.#b.request({ path: "/version", signal });
-    } catch (err) {
-      throw new TransientError(
-        `the downstream cluster's apiserver does not answer: ${
-          signal.aborted ? `no answer within ${this.#config.pingTimeout} ms` : String(err)
-        }`,
-        { cause: err },
-      );
-    }
+  ping(options: CallOptions): Promise<void> {
+    return this.#node.ping(options);
   }
 
   async getContainerLogs(
@@ -315,36 +273,32 @@ export class KubernetesProvider implements Provider {
   }
 
   getStatsSummary(options: CallOptions): Promise<StatsSummary> {
-    return downstreamStatsSummary(this.#b, {
-      nodeName: this.#deps.nodeName,
-      namespace: this.#config.namespace,
-      pods: this.#ours.store.list(),
-      toUpstream: (p) => upstreamOf(p.metadata),
-      counters: this.#cpuCounters,
-      nowMs: this.#deps.clock.now(),
-      signal: options.signal,
-    });
+    return downstreamStatsSummary(this.#b, this.#statsOptions(options));
   }
 
   getMetricsResource(options: CallOptions): Promise<string> {
-    return downstreamMetricsText(this.#b, {
-      nodeName: this.#deps.nodeName,
-      namespace: this.#config.namespace,
-      pods: this.#ours.store.list(),
-      toUpstream: (p) => upstreamOf(p.metadata),
-      counters: this.#cpuCounters,
-      nowMs: this.#deps.clock.now(),
-      signal: options.signal,
-    });
+    return downstreamMetricsText(this.#b, this.#statsOptions(options));
   }
 
   async close(): Promise<void> {
     this.#stop.abort();
-    clearTimeout(this.#capacityTimer);
+    this.#node.close();
     this.#tokens.close();
     await Promise.allSettled(this.#running);
     await this.#mirror.close();
     this.#b.close();
+  }
+
+  #statsOptions(options: CallOptions) {
+    return {
+      nodeName: this.#deps.nodeName,
+      namespace: this.#config.namespace,
+      pods: this.#ours.store.list(),
+      toUpstream: (p: Pod) => upstreamOf(p.metadata),
+      counters: this.#cpuCounters,
+      nowMs: this.#deps.clock.now(),
+      signal: options.signal,
+    };
   }
 
   #downstreamPodName(ref: ContainerRef | string, name?: string): string {
@@ -364,141 +318,12 @@ export class KubernetesProvider implements Provider {
     };
   }
 
-  /** The upstream pod a downstream one stands for, with B's status. */
-  #toUpstream(downstream: Pod): Pod | undefined {
-    const up = upstreamOf(downstream.metadata);
-    if (!up) return undefined;
-    const record = this.#upstream.get(key(up.namespace, up.name));
-    const sameUid = record?.metadata?.uid === up.uid;
-    const metadata = sameUid
-      ? structuredClone(record!.metadata)
-      : { namespace: up.namespace, name: up.name, uid: up.uid };
-    return {
-      apiVersion: "v1",
-      kind: "Pod",
-      metadata,
-      spec: sameUid ? structuredClone(record!.spec) : undefined,
-      status: upstreamStatus(downstream, this.#deps.internalIp),
-    };
-  }
-
-  #onDownstream(downstream: Pod): void {
-    const pod = this.#toUpstream(downstream);
-    if (pod) this.#notify(pod);
-  }
-
-  #onDownstreamGone(downstream: Pod): void {
-    const up = upstreamOf(downstream.metadata);
-    if (!up) return;
-    const k = key(up.namespace, up.name);
-    const record = this.#upstream.get(k);
-    if (record && record.metadata?.uid !== up.uid) return; // an older twin we replaced
-    this.#finish(k, record ?? { metadata: up }, downstream);
-  }
-
-  /** The pod has left B: report every container terminated, release what it held. */
-  #finish(k: string, pod: Pod, downstream: Pod | undefined): void {
-    const deleting = this.#deleting.has(k);
-    const last = downstream ? upstreamStatus(downstream, this.#deps.internalIp) : pod.status;
-    const status = goneStatus(last, {
-      deleting,
-      reason: deleting ? "Terminated" : "DownstreamPodDeleted",
-      message: deleting
-        ? "The pod was deleted in the downstream cluster"
-        : "The pod's twin in the downstream cluster was deleted there",
-      nowIso: new Date(this.#deps.clock.now()).toISOString().replace(/\.\d+Z$/, "Z"),
-    });
-    const record = this.#upstream.get(k);
-    this.#notify({
-      apiVersion: "v1",
-      kind: "Pod",
-      metadata: structuredClone(record?.metadata ?? pod.metadata),
-      spec: record?.spec,
-      status,
-    });
+  /** The pod has left B: stop keeping its ConfigMaps, Secrets and token current. */
+  #release(k: string, pod: Pod): void {
     this.#mirror.untrack(k);
     const translationName = downstreamName(pod.metadata!.namespace!, `${pod.metadata!.name}.token`);
     if (this.#config.serviceAccountToken === "upstream") {
       void this.#tokens.stop(pod, translationName);
     }
-    this.#upstream.delete(k);
-    this.#deleting.delete(k);
-    this.#lastNotified.delete(k);
   }
-
-  #notify(pod: Pod): void {
-    const k = key(pod.metadata?.namespace, pod.metadata?.name);
-    const text = JSON.stringify([pod.metadata?.uid, pod.status]);
-    if (this.#lastNotified.get(k) === text) return;
-    this.#lastNotified.set(k, text);
-    for (const callback of this.#podCallbacks) {
-      try {
-        callback(structuredClone(pod));
-      } catch (err) {
-        this.#deps.log.error("pod status callback threw: {err}", { err: String(err) });
-      }
-    }
-  }
-
-  #currentCapacity(): Record<string, string> {
-    const ourLabel = nodeSelector(this.#deps.nodeName).split("=")[1];
-    const free = freeCapacity(
-      this.#nodes.store.list(),
-      this.#allPods.store.list(),
-      (p) => p.metadata?.labels?.[MARKS.node] !== ourLabel,
-    );
-    return toQuantities(free);
-  }
-
-  #capacityChanged(): void {
-    if (this.#capacityTimer !== undefined) return;
-    // Debounced: a burst of pod events in B becomes one node update.
-    this.#capacityTimer = setTimeout(() => {
-      this.#capacityTimer = undefined;
-      const next = JSON.stringify(this.#currentCapacity());
-      if (next === this.#capacity) return;
-      this.#capacity = next;
-      for (const callback of this.#nodeCallbacks) callback();
-    }, 1_000);
-  }
-}
-
-/** `current` with the fields of `wanted` that a running pod may change. */
-function withMutableFields(current: Pod, wanted: Pod): Pod {
-  const next = structuredClone(current);
-  next.metadata!.labels = { ...wanted.metadata?.labels };
-  next.metadata!.annotations = { ...wanted.metadata?.annotations };
-  const images = new Map(
-    [...wanted.spec?.containers ?? [], ...wanted.spec?.initContainers ?? []].map((
-      c,
-    ) => [c.name, c.image]),
-  );
-  for (const c of [...next.spec?.containers ?? [], ...next.spec?.initContainers ?? []]) {
-    const image = images.get(c.name);
-    if (image) c.image = image;
-  }
-  if (wanted.spec?.activeDeadlineSeconds !== undefined) {
-    next.spec!.activeDeadlineSeconds = wanted.spec.activeDeadlineSeconds;
-  }
-  return next;
-}
-
-function raceSignal<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      if (signal.aborted) reject(signal.reason);
-      signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-    }),
-  ]);
-}
-
-async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([
-    promise.catch(() => {}),
-    new Promise<void>((resolve) => timer = setTimeout(resolve, ms)),
-  ]);
-  clearTimeout(timer);
 }

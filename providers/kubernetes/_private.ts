@@ -1,0 +1,52 @@
+/**
+ * Helpers shared by the provider's parts: the upstream key, the fields a running pod may change,
+ * and promise races.
+ * @module
+ */
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+
+/** The upstream pod's `ns/name`, the key every part of the provider files it under. */
+export const key = (namespace: string | undefined, name: string | undefined): string =>
+  `${namespace}/${name}`;
+
+/** `current` with the fields of `wanted` that a running pod may change. */
+export function withMutableFields(current: Pod, wanted: Pod): Pod {
+  const next = structuredClone(current);
+  next.metadata!.labels = { ...wanted.metadata?.labels };
+  next.metadata!.annotations = { ...wanted.metadata?.annotations };
+  const images = new Map(
+    [...wanted.spec?.containers ?? [], ...wanted.spec?.initContainers ?? []].map((
+      c,
+    ) => [c.name, c.image]),
+  );
+  for (const c of [...next.spec?.containers ?? [], ...next.spec?.initContainers ?? []]) {
+    const image = images.get(c.name);
+    if (image) c.image = image;
+  }
+  if (wanted.spec?.activeDeadlineSeconds !== undefined) {
+    next.spec!.activeDeadlineSeconds = wanted.spec.activeDeadlineSeconds;
+  }
+  return next;
+}
+
+/** `promise`, or the signal's reason once it aborts. */
+export function raceSignal<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return promise;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      if (signal.aborted) reject(signal.reason);
+      signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+    }),
+  ]);
+}
+
+/** Waits for `promise` (settled either way) or `ms`, whichever comes first. */
+export async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    promise.catch(() => {}),
+    new Promise<void>((resolve) => timer = setTimeout(resolve, ms)),
+  ]);
+  clearTimeout(timer);
+}

@@ -1,0 +1,124 @@
+/**
+ * B's status, pushed back to the core: the last upstream pod the core handed over, by `ns/name`;
+ * each downstream pod event of B's informer becomes that pod with B's status; a pod that left B
+ * is reported with every container terminated. Identical reports are sent once.
+ * @module
+ */
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import type { ProviderDeps } from "../../lib/provider.ts";
+import { upstreamOf } from "./names.ts";
+import { goneStatus, upstreamStatus } from "./status.ts";
+import { key } from "./_private.ts";
+
+/** What {@link StatusRelay} needs. */
+export interface StatusRelayDeps {
+  internalIp: string;
+  clock: ProviderDeps["clock"];
+  log: ProviderDeps["log"];
+  /** Called when a pod has left B, after its last status went out: free what it held. */
+  release: (key: string, pod: Pod) => void;
+}
+
+/** Maps downstream pods back to upstream ones and reports their status to the core. */
+export class StatusRelay {
+  readonly #deps: StatusRelayDeps;
+  /** Last pod handed over by the core, by upstream `ns/name`. */
+  readonly #upstream = new Map<string, Pod>();
+  readonly #deleting = new Set<string>();
+  readonly #callbacks = new Set<(pod: Pod) => void>();
+  readonly #lastNotified = new Map<string, string>();
+
+  constructor(deps: StatusRelayDeps) {
+    this.#deps = deps;
+  }
+
+  /** Keeps a copy of the pod the core handed over, for the metadata and spec of reports. */
+  remember(k: string, pod: Pod): void {
+    this.#upstream.set(k, structuredClone(pod));
+  }
+
+  /** Marks the pod as deleted upstream (`on`), or as wanted again. */
+  setDeleting(k: string, on: boolean): void {
+    if (on) this.#deleting.add(k);
+    else this.#deleting.delete(k);
+  }
+
+  /** Calls `callback` with every changed upstream pod status. */
+  notifyPods(callback: (pod: Pod) => void): void {
+    this.#callbacks.add(callback);
+  }
+
+  /** The upstream pod a downstream one stands for, with B's status. */
+  toUpstream(downstream: Pod): Pod | undefined {
+    const up = upstreamOf(downstream.metadata);
+    if (!up) return undefined;
+    const record = this.#upstream.get(key(up.namespace, up.name));
+    const sameUid = record?.metadata?.uid === up.uid;
+    const metadata = sameUid
+      ? structuredClone(record!.metadata)
+      : { namespace: up.namespace, name: up.name, uid: up.uid };
+    return {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata,
+      spec: sameUid ? structuredClone(record!.spec) : undefined,
+      status: upstreamStatus(downstream, this.#deps.internalIp),
+    };
+  }
+
+  /** A downstream pod was added or changed. */
+  onDownstream(downstream: Pod): void {
+    const pod = this.toUpstream(downstream);
+    if (pod) this.#notify(pod);
+  }
+
+  /** A downstream pod is gone from B. */
+  onDownstreamGone(downstream: Pod): void {
+    const up = upstreamOf(downstream.metadata);
+    if (!up) return;
+    const k = key(up.namespace, up.name);
+    const record = this.#upstream.get(k);
+    if (record && record.metadata?.uid !== up.uid) return; // an older twin we replaced
+    this.finish(k, record ?? { metadata: up }, downstream);
+  }
+
+  /** The pod has left B: report every container terminated, release what it held. */
+  finish(k: string, pod: Pod, downstream: Pod | undefined): void {
+    const deleting = this.#deleting.has(k);
+    const last = downstream ? upstreamStatus(downstream, this.#deps.internalIp) : pod.status;
+    const status = goneStatus(last, {
+      deleting,
+      reason: deleting ? "Terminated" : "DownstreamPodDeleted",
+      message: deleting
+        ? "The pod was deleted in the downstream cluster"
+        : "The pod's twin in the downstream cluster was deleted there",
+      nowIso: new Date(this.#deps.clock.now()).toISOString().replace(/\.\d+Z$/, "Z"),
+    });
+    const record = this.#upstream.get(k);
+    this.#notify({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: structuredClone(record?.metadata ?? pod.metadata),
+      spec: record?.spec,
+      status,
+    });
+    this.#deps.release(k, pod);
+    this.#upstream.delete(k);
+    this.#deleting.delete(k);
+    this.#lastNotified.delete(k);
+  }
+
+  #notify(pod: Pod): void {
+    const k = key(pod.metadata?.namespace, pod.metadata?.name);
+    const text = JSON.stringify([pod.metadata?.uid, pod.status]);
+    if (this.#lastNotified.get(k) === text) return;
+    this.#lastNotified.set(k, text);
+    for (const callback of this.#callbacks) {
+      try {
+        callback(structuredClone(pod));
+      } catch (err) {
+        this.#deps.log.error("pod status callback threw: {err}", { err: String(err) });
+      }
+    }
+  }
+}
