@@ -10,16 +10,12 @@ import { getLogger, type Logger } from "../../log.ts";
 import { SpdyProtocolError, SpdyStreamError } from "./errors.ts";
 import { encodeFrame, GoAwayStatus, RstStatus, type SpdyFrame } from "./spdy_frames.ts";
 import { SpdyFrameParser, type SpdyFrameParserOptions } from "./spdy_frame_parser.ts";
-import {
-  SpdyHeaderCompressor,
-  SpdyHeaderDecompressor,
-  type SpdyHeaderLimits,
-  type SpdyHeaders,
-} from "./spdy_headers.ts";
+import { SpdyHeaderDecompressor, type SpdyHeaderLimits, type SpdyHeaders } from "./spdy_headers.ts";
 import { SpdyStream, type SpdyStreamHost } from "./spdy_stream.ts";
 import type { ByteDuplex, SignalOptions } from "./byte_duplex.ts";
-import { AcceptQueue } from "./_accept_queue.ts";
 import { deadline } from "./_deadline.ts";
+import { SpdyStreamTable } from "./_spdy_stream_table.ts";
+import { SpdyWriter } from "./_spdy_writer.ts";
 
 export type { ByteDuplex, SignalOptions };
 
@@ -45,8 +41,6 @@ export interface SpdySessionOptions {
   log?: Logger;
 }
 
-const MAX_QUEUED_CONTROL = 256;
-
 /** One SPDY/3.1 connection. Reading starts at construction. */
 export class SpdySession {
   readonly role: "server" | "client";
@@ -55,30 +49,21 @@ export class SpdySession {
 
   readonly #duplex: ByteDuplex;
   readonly #parser: SpdyFrameParser;
-  readonly #compressor = new SpdyHeaderCompressor();
   readonly #decompressor: SpdyHeaderDecompressor;
-  readonly #streams = new Map<number, SpdyStream>();
-  readonly #accepts = new AcceptQueue<SpdyStream>();
+  readonly #writer: SpdyWriter;
+  readonly #streams: SpdyStreamTable;
   readonly #pings = new Map<number, () => void>();
   readonly #host: SpdyStreamHost;
   readonly #clock: Clock;
   readonly #log: Logger;
-  readonly #maxStreams: number;
-  readonly #maxPending: number;
   readonly #replyTimeoutMs: number;
-  #nextStreamId: number;
   #nextPingId: number;
-  #lastPeerStreamId = 0;
-  #writeChain: Promise<void> = Promise.resolve();
-  #queuedControl = 0;
   #goAwaySent = false;
   #goAwayReceived = false;
   #ended = false;
-  #transportGone = false;
   #error?: Error;
   #reader?: ReadableStreamDefaultReader<Uint8Array>;
   #readLoopDone: Promise<void>;
-  #transportClosed = Promise.withResolvers<void>();
 
   constructor(duplex: ByteDuplex, options: SpdySessionOptions) {
     this.role = options.role;
@@ -87,22 +72,35 @@ export class SpdySession {
     this.#decompressor = new SpdyHeaderDecompressor(options.headerLimits);
     this.#clock = options.clock ?? realClock;
     this.#log = options.log ?? getLogger(["vkubelet", "spdy"]);
-    this.#maxStreams = options.maxStreams ?? 1000;
-    this.#maxPending = options.maxPendingAccepts ?? 100;
     this.#replyTimeoutMs = options.replyTimeoutMs ?? 30_000;
-    this.#nextStreamId = this.role === "client" ? 1 : 2;
     this.#nextPingId = this.role === "client" ? 1 : 2;
+    this.#streams = new SpdyStreamTable({
+      role: this.role,
+      maxStreams: options.maxStreams ?? 1000,
+      maxPendingAccepts: options.maxPendingAccepts ?? 100,
+    });
+    const writer = this.#writer = new SpdyWriter({
+      duplex,
+      clock: this.#clock,
+      log: this.#log,
+      isEnded: () => this.#ended,
+      fail: (err, replace) => {
+        if (replace) this.#error = err;
+        else this.#error ??= err;
+        this.#terminate(true);
+      },
+    });
     this.#host = {
-      send: (bytes) => this.#send(bytes),
-      sendReply: (id, headers, fin) => this.#sendHeaders("syn_reply", id, headers, fin),
-      sendReset: (id, status) => this.#sendControl({ type: "rst_stream", streamId: id, status }),
-      streamDone: (stream) => this.#streamDone(stream),
+      send: (bytes) => writer.send(bytes),
+      sendReply: (id, headers, fin) => writer.sendHeaders("syn_reply", id, headers, fin),
+      sendReset: (id, status) => writer.sendControl({ type: "rst_stream", streamId: id, status }),
+      streamDone: (stream) => this.#streams.done(stream),
       maxWriteFrame: options.maxWriteFrame ?? 32 * 1024,
       highWaterMark: options.streamHighWaterMark ?? 1 << 20,
       windowUpdates: options.windowUpdates ?? true,
     };
     this.#readLoopDone = this.#readLoop();
-    this.closed = Promise.all([this.#readLoopDone, this.#transportClosed.promise]).then(() => {});
+    this.closed = Promise.all([this.#readLoopDone, writer.transportClosed]).then(() => {});
   }
 
   /** Why the connection closed abnormally (a protocol error or transport failure), if it did. */
@@ -122,7 +120,7 @@ export class SpdySession {
 
   /** The next peer-opened stream, or null once the connection is closed (or the signal aborts). */
   accept(options: SignalOptions = {}): Promise<SpdyStream | null> {
-    return this.#accepts.next(options.signal);
+    return this.#streams.accept(options.signal);
   }
 
   /** Opens a stream (SYN_STREAM) and waits for the peer's SYN_REPLY. */
@@ -130,12 +128,11 @@ export class SpdySession {
     if (this.#ended || this.#goAwaySent || this.#goAwayReceived) {
       throw new SpdyStreamError("refused", 0, "The SPDY connection is closing; no new streams");
     }
-    const id = this.#nextStreamId;
-    this.#nextStreamId += 2;
+    const id = this.#streams.nextLocalId();
     const stream = new SpdyStream(this.#host, id, headers, "local");
-    this.#streams.set(id, stream);
-    const block = this.#compressor.compress(headers);
-    await this.#send(encodeFrame({
+    this.#streams.add(stream);
+    const block = this.#writer.compress(headers);
+    await this.#writer.send(encodeFrame({
       type: "syn_stream",
       streamId: id,
       associatedToStreamId: 0,
@@ -168,7 +165,7 @@ export class SpdySession {
     this.#nextPingId = (this.#nextPingId + 2) >>> 0;
     const started = this.#clock.now();
     const echoed = new Promise<void>((resolve) => this.#pings.set(id, resolve));
-    await this.#send(encodeFrame({ type: "ping", id }));
+    await this.#writer.send(encodeFrame({ type: "ping", id }));
     const aborted = new Promise<void>((_, reject) => {
       options.signal?.addEventListener("abort", () => reject(options.signal!.reason), {
         once: true,
@@ -187,9 +184,9 @@ export class SpdySession {
   async goAway(status: number = GoAwayStatus.ok): Promise<void> {
     if (this.#goAwaySent || this.#ended) return;
     this.#goAwaySent = true;
-    await this.#send(encodeFrame({
+    await this.#writer.send(encodeFrame({
       type: "goaway",
-      lastGoodStreamId: this.#lastPeerStreamId,
+      lastGoodStreamId: this.#streams.lastPeerStreamId,
       status,
     })).catch(() => {});
   }
@@ -252,9 +249,9 @@ export class SpdySession {
       // Best effort: tell the peer why, but never wait long for a hostile peer to read it.
       if (!this.#goAwaySent) {
         this.#goAwaySent = true;
-        const goAway = this.#send(encodeFrame({
+        const goAway = this.#writer.send(encodeFrame({
           type: "goaway",
-          lastGoodStreamId: this.#lastPeerStreamId,
+          lastGoodStreamId: this.#streams.lastPeerStreamId,
           status: GoAwayStatus.protocolError,
         })).catch(() => {});
         const stop = new AbortController();
@@ -299,7 +296,7 @@ export class SpdySession {
         return;
       case "ping":
         if ((frame.id & 1) === (this.#nextPingId & 1)) this.#pings.get(frame.id)?.();
-        else this.#sendControl(frame);
+        else this.#writer.sendControl(frame);
         return;
       case "goaway":
         this.#goAwayReceived = true;
@@ -315,106 +312,26 @@ export class SpdySession {
     // Always inflate, even for refused streams: the compression context spans the connection.
     const headers = this.#decompressor.decompress(frame.headerBlock);
     const id = frame.streamId;
-    const peerParity = this.role === "server" ? 1 : 0;
-    if ((id & 1) !== peerParity || id <= this.#lastPeerStreamId) {
-      // moby/spdystream connection.go : checkStreamFrame answers PROTOCOL_ERROR the same way.
-      this.#sendControl({ type: "rst_stream", streamId: id, status: RstStatus.protocolError });
-      return;
-    }
-    this.#lastPeerStreamId = id;
-    const full = this.#streams.size >= this.#maxStreams ||
-      this.#accepts.length >= this.#maxPending;
-    if (this.#goAwaySent || full) {
-      this.#sendControl({ type: "rst_stream", streamId: id, status: RstStatus.refusedStream });
+    const refusal = this.#streams.admitPeer(id, this.#goAwaySent);
+    if (refusal !== undefined) {
+      this.#writer.sendControl({ type: "rst_stream", streamId: id, status: refusal });
       return;
     }
     const stream = new SpdyStream(this.#host, id, headers, "remote");
-    this.#streams.set(id, stream);
+    this.#streams.add(stream);
     if (frame.unidirectional) stream.markLocalFinished();
     if (frame.fin) stream.markRemoteFinished();
-    this.#accepts.push(stream);
-  }
-
-  #sendHeaders(kind: "syn_reply", streamId: number, headers: SpdyHeaders, fin: boolean) {
-    const headerBlock = this.#compressor.compress(headers);
-    return this.#send(encodeFrame({ type: kind, streamId, fin, headerBlock }));
-  }
-
-  /** Queues a control frame without waiting; a peer that floods them loses the connection. */
-  #sendControl(frame: SpdyFrame): void {
-    if (this.#ended) return;
-    if (this.#queuedControl >= MAX_QUEUED_CONTROL) {
-      this.#error = new SpdyProtocolError(
-        "flood",
-        "The peer provoked control frames faster than it read them",
-      );
-      this.#terminate(true);
-      return;
-    }
-    this.#queuedControl++;
-    this.#send(encodeFrame(frame)).catch(() => {}).finally(() => this.#queuedControl--);
-  }
-
-  #send(bytes: Uint8Array): Promise<void> {
-    if (this.#ended) {
-      return Promise.reject(
-        new SpdyStreamError("connection_closed", 0, "The SPDY connection is closed"),
-      );
-    }
-    const written = this.#writeChain.then(() => {
-      if (this.#transportGone) {
-        throw new SpdyStreamError("connection_closed", 0, "The SPDY connection is closed");
-      }
-      return this.#duplex.write(bytes);
-    });
-    this.#writeChain = written.catch((err) => {
-      if (!this.#ended) {
-        this.#error ??= err instanceof Error ? err : new Error(String(err));
-        this.#terminate(true);
-      }
-    });
-    return written;
-  }
-
-  #streamDone(stream: SpdyStream): void {
-    if (this.#streams.get(stream.id) === stream) this.#streams.delete(stream.id);
-    if (stream.error) this.#accepts.remove(stream);
+    this.#streams.queueAccept(stream);
   }
 
   /** Ends the connection once; `abrupt` drops frames still queued instead of flushing them. */
   #terminate(abrupt: boolean): void {
     if (this.#ended) return;
     this.#ended = true;
-    for (const stream of [...this.#streams.values()]) {
-      stream.failed(
-        new SpdyStreamError(
-          "connection_closed",
-          stream.id,
-          `The SPDY connection closed under stream ${stream.id}`,
-        ),
-      );
-    }
-    this.#streams.clear();
-    for (const stream of this.#accepts.close()) stream.reset(RstStatus.cancel);
+    this.#streams.closeAll();
     for (const resolve of this.#pings.values()) resolve();
     this.#pings.clear();
     this.#reader?.cancel().catch(() => {});
-    this.#closeTransport(abrupt);
-  }
-
-  /** Closes the transport after queued frames (a last GOAWAY, FINs) went out, within 2 s. */
-  async #closeTransport(abrupt: boolean): Promise<void> {
-    if (!abrupt) {
-      const stop = new AbortController();
-      await Promise.race([this.#writeChain, this.#clock.sleep(2000, stop.signal).catch(() => {})]);
-      stop.abort();
-    }
-    this.#transportGone = true;
-    try {
-      this.#duplex.close();
-    } catch (err) {
-      this.#log.debug("Closing the SPDY transport failed: {err}", { err });
-    }
-    this.#transportClosed.resolve();
+    this.#writer.closeTransport(abrupt);
   }
 }
