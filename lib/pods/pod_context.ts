@@ -71,6 +71,11 @@ export interface PodContext {
   addresses(key: string, pod: Pod): PodAddresses;
   /** Records a controller-decided status and queues it to be written. */
   setLocalStatus(pod: Pod, status: PodStatus): void;
-  /** Writes the provider's last status for `key` before the object is removed (best effort). */
-  writeFinalStatus(key: string, signal: AbortSignal): Promise<void>;
+  /** Deleting pods whose object is to be removed, by key (see {@link PodContext.removeObject}). */
+  removals: Map<string, Pod>;
+  /**
+   * Removes a deleting pod's object once its containers have stopped: the status queue's workers
+   * write the provider's last status (best effort), then delete the object with grace 0.
+   */
+  removeObject(pod: Pod): void;
 }

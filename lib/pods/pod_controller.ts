@@ -17,7 +17,7 @@ import type { EnvSources, PodAddresses, ResourceList } from "./env.ts";
 import { EventRecorder } from "./events.ts";
 import type { DaemonSetPodPolicy, PodContext, UidStatus } from "./pod_context.ts";
 import { canonicalJson, isTerminal } from "./pod_status.ts";
-import { sameSpec, syncPod } from "./pod_sync.ts";
+import { removePodObject, sameSpec, syncPod } from "./pod_sync.ts";
 import { syncStatus } from "./status_sync.ts";
 import { WorkQueue } from "./work_queue.ts";
 
@@ -179,19 +179,37 @@ export class PodController {
         clock: d.clock,
         log: d.log,
         workers: d.statusWorkers ?? 32,
-        process: (key, signal) => syncStatus(ctx, key, signal, this.#pollDue.delete(key)),
+        process: (key, signal) => this.#statusWork(key, signal),
       }),
       addresses: (key, pod) => this.#addresses(key, pod),
       setLocalStatus: (pod, status) => {
         ctx.localStatus.set(podKey(pod), { uid: pod.metadata?.uid ?? "", status });
         ctx.statusQueue.add(podKey(pod));
       },
-      writeFinalStatus: (key, signal) =>
-        syncStatus(ctx, key, signal, false).catch((err) => {
-          d.log.debug("final status of {pod} not written: {err}", { pod: key, err: String(err) });
-        }),
+      removals: new Map(),
+      removeObject: (pod) => {
+        ctx.removals.set(podKey(pod), pod);
+        ctx.statusQueue.add(podKey(pod));
+      },
     };
     return ctx;
+  }
+
+  /**
+   * One key of the status queue: its status, and for a deleting pod whose containers stopped,
+   * the final status (best effort) and then the object's removal. Removal runs here rather than
+   * in the sync queue so that 10,000 deletions get the status queue's workers, not the
+   * provider's.
+   */
+  async #statusWork(key: string, signal: AbortSignal): Promise<void> {
+    const ctx = this.#ctx;
+    const removal = ctx.removals.get(key);
+    if (!removal) return await syncStatus(ctx, key, signal, this.#pollDue.delete(key));
+    await syncStatus(ctx, key, signal, false).catch((err) => {
+      ctx.log.debug("final status of {pod} not written: {err}", { pod: key, err: String(err) });
+    });
+    await removePodObject(ctx, removal, signal);
+    if (ctx.removals.get(key) === removal) ctx.removals.delete(key);
   }
 
   #envSources(sources: () => ConfigSources): EnvSources {

@@ -184,8 +184,7 @@ async function syncDeleting(
   const stopped = await containersStopped(ctx, pod, signal);
   const remaining = deadline - ctx.clock.now();
   if (!stopped && remaining > 0) return { requeueAfterMs: Math.min(remaining, 5_000) };
-  await ctx.writeFinalStatus(key, signal);
-  await removePodObject(ctx, pod, signal);
+  ctx.removeObject(pod);
 }
 
 async function deleteInProvider(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {
@@ -216,7 +215,11 @@ function runningContainers(ctx: PodContext, key: string, pod: Pod): string[] {
 }
 
 /** Deletes the API object with grace 0, only if it is still the same pod (uid precondition). */
-async function removePodObject(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {
+export async function removePodObject(
+  ctx: PodContext,
+  pod: Pod,
+  signal: AbortSignal,
+): Promise<void> {
   try {
     await ctx.api.pods.delete(pod.metadata!.namespace!, pod.metadata!.name!, {
       gracePeriodSeconds: 0,
