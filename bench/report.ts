@@ -1,5 +1,5 @@
 /**
- * Writes bench/RESULTS.md from one run's results: per size, a table of vkubelet, the peer and
+ * Writes bench/RESULTS.md from the saved results of every subject and size: per size, a table of vkubelet, the peer and
  * the floor side by side with the ratios vkubelet/peer and vkubelet/floor, the machine and the
  * versions, and the issue's goals marked met or not.
  * @module
@@ -263,8 +263,9 @@ export async function writeReport(
   const lines = [
     "# vkubelet benchmark results",
     "",
-    "Written by `deno task bench` (bench/run.ts) from one run; the chart `scenario1.png` comes",
-    "from the same run. Do not edit by hand: run the bench again.",
+    "Written by `deno task bench` (bench/run.ts) from the saved result of each subject and size",
+    "(each from its own run; when each finished is listed below), as is the chart `scenario1.png`.",
+    "Do not edit by hand: run the bench again; the analysis at the end is bench/why.md.",
     "",
     `- machine: ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB} GiB; load average when the`,
     `  report was written: ${m.load} (other work on the machine shares the cores)`,
