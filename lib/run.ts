@@ -187,6 +187,8 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     workers: config.podSyncWorkers,
     resyncPeriodMs: config.fullResyncPeriod,
     daemonSetPods: config.daemonSetPods,
+    onSync: (seconds, ok) =>
+      metrics.syncLatency.observe(seconds, { result: ok ? "success" : "error" }),
     nodeIps: () => [internalIp],
     allocatable: () => side.node.node?.status?.allocatable ?? {},
   });

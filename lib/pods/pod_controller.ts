@@ -36,6 +36,8 @@ export interface PodControllerDeps {
    * hundreds of pods a second instead of falling behind until the creates stop.
    */
   statusWorkers?: number;
+  /** Told how long each sync with the provider took and whether it worked; for metrics. */
+  onSync?: (seconds: number, ok: boolean) => void;
   /** Every pod is synced again this often (`--full-resync-period`); default 60 s. */
   resyncPeriodMs?: number;
   /** How often statuses are polled from a provider without `notifyPods`; default 5 s. */
@@ -173,7 +175,17 @@ export class PodController {
         log: d.log,
         workers,
         retryAfter,
-        process: (key, signal) => syncPod(ctx, key, signal),
+        process: async (key, signal) => {
+          const started = d.clock.now();
+          const took = () => (d.clock.now() - started) / 1000;
+          try {
+            await syncPod(ctx, key, signal);
+            d.onSync?.(took(), true);
+          } catch (err) {
+            d.onSync?.(took(), false);
+            throw err;
+          }
+        },
       }),
       statusQueue: new WorkQueue({
         clock: d.clock,

@@ -113,6 +113,7 @@ Deno.test("mock hooks: a Job exiting 3 fails with exit code 3, one exiting 0 com
           text,
           /vkubelet_lease_renewal_duration_seconds_count\{result="success"\} [1-9]/,
         );
+        assert.match(text, /vkubelet_pod_sync_duration_seconds_count\{result="success"\} [1-9]/);
         const healthz = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(5_000) });
         assert.equal(healthz.status, 200);
         assert.equal(await healthz.text(), "ok\n");
