@@ -179,8 +179,10 @@ export class PodController {
           const started = d.clock.now();
           const took = () => (d.clock.now() - started) / 1000;
           try {
-            await syncPod(ctx, key, signal);
+            // The result may ask the queue to come back later (a grace period running out).
+            const result = await syncPod(ctx, key, signal);
             d.onSync?.(took(), true);
+            return result;
           } catch (err) {
             d.onSync?.(took(), false);
             throw err;
