@@ -17,6 +17,7 @@ import type { StatsSummary } from "./provider_stats.ts";
 
 export type * from "./provider_stats.ts";
 export { formatGoFloat, metricsText } from "./provider_metrics.ts";
+export { applyProviderNode, type ProviderNodeFields } from "./provider_node.ts";
 
 /** Every provider call takes one; the call should stop promptly when `signal` aborts. */
 export interface CallOptions {

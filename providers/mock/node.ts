@@ -4,8 +4,8 @@
  * and taint are the node controller's.
  * @module
  */
-import type { Node, NodeAddress, NodeStatus, Taint } from "kubernetes-types/core/v1.d.ts";
-import type { ProviderDeps } from "../../lib/provider.ts";
+import type { Node } from "kubernetes-types/core/v1.d.ts";
+import { applyProviderNode, type ProviderDeps } from "../../lib/provider.ts";
 import type { MockConfig } from "./config.ts";
 
 /** Writes the mock's node fields into `node`, keeping what is already there otherwise. */
@@ -14,25 +14,11 @@ export function configureMockNode(
   config: MockConfig,
   deps: Pick<ProviderDeps, "nodeName" | "internalIp" | "daemonPort">,
 ): void {
-  node.metadata ??= {};
-  node.metadata.labels = { ...node.metadata.labels, ...config.labels };
-  node.spec ??= {};
-  const taints: Taint[] = [...(node.spec.taints ?? [])];
-  for (const taint of config.taints) {
-    const same = taints.findIndex((t) => t.key === taint.key && t.effect === taint.effect);
-    if (same >= 0) taints[same] = { ...taint };
-    else taints.push({ ...taint });
-  }
-  if (taints.length > 0) node.spec.taints = taints;
-  if (config.providerID) node.spec.providerID = config.providerID;
-  // `status` is read-only in kubernetes-types (servers own it); configureNode fills it in.
-  const status: NodeStatus = (node as { status?: NodeStatus }).status ??= {};
-  status.capacity = { ...config.capacity };
-  status.allocatable = { ...config.capacity };
-  const addresses: NodeAddress[] = config.addresses ?? [
-    { type: "InternalIP", address: deps.internalIp },
-    { type: "Hostname", address: deps.nodeName },
-  ];
-  status.addresses = addresses.map((a) => ({ ...a }));
-  status.daemonEndpoints = { kubeletEndpoint: { Port: deps.daemonPort } };
+  applyProviderNode(node, {
+    labels: config.labels,
+    taints: config.taints,
+    providerID: config.providerID,
+    capacity: config.capacity,
+    addresses: config.addresses,
+  }, deps);
 }

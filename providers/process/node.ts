@@ -3,8 +3,8 @@
  * memory unless the config says otherwise), addresses, labels, taints and the kubelet port.
  * @module
  */
-import type { Node, NodeStatus, Taint } from "kubernetes-types/core/v1.d.ts";
-import type { ProviderDeps } from "../../lib/provider.ts";
+import type { Node } from "kubernetes-types/core/v1.d.ts";
+import { applyProviderNode, type ProviderDeps } from "../../lib/provider.ts";
 import type { ProcessConfig } from "./config.ts";
 import { memInfo } from "./proc.ts";
 
@@ -31,22 +31,5 @@ export function configureProcessNode(
   capacity: Record<string, string>,
   deps: Pick<ProviderDeps, "nodeName" | "internalIp" | "daemonPort">,
 ): void {
-  node.metadata ??= {};
-  node.metadata.labels = { ...node.metadata.labels, ...config.labels };
-  node.spec ??= {};
-  const taints: Taint[] = [...(node.spec.taints ?? [])];
-  for (const taint of config.taints) {
-    const same = taints.findIndex((t) => t.key === taint.key && t.effect === taint.effect);
-    if (same >= 0) taints[same] = { ...taint };
-    else taints.push({ ...taint });
-  }
-  if (taints.length > 0) node.spec.taints = taints;
-  const status: NodeStatus = (node as { status?: NodeStatus }).status ??= {};
-  status.capacity = { ...capacity };
-  status.allocatable = { ...capacity };
-  status.addresses = [
-    { type: "InternalIP", address: deps.internalIp },
-    { type: "Hostname", address: deps.nodeName },
-  ];
-  status.daemonEndpoints = { kubeletEndpoint: { Port: deps.daemonPort } };
+  applyProviderNode(node, { labels: config.labels, taints: config.taints, capacity }, deps);
 }
