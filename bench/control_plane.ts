@@ -7,7 +7,7 @@
  * the kubelet's requests.
  * @module
  */
-import { clusterPaths, down, up } from "../tests/cluster/cluster.ts";
+import { clusterPaths, down, runChecked, up } from "../tests/cluster/cluster.ts";
 import { type Credentials, readCredentials } from "./kube.ts";
 
 // VKBENCH_CLUSTER names another copy, so that a profiling run can go beside a measuring one.
@@ -95,27 +95,6 @@ spec:
     - {verbs: ["*"], nonResourceURLs: ["*"]}
 `;
 
-const decoder = new TextDecoder();
-
-async function exec(binary: string, args: string[], stdin?: string): Promise<string> {
-  const child = new Deno.Command(binary, {
-    args,
-    stdin: stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  if (stdin !== undefined) {
-    const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(stdin));
-    await writer.close();
-  }
-  const out = await child.output();
-  if (!out.success) {
-    throw new Error(`${args.slice(0, 2).join(" ")} failed: ${decoder.decode(out.stderr)}`);
-  }
-  return decoder.decode(out.stdout);
-}
-
 /** Stops the bench cluster if it runs. */
 export async function stopControlPlane(): Promise<void> {
   await down(clusterPaths(CLUSTER));
@@ -132,7 +111,7 @@ export async function startControlPlane(progress: (line: string) => void): Promi
     key: `${paths.pki}/admin.key`,
   });
   const kubectl = (args: string[], stdin?: string) =>
-    exec(state.binary, ["kubectl", `--kubeconfig=${paths.adminKubeconfig}`, ...args], stdin);
+    runChecked(state.binary, ["kubectl", `--kubeconfig=${paths.adminKubeconfig}`, ...args], stdin);
   await kubectl(["apply", "-f", "-"], RBAC);
   return {
     server: state.server,
@@ -151,7 +130,7 @@ export async function issueKubeletIdentity(
 ): Promise<KubeletIdentity> {
   await Deno.mkdir(dir, { recursive: true });
   const ca = `${cp.pki}/ca`;
-  await exec(cp.binary, [
+  await runChecked(cp.binary, [
     "cert",
     `--ca=${ca}`,
     `--out=${dir}/client`,
@@ -159,7 +138,7 @@ export async function issueKubeletIdentity(
     `--o=${KUBELET_GROUP}`,
   ]);
   // A serving certificate for the kubelet API on 127.0.0.1, signed by the cluster CA.
-  await exec(cp.binary, [
+  await runChecked(cp.binary, [
     "cert",
     `--ca=${ca}`,
     `--out=${dir}/serving`,

@@ -166,11 +166,43 @@ function kubeconfig(paths: ClusterPaths, server: string, user: string): string {
   ].join("\n");
 }
 
-async function runBinary(binary: string, args: string[]): Promise<void> {
-  const out = await new Deno.Command(binary, { args, stdout: "piped", stderr: "piped" }).output();
-  if (!out.success) {
-    throw new Error(`k8s ${args[0]} failed: ${new TextDecoder().decode(out.stderr).trim()}`);
+/** What {@link runCommand} gives back. */
+export interface CommandResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `binary` with `args` (and `stdin` when given); never throws on a non-zero exit. */
+export async function runCommand(
+  binary: string,
+  args: string[],
+  options: { stdin?: string; signal?: AbortSignal } = {},
+): Promise<CommandResult> {
+  const child = new Deno.Command(binary, {
+    args,
+    stdin: options.stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+    signal: options.signal,
+  }).spawn();
+  if (options.stdin !== undefined) {
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(options.stdin));
+    await writer.close();
   }
+  const out = await child.output();
+  const decoder = new TextDecoder();
+  return { code: out.code, stdout: decoder.decode(out.stdout), stderr: decoder.decode(out.stderr) };
+}
+
+/** {@link runCommand}, returning stdout; a non-zero exit throws with the command and stderr. */
+export async function runChecked(binary: string, args: string[], stdin?: string): Promise<string> {
+  const out = await runCommand(binary, args, { stdin });
+  if (out.code !== 0) {
+    throw new Error(`${args.slice(0, 3).join(" ")} failed: ${out.stderr.trim()}`);
+  }
+  return out.stdout;
 }
 
 /** Starts one component detached, its output appended to its log; returns its pid. */
@@ -290,12 +322,12 @@ async function waitFor(
 }
 
 async function preparePki(binary: string, pkiDir: string): Promise<void> {
-  await runBinary(binary, ["pki", pkiDir]);
+  await runChecked(binary, ["pki", pkiDir]);
   for (const name of ["kube-controller-manager", "kube-scheduler"]) {
     try {
       await Deno.stat(`${pkiDir}/${name}-serving.crt`);
     } catch {
-      await runBinary(binary, [
+      await runChecked(binary, [
         "cert",
         `--ca=${pkiDir}/ca`,
         `--out=${pkiDir}/${name}-serving`,

@@ -4,15 +4,17 @@
  * certificates. `deno task test` brings it up before and down after the whole run.
  * @module
  */
-import { clusterPaths, type Component, readState } from "./cluster.ts";
+import {
+  clusterPaths,
+  type CommandResult,
+  type Component,
+  readState,
+  runCommand,
+} from "./cluster.ts";
 import { METRICS_SERVER } from "./metrics_server.ts";
 
 /** The result of running kubectl. */
-export interface KubectlResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+export type KubectlResult = CommandResult;
 
 /** Paths of a certificate and its key. */
 export interface CertFiles {
@@ -129,28 +131,11 @@ async function connect(name: string): Promise<TestCluster> {
   let serial = 0;
   const restart = (command: "stop" | "start", c: Component) => runCli(name, [command, c]);
 
-  async function kubectl(
+  function kubectl(
     args: string[],
     options: { stdin?: string; signal?: AbortSignal } = {},
   ): Promise<KubectlResult> {
-    const child = new Deno.Command(binary, {
-      args: ["kubectl", `--kubeconfig=${adminKubeconfig}`, ...args],
-      stdin: options.stdin === undefined ? "null" : "piped",
-      stdout: "piped",
-      stderr: "piped",
-      signal: options.signal,
-    }).spawn();
-    if (options.stdin !== undefined) {
-      const writer = child.stdin.getWriter();
-      await writer.write(new TextEncoder().encode(options.stdin));
-      await writer.close();
-    }
-    const out = await child.output();
-    return {
-      code: out.code,
-      stdout: decoder.decode(out.stdout),
-      stderr: decoder.decode(out.stderr),
-    };
+    return runCommand(binary, ["kubectl", `--kubeconfig=${adminKubeconfig}`, ...args], options);
   }
 
   async function issue(name: string, args: string[]): Promise<CertFiles> {

@@ -17,11 +17,11 @@ import {
   clusterPaths,
   type ClusterState,
   readState,
+  runChecked,
   stopProcess,
 } from "./cluster.ts";
 
 const moduleDir = new URL("./metrics_server/", import.meta.url).pathname;
-const decoder = new TextDecoder();
 
 /** The name metrics-server is recorded under in `state.json`'s addons. */
 export const METRICS_SERVER = "metrics-server";
@@ -235,25 +235,6 @@ export function metricsServerManifests(port: number, caPem: string): unknown {
   };
 }
 
-async function run(binary: string, args: string[], stdin?: string): Promise<string> {
-  const child = new Deno.Command(binary, {
-    args,
-    stdin: stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  if (stdin !== undefined) {
-    const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(stdin));
-    await writer.close();
-  }
-  const out = await child.output();
-  if (!out.success) {
-    throw new Error(`${args.slice(0, 3).join(" ")} failed: ${decoder.decode(out.stderr).trim()}`);
-  }
-  return decoder.decode(out.stdout);
-}
-
 /** Issues the serving certificate (once) and writes a token kubeconfig (each start). */
 async function prepareCredentials(state: ClusterState): Promise<void> {
   const { paths, binary } = state;
@@ -262,7 +243,7 @@ async function prepareCredentials(state: ClusterState): Promise<void> {
     await Deno.stat(`${serving}.crt`);
   } catch {
     const sans = `${METRICS_SERVER}.kube-system.svc,localhost,127.0.0.1`;
-    await run(binary, [
+    await runChecked(binary, [
       "cert",
       `--ca=${paths.pki}/ca`,
       `--out=${serving}`,
@@ -272,7 +253,7 @@ async function prepareCredentials(state: ClusterState): Promise<void> {
   }
   // Its own service-account token, as in a real cluster; the kubelet checks it with a
   // TokenReview and authorizes nodes/metrics with a SubjectAccessReview.
-  const token = (await run(binary, [
+  const token = (await runChecked(binary, [
     "kubectl",
     `--kubeconfig=${paths.adminKubeconfig}`,
     "-n",
@@ -341,7 +322,7 @@ export async function ensureMetricsServer(
   const port = freePort();
   const args = metricsServerArgs(paths, port, options);
   const caPem = await Deno.readTextFile(`${paths.pki}/ca.crt`);
-  await run(state.binary, [
+  await runChecked(state.binary, [
     "kubectl",
     `--kubeconfig=${paths.adminKubeconfig}`,
     "apply",
