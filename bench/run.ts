@@ -18,8 +18,11 @@ import { phaseTimeoutMs, type RunResult, runSubject } from "./scenarios.ts";
 import { type SubjectName, SUBJECTS } from "./subjects.ts";
 
 const benchDir = new URL(".", import.meta.url).pathname;
-// VKBENCH_OUT keeps a side run's results apart from bench/out (git-ignored either way).
-const outDir = Deno.env.get("VKBENCH_OUT") ?? `${benchDir}out`;
+// VKBENCH_OUT keeps a side run's results, report and chart apart from bench/out and from the
+// committed bench/RESULTS.md and bench/scenario1.png.
+const sideDir = Deno.env.get("VKBENCH_OUT");
+const outDir = sideDir ?? `${benchDir}out`;
+const reportDir = sideDir ? `${sideDir}/` : benchDir;
 const resultsFile = `${outDir}/results.json`;
 
 /** The bench's command-line options. */
@@ -182,12 +185,12 @@ async function main(args: string[]): Promise<number> {
   }
   const results = await readResults();
   const savedMeta = JSON.parse(await Deno.readTextFile(`${outDir}/meta.json`).catch(() => "{}"));
-  await writeChart(`${benchDir}scenario1.png`, results);
-  await writeReport(`${benchDir}RESULTS.md`, results, savedMeta.flags ?? flags);
+  await writeChart(`${reportDir}scenario1.png`, results);
+  await writeReport(`${reportDir}RESULTS.md`, results, savedMeta.flags ?? flags);
   // Keep `deno fmt --check` clean for the generated file.
-  await new Deno.Command(Deno.execPath(), { args: ["fmt", "-q", `${benchDir}RESULTS.md`] })
+  await new Deno.Command(Deno.execPath(), { args: ["fmt", "-q", `${reportDir}RESULTS.md`] })
     .output();
-  progress(`wrote ${benchDir}RESULTS.md and ${benchDir}scenario1.png`);
+  progress(`wrote ${reportDir}RESULTS.md and ${reportDir}scenario1.png`);
   return 0;
 }
 

@@ -37,7 +37,10 @@ export interface KubeClientOptions {
   qps?: number;
   /** Requests allowed in a burst; default 100, like the kubelet's. */
   burst?: number;
-  /** Sustained event writes per second (`client.events`); default 50, the kubelet's `--event-qps`. */
+  /**
+   * Sustained event writes per second (`client.events`); default 50, the kubelet's `--event-qps`.
+   * 0 = off. Events waiting for the limit are released in rounds of one second's worth.
+   */
   eventQps?: number;
   /** Event writes allowed in a burst; default 100, the kubelet's `--event-burst`. */
   eventBurst?: number;
@@ -86,9 +89,12 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
       burst: options.burst ?? 100,
       clock: this.#clock,
     });
+    const eventQps = options.eventQps ?? 50;
     this.#eventLimiter = new RateLimiter({
-      qps: options.eventQps ?? 50,
+      qps: eventQps,
       burst: options.eventBurst ?? 100,
+      // Events are a background stream: sent in rounds of a second's worth, not one timer each.
+      batch: Math.ceil(eventQps),
       clock: this.#clock,
     });
     this.#retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };

@@ -91,6 +91,27 @@ export const OPTIONS = [
     help: "Requests allowed in a burst above --kube-api-qps.",
   }),
   o({
+    key: "eventQps",
+    flag: "event-qps",
+    env: ["VKUBELET_EVENT_QPS"],
+    kind: "string",
+    value: "N",
+    shownDefault: "50",
+    group: "General",
+    help:
+      "Pod event writes per second, limited apart from --kube-api-qps as the kubelet does; 0 = no limit.",
+  }),
+  o({
+    key: "eventBurst",
+    flag: "event-burst",
+    env: ["VKUBELET_EVENT_BURST"],
+    kind: "string",
+    value: "N",
+    shownDefault: "100",
+    group: "General",
+    help: "Event writes allowed in a burst above --event-qps.",
+  }),
+  o({
     key: "startupTimeout",
     flag: "startup-timeout",
     env: ["VKUBELET_STARTUP_TIMEOUT"],

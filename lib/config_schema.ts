@@ -183,6 +183,8 @@ const fields = z.object({
   kubeconfig: text("a file path").optional(),
   kubeApiQps: integer(1, 100_000, 50),
   kubeApiBurst: integer(1, 1_000_000, 100),
+  eventQps: integer(0, 100_000, 50),
+  eventBurst: integer(1, 1_000_000, 100),
   startupTimeout: duration().default(0),
   nodeName: text("a node name").refine(isDnsSubdomain, {
     error: (i) =>
@@ -304,6 +306,9 @@ export const configSchema = fields.transform((c) => ({
       "kubeApiBurst",
       `${c.kubeApiBurst} is below the QPS (${c.kubeApiQps}); use at least the QPS`,
     );
+  }
+  if (c.eventQps > 0 && c.eventBurst < c.eventQps) {
+    at("eventBurst", `${c.eventBurst} is below the event QPS (${c.eventQps}); use at least that`);
   }
   if (c.anonymousAuth && c.authorizationMode === "AlwaysAllow" && !isLoopback(c.listenAddress)) {
     at(

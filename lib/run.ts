@@ -122,6 +122,8 @@ async function connectAndLoad(
     kube = new KubeClient(connection, {
       qps: config.kubeApiQps,
       burst: config.kubeApiBurst,
+      eventQps: config.eventQps,
+      eventBurst: config.eventBurst,
       clock: deps.clock,
       onResponse: ({ verb, code }) => metrics.apiRequests.inc({ verb, code: String(code) }),
     });

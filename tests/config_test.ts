@@ -54,6 +54,23 @@ Deno.test("defaults match virtual-kubelet and the kubelet", async () => {
   assert.equal(config.recreateNode, true);
   assert.equal(config.logLevel, "info");
   assert.equal(config.logFormat, "text");
+  assert.equal(config.eventQps, 50, "the kubelet's --event-qps");
+  assert.equal(config.eventBurst, 100, "the kubelet's --event-burst");
+});
+
+Deno.test("event limits: 0 turns the limit off, a burst below the QPS is refused", async () => {
+  const off = await valid(["--provider", "mock", "--event-qps", "0"]);
+  assert.equal(off.eventQps, 0);
+  const fromEnv = await valid(["--provider", "mock"], {
+    VKUBELET_EVENT_QPS: "200",
+    VKUBELET_EVENT_BURST: "400",
+  }, {});
+  assert.equal(fromEnv.eventQps, 200);
+  const problems = await errors(["--provider", "mock", "--event-qps", "200"]);
+  assert.deepEqual(problems.length, 1);
+  assert.match(problems[0], /^--event-burst: 100 is below the event QPS \(200\); use at least/);
+  const negative = await errors(["--provider", "mock", "--event-qps", "-1"]);
+  assert.match(negative[0], /^--event-qps: /);
 });
 
 Deno.test("a flag beats the environment, which beats the config file", async () => {

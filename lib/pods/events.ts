@@ -10,7 +10,10 @@
  * event.go, one goroutine writing to the sink), so that a thousand pods starting at once do not
  * turn into two thousand event writes in flight ahead of their status writes. The queue keeps at
  * most `maxQueued` events and drops newer ones beyond that (client-go keeps 1,000; a virtual node
- * holds far more pods than a kubelet's 110, so more are kept).
+ * holds far more pods than a kubelet's 110, so more are kept). While `holdWhile` says status
+ * writes are waiting, events wait too (at most `maxHoldMs` at a time): when a thousand pods start
+ * at once, their status is what controllers and users wait for, and events would take a share of
+ * the apiserver's throughput ahead of it.
  * @module
  */
 import type { Event, Pod } from "kubernetes-types/core/v1.d.ts";
@@ -45,6 +48,10 @@ export interface EventRecorderOptions {
   aggregateWindowMs?: number;
   /** Events waiting to be sent at most; newer ones are dropped. Default 25,000. */
   maxQueued?: number;
+  /** While this returns true (status writes waiting), events wait; default never. */
+  holdWhile?: () => boolean;
+  /** Events wait for `holdWhile` at most this long at a time; default 10 s. */
+  maxHoldMs?: number;
 }
 
 /** What an event needs of its pod; kept instead of the pod, which may be large. */
@@ -82,6 +89,13 @@ export class EventRecorder {
   #draining: Promise<void> | undefined;
   #dropped = 0;
   #serial = 0;
+  #flushing = false;
+  /** When the current hold began; a hold ends when `holdWhile` turns false or after maxHoldMs. */
+  #heldSince: number | undefined;
+  /** After a hold that ran out, events go unheld until then (one second), then may wait again. */
+  #unheldUntil = 0;
+  /** Wakes a hold at once when flush begins. */
+  #holdWake = new AbortController();
 
   constructor(options: EventRecorderOptions) {
     this.#o = {
@@ -90,6 +104,8 @@ export class EventRecorder {
       refillMs: 300_000,
       aggregateWindowMs: 600_000,
       maxQueued: 25_000,
+      holdWhile: () => false,
+      maxHoldMs: 10_000,
       ...options,
     };
   }
@@ -137,11 +153,15 @@ export class EventRecorder {
    */
   async flush(options: { signal?: AbortSignal } = {}): Promise<void> {
     const { signal } = options;
+    this.#flushing = true;
+    this.#holdWake.abort();
     const aborted = new Promise<void>((resolve) => {
       if (signal?.aborted) resolve();
       signal?.addEventListener("abort", () => resolve(), { once: true });
     });
     while (this.#draining && !signal?.aborted) await Promise.race([this.#draining, aborted]);
+    this.#flushing = false;
+    this.#holdWake = new AbortController();
     if (this.queued > 0) {
       this.#o.log.warn("{count} events not sent before shutdown", { count: this.queued });
       this.#queue = [];
@@ -157,6 +177,7 @@ export class EventRecorder {
         this.#queue = this.#queue.slice(this.#head);
         this.#head = 0;
       }
+      await this.#hold();
       try {
         await this.#send(item);
       } catch (err) {
@@ -169,6 +190,25 @@ export class EventRecorder {
     }
     this.#queue = [];
     this.#head = 0;
+  }
+
+  /**
+   * Waits while status writes are waiting, up to maxHoldMs since the hold began; then events go
+   * for a second before the next hold, so a long busy spell still lets some through.
+   */
+  async #hold(): Promise<void> {
+    const { clock, holdWhile, maxHoldMs } = this.#o;
+    while (!this.#flushing && clock.now() >= this.#unheldUntil && holdWhile()) {
+      const now = clock.now();
+      this.#heldSince ??= now;
+      if (now - this.#heldSince >= maxHoldMs) {
+        this.#unheldUntil = now + 1000;
+        break;
+      }
+      await clock.sleep(Math.min(100, this.#heldSince + maxHoldMs - now), this.#holdWake.signal)
+        .catch(() => {});
+    }
+    this.#heldSince = undefined;
   }
 
   #take(uid: string): boolean {

@@ -21,6 +21,9 @@ import { removePodObject, sameSpec, syncPod } from "./pod_sync.ts";
 import { syncStatus } from "./status_sync.ts";
 import { WorkQueue } from "./work_queue.ts";
 
+/** Pods waiting in the sync and status queues from which events wait (see EventRecorder). */
+const EVENT_HOLD_BACKLOG = 10;
+
 /** What {@link PodController} needs. Defaults are for `main.ts`/`lib/run.ts` to override. */
 export interface PodControllerDeps {
   api: PodControllerApi;
@@ -152,8 +155,15 @@ export class PodController {
       clock: d.clock,
       log: d.log,
       pods,
-      recorder: d.recorder ??
-        new EventRecorder({ api: d.api.events, clock: d.clock, log: d.log, nodeName: d.nodeName }),
+      recorder: d.recorder ?? new EventRecorder({
+        api: d.api.events,
+        clock: d.clock,
+        log: d.log,
+        nodeName: d.nodeName,
+        // Status first: events wait while a backlog of pods (ten or more) wait for their sync
+        // or their status write; a single pod's events are not held back.
+        holdWhile: () => ctx.syncQueue.length + ctx.statusQueue.length >= EVENT_HOLD_BACKLOG,
+      }),
       configSources: new ConfigSources({
         api: d.api,
         clock: d.clock,

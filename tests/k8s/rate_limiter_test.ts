@@ -47,3 +47,43 @@ Deno.test("qps 0 turns throttling off", async () => {
   for (let i = 0; i < 1000; i++) await limiter.acquire();
   assert.throws(() => new RateLimiter({ qps: 5, burst: 0 }), RangeError);
 });
+
+Deno.test("with a batch, a sequential stream is served in rounds at the same rate", async () => {
+  const clock = new FakeClock();
+  const limiter = new RateLimiter({ qps: 50, burst: 100, batch: 50, clock });
+  const sentAt: number[] = [];
+  const start = clock.now();
+  const sender = (async () => {
+    for (let i = 0; i < 250; i++) {
+      await limiter.acquire();
+      sentAt.push(clock.now() - start);
+    }
+  })();
+  await flush();
+  for (let t = 0; t < 4000; t += 100) await clock.advance(100);
+  await sender;
+  // The burst of 100 at once, then rounds of 50 a second: 250 requests in 3 s, as without batches.
+  assert.equal(sentAt.filter((t) => t === 0).length, 100);
+  assert.deepEqual([...new Set(sentAt)], [0, 1000, 2000, 3000]);
+  assert.equal(sentAt.filter((t) => t === 1000).length, 50);
+  assert.equal(sentAt.at(-1), 3000);
+});
+
+Deno.test("a batch never lets more than the burst through, nor holds a waiter past its round", async () => {
+  const clock = new FakeClock();
+  const limiter = new RateLimiter({ qps: 10, burst: 4, batch: 100, clock });
+  assert.equal(limiter.batch, 4, "capped at the burst");
+  for (let i = 0; i < 4; i++) await limiter.acquire();
+  const released: number[] = [];
+  const waiting = Array.from(
+    { length: 6 },
+    (_, i) => limiter.acquire().then(() => released.push(i) && undefined),
+  );
+  await clock.advance(399);
+  assert.deepEqual(released, []);
+  await clock.advance(1);
+  assert.deepEqual(released, [0, 1, 2, 3], "the first four wake together after 4 tokens");
+  await clock.advance(200);
+  await Promise.all(waiting);
+  assert.deepEqual(released, [0, 1, 2, 3, 4, 5], "the fifth and sixth at their own time");
+});

@@ -10,7 +10,10 @@ const pod: Pod = {
   metadata: { name: "web-0", namespace: "shop", uid: "u1", resourceVersion: "7" },
 };
 
-function setup(options: { burst?: number; maxQueued?: number } = {}) {
+function setup(
+  options: { burst?: number; maxQueued?: number; holdWhile?: () => boolean; maxHoldMs?: number } =
+    {},
+) {
   const api = new FakeEventsApi();
   const clock = new FakeClock();
   const recorder = new EventRecorder({ api, clock, log, nodeName: "vk-1", ...options });
@@ -142,4 +145,37 @@ Deno.test("a full event queue drops newer events, and flush gives up when its si
   release();
   await recorder.flush();
   assert.deepEqual([...api.events.values()].map((e) => e.message), ["m0"]);
+});
+
+Deno.test("events wait while status writes wait, at most maxHoldMs, then go for a second", async () => {
+  let busy = true;
+  const { api, clock, recorder } = setup({ holdWhile: () => busy, maxHoldMs: 5_000 });
+  const record = (i: number) =>
+    recorder.record({ metadata: { ...pod.metadata, uid: `u${i}` } }, {
+      type: "Normal",
+      reason: "Started",
+      message: `m${i}`,
+    });
+  record(0);
+  await clock.advance(4_900);
+  assert.equal(api.events.size, 0, "held while status writes wait");
+  await clock.advance(100);
+  assert.equal(api.events.size, 1, "a hold ends after maxHoldMs");
+  record(1);
+  await clock.advance(500);
+  assert.equal(api.events.size, 2, "then events go unheld for a second");
+  await clock.advance(600);
+  record(2);
+  await clock.advance(100);
+  assert.equal(api.events.size, 2, "and the next hold begins");
+  busy = false;
+  await clock.advance(100);
+  assert.equal(api.events.size, 3, "released as soon as the status writes are done");
+});
+
+Deno.test("flush sends held events at once (shutdown does not wait for the status queue)", async () => {
+  const { api, recorder } = setup({ holdWhile: () => true });
+  recorder.record(pod, { type: "Normal", reason: "Killing", message: "Stopping container main" });
+  await recorder.flush();
+  assert.equal(api.events.size, 1);
 });
