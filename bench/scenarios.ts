@@ -1,8 +1,9 @@
 /**
  * One subject at one size, on a fresh control plane: scenario 1 (create N pods bound to the
- * node, until all Running), 3 (steady state), 4 (restart the kubelet, until reconciled) and 2
- * (delete them all, until gone), in that order so that one set of pods serves all four. The
- * driver's requests (creates, deletes, one watch) are the same for every subject.
+ * node, until all Running), the settle step (until the kubelet's request rate is idle, see
+ * settle.ts), 3 (steady state), 4 (restart the kubelet, until reconciled) and 2 (delete them all,
+ * until gone), in that order so that one set of pods serves all four. The driver's requests
+ * (creates, deletes, one watch) are the same for every subject.
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
@@ -10,6 +11,7 @@ import { issueKubeletIdentity, startControlPlane, stopControlPlane } from "./con
 import { Kube, KubeError, pool } from "./kube.ts";
 import { kubeletRequests, type MetricsSnapshot, scrape, verbDeltas } from "./metrics.ts";
 import { cpuSeconds, machine, memoryMiB } from "./proc.ts";
+import { type Settle, waitSettled } from "./settle.ts";
 import { NODE_NAME, type RunningSubject, startSubject, type SubjectName } from "./subjects.ts";
 import { PodTracker } from "./tracker.ts";
 
@@ -47,6 +49,8 @@ export interface RunResult {
     curve: [number, number][];
     verbs: [string, number][];
   };
+  /** From all Running until the kubelet is idle (absent in results from before the step). */
+  settle?: Settle;
   steady: {
     seconds: number;
     cpuPerMinute: number;
@@ -88,7 +92,7 @@ function percentile(sorted: number[], p: number): number {
 
 /** How long any one phase may wait for all N pods. */
 export function phaseTimeoutMs(n: number): number {
-  return 60_000 + n * 60;
+  return 60_000 + n * 30;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -218,6 +222,7 @@ export async function runSubject(
     await sleep(2000);
 
     await scenarioCreate(result, admin, tracker, options, say);
+    await settleStep(result, admin, running, say);
     await scenarioSteady(result, admin, running, options, say);
     running = await scenarioRestart(result, admin, tracker, running, spec, kubeletApiClient, say);
     if (running.exitCode !== undefined) {
@@ -314,6 +319,25 @@ async function scenarioCreate(
         result.create.p50.toFixed(2)
       } s, p99 ${result.create.p99.toFixed(2)} s; ${result.create.requests} kubelet requests)`,
   );
+}
+
+async function settleStep(
+  result: RunResult,
+  admin: Kube,
+  running: RunningSubject,
+  say: (line: string) => void,
+): Promise<void> {
+  const capMs = phaseTimeoutMs(result.n);
+  say(`settling: waiting up to ${capMs / 1000} s for the kubelet's requests to fall to idle`);
+  const start = await scrape(admin);
+  const { pid } = running;
+  result.settle = await waitSettled({
+    requests: async () => kubeletRequests(start, await scrape(admin)),
+    cpuSeconds: () => cpuSeconds(pid),
+    now: () => performance.now(),
+    sleep,
+    say,
+  }, capMs);
 }
 
 async function scenarioSteady(
