@@ -243,8 +243,17 @@ export async function runSubject(
     say(`failed: ${result.error}`);
   } finally {
     // Clean-up must not hang the bench: each step gets a deadline.
-    const bounded = (what: string, p: Promise<unknown>) =>
-      Promise.race([p, sleep(30_000).then(() => say(`gave up waiting for ${what}`))]);
+    const bounded = async (what: string, p: Promise<unknown>) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const giveUp = new Promise<void>((resolve) => {
+        timer = setTimeout(() => resolve(say(`gave up waiting for ${what}`)), 30_000);
+      });
+      try {
+        await Promise.race([p, giveUp]);
+      } finally {
+        clearTimeout(timer);
+      }
+    };
     await bounded("the kubelet to stop", running?.stop() ?? Promise.resolve());
     await bounded("the pod watch to end", tracker.close());
     kubeletApiClient.close();
