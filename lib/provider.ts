@@ -127,13 +127,14 @@ export interface Provider {
   getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined>;
   /**
    * Every pod the provider runs for this node, and only for this node: the core deletes any
-   * pod listed here that the API no longer has. Copies.
+   * pod listed here that the API no longer has. Copies, or objects frozen deep (`Object.freeze`)
+   * that the provider replaces rather than changes; the core never changes them either.
    */
   listPods(options: CallOptions): Promise<Pod[]>;
 
   /**
-   * Registers the status callback. The provider calls it with the full pod (copy, current
-   * `.status`) whenever a pod's status changes, including the terminal status after delete.
+   * Registers the status callback. The provider calls it with the full pod (a copy or a deep-frozen
+   * object as for {@link listPods}, current `.status`) whenever a pod's status changes, including the terminal status after delete.
    * Must not block. Without it the core polls {@link getPodStatus}.
    */
   notifyPods?(callback: (pod: Pod) => void): void;

@@ -46,6 +46,7 @@ import {
 import { cpuNanoSeconds, metricsText, statsSummary, type Usage } from "./stats.ts";
 import { quantityToNumber } from "../../k8s/quantity.ts";
 import { configureMockNode } from "./node.ts";
+import { frozen } from "./frozen.ts";
 
 /** Annotations a pod can carry to steer the mock (deterministic hooks for tests). */
 export const ANNOTATIONS = {
@@ -140,7 +141,7 @@ export class MockProvider implements Provider {
       );
     }
     const record: MockPod = {
-      pod: structuredClone(pod),
+      pod: frozen(structuredClone(pod)),
       podIp,
       startMs: now,
       runs,
@@ -179,7 +180,7 @@ export class MockProvider implements Provider {
         });
       }
     }
-    record.pod = { ...structuredClone(pod), status: record.pod.status };
+    record.pod = frozen({ ...structuredClone(pod), status: record.pod.status });
     this.#refresh(record);
     await Promise.resolve();
   }
@@ -189,7 +190,7 @@ export class MockProvider implements Provider {
     const record = this.#get(pod.metadata?.namespace, pod.metadata?.name);
     const now = this.#deps.clock.now();
     const metadata = structuredClone(pod.metadata ?? record.pod.metadata);
-    record.pod = { ...record.pod, metadata, status: terminatedStatus(record.pod, now) };
+    record.pod = frozen({ ...record.pod, metadata, status: terminatedStatus(record.pod, now) });
     this.#notify(record.pod);
     this.#remove(record);
     await Promise.resolve();
@@ -209,7 +210,8 @@ export class MockProvider implements Provider {
       const mine = [...this.#pods.values()].filter((r) =>
         (r.pod.spec?.nodeName ?? this.#deps.nodeName) === this.#deps.nodeName
       );
-      return mine.map((r) => structuredClone(r.pod));
+      // Frozen (see frozen.ts), so no copy is needed.
+      return mine.map((r) => r.pod);
     });
   }
 
@@ -415,7 +417,7 @@ export class MockProvider implements Provider {
       hostIp: this.#deps.internalIp,
       runs: record.runs,
     });
-    record.pod = { ...record.pod, status };
+    record.pod = frozen({ ...record.pod, status });
     this.#notify(record.pod);
   }
 
@@ -430,7 +432,7 @@ export class MockProvider implements Provider {
   #notify(pod: Pod): void {
     for (const callback of this.#podCallbacks) {
       try {
-        callback(structuredClone(pod));
+        callback(pod); // frozen
       } catch (err) {
         this.#deps.log.error("pod status callback failed", {
           pod: key(pod.metadata?.namespace, pod.metadata?.name),
