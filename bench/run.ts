@@ -14,7 +14,7 @@
 import { ensurePeer } from "./peer.ts";
 import { writeChart } from "./chart.ts";
 import { writeReport } from "./report.ts";
-import { phaseTimeoutMs, type RunResult, runSubject } from "./scenarios.ts";
+import { phaseTimeoutMs, type RunResult, runSubject, settleTimeoutMs } from "./scenarios.ts";
 import { type SubjectName, SUBJECTS } from "./subjects.ts";
 
 const benchDir = new URL(".", import.meta.url).pathname;
@@ -157,7 +157,9 @@ async function main(args: string[]): Promise<number> {
     await Deno.writeTextFile(`${outDir}/meta.json`, JSON.stringify(meta, null, 2));
     const budget = flags.sizes.reduce(
       (sum, n) =>
-        sum + flags.subjects.length * (flags.steadySeconds + 4 * phaseTimeoutMs(n) / 1000),
+        sum +
+        flags.subjects.length *
+          (flags.steadySeconds + (3 * phaseTimeoutMs(n) + settleTimeoutMs(n)) / 1000),
       0,
     );
     progress(

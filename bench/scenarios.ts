@@ -95,6 +95,14 @@ export function phaseTimeoutMs(n: number): number {
   return 60_000 + n * 30;
 }
 
+/**
+ * How long the settle step may wait: longer than a phase, because a kubelet that sends the
+ * kubelet's two events per pod at its default 50/s needs N / 25 s for them (400 s at 10,000).
+ */
+export function settleTimeoutMs(n: number): number {
+  return 60_000 + n * 50;
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function waitNodeReady(admin: Kube, signal: AbortSignal): Promise<void> {
@@ -336,7 +344,7 @@ async function settleStep(
   running: RunningSubject,
   say: (line: string) => void,
 ): Promise<void> {
-  const capMs = phaseTimeoutMs(result.n);
+  const capMs = settleTimeoutMs(result.n);
   say(`settling: waiting up to ${capMs / 1000} s for the kubelet's requests to fall to idle`);
   const start = await scrape(admin);
   const { pid } = running;
