@@ -237,7 +237,10 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
       headers,
       body,
       signal: options.signal,
-      client: this.#pool.clientFor(credentials.clientCertificate),
+      client: this.#pool.clientFor(
+        credentials.clientCertificate,
+        options.query?.watch ? "watch" : "request",
+      ),
     });
   }
 }
