@@ -100,6 +100,19 @@ export function alive(pid: number, binary: string): boolean {
   }
 }
 
+/**
+ * Whether a process this run has just started has exited (gone, or a zombie). Unlike
+ * {@link alive} it does not look at the command line: between fork and exec that is still the
+ * parent's, which made a starting component look dead on a busy machine.
+ */
+export function exited(pid: number): boolean {
+  try {
+    return /^\d+ \(.*\) [ZX]/.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
+  } catch {
+    return true;
+  }
+}
+
 /** Which components are running, from the recorded state. */
 export function running(state: ClusterState): Record<Component, boolean> {
   return Object.fromEntries(
@@ -412,7 +425,7 @@ async function waitReady(state: ClusterState, c: Component): Promise<void> {
       }
     }
     : () => healthy(state.paths, url);
-  await waitFor(c, check, () => !alive(pid, state.binary), log);
+  await waitFor(c, check, () => exited(pid), log);
 }
 
 /** Stops one component (and its process group), waiting until it has exited. */

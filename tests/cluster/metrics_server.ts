@@ -16,6 +16,7 @@ import {
   type ClusterPaths,
   clusterPaths,
   type ClusterState,
+  exited,
   readState,
   runChecked,
   stopProcess,
@@ -344,7 +345,7 @@ export async function ensureMetricsServer(
   state.addons = { ...state.addons, [METRICS_SERVER]: { pid: child.pid, args, log, binary } };
   await Deno.writeTextFile(paths.state, JSON.stringify(state, null, 2));
   progress(`started metrics-server (pid ${child.pid}, port ${port})`);
-  await waitAvailable(paths, state.server, child.pid, binary, log);
+  await waitAvailable(paths, state.server, child.pid, log);
   progress(`APIService ${METRICS_API_SERVICE} is Available`);
   return { pid: child.pid, port, log, binary };
 }
@@ -376,14 +377,13 @@ async function waitAvailable(
   paths: ClusterPaths,
   server: string,
   pid: number,
-  binary: string,
   log: string,
   timeoutMs = 90_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await apiServiceAvailable(paths, server)) return;
-    if (!alive(pid, binary)) {
+    if (exited(pid)) {
       const tail = (await Deno.readTextFile(log).catch(() => "")).split("\n").slice(-15).join("\n");
       throw new Error(`metrics-server exited during start-up; the end of ${log}:\n${tail}`);
     }
