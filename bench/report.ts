@@ -1,6 +1,6 @@
 /**
- * Writes bench/RESULTS.md from the saved results of every subject and size: per size, a table of vkubelet, the peer and
- * the floor side by side with the ratios vkubelet/peer and vkubelet/floor, the machine and the
+ * Writes bench/RESULTS.md from the saved results of every subject and size: per size, a table of
+ * vkubelet, the peer and the floor side by side with the ratios vkubelet/peer and vkubelet/floor, the machine and the
  * versions, and the issue's goals marked met or not.
  * @module
  */
@@ -9,7 +9,7 @@ import { VERSION } from "../lib/config.ts";
 import { PEER_VERSION } from "./peer.ts";
 import { machine } from "./proc.ts";
 import type { BenchFlags } from "./run.ts";
-import type { Phase, RunResult } from "./scenarios.ts";
+import { type Phase, phaseTimeoutMs, type RunResult } from "./scenarios.ts";
 import { SETTLE_IDLE_REQUESTS, SETTLE_SAMPLE_MS, SETTLE_WINDOW_SAMPLES } from "./settle.ts";
 import { CAPACITY, type SubjectName } from "./subjects.ts";
 
@@ -31,9 +31,14 @@ function fmt(value: number, digits = 1): string {
   return value.toFixed(digits);
 }
 
-function phaseCell(p: Phase, n: number): string {
+/**
+ * A phase's time; one that timed out shows how long the bench waited (`waited`, at least) and
+ * how many pods made it, not when the last one did.
+ */
+function phaseCell(p: Phase, n: number, waited: number): string {
   if (!Number.isFinite(p.seconds)) return "–";
-  return p.timedOut || p.done < n ? `> ${fmt(p.seconds)} (${p.done}/${n})` : fmt(p.seconds);
+  if (p.timedOut) return `> ${fmt(Math.max(p.seconds, waited))} (${p.done}/${n})`;
+  return p.done < n ? `> ${fmt(p.seconds)} (${p.done}/${n})` : fmt(p.seconds);
 }
 
 function settleCell(r: RunResult): string {
@@ -55,7 +60,8 @@ interface Row {
 const ROWS: Row[] = [
   {
     label: "1. create → all Running (s)",
-    cell: (r) => phaseCell(r.create, r.n),
+    // The wait for Running starts once the driver has sent every create.
+    cell: (r) => phaseCell(r.create, r.n, r.create.createSeconds + phaseTimeoutMs(r.n) / 1000),
     value: (r) => r.create.done < r.n ? NaN : r.create.seconds,
   },
   {
@@ -75,7 +81,7 @@ const ROWS: Row[] = [
   },
   {
     label: "2. delete all → all gone (s)",
-    cell: (r) => phaseCell(r.remove, r.n),
+    cell: (r) => phaseCell(r.remove, r.n, phaseTimeoutMs(r.n) / 1000),
     value: (r) => r.remove.done < r.n ? NaN : r.remove.seconds,
   },
   {
@@ -105,7 +111,7 @@ const ROWS: Row[] = [
   },
   {
     label: "4. restart → all reconciled (s)",
-    cell: (r) => phaseCell(r.restart, r.n),
+    cell: (r) => phaseCell(r.restart, r.n, phaseTimeoutMs(r.n) / 1000),
     value: (r) => r.restart.done < r.n ? NaN : r.restart.seconds,
   },
   {
@@ -253,7 +259,9 @@ function goals(results: RunResult[]): string[] {
     const known = (a: number, b: number) => Number.isFinite(a) && Number.isFinite(b);
     const slowPeer = peer && peer.create.done < n; // timed out: vkubelet finishing is enough
     check(
-      `scenario 1 at N=${n}: vkubelet ≤ 0.8 × peer (${fmt(t(vk))} s vs ${fmt(t(peer))} s)`,
+      `scenario 1 at N=${n}: vkubelet ≤ 0.8 × peer (${fmt(t(vk))} s vs ${
+        peer ? phaseCell(peer.create, n, peer.create.createSeconds + phaseTimeoutMs(n) / 1000) : "–"
+      } s)`,
       slowPeer && Number.isFinite(t(vk))
         ? true
         : known(t(vk), t(peer))
@@ -314,14 +322,18 @@ export async function writeReport(
   path: string,
   results: RunResult[],
   flags: BenchFlags,
+  startedAt?: string,
 ): Promise<void> {
   const m = machine();
   const sizes = [...new Set(results.map((r) => r.n))].sort((a, b) => a - b);
+  const oneRun = startedAt !== undefined &&
+    results.every((r) => r.finishedAt !== undefined && r.finishedAt >= startedAt);
   const lines = [
     "# vkubelet benchmark results",
     "",
-    "Written by `deno task bench` (bench/run.ts) from the saved result of each subject and size",
-    "(each from its own run; when each finished is listed below), as is the chart `scenario1.png`.",
+    oneRun
+      ? `Written by \`deno task bench\` (bench/run.ts) from one run of every subject and size below, started ${startedAt}, as is the chart \`scenario1.png\`.`
+      : "Written by `deno task bench` (bench/run.ts) from the saved result of each subject and size (not all from one run: when each finished is listed below), as is the chart `scenario1.png`.",
     "Do not edit by hand: run the bench again; the analysis at the end is bench/why.md.",
     "",
     `- machine: ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB} GiB; load average when the`,
@@ -341,7 +353,8 @@ export async function writeReport(
     `- settle step: after all pods are Running, until the kubelet makes at most ${SETTLE_IDLE_REQUESTS}`,
     `  requests in ${SETTLE_WINDOW_SAMPLES * SETTLE_SAMPLE_MS / 1000} s (sampled every ${
       SETTLE_SAMPLE_MS / 1000
-    } s), at most 60 s + 30 ms × N; then the steady state: ${flags.steadySeconds} s`,
+    } s), at most 60 s + 50 ms × N; then the steady state: ${flags.steadySeconds} s`,
+    "- a phase that timed out shows how long the bench waited and how many pods made it",
     `- the driver creates and deletes with ${flags.concurrency} requests in flight`,
     "",
     "## Results",

@@ -188,7 +188,12 @@ async function main(args: string[]): Promise<number> {
   const results = await readResults();
   const savedMeta = JSON.parse(await Deno.readTextFile(`${outDir}/meta.json`).catch(() => "{}"));
   await writeChart(`${reportDir}scenario1.png`, results);
-  await writeReport(`${reportDir}RESULTS.md`, results, savedMeta.flags ?? flags);
+  await writeReport(
+    `${reportDir}RESULTS.md`,
+    results,
+    savedMeta.flags ?? flags,
+    savedMeta.startedAt,
+  );
   // Keep `deno fmt --check` clean for the generated file.
   await new Deno.Command(Deno.execPath(), { args: ["fmt", "-q", `${reportDir}RESULTS.md`] })
     .output();
