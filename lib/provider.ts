@@ -133,8 +133,9 @@ export interface Provider {
   listPods(options: CallOptions): Promise<Pod[]>;
 
   /**
-   * Registers the status callback. The provider calls it with the full pod (a copy or a deep-frozen
-   * object as for {@link listPods}, current `.status`) whenever a pod's status changes, including the terminal status after delete.
+   * Registers the status callback. The provider calls it with the full pod (a copy, or a
+   * deep-frozen object as for {@link listPods}; current `.status`) whenever a pod's status
+   * changes, including the terminal status after delete.
    * Must not block. Without it the core polls {@link getPodStatus}.
    */
   notifyPods?(callback: (pod: Pod) => void): void;

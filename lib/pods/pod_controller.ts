@@ -21,7 +21,7 @@ import { removePodObject, sameSpec, syncPod } from "./pod_sync.ts";
 import { syncStatus } from "./status_sync.ts";
 import { WorkQueue } from "./work_queue.ts";
 
-/** Pods waiting in the sync and status queues from which events wait (see EventRecorder). */
+/** Events wait while at least this many pods wait in the sync and status queues (`holdWhile`). */
 const EVENT_HOLD_BACKLOG = 10;
 
 /** What {@link PodController} needs. Defaults are for `main.ts`/`lib/run.ts` to override. */
