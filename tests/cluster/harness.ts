@@ -37,6 +37,11 @@ export interface TestCluster {
     args: string[],
     options?: { stdin?: string; signal?: AbortSignal },
   ): Promise<KubectlResult>;
+  /**
+   * kubectl as the admin in `namespace`, for steps that must work: resolves to stdout; a
+   * non-zero exit rejects with the command and its stderr.
+   */
+  kubectlIn(namespace: string): (args: string[], stdin?: string) => Promise<string>;
   /** Creates a namespace with a unique name and waits for its default service account. */
   newNamespace(prefix?: string): Promise<string>;
   /** Issues a client certificate from the cluster CA (user = cn, groups = orgs). */
@@ -190,6 +195,13 @@ async function connect(name: string): Promise<TestCluster> {
     pkiDir,
     binary,
     kubectl,
+    kubectlIn(namespace) {
+      return async (args, stdin) => {
+        const res = await kubectl(["-n", namespace, ...args], { stdin });
+        if (res.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${res.stderr}`);
+        return res.stdout;
+      };
+    },
     async newNamespace(prefix = "test") {
       const name = `${prefix}-${crypto.randomUUID().slice(0, 8)}`;
       const created = await kubectl(["create", "namespace", name]);

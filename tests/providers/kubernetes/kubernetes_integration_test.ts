@@ -64,11 +64,7 @@ function running(pods: Pod[]): boolean {
 
 Deno.test("kubernetes provider: pods of a Deployment in A run in B and follow it", async (t) => {
   const env = await twoClusters();
-  const kubectlA = async (args: string[], stdin?: string) => {
-    const res = await env.a.kubectl(["-n", env.namespaceA, ...args], { stdin });
-    assert.equal(res.code, 0, `kubectl ${args.join(" ")}: ${res.stderr}`);
-    return res.stdout;
-  };
+  const kubectlA = env.a.kubectlIn(env.namespaceA);
   try {
     await kubectlA(["create", "configmap", "settings", "--from-literal=key=v1"]);
     await kubectlA(["create", "secret", "generic", "creds", "--from-literal=password=s3cret"]);

@@ -29,11 +29,7 @@ Deno.test("mock hooks: a Job exiting 3 fails with exit code 3, one exiting 0 com
   const cluster = await useCluster();
   const nodeName = `vk-mock-hooks-${crypto.randomUUID().slice(0, 6)}`;
   const ns = await cluster.newNamespace("mock-hooks");
-  const kubectl = async (args: string[], stdin?: string) => {
-    const res = await cluster.kubectl(["-n", ns, ...args], { stdin });
-    assert.equal(res.code, 0, `kubectl ${args.join(" ")}: ${res.stderr}`);
-    return res.stdout;
-  };
+  const kubectl = cluster.kubectlIn(ns);
   const placement = {
     nodeSelector: { "kubernetes.io/hostname": nodeName },
     tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],

@@ -58,11 +58,7 @@ Deno.test("process provider: kubectl attach -i sends stdin to the container and 
   const cluster = await useCluster();
   const ns = await cluster.newNamespace("attach");
   const stateDir = await Deno.makeTempDir({ prefix: "vk-process-attach-" });
-  const kubectl = async (args: string[], stdin?: string) => {
-    const res = await cluster.kubectl(["-n", ns, ...args], { stdin });
-    assert.equal(res.code, 0, `kubectl ${args.join(" ")}: ${res.stderr}`);
-    return res.stdout;
-  };
+  const kubectl = cluster.kubectlIn(ns);
   let vk: RunningVkubelet | undefined;
   try {
     vk = await startVkubelet(cluster, {

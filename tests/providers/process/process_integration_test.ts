@@ -34,11 +34,7 @@ Deno.test("process provider: Job logs, ready Deployment with ConfigMap, exec, po
   const cluster = await useCluster();
   const ns = await cluster.newNamespace("process");
   const stateDir = await Deno.makeTempDir({ prefix: "vk-process-it-" });
-  const kubectl = async (args: string[], stdin?: string) => {
-    const res = await cluster.kubectl(["-n", ns, ...args], { stdin });
-    assert.equal(res.code, 0, `kubectl ${args.join(" ")}: ${res.stderr}`);
-    return res.stdout;
-  };
+  const kubectl = cluster.kubectlIn(ns);
   let vk: RunningVkubelet | undefined = await startVkubelet(cluster, {
     nodeName: NODE,
     provider: "process",
