@@ -7,9 +7,13 @@
 FROM denoland/deno:2.9.6 AS build
 WORKDIR /src
 COPY deno.json deno.lock main.ts ./
-COPY lib/ lib/
+COPY base/ base/
 COPY k8s/ k8s/
+COPY spdy/ spdy/
+COPY provider/ provider/
+COPY core/ core/
 COPY providers/ providers/
+COPY app/ app/
 COPY scripts/ scripts/
 # The binary for the architecture being built (docker buildx --platform picks it).
 RUN case "$(uname -m)" in \

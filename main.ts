@@ -4,11 +4,11 @@
  * or SIGTERM. `--help` and `--version` print and exit 0.
  * @module
  */
-import { realClock } from "./lib/clock.ts";
-import { HELP_TEXT, loadConfig, VERSION } from "./lib/config.ts";
-import { getLogger, setupLogging } from "./lib/log.ts";
-import { detectInternalIp, runVkubelet, StartupConfigError } from "./lib/run.ts";
-import { sdNotify } from "./lib/sd_notify.ts";
+import { realClock } from "./base/clock.ts";
+import { HELP_TEXT, loadConfig, VERSION } from "./app/config.ts";
+import { getLogger, setupLogging } from "./base/log.ts";
+import { detectInternalIp, runVkubelet, StartupConfigError } from "./app/run.ts";
+import { sdNotify } from "./app/sd_notify.ts";
 
 const encoder = new TextEncoder();
 const print = (stream: { writeSync(p: Uint8Array): number }, text: string) => {

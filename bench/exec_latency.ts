@@ -15,7 +15,7 @@
  */
 import { parseArgs } from "node:util";
 import { useCluster } from "../tests/cluster/harness.ts";
-import { EXTEND_WEBSOCKETS_TO_KUBELET } from "../lib/kubelet_api/streaming/declared_features.ts";
+import { EXTEND_WEBSOCKETS_TO_KUBELET } from "../core/kubelet_api/streaming/declared_features.ts";
 import {
   clusterKubectl,
   debianKubectl,
@@ -23,7 +23,7 @@ import {
   runKubectl,
   startVirtualNode,
   type VirtualNode,
-} from "../tests/kubelet_api/streaming/_e2e.ts";
+} from "../tests/core/kubelet_api/streaming/_e2e.ts";
 
 const { values } = parseArgs({
   args: Deno.args,

@@ -5,10 +5,10 @@
  * API. Prints MB/s. Run: `deno run -A bench/logs_throughput.ts [MB]`.
  * @module
  */
-import type { Provider } from "../lib/provider.ts";
+import type { Provider } from "../provider/mod.ts";
 import { useCluster } from "../tests/cluster/harness.ts";
-import { call, startClusterServer } from "../tests/kubelet_api/_cluster_server.ts";
-import { bindPod, registerNode } from "../tests/kubelet_api/_node.ts";
+import { call, startClusterServer } from "../tests/core/kubelet_api/_cluster_server.ts";
+import { bindPod, registerNode } from "../tests/core/kubelet_api/_node.ts";
 
 const megabytes = Number(Deno.args[0] ?? 100);
 const total = megabytes * 1_000_000;

@@ -10,8 +10,8 @@
  */
 import { parseArgs } from "node:util";
 import { KubeClient } from "../k8s/client.ts";
-import { realClock } from "../lib/clock.ts";
-import { getLogger } from "../lib/log.ts";
+import { realClock } from "../base/clock.ts";
+import { getLogger } from "../base/log.ts";
 import {
   countingNodeApi,
   HealthMonitor,
@@ -20,7 +20,7 @@ import {
   type NodeApi,
   nodeApiFromClient,
   NodeController,
-} from "../lib/node/mod.ts";
+} from "../core/node/mod.ts";
 import { createProvider } from "../providers/mock/mod.ts";
 import { type TestCluster, useCluster } from "../tests/cluster/harness.ts";
 

@@ -6,8 +6,8 @@
  * @module
  */
 import { useCluster } from "../tests/cluster/harness.ts";
-import { startClusterServer } from "../tests/kubelet_api/_cluster_server.ts";
-import { NODE, setup, testPod } from "../tests/kubelet_api/_fakes.ts";
+import { startClusterServer } from "../tests/core/kubelet_api/_cluster_server.ts";
+import { NODE, setup, testPod } from "../tests/core/kubelet_api/_fakes.ts";
 
 const podCount = Number(Deno.args[0] ?? 1000);
 const requests = Number(Deno.args[1] ?? 50);

@@ -7,7 +7,7 @@
  * ```
  *
  * `greeting.yaml` (optional): `greeting: hello from my provider`. The contract is
- * lib/provider.ts; only types are imported from it, so this file could live anywhere (a path or
+ * provider/mod.ts; only types are imported from it, so this file could live anywhere (a path or
  * an https URL given to `--provider`).
  * @module
  */
@@ -18,7 +18,7 @@ import type {
   ContainerRef,
   Provider,
   ProviderDeps,
-} from "../lib/provider.ts";
+} from "../provider/mod.ts";
 
 /** vkubelet calls this with the parsed `--provider-config` file and its dependencies. */
 export function createProvider(config: unknown, deps: ProviderDeps): Provider {

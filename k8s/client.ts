@@ -9,8 +9,8 @@
  * @module
  */
 import denoJson from "../deno.json" with { type: "json" };
-import { type Clock, realClock } from "../lib/clock.ts";
-import { getLogger } from "../lib/log.ts";
+import { type Clock, realClock } from "../base/clock.ts";
+import { getLogger } from "../base/log.ts";
 import { loadKubeConfig, type LoadKubeConfigOptions } from "./config/load.ts";
 import type { ConnectionConfig, Credentials } from "./config/types.ts";
 import { KubeApiError, KubeConnectionError } from "./errors.ts";

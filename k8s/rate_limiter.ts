@@ -4,7 +4,7 @@
  * apiserver.
  * @module
  */
-import { type Clock, realClock } from "../lib/clock.ts";
+import { type Clock, realClock } from "../base/clock.ts";
 
 /** Options for {@link RateLimiter}. */
 export interface RateLimiterOptions {

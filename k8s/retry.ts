@@ -6,7 +6,7 @@
  * sent `Retry-After`, or for reads, which are safe to repeat.
  * @module
  */
-import { jitter } from "../lib/clock.ts";
+import { jitter } from "../base/clock.ts";
 
 /** Tunables for retries of throttled or failed requests. */
 export interface RetryPolicy {

@@ -1,10 +1,10 @@
 /**
  * `deno task docs`: rewrites the "Configuration reference" section of README.md from the option
- * table (`lib/config_options.ts`, the table `--help` and the config loader are built from), so
+ * table (`app/config_options.ts`, the table `--help` and the config loader are built from), so
  * the README cannot drift from the code; tests/ship/docs_test.ts fails while it differs.
  * @module
  */
-import { OPTIONS, type OptionSpec } from "../lib/config_options.ts";
+import { OPTIONS, type OptionSpec } from "../app/config_options.ts";
 
 /** Marks the generated part of README.md; everything between them is replaced. */
 export const BEGIN = "<!-- BEGIN GENERATED: configuration reference (deno task docs) -->";

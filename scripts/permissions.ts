@@ -25,7 +25,7 @@
  *   information (checked with `DENO_AUDIT_PERMISSIONS` over the bundle test).
  *
  * - `--unstable-net` (not a permission; the one runtime flag): `Deno.listenDatagram` with unix
- *   datagram sockets, to send systemd's `READY=1` (lib/sd_notify.ts, `Type=notify`).
+ *   datagram sockets, to send systemd's `READY=1` (app/sd_notify.ts, `Type=notify`).
  *
  * Not granted: FFI, and imports from hosts other than Deno's default list.
  * @module

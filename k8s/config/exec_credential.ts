@@ -5,7 +5,7 @@
  * until its `expirationTimestamp`, or until the apiserver answers 401.
  * @module
  */
-import { type Clock, realClock } from "../../lib/clock.ts";
+import { type Clock, realClock } from "../../base/clock.ts";
 import { KubeConfigError } from "../errors.ts";
 import type { Credentials, CredentialSource } from "./types.ts";
 

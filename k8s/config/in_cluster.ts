@@ -6,7 +6,7 @@
  * @module
  */
 import { join } from "node:path";
-import type { Clock } from "../../lib/clock.ts";
+import type { Clock } from "../../base/clock.ts";
 import { KubeConfigError } from "../errors.ts";
 import { TokenFileSource } from "./token_file.ts";
 import type { ConnectionConfig } from "./types.ts";

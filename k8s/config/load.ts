@@ -5,7 +5,7 @@
  * @module
  */
 import { delimiter, join } from "node:path";
-import type { Clock } from "../../lib/clock.ts";
+import type { Clock } from "../../base/clock.ts";
 import { KubeConfigError } from "../errors.ts";
 import { type InClusterOptions, loadInClusterConfig, looksInCluster } from "./in_cluster.ts";
 import { type Kubeconfig, mergeKubeconfigs, parseKubeconfig } from "./kubeconfig_file.ts";

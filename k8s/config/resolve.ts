@@ -5,7 +5,7 @@
  * needs its key, one authentication method).
  * @module
  */
-import type { Clock } from "../../lib/clock.ts";
+import type { Clock } from "../../base/clock.ts";
 import { KubeConfigError } from "../errors.ts";
 import { ExecCredentialSource } from "./exec_credential.ts";
 import type { Kubeconfig, KubeconfigCluster, KubeconfigUser, Named } from "./kubeconfig_file.ts";

@@ -4,7 +4,7 @@
  * minute).
  * @module
  */
-import { type Clock, realClock } from "../../lib/clock.ts";
+import { type Clock, realClock } from "../../base/clock.ts";
 import { KubeConfigError } from "../errors.ts";
 import type { Credentials, CredentialSource } from "./types.ts";
 

@@ -6,8 +6,8 @@
  * only what changed.
  * @module
  */
-import { type Clock, jitter, realClock } from "../../lib/clock.ts";
-import { getLogger } from "../../lib/log.ts";
+import { type Clock, jitter, realClock } from "../../base/clock.ts";
+import { getLogger } from "../../base/log.ts";
 import { isGone } from "../errors.ts";
 import { objectKey, type ReadonlyStore, Store } from "./store.ts";
 import type { KubeObject, ResumableWatchOptions, WatchEvent } from "./watch.ts";

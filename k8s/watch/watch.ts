@@ -9,8 +9,8 @@
  * @module
  */
 import type { Status } from "kubernetes-types/meta/v1.d.ts";
-import { type Clock, jitter, realClock } from "../../lib/clock.ts";
-import { getLogger } from "../../lib/log.ts";
+import { type Clock, jitter, realClock } from "../../base/clock.ts";
+import { getLogger } from "../../base/log.ts";
 import { isGone, KubeApiError } from "../errors.ts";
 import type { KubeRequester, Query } from "../request.ts";
 

@@ -16,7 +16,7 @@
  * @module
  */
 import { z } from "zod";
-import { parseDuration } from "../../lib/duration.ts";
+import { parseDuration } from "../../base/duration.ts";
 
 const duration = (fallback: string) =>
   z.string().default(fallback).transform((text, ctx) => {

@@ -2,7 +2,7 @@
  * Copies the ConfigMaps and Secrets that forwarded pods mount into cluster B and keeps them in
  * step. Each object is watched in A by name (`metadata.name=<name>` in the pod's namespace), the
  * only way a node identity may read it — the Node authorizer allows exactly the objects its
- * pods refer to (as `lib/pods/config_sources.ts` does for env). Copies are reference-counted by
+ * pods refer to (as `core/pods/config_sources.ts` does for env). Copies are reference-counted by
  * pod: the first pod that needs an object starts its watch and copy, the last one to let go
  * stops the watch and deletes the copy. Env references need nothing here: the core resolved them.
  * @module
@@ -14,7 +14,7 @@ import {
   isNotFound as isApiNotFound,
   type KubeClient,
 } from "../../k8s/mod.ts";
-import type { Logger } from "../../lib/log.ts";
+import type { Logger } from "../../base/log.ts";
 import { downstreamName, markLabels, MARKS } from "./names.ts";
 import type { Dependency } from "./translate.ts";
 

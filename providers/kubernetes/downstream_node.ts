@@ -6,7 +6,7 @@
  */
 import type { Node, NodeStatus, Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Informer, KubeClient } from "../../k8s/mod.ts";
-import { type CallOptions, TransientError } from "../../lib/provider.ts";
+import { type CallOptions, TransientError } from "../../provider/mod.ts";
 import { freeCapacity, toQuantities } from "./capacity.ts";
 import type { KubernetesConfig } from "./config.ts";
 import { MARKS, nodeSelector } from "./names.ts";

@@ -14,7 +14,7 @@ import {
   NotFoundError,
   NotSupportedError,
   TransientError,
-} from "../../lib/provider.ts";
+} from "../../provider/mod.ts";
 
 /** The provider error for a failed call to B: `what` says what was being done. */
 export function downstreamError(what: string, err: unknown): Error {

@@ -7,7 +7,7 @@
  * @module
  */
 import { KubeClient, type KubeClient as KubeClientType } from "../../k8s/mod.ts";
-import { InvalidInputError, type ProviderDeps } from "../../lib/provider.ts";
+import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
 import { parseKubernetesConfig } from "./config.ts";
 import { KubernetesProvider } from "./provider.ts";
 

@@ -28,7 +28,7 @@ import {
   type ProviderDeps,
   type StatsSummary,
   TransientError,
-} from "../../lib/provider.ts";
+} from "../../provider/mod.ts";
 import type { KubernetesConfig } from "./config.ts";
 import { DependencyMirror } from "./dependencies.ts";
 import { DownstreamNode } from "./downstream_node.ts";

@@ -14,8 +14,8 @@ import {
   NotSupportedError,
   type PodStats,
   type StatsSummary,
-} from "../../lib/provider.ts";
-import { metricsText } from "../../lib/provider.ts";
+} from "../../provider/mod.ts";
+import { metricsText } from "../../provider/mod.ts";
 import { quantityToNumber } from "../../k8s/quantity.ts";
 import { downstreamError } from "./errors.ts";
 

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { ProviderDeps } from "../../lib/provider.ts";
+import type { ProviderDeps } from "../../provider/mod.ts";
 import { upstreamOf } from "./names.ts";
 import { goneStatus, upstreamStatus } from "./status.ts";
 import { key } from "./_private.ts";

@@ -7,8 +7,8 @@
  * @module
  */
 import type { KubeClient } from "../../k8s/mod.ts";
-import type { SpdySession } from "../../lib/kubelet_api/streaming/spdy_session.ts";
-import type { SpdyStream } from "../../lib/kubelet_api/streaming/spdy_stream.ts";
+import type { SpdySession } from "../../spdy/session.ts";
+import type { SpdyStream } from "../../spdy/stream.ts";
 import {
   type AttachIO,
   type AttachOptions,
@@ -16,7 +16,7 @@ import {
   NotSupportedError,
   type PortForwardOptions,
   TransientError,
-} from "../../lib/provider.ts";
+} from "../../provider/mod.ts";
 import { openSpdy } from "./upgrade.ts";
 
 /** A container of B. */

@@ -24,7 +24,7 @@ import type {
   Volume,
   VolumeProjection,
 } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError } from "../../lib/provider.ts";
+import { InvalidInputError } from "../../provider/mod.ts";
 import type { KubernetesConfig } from "./config.ts";
 import { downstreamName, markLabels, MARKS } from "./names.ts";
 

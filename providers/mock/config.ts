@@ -20,7 +20,7 @@
  * @module
  */
 import { z } from "zod";
-import { parseDuration } from "../../lib/duration.ts";
+import { parseDuration } from "../../base/duration.ts";
 import { parseLoopbackCidr } from "./cidr.ts";
 import { quantityToNumber } from "../../k8s/quantity.ts";
 

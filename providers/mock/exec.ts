@@ -7,8 +7,8 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../lib/clock.ts";
-import type { AttachOptions, ContainerRef, ExecOptions } from "../../lib/provider.ts";
+import type { Clock } from "../../base/clock.ts";
+import type { AttachOptions, ContainerRef, ExecOptions } from "../../provider/mod.ts";
 
 /** What a command can see of its container. */
 export interface ExecContext {

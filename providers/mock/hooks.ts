@@ -17,9 +17,9 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../lib/clock.ts";
-import { formatDuration, parseDuration } from "../../lib/duration.ts";
-import { InvalidInputError } from "../../lib/provider.ts";
+import type { Clock } from "../../base/clock.ts";
+import { formatDuration, parseDuration } from "../../base/duration.ts";
+import { InvalidInputError } from "../../provider/mod.ts";
 import { type ContainerRun, isRunning, isSidecar, longRunningContainers } from "./status.ts";
 
 /** The annotation naming containers that exit, with their code and delay. */

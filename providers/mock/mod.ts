@@ -6,7 +6,7 @@
  * Its config file is described in `./config.ts`; test hooks in {@link ANNOTATIONS}.
  * @module
  */
-import { InvalidInputError, type ProviderDeps } from "../../lib/provider.ts";
+import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
 import { parseMockConfig } from "./config.ts";
 import { MockProvider } from "./provider.ts";
 

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Node } from "kubernetes-types/core/v1.d.ts";
-import { applyProviderNode, type ProviderDeps } from "../../lib/provider.ts";
+import { applyProviderNode, type ProviderDeps } from "../../provider/mod.ts";
 import type { MockConfig } from "./config.ts";
 
 /** Writes the mock's node fields into `node`, keeping what is already there otherwise. */

@@ -21,7 +21,7 @@ import {
   type ProviderDeps,
   type StatsSummary,
   TransientError,
-} from "../../lib/provider.ts";
+} from "../../provider/mod.ts";
 import { IpPool, parseLoopbackCidr } from "./cidr.ts";
 import type { MockConfig } from "./config.ts";
 import { attachMock, runMockCommand } from "./exec.ts";

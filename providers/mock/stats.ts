@@ -6,11 +6,11 @@
  * pods so that its counter never goes down.
  * @module
  */
-import type { ContainerStats, MemoryStats, PodStats, StatsSummary } from "../../lib/provider.ts";
+import type { ContainerStats, MemoryStats, PodStats, StatsSummary } from "../../provider/mod.ts";
 import type { MockPod } from "./provider.ts";
 import { isRunning, longRunningContainers } from "./status.ts";
 
-export { metricsText } from "../../lib/provider.ts";
+export { metricsText } from "../../provider/mod.ts";
 
 /** A steady usage: CPU in billionths of a core, memory in bytes. */
 export interface Usage {

@@ -14,7 +14,7 @@
  * @module
  */
 import type { Container } from "kubernetes-types/core/v1.d.ts";
-import { type AttachIO, InvalidInputError, NotSupportedError } from "../../lib/provider.ts";
+import { type AttachIO, InvalidInputError, NotSupportedError } from "../../provider/mod.ts";
 import type { Instance } from "./instance.ts";
 import type { OutputChunk } from "./output_fanout.ts";
 

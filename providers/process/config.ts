@@ -21,7 +21,7 @@
  * @module
  */
 import { z } from "zod";
-import { parseDuration } from "../../lib/duration.ts";
+import { parseDuration } from "../../base/duration.ts";
 import { quantityToNumber } from "../../k8s/quantity.ts";
 
 const quantity = z.union([z.string(), z.number()]).refine(

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError } from "../../lib/provider.ts";
+import { InvalidInputError } from "../../provider/mod.ts";
 import { checkRelativePath } from "./atomic_writer.ts";
 import type { ViewMount } from "./mount_ns.ts";
 import type { VolumeSet } from "./volumes.ts";

@@ -6,8 +6,8 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../lib/clock.ts";
-import { isInvalidInput } from "../../lib/provider.ts";
+import type { Clock } from "../../base/clock.ts";
+import { isInvalidInput } from "../../provider/mod.ts";
 import { type CgroupSupport, createCgroup, hasLimits } from "./cgroups.ts";
 import { logMaxBytes, type ProcessConfig } from "./config.ts";
 import {

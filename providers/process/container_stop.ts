@@ -6,7 +6,7 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../lib/clock.ts";
+import type { Clock } from "../../base/clock.ts";
 import type { ExecContext } from "./exec.ts";
 import { runAction } from "./handlers.ts";
 import type { Instance } from "./instance.ts";

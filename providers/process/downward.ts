@@ -12,7 +12,7 @@ import type {
   Pod,
   ResourceFieldSelector,
 } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError } from "../../lib/provider.ts";
+import { InvalidInputError } from "../../provider/mod.ts";
 import { quantityToNumber } from "../../k8s/quantity.ts";
 
 /** Go's `%q` of a string, close enough for label and annotation values. */

@@ -5,7 +5,7 @@
  * (`script -q -e -c CMD /dev/null`), resized with `stty -F /dev/pts/N rows R cols C`.
  * @module
  */
-import type { AttachIO, TerminalSize } from "../../lib/provider.ts";
+import type { AttachIO, TerminalSize } from "../../provider/mod.ts";
 import { shellQuote } from "./mount_ns.ts";
 import { childrenOf, readProcLink } from "./proc.ts";
 

@@ -14,8 +14,8 @@ import type {
   SleepAction,
   TCPSocketAction,
 } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../lib/clock.ts";
-import { InvalidInputError } from "../../lib/provider.ts";
+import type { Clock } from "../../base/clock.ts";
+import { InvalidInputError } from "../../provider/mod.ts";
 import { type ExecContext, runCaptured } from "./exec.ts";
 
 /** Any probe or hook action. */

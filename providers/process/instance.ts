@@ -6,7 +6,7 @@
  * lets go of a running instance without touching it, for a vkubelet shutdown.
  * @module
  */
-import type { Clock } from "../../lib/clock.ts";
+import type { Clock } from "../../base/clock.ts";
 import {
   adopt,
   launch,

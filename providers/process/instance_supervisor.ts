@@ -5,7 +5,7 @@
  * @module
  */
 import type { Container } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../lib/clock.ts";
+import type { Clock } from "../../base/clock.ts";
 import type { LiveContainer } from "./container_stop.ts";
 import { runAction } from "./handlers.ts";
 import { runProbes } from "./probes.ts";

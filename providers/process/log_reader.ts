@@ -6,7 +6,7 @@
  * file is drained, or the caller aborts.
  * @module
  */
-import type { ContainerLogOptions } from "../../lib/provider.ts";
+import type { ContainerLogOptions } from "../../provider/mod.ts";
 import { logTimestamp } from "./log_writer.ts";
 
 const decoder = new TextDecoder();

@@ -14,7 +14,7 @@
  * `nsenter`, `script` and `stty` (coreutils and util-linux).
  * @module
  */
-import { InvalidInputError, type ProviderDeps } from "../../lib/provider.ts";
+import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
 import { probeCgroups } from "./cgroups.ts";
 import { parseProcessConfig } from "./config.ts";
 import { isKubeForVolumes, kubeVolumeSource } from "./kube_source.ts";

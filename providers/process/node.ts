@@ -4,7 +4,7 @@
  * @module
  */
 import type { Node } from "kubernetes-types/core/v1.d.ts";
-import { applyProviderNode, type ProviderDeps } from "../../lib/provider.ts";
+import { applyProviderNode, type ProviderDeps } from "../../provider/mod.ts";
 import type { ProcessConfig } from "./config.ts";
 import { memInfo } from "./proc.ts";
 

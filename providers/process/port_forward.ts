@@ -3,7 +3,7 @@
  * is connected to 127.0.0.1:<port> and bytes are copied both ways until both sides are done.
  * @module
  */
-import { InvalidInputError, type PortForwardStream } from "../../lib/provider.ts";
+import { InvalidInputError, type PortForwardStream } from "../../provider/mod.ts";
 
 /** Connects `stream` to 127.0.0.1:`port`; resolves when both directions are done. */
 export async function forwardPort(

@@ -9,7 +9,7 @@
  * @module
  */
 import type { Container, Probe } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../lib/clock.ts";
+import type { Clock } from "../../base/clock.ts";
 import { type ActionContext, runAction } from "./handlers.ts";
 import type { ExecContext } from "./exec.ts";
 

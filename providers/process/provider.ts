@@ -18,7 +18,7 @@ import {
   type Provider,
   type ProviderDeps,
   type StatsSummary,
-} from "../../lib/provider.ts";
+} from "../../provider/mod.ts";
 import { join } from "node:path";
 import type { CgroupSupport } from "./cgroups.ts";
 import type { ProcessConfig } from "./config.ts";
@@ -32,7 +32,7 @@ import { PodRunner, type RunnerDeps } from "./pod_runner.ts";
 import { forwardPort } from "./port_forward.ts";
 import { podDirName, PodPaths, type PodRecord, readRecords } from "./state.ts";
 import { statsSummary, UsageSampler } from "./stats.ts";
-import { metricsText } from "../../lib/provider.ts";
+import { metricsText } from "../../provider/mod.ts";
 import { validateVolume, type VolumeSource } from "./volumes.ts";
 
 /** What the provider found out about the host at start-up, and optional collaborators. */

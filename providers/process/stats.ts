@@ -6,7 +6,7 @@
  * container does: kubernetes-sigs/metrics-server pkg/scraper/client/resource/decode.go).
  * @module
  */
-import type { ContainerStats, PodStats, StatsSummary } from "../../lib/provider.ts";
+import type { ContainerStats, PodStats, StatsSummary } from "../../provider/mod.ts";
 import { cgroupUsage } from "./cgroups.ts";
 import { memInfo, nodeCpuNs, sessionMembers, usageOf } from "./proc.ts";
 import type { InstanceRecord } from "./state.ts";

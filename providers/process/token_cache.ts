@@ -7,7 +7,7 @@
  * @module
  */
 import type { Pod, VolumeProjection } from "kubernetes-types/core/v1.d.ts";
-import { TransientError } from "../../lib/provider.ts";
+import { TransientError } from "../../provider/mod.ts";
 import type { VolumeSource } from "./volumes.ts";
 
 /** What {@link TokenCache} needs. */

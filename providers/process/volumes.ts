@@ -15,7 +15,7 @@ import type {
   VolumeProjection,
 } from "kubernetes-types/core/v1.d.ts";
 import type { TokenRequest } from "kubernetes-types/authentication/v1.d.ts";
-import { InvalidInputError, TransientError } from "../../lib/provider.ts";
+import { InvalidInputError, TransientError } from "../../provider/mod.ts";
 import { checkRelativePath, type VolumeFile, writeAtomically } from "./atomic_writer.ts";
 import { fieldValue, resourceValue } from "./downward.ts";
 import { TokenCache } from "./token_cache.ts";

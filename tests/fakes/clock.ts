@@ -2,7 +2,7 @@
  * A clock that only moves when a test says so.
  * @module
  */
-import type { Clock } from "../../lib/clock.ts";
+import type { Clock } from "../../base/clock.ts";
 
 interface Sleeper {
   until: number;

@@ -2,7 +2,7 @@
  * Helpers shared by the k8s unit tests: temporary folders, fake PEM blocks, a recording clock.
  * @module
  */
-import type { Clock } from "../../lib/clock.ts";
+import type { Clock } from "../../base/clock.ts";
 
 /** A syntactically PEM-shaped block; enough for parsing, never used for TLS. */
 export function fakePem(label: string, body = "ZmFrZQ=="): string {

@@ -4,7 +4,7 @@ import {
   createSelfSignedCertificate,
   generateKeyPair,
   privateKeyPem,
-} from "../../lib/kubelet_api/x509.ts";
+} from "../../core/kubelet_api/x509.ts";
 
 const config = { server: "https://127.0.0.1:6443", namespace: "default", source: "test" };
 

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import denoJson from "../../deno.json" with { type: "json" };
+import { LAYERS } from "../../scripts/check_layers.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const dockerfile = await Deno.readTextFile(`${root}Dockerfile`);
@@ -51,8 +52,9 @@ Deno.test("the image compiles with the pinned Deno and runs only the binary, as 
   assert.match(dockerfile, /^HEALTHCHECK .*\n\s+CMD .*\/healthz/m);
   assert.match(dockerfile, /^ENTRYPOINT \["\/usr\/local\/bin\/vkubelet"\]$/m);
   assert.ok(denoJson.tasks.compile, "deno task compile exists");
-  // Every source folder the binary is built from is copied into the build stage.
-  for (const dir of ["lib/", "k8s/", "providers/", "scripts/"]) {
+  // Every layer the binary is built from is copied into the build stage.
+  const folders = Object.keys(LAYERS).filter((layer) => !layer.endsWith(".ts"));
+  for (const dir of [...folders, "scripts"].map((folder) => `${folder}/`)) {
     assert.match(dockerfile, new RegExp(`^COPY ${dir} ${dir}$`, "m"));
   }
 });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { configurationReference, renderReadme } from "../../scripts/docs.ts";
-import { OPTIONS } from "../../lib/config_options.ts";
+import { OPTIONS } from "../../app/config_options.ts";
 
 const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
 

@@ -21,14 +21,14 @@ export const VKUBELET_RULES: readonly Rule[] = [
     group: "",
     resource: "nodes",
     verbs: ["get", "create", "patch"],
-    why: "lib/node/node_api.ts getNode, createNode, patchNode (cordon)",
+    why: "core/node/node_api.ts getNode, createNode, patchNode (cordon)",
   },
   { group: "", resource: "nodes/status", verbs: ["patch"], why: "node_api.ts patchNodeStatus" },
   {
     group: "coordination.k8s.io",
     resource: "leases",
     verbs: ["get", "create", "update"],
-    why: "lib/node/lease_controller.ts",
+    why: "core/node/lease_controller.ts",
   },
   {
     group: "",
@@ -37,7 +37,7 @@ export const VKUBELET_RULES: readonly Rule[] = [
     why: "pod informer; status_sync.ts get after 409; pod_sync.ts final delete",
   },
   { group: "", resource: "pods/status", verbs: ["update"], why: "status_sync.ts updateStatus" },
-  { group: "", resource: "events", verbs: ["create", "patch"], why: "lib/pods/events.ts" },
+  { group: "", resource: "events", verbs: ["create", "patch"], why: "core/pods/events.ts" },
   {
     group: "",
     resource: "configmaps",
@@ -66,18 +66,18 @@ export const VKUBELET_RULES: readonly Rule[] = [
     group: "authentication.k8s.io",
     resource: "tokenreviews",
     verbs: ["create"],
-    why: "lib/kubelet_api/reviews.ts bearer tokens",
+    why: "core/kubelet_api/reviews.ts bearer tokens",
   },
   {
     group: "authorization.k8s.io",
     resource: "subjectaccessreviews",
     verbs: ["create"],
-    why: "lib/kubelet_api/reviews.ts authorization of every request",
+    why: "core/kubelet_api/reviews.ts authorization of every request",
   },
   {
     group: "certificates.k8s.io",
     resource: "certificatesigningrequests",
     verbs: ["create", "watch"],
-    why: "lib/kubelet_api/csr_certificate.ts kubelet-serving CSR",
+    why: "core/kubelet_api/csr_certificate.ts kubelet-serving CSR",
   },
 ];

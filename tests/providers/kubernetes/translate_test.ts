@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import { parseKubernetesConfig } from "../../../providers/kubernetes/config.ts";
-import { isInvalidInput } from "../../../lib/provider.ts";
+import { isInvalidInput } from "../../../provider/mod.ts";
 import { translatePod } from "../../../providers/kubernetes/translate.ts";
 import { downstreamName, upstreamOf } from "../../../providers/kubernetes/names.ts";
 import { goneStatus, upstreamStatus } from "../../../providers/kubernetes/status.ts";

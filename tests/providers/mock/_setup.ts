@@ -3,7 +3,7 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { getLogger } from "../../../lib/log.ts";
+import { getLogger } from "../../../base/log.ts";
 import { createProvider, type MockProvider } from "../../../providers/mock/mod.ts";
 import { FakeClock } from "../../fakes/clock.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { AttachIO } from "../../../lib/provider.ts";
+import type { AttachIO } from "../../../provider/mod.ts";
 import { mockProvider, samplePod, text } from "./_setup.ts";
 
 const ref = { namespace: "default", pod: "web", container: "app" };

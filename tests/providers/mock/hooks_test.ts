@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { isInvalidInput } from "../../../lib/provider.ts";
+import { isInvalidInput } from "../../../provider/mod.ts";
 import { ANNOTATIONS, type MockProvider } from "../../../providers/mock/mod.ts";
 import { mockProvider, samplePod } from "./_setup.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { isInvalidInput, isNotFound } from "../../../lib/provider.ts";
+import { isInvalidInput, isNotFound } from "../../../provider/mod.ts";
 import { flush } from "../../fakes/clock.ts";
 import { mockProvider, samplePod, text } from "./_setup.ts";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Node } from "kubernetes-types/core/v1.d.ts";
-import { isInvalidInput, isNotFound, isTransient } from "../../../lib/provider.ts";
+import { isInvalidInput, isNotFound, isTransient } from "../../../provider/mod.ts";
 import { ANNOTATIONS } from "../../../providers/mock/mod.ts";
 import { mockProvider, samplePod } from "./_setup.ts";
 

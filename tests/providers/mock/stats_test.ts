@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { formatGoFloat, metricsText } from "../../../lib/provider.ts";
+import { formatGoFloat, metricsText } from "../../../provider/mod.ts";
 import { mockProvider, samplePod } from "./_setup.ts";
 
 Deno.test("a running container reports non-zero usage from its first moment", async () => {

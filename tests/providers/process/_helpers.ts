@@ -5,9 +5,9 @@
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { getLogger } from "@logtape/logtape";
-import type { Clock } from "../../../lib/clock.ts";
-import { realClock } from "../../../lib/clock.ts";
-import type { ProviderDeps } from "../../../lib/provider.ts";
+import type { Clock } from "../../../base/clock.ts";
+import { realClock } from "../../../base/clock.ts";
+import type { ProviderDeps } from "../../../provider/mod.ts";
 import { createProvider, type ProcessProvider } from "../../../providers/process/mod.ts";
 import type { VolumeSource } from "../../../providers/process/volumes.ts";
 

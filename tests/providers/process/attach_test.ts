@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { isNotSupported } from "../../../lib/provider.ts";
+import { isNotSupported } from "../../../provider/mod.ts";
 import { OutputFanout } from "../../../providers/process/output_fanout.ts";
 import { prefixAtEnd } from "../../../providers/process/log_writer.ts";
 import {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Pod, Secret, Volume } from "kubernetes-types/core/v1.d.ts";
-import { isInvalidInput, isTransient } from "../../../lib/provider.ts";
+import { isInvalidInput, isTransient } from "../../../provider/mod.ts";
 import { PodPaths } from "../../../providers/process/state.ts";
 import { VolumeSet, type VolumeSource } from "../../../providers/process/volumes.ts";
 

@@ -1,0 +1,300 @@
+/**
+ * The composition of a running vkubelet: given a valid config, connect to the cluster, load the
+ * provider, start the kubelet API, register the node (status, lease, health) and run the pods;
+ * stop it all when the signal aborts.
+ * @module
+ */
+import type { Clock } from "../base/clock.ts";
+import type { Config } from "./config.ts";
+import { getLogger } from "../base/log.ts";
+import { type Provider, providerCapabilities, type ProviderDeps } from "../provider/mod.ts";
+import { loadProvider, type LoadProviderOptions, ProviderLoadError } from "./provider_loader.ts";
+import { isKubeConfigError, KubeClient, loadKubeConfig } from "../k8s/mod.ts";
+import { createNodeSide } from "../core/node/mod.ts";
+import { PodController } from "../core/pods/mod.ts";
+import { createKubeletApiServer } from "./run_kubelet_api.ts";
+import { VkubeletMetrics } from "../core/metrics.ts";
+import { observePodController, serveMetrics } from "./metrics_server.ts";
+import { parseHostPort } from "./config_schema.ts";
+import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
+import denoJson from "../deno.json" with { type: "json" };
+
+/** What {@link runVkubelet} needs besides the config; `main.ts` picks the real ones. */
+export interface RunDeps {
+  /** Aborts on SIGINT/SIGTERM: everything drains and `runVkubelet` resolves. */
+  signal: AbortSignal;
+  clock: Clock;
+  /** The node's InternalIP when `--node-ip` is not set. */
+  detectInternalIp: () => string;
+  /** Replaced in tests. */
+  loadProvider?: (options: LoadProviderOptions) => Promise<Provider>;
+  /** Called once everything has started (tests wait on it). */
+  onReady?: (provider: Provider) => void;
+  /** How long the loops get to drain after the signal before we stop waiting. */
+  drainTimeoutMs?: number;
+}
+
+/** Thrown when start-up does not finish within `--startup-timeout`. */
+export class StartupTimeoutError extends Error {
+  override name = "StartupTimeoutError";
+}
+
+/** Runs vkubelet until `deps.signal` aborts; rejects if start-up fails. */
+export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> {
+  const log = getLogger(["vkubelet"]).with({ node: config.nodeName });
+  const internalIp = config.nodeIp ?? deps.detectInternalIp();
+  // `--port 0` picks a free port now, so the provider and the node announce the real one.
+  const port = config.port === 0 ? freePort(config.listenAddress) : config.port;
+  // Everything started below stops with `stop`: on the signal, or when start-up fails.
+  const stop = new AbortController();
+  const metrics = new VkubeletMetrics();
+  const { kube, provider } = await connectAndLoad(config, deps, metrics, {
+    nodeName: config.nodeName,
+    log: getLogger(["vkubelet", "provider"]).with({ node: config.nodeName }),
+    clock: deps.clock,
+    internalIp,
+    daemonPort: port,
+    signal: stop.signal,
+  });
+  log.info("talking to {server} as configured by {source}", {
+    server: kube.config.server,
+    source: kube.config.source,
+  });
+  log.info("provider {provider} loaded with {capabilities}", {
+    provider: config.provider,
+    capabilities: providerCapabilities(provider).join(", ") || "no optional capabilities",
+  });
+  const onAbort = () => stop.abort(deps.signal.reason);
+  deps.signal.addEventListener("abort", onAbort, { once: true });
+  if (deps.signal.aborted) onAbort(); // Stopped while the provider was loading.
+  const loops: Loop[] = [];
+  try {
+    await start({ ...config, port }, { ...deps, signal: stop.signal }, {
+      kube,
+      provider,
+      internalIp,
+      loops,
+      metrics,
+    });
+    log.info("vkubelet is ready");
+    deps.onReady?.(provider);
+    await abortion(stop.signal);
+    log.info("shutting down");
+  } catch (err) {
+    // A stop asked for while starting is not a failure.
+    if (!deps.signal.aborted) throw err;
+    log.info("stopped while starting");
+  } finally {
+    stop.abort();
+    deps.signal.removeEventListener("abort", onAbort);
+    await drain(loops, deps.drainTimeoutMs ?? 10_000, deps.clock);
+    await provider.close?.();
+    kube.close();
+    log.info("stopped");
+  }
+}
+
+/**
+ * Start-up problems that are the configuration's fault (a kubeconfig or provider config that
+ * cannot be used), all of them, found before anything touches the cluster.
+ */
+export class StartupConfigError extends Error {
+  override name = "StartupConfigError";
+  constructor(readonly problems: string[]) {
+    super(problems.join("; "));
+  }
+}
+
+/**
+ * Reads the kubeconfig and loads the provider, reporting the problems of both at once. Neither
+ * talks to the cluster: the client connects on its first request.
+ */
+async function connectAndLoad(
+  config: Config,
+  deps: RunDeps,
+  metrics: VkubeletMetrics,
+  providerDeps: Omit<ProviderDeps, "kube">,
+): Promise<{ kube: KubeClient; provider: Provider }> {
+  const problems: string[] = [];
+  let kube: KubeClient | undefined;
+  try {
+    const connection = await loadKubeConfig({ kubeconfig: config.kubeconfig, clock: deps.clock });
+    kube = new KubeClient(connection, {
+      qps: config.kubeApiQps,
+      burst: config.kubeApiBurst,
+      eventQps: config.eventQps,
+      eventBurst: config.eventBurst,
+      clock: deps.clock,
+      onResponse: ({ verb, code }) => metrics.apiRequests.inc({ verb, code: String(code) }),
+    });
+  } catch (err) {
+    if (!isKubeConfigError(err)) throw err;
+    problems.push(err.message);
+  }
+  let provider: Provider | undefined;
+  try {
+    provider = await (deps.loadProvider ?? loadProvider)({
+      provider: config.provider,
+      providerConfig: config.providerConfig,
+      deps: { ...providerDeps, kube },
+    });
+  } catch (err) {
+    if (!(err instanceof ProviderLoadError)) throw err;
+    problems.push(err.message);
+  }
+  if (!kube || !provider) {
+    kube?.close();
+    await provider?.close?.();
+    throw new StartupConfigError(problems);
+  }
+  return { kube, provider };
+}
+
+/** A long-running part, named so that a slow shutdown can say who is slow. */
+interface Loop {
+  name: string;
+  done: Promise<void>;
+}
+
+interface Parts {
+  kube: KubeClient;
+  provider: Provider;
+  internalIp: string;
+  loops: Loop[];
+  metrics: VkubeletMetrics;
+}
+
+/** Starts the kubelet API, the node side and the pods, in that order, each awaited ready. */
+async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void> {
+  const { kube, provider, internalIp, loops, metrics } = parts;
+  const { signal, clock } = deps;
+  const side = createNodeSide(config, {
+    client: kube,
+    provider,
+    clock,
+    log: getLogger(["vkubelet", "node"]).with({ node: config.nodeName }),
+    internalIp,
+    version: denoJson.version,
+    // The kubelet API speaks WebSocket v5 too, so the apiserver need not translate to SPDY.
+    declaredFeatures: declaredFeatures(),
+    onLeaseRenewal: (seconds, ok) =>
+      metrics.leaseRenewalLatency.observe(seconds, { result: ok ? "success" : "error" }),
+  });
+  const pods = new PodController({
+    api: kube,
+    provider,
+    clock,
+    log: getLogger(["vkubelet", "pods"]).with({ node: config.nodeName }),
+    nodeName: config.nodeName,
+    workers: config.podSyncWorkers,
+    resyncPeriodMs: config.fullResyncPeriod,
+    daemonSetPods: config.daemonSetPods,
+    onSync: (seconds, ok) =>
+      metrics.syncLatency.observe(seconds, { result: ok ? "success" : "error" }),
+    nodeIps: () => [internalIp],
+    allocatable: () => side.node.node?.status?.allocatable ?? {},
+  });
+  const api = await createKubeletApiServer(config, {
+    kube,
+    provider,
+    clock,
+    metrics,
+    internalIp,
+    port: config.port,
+    podCache: () => pods.pods(),
+  });
+  observePodController(metrics, pods);
+  if (config.metricsAddr) {
+    const listener = await serveMetrics({
+      address: parseHostPort(config.metricsAddr)!,
+      metrics,
+      health: side.health,
+      log: getLogger(["vkubelet", "metrics"]).with({ node: config.nodeName }),
+    }, signal);
+    loops.push({ name: "metrics listener", done: listener.done });
+  }
+  // The kubelet API first, so the apiserver can reach it once the node says where it is.
+  loops.push({ name: "kubelet API", done: api.run(signal) });
+  loops.push({ name: "node", done: side.run(signal) });
+  await withStartupTimeout(config, clock, side.ready, "the node to be registered");
+  loops.push({ name: "pods", done: pods.run(signal) });
+  await withStartupTimeout(config, clock, pods.ready, "the pod caches to sync");
+}
+
+/** Waits for `ready`, but no longer than `--startup-timeout` when one is set. */
+async function withStartupTimeout(
+  config: Config,
+  clock: Clock,
+  ready: Promise<void>,
+  what: string,
+): Promise<void> {
+  if (!config.startupTimeout) return await ready;
+  const done = new AbortController();
+  const timeout = clock.sleep(config.startupTimeout, done.signal).then(() => {
+    throw new StartupTimeoutError(
+      `gave up waiting for ${what} after --startup-timeout (${config.startupTimeout} ms); ` +
+        "check that the apiserver is reachable and these credentials may register the node",
+    );
+  }, () => {});
+  try {
+    await Promise.race([ready, timeout]);
+  } finally {
+    done.abort();
+  }
+}
+
+/** A port that was free a moment ago, for `--port 0`. */
+function freePort(hostname: string): number {
+  const listener = Deno.listen({ hostname, port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** Resolves when `signal` aborts. */
+function abortion(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+}
+
+/** Waits for every loop to finish, but no longer than `timeoutMs`. */
+async function drain(loops: Loop[], timeoutMs: number, clock: Clock): Promise<void> {
+  const log = getLogger(["vkubelet"]);
+  const giveUp = new AbortController();
+  const timeout = clock.sleep(timeoutMs, giveUp.signal).then(
+    () => "timeout" as const,
+    () => "done" as const,
+  );
+  const pending = new Set(loops.map((l) => l.name));
+  const settled = Promise.all(loops.map(async ({ name, done }) => {
+    try {
+      await done;
+    } catch (err) {
+      log.error("{loop} failed while stopping: {err}", { loop: name, err });
+    } finally {
+      pending.delete(name);
+    }
+  })).then(() => "done" as const);
+  const outcome = await Promise.race([settled, timeout]);
+  giveUp.abort();
+  if (outcome === "timeout") {
+    log.warn("gave up waiting for {loops} to stop after {ms} ms", {
+      loops: [...pending].join(", "),
+      ms: timeoutMs,
+    });
+  }
+}
+
+/** The first non-internal IPv4 address of this host, else 127.0.0.1. */
+export function detectInternalIp(): string {
+  try {
+    const found = Deno.networkInterfaces().find((i) =>
+      i.family === "IPv4" && !i.address.startsWith("127.")
+    );
+    return found?.address ?? "127.0.0.1";
+  } catch {
+    return "127.0.0.1";
+  }
+}

@@ -1,0 +1,259 @@
+/**
+ * `LeaseController`: keeps `kube-node-lease/<node>` renewed, the node's heartbeat.
+ *
+ * Follows the kubelet's lease controller (kubernetes/component-helpers
+ * apimachinery/lease/controller.go, which virtual-kubelet ports in
+ * node/lease_controller_v1.go): holder = node name, 40 s duration, renewed every quarter of
+ * it (10 s) plus up to 4 % jitter (`wait.JitterUntil(sync, renewInterval, 0.04, ...)`), by an
+ * update of the last lease it wrote (no GET while that works); on a conflict it reads the
+ * lease again and retries, up to 5 times, with backoff; an ownerReference to the Node
+ * (kubernetes/kubernetes pkg/kubelet/util/nodelease.go `SetNodeOwnerFunc`) so that the lease
+ * goes when the Node does. As in virtual-kubelet, the lease is not renewed while the
+ * provider's ping fails: the node-lifecycle controller then sees the node stop.
+ * @module
+ */
+import type { Lease } from "kubernetes-types/coordination/v1.d.ts";
+import { isConflict, isNotFound } from "../../k8s/errors.ts";
+import { formatMicroTime } from "../../k8s/micro_time.ts";
+import type { Clock } from "../../base/clock.ts";
+import type { Logger } from "../../base/log.ts";
+import { abortable, backoffDelay, Wakeup, withDeadline } from "./_timing.ts";
+import { ALWAYS_HEALTHY, type HealthSource } from "./health_monitor.ts";
+import { type NodeApi, type NodeApiClient, nodeApiFromClient } from "./node_api.ts";
+import type { NodeOwner } from "./node_controller.ts";
+
+/** The namespace of node leases. */
+export const NODE_LEASE_NAMESPACE = "kube-node-lease";
+
+const MAX_UPDATE_RETRIES = 5;
+
+/** What {@link LeaseController} needs. */
+export interface LeaseControllerDeps {
+  /** The API, or a `KubeClient` to adapt with {@link nodeApiFromClient}. */
+  api?: NodeApi;
+  client?: NodeApiClient;
+  clock: Clock;
+  log: Logger;
+  nodeName: string;
+  /** The Node the lease belongs to: the lease waits for it and points at its uid. */
+  owner: NodeOwner;
+  /** The provider's health; the lease is not renewed while it is unhealthy. */
+  health?: HealthSource;
+  /** `spec.leaseDurationSeconds`; default 40. */
+  leaseDurationSeconds?: number;
+  /** Time between renewals; default a quarter of the duration. */
+  renewIntervalMs?: number;
+  /** Extra random wait, as a fraction of the interval; default 0.04. */
+  jitter?: number;
+  /** Source of randomness for the jitter; default `Math.random`. */
+  random?: () => number;
+  /** Deadline of each API call; default the renew interval. */
+  requestTimeoutMs?: number;
+  /** Told how long each renewal attempt took and whether it worked; for metrics. */
+  onRenewal?: (seconds: number, ok: boolean) => void;
+}
+
+/** Renews the node's lease; see the module doc. */
+export class LeaseController {
+  /** Resolves after the first successful renewal. */
+  readonly ready: Promise<void>;
+  #deps: LeaseControllerDeps;
+  #api: NodeApi;
+  #health: HealthSource;
+  #lease?: Lease;
+  #paused = false;
+  #wakeup = new Wakeup();
+  #resolveReady!: () => void;
+
+  constructor(deps: LeaseControllerDeps) {
+    if (!deps.api && !deps.client) throw new TypeError("LeaseController needs api or client");
+    const duration = deps.leaseDurationSeconds ?? 40;
+    if (deps.renewIntervalMs !== undefined && deps.renewIntervalMs >= duration * 1000) {
+      throw new RangeError(
+        `lease renew interval ${deps.renewIntervalMs} ms is not shorter than the lease duration ` +
+          `${duration} s; renew at most every ${duration * 250} ms`,
+      );
+    }
+    this.#deps = deps;
+    this.#api = deps.api ?? nodeApiFromClient(deps.client!);
+    this.#health = deps.health ?? ALWAYS_HEALTHY;
+    this.ready = new Promise((resolve) => (this.#resolveReady = resolve));
+  }
+
+  /** The lease as last written. */
+  get lease(): Lease | undefined {
+    return this.#lease;
+  }
+
+  /** The time to wait before the next renewal: the interval plus jitter. */
+  nextDelay(): number {
+    const interval = this.#interval;
+    return interval * (1 + (this.#deps.jitter ?? 0.04) * (this.#deps.random ?? Math.random)());
+  }
+
+  /** Renews until `signal` aborts; resolves once the renewal in flight has settled. */
+  async run(signal: AbortSignal): Promise<void> {
+    // Renew at once when the provider recovers rather than up to an interval later.
+    const unsubscribe = this.#health.onChange((h) => h.healthy && this.#wakeup.wake());
+    try {
+      await abortable(this.#deps.owner.ready, signal);
+      while (!signal.aborted) {
+        await this.#sync(signal);
+        await this.#wakeup.sleep(this.#deps.clock, this.nextDelay(), signal);
+      }
+    } catch (err) {
+      if (!signal.aborted) throw err;
+    } finally {
+      unsubscribe();
+    }
+  }
+
+  async #sync(signal: AbortSignal): Promise<void> {
+    const health = this.#health.current();
+    if (!health.healthy) {
+      if (!this.#paused) {
+        this.#deps.log.warn("not renewing lease of node {node} while the provider ping fails", {
+          node: this.#deps.nodeName,
+        });
+      }
+      this.#paused = true;
+      return;
+    }
+    if (this.#paused) {
+      this.#deps.log.info("renewing lease of node {node} again", { node: this.#deps.nodeName });
+      this.#paused = false;
+    }
+    if (!this.#deps.owner.uid()) return; // Node deleted and not (yet) registered again.
+    if (this.#lease && await this.#retryUpdate(this.#lease, signal)) return;
+    const { lease, created } = await this.#backoffEnsure(signal);
+    this.#lease = lease;
+    if (created) this.#resolveReady();
+    else await this.#retryUpdate(lease, signal);
+  }
+
+  /** Updates from `base` up to 5 times; a conflict re-reads the lease after a backoff. */
+  async #retryUpdate(base: Lease, signal: AbortSignal): Promise<boolean> {
+    for (let attempt = 0; attempt < MAX_UPDATE_RETRIES; attempt++) {
+      const started = this.#deps.clock.now();
+      const took = () => (this.#deps.clock.now() - started) / 1000;
+      try {
+        this.#lease = await this.#call(
+          signal,
+          (s) => this.#api.updateLease(this.#newLease(base), { signal: s }),
+        );
+        this.#deps.onRenewal?.(took(), true);
+        this.#resolveReady();
+        return true;
+      } catch (err) {
+        if (signal.aborted) throw err;
+        this.#deps.onRenewal?.(took(), false);
+        if (isNotFound(err)) {
+          this.#lease = undefined;
+          return false; // Deleted (by the garbage collector, with its Node): create it again.
+        }
+        this.#deps.log.warn("renewing lease of node {node} failed (attempt {attempt}): {err}", {
+          node: this.#deps.nodeName,
+          attempt: attempt + 1,
+          err: message(err),
+        });
+        if (isConflict(err)) {
+          // Someone else wrote it (another process with this node name?): back off, re-read.
+          await this.#deps.clock.sleep(backoffDelay(attempt), signal);
+          const ensured = await this.#backoffEnsure(signal);
+          if (ensured.created) return true;
+          base = ensured.lease;
+        }
+      }
+    }
+    this.#deps.log.error("renewing lease of node {node} failed {n} times; next try in {delay} ms", {
+      node: this.#deps.nodeName,
+      n: MAX_UPDATE_RETRIES,
+      delay: this.#interval,
+    });
+    return false;
+  }
+
+  /** Reads the lease, creating it if absent; retries with backoff until it works or aborts. */
+  async #backoffEnsure(signal: AbortSignal): Promise<{ lease: Lease; created: boolean }> {
+    for (let attempt = 0;; attempt++) {
+      try {
+        return await this.#ensure(signal);
+      } catch (err) {
+        if (signal.aborted) throw err;
+        const delay = backoffDelay(attempt);
+        this.#deps.log.error(
+          "ensuring lease of node {node} failed, retrying in {delay} ms: {err}",
+          {
+            node: this.#deps.nodeName,
+            delay: Math.round(delay),
+            err: message(err),
+          },
+        );
+        await this.#deps.clock.sleep(delay, signal);
+      }
+    }
+  }
+
+  async #ensure(signal: AbortSignal): Promise<{ lease: Lease; created: boolean }> {
+    const name = this.#deps.nodeName;
+    try {
+      const lease = await this.#call(
+        signal,
+        (s) => this.#api.getLease(NODE_LEASE_NAMESPACE, name, { signal: s }),
+      );
+      return { lease, created: false };
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    const lease = await this.#call(
+      signal,
+      (s) => this.#api.createLease(this.#newLease(undefined), { signal: s }),
+    );
+    this.#deps.log.info("created lease {namespace}/{node}", {
+      namespace: NODE_LEASE_NAMESPACE,
+      node: name,
+    });
+    return { lease, created: true };
+  }
+
+  /** `base` (or a fresh lease) renewed now, owned by the Node's current uid. */
+  #newLease(base: Lease | undefined): Lease {
+    const name = this.#deps.nodeName;
+    const lease: Lease = base ? structuredClone(base) : {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name, namespace: NODE_LEASE_NAMESPACE },
+      spec: {},
+    };
+    lease.spec = {
+      ...lease.spec,
+      holderIdentity: name,
+      leaseDurationSeconds: this.#deps.leaseDurationSeconds ?? 40,
+      renewTime: formatMicroTime(this.#deps.clock.now()),
+    };
+    const uid = this.#deps.owner.uid();
+    const others = (lease.metadata?.ownerReferences ?? []).filter((r) => r.kind !== "Node");
+    if (uid) {
+      // A Node registered again has a new uid; the old reference would let the garbage
+      // collector delete the lease (virtual-kubelet/virtual-kubelet#886).
+      lease.metadata!.ownerReferences = [
+        ...others,
+        { apiVersion: "v1", kind: "Node", name, uid },
+      ];
+    }
+    return lease;
+  }
+
+  #call<T>(signal: AbortSignal, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const timeout = this.#deps.requestTimeoutMs ?? this.#interval;
+    return withDeadline(this.#deps.clock, timeout, signal, call);
+  }
+
+  get #interval(): number {
+    return this.#deps.renewIntervalMs ?? (this.#deps.leaseDurationSeconds ?? 40) * 250;
+  }
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

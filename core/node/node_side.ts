@@ -1,0 +1,127 @@
+/**
+ * The node side assembled from vkubelet's config: one call for `app/run.ts` that builds the
+ * health monitor, node controller and lease controller with the config's option names mapped
+ * onto theirs, and runs them together.
+ * @module
+ */
+import type { Clock } from "../../base/clock.ts";
+import type { Logger } from "../../base/log.ts";
+import type { Provider } from "../../provider/mod.ts";
+import { HealthMonitor } from "./health_monitor.ts";
+import { LeaseController } from "./lease_controller.ts";
+import type { NodeApi, NodeApiClient } from "./node_api.ts";
+import { NodeController, type NodeControllerDeps } from "./node_controller.ts";
+
+/**
+ * The config fields the node side reads: the app's config satisfies it structurally, so the
+ * node side does not import the app layer.
+ */
+export interface NodeSideConfig {
+  nodeName: string;
+  os: "linux" | "windows";
+  nodeLabels: Readonly<Record<string, string>>;
+  disableTaint: boolean;
+  taintKey: string;
+  taintValue: string;
+  taintEffect: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
+  nodeLeaseDurationSeconds: number;
+  /** Milliseconds. */
+  nodeLeaseRenewInterval: number;
+  /** Milliseconds. */
+  nodeStatusUpdateFrequency: number;
+  /** Milliseconds. */
+  nodeStatusReportFrequency: number;
+  recreateNode: boolean;
+  cordonOnShutdown: boolean;
+  port: number;
+}
+
+/** What {@link createNodeSide} needs besides the config. */
+export interface NodeSideDeps {
+  /** The API, or a `KubeClient` to adapt. */
+  api?: NodeApi;
+  client?: NodeApiClient;
+  provider: Pick<Provider, "configureNode" | "notifyNodeChanged" | "ping">;
+  clock: Clock;
+  log: Logger;
+  /** The node's InternalIP (`--node-ip`, or detected). */
+  internalIp: string;
+  /** vkubelet's version, for `nodeInfo.kubeletVersion`. */
+  version: string;
+  /** The `Hostname` address and `kubernetes.io/hostname` label; default the node name. */
+  hostname?: string;
+  /** `status.declaredFeatures` (see {@link NodeTemplateOptions.declaredFeatures}). */
+  declaredFeatures?: string[];
+  /** Told how long each lease renewal took and whether it worked; for metrics. */
+  onLeaseRenewal?: (seconds: number, ok: boolean) => void;
+}
+
+/** The three parts, and one `run` for all of them. */
+export interface NodeSide {
+  health: HealthMonitor;
+  node: NodeController;
+  lease: LeaseController;
+  /** Resolves once the Node is registered with our status (the node controller's `ready`). */
+  ready: Promise<void>;
+  /** Runs all three until `signal` aborts; resolves when all have stopped. */
+  run(signal: AbortSignal): Promise<void>;
+}
+
+/** The {@link NodeControllerDeps} options the config sets. */
+export function nodeOptionsFromConfig(
+  config: NodeSideConfig,
+): Omit<NodeControllerDeps, "api" | "client" | "provider" | "clock" | "log" | "version"> {
+  return {
+    nodeName: config.nodeName,
+    os: config.os,
+    labels: config.nodeLabels,
+    taint: config.disableTaint
+      ? false
+      : { key: config.taintKey, value: config.taintValue, effect: config.taintEffect },
+    kubeletPort: config.port,
+    statusUpdateIntervalMs: config.nodeStatusUpdateFrequency,
+    statusReportIntervalMs: config.nodeStatusReportFrequency,
+    recreateNode: config.recreateNode,
+    cordonOnShutdown: config.cordonOnShutdown,
+  };
+}
+
+/** Builds the node side from the config; nothing talks to the API until `run`. */
+export function createNodeSide(config: NodeSideConfig, deps: NodeSideDeps): NodeSide {
+  const { api, client, provider, clock, log } = deps;
+  const health = new HealthMonitor({ provider, clock, log });
+  const node = new NodeController({
+    ...nodeOptionsFromConfig(config),
+    api,
+    client,
+    provider,
+    clock,
+    log,
+    health,
+    version: deps.version,
+    internalIp: deps.internalIp,
+    hostname: deps.hostname,
+    declaredFeatures: deps.declaredFeatures,
+  });
+  const lease = new LeaseController({
+    api,
+    client,
+    clock,
+    log,
+    health,
+    nodeName: config.nodeName,
+    owner: node,
+    leaseDurationSeconds: config.nodeLeaseDurationSeconds,
+    renewIntervalMs: config.nodeLeaseRenewInterval,
+    onRenewal: deps.onLeaseRenewal,
+  });
+  return {
+    health,
+    node,
+    lease,
+    ready: node.ready,
+    async run(signal) {
+      await Promise.all([health.run(signal), node.run(signal), lease.run(signal)]);
+    },
+  };
+}

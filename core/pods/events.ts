@@ -1,0 +1,290 @@
+/**
+ * An event recorder like the kubelet's (client-go tools/record): core/v1 Events in the pod's
+ * namespace with `source.component: kubelet` and `source.host: <node>`; a repeat of the same
+ * event (object, container, type, reason, message) within ten minutes patches `count` and
+ * `lastTimestamp` instead of creating another object (the correlator's aggregation); and each pod
+ * may emit 25 events in a burst, then one every five minutes (the correlator's spam filter), so a
+ * crash-looping pod cannot flood the apiserver. Recording never blocks and never throws.
+ *
+ * Events are sent one at a time from a queue, as client-go's broadcaster does (tools/record
+ * event.go, one goroutine writing to the sink), so that a thousand pods starting at once do not
+ * turn into two thousand event writes in flight ahead of their status writes. The queue keeps at
+ * most `maxQueued` events and drops newer ones beyond that (client-go keeps 1,000; a virtual node
+ * holds far more pods than a kubelet's 110, so more are kept). While `holdWhile` says status
+ * writes are waiting, events wait too (at most `maxHoldMs` at a time): when a thousand pods start
+ * at once, their status is what controllers and users wait for, and events would take a share of
+ * the apiserver's throughput ahead of it.
+ * @module
+ */
+import type { Event, Pod } from "kubernetes-types/core/v1.d.ts";
+import { formatTime } from "../../k8s/micro_time.ts";
+import { isNotFound } from "../../k8s/errors.ts";
+import type { Clock } from "../../base/clock.ts";
+import type { Logger } from "../../base/log.ts";
+import type { EventsApi } from "./api.ts";
+
+/** One event to record. */
+export interface PodEvent {
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
+  /** `spec.containers{name}` for container events. */
+  fieldPath?: string;
+}
+
+/** Options for {@link EventRecorder}. */
+export interface EventRecorderOptions {
+  api: EventsApi;
+  clock: Clock;
+  log: Logger;
+  nodeName: string;
+  /** `source.component`; default `kubelet`, which `kubectl describe` users expect. */
+  component?: string;
+  /** Events per pod in a burst; default 25. */
+  burst?: number;
+  /** A spent token comes back after this long; default 5 min. */
+  refillMs?: number;
+  /** Repeats within this window are aggregated; default 10 min. */
+  aggregateWindowMs?: number;
+  /** Events waiting to be sent at most; newer ones are dropped. Default 25,000. */
+  maxQueued?: number;
+  /** While this returns true (status writes waiting), events wait; default never. */
+  holdWhile?: () => boolean;
+  /** Events wait for `holdWhile` at most this long at a time; default 10 s. */
+  maxHoldMs?: number;
+}
+
+/** What an event needs of its pod; kept instead of the pod, which may be large. */
+interface PodRef {
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion?: string;
+}
+
+interface Queued {
+  pod: PodRef;
+  event: PodEvent;
+  key: string;
+  now: number;
+}
+
+interface Sent {
+  name: string;
+  namespace: string;
+  count: number;
+  firstTimestamp: string;
+  lastSeen: number;
+}
+
+const MAX_TRACKED = 4096;
+
+/** Records pod events; see the module doc. */
+export class EventRecorder {
+  #o: Required<EventRecorderOptions>;
+  #sent = new Map<string, Sent>();
+  #buckets = new Map<string, { tokens: number; at: number }>();
+  #queue: Queued[] = [];
+  #head = 0;
+  #draining: Promise<void> | undefined;
+  #dropped = 0;
+  #serial = 0;
+  #flushing = false;
+  /** When the current hold began; a hold ends when `holdWhile` turns false or after maxHoldMs. */
+  #heldSince: number | undefined;
+  /** After a hold that ran out, events go unheld until then (one second), then may wait again. */
+  #unheldUntil = 0;
+  /** Wakes a hold at once when flush begins. */
+  #holdWake = new AbortController();
+
+  constructor(options: EventRecorderOptions) {
+    this.#o = {
+      component: "kubelet",
+      burst: 25,
+      refillMs: 300_000,
+      aggregateWindowMs: 600_000,
+      maxQueued: 25_000,
+      holdWhile: () => false,
+      maxHoldMs: 10_000,
+      ...options,
+    };
+  }
+
+  /** Events waiting to be sent. */
+  get queued(): number {
+    return this.#queue.length - this.#head;
+  }
+
+  /** Records `event` on `pod` in the background. */
+  record(pod: Pod, event: PodEvent): void {
+    const m = pod.metadata ?? {};
+    const ref: PodRef = {
+      namespace: m.namespace ?? "",
+      name: m.name ?? "",
+      uid: m.uid ?? "",
+      resourceVersion: m.resourceVersion,
+    };
+    if (!this.#take(ref.uid)) {
+      this.#o.log.debug("event {reason} for {pod} dropped by the rate limit", {
+        reason: event.reason,
+        pod: `${ref.namespace}/${ref.name}`,
+      });
+      return;
+    }
+    if (this.queued >= this.#o.maxQueued) {
+      if (this.#dropped++ % 1000 === 0) {
+        this.#o.log.warn("event queue full ({max}); {dropped} events dropped so far", {
+          max: this.#o.maxQueued,
+          dropped: this.#dropped,
+        });
+      }
+      return;
+    }
+    const key = [ref.uid, event.fieldPath ?? "", event.type, event.reason, event.message].join(
+      "\0",
+    );
+    this.#queue.push({ pod: ref, event, key, now: this.#o.clock.now() });
+    this.#draining ??= this.#drain().finally(() => this.#draining = undefined);
+  }
+
+  /**
+   * Waits for every event recorded so far to be sent (or to fail). If `signal` aborts first,
+   * the events still queued are dropped (as client-go's broadcaster drops them on shutdown).
+   */
+  async flush(options: { signal?: AbortSignal } = {}): Promise<void> {
+    const { signal } = options;
+    this.#flushing = true;
+    this.#holdWake.abort();
+    const aborted = new Promise<void>((resolve) => {
+      if (signal?.aborted) resolve();
+      signal?.addEventListener("abort", () => resolve(), { once: true });
+    });
+    while (this.#draining && !signal?.aborted) await Promise.race([this.#draining, aborted]);
+    this.#flushing = false;
+    this.#holdWake = new AbortController();
+    if (this.queued > 0) {
+      this.#o.log.warn("{count} events not sent before shutdown", { count: this.queued });
+      this.#queue = [];
+      this.#head = 0;
+    }
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#head < this.#queue.length) {
+      const item = this.#queue[this.#head++];
+      // Drop the sent prefix now and then, so a long queue is not copied for every event.
+      if (this.#head >= 1024 && this.#head * 2 >= this.#queue.length) {
+        this.#queue = this.#queue.slice(this.#head);
+        this.#head = 0;
+      }
+      await this.#hold();
+      try {
+        await this.#send(item);
+      } catch (err) {
+        this.#o.log.warn("could not record event {reason} for {pod}: {err}", {
+          reason: item.event.reason,
+          pod: `${item.pod.namespace}/${item.pod.name}`,
+          err: err instanceof Error ? err.message : String(err),
+        });
+      }
+    }
+    this.#queue = [];
+    this.#head = 0;
+  }
+
+  /**
+   * Waits while status writes are waiting, up to maxHoldMs since the hold began; then events go
+   * for a second before the next hold, so a long busy spell still lets some through.
+   */
+  async #hold(): Promise<void> {
+    const { clock, holdWhile, maxHoldMs } = this.#o;
+    while (!this.#flushing && clock.now() >= this.#unheldUntil && holdWhile()) {
+      const now = clock.now();
+      this.#heldSince ??= now;
+      if (now - this.#heldSince >= maxHoldMs) {
+        this.#unheldUntil = now + 1000;
+        break;
+      }
+      await clock.sleep(Math.min(100, this.#heldSince + maxHoldMs - now), this.#holdWake.signal)
+        .catch(() => {});
+    }
+    this.#heldSince = undefined;
+  }
+
+  #take(uid: string): boolean {
+    const now = this.#o.clock.now();
+    const bucket = this.#buckets.get(uid) ?? { tokens: this.#o.burst, at: now };
+    bucket.tokens = Math.min(this.#o.burst, bucket.tokens + (now - bucket.at) / this.#o.refillMs);
+    bucket.at = now;
+    this.#buckets.delete(uid);
+    this.#buckets.set(uid, bucket);
+    trim(this.#buckets);
+    if (bucket.tokens < 1) return false;
+    bucket.tokens -= 1;
+    return true;
+  }
+
+  async #send({ pod, event, key, now }: Queued): Promise<void> {
+    const timestamp = formatTime(now);
+    const sent = this.#sent.get(key);
+    if (sent && now - sent.lastSeen < this.#o.aggregateWindowMs) {
+      try {
+        await this.#o.api.patch(sent.namespace, sent.name, {
+          type: "merge",
+          body: { count: sent.count + 1, lastTimestamp: timestamp, message: event.message },
+        });
+        sent.count++;
+        sent.lastSeen = now;
+        return;
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        // The event expired (events live an hour by default): start a new one.
+      }
+    }
+    const created = await this.#o.api.create(pod.namespace, this.#build(pod, event, timestamp));
+    this.#sent.delete(key);
+    this.#sent.set(key, {
+      name: created.metadata?.name ?? "",
+      namespace: created.metadata?.namespace ?? pod.namespace,
+      count: 1,
+      firstTimestamp: timestamp,
+      lastSeen: now,
+    });
+    trim(this.#sent);
+  }
+
+  #build(pod: PodRef, event: PodEvent, timestamp: string): Event {
+    // Unique like client-go's `<object>.<hex unix nanos>`.
+    const suffix = (BigInt(Date.parse(timestamp)) * 1_000_000n +
+      BigInt((++this.#serial * 7919 + Math.floor(Math.random() * 1000)) % 1_000_000))
+      .toString(16);
+    return {
+      apiVersion: "v1",
+      kind: "Event",
+      metadata: { name: `${pod.name}.${suffix}`, namespace: pod.namespace },
+      involvedObject: {
+        apiVersion: "v1",
+        kind: "Pod",
+        namespace: pod.namespace,
+        name: pod.name,
+        uid: pod.uid,
+        resourceVersion: pod.resourceVersion,
+        fieldPath: event.fieldPath,
+      },
+      type: event.type,
+      reason: event.reason,
+      message: event.message,
+      source: { component: this.#o.component, host: this.#o.nodeName },
+      reportingComponent: this.#o.component,
+      reportingInstance: this.#o.nodeName,
+      firstTimestamp: timestamp,
+      lastTimestamp: timestamp,
+      count: 1,
+    };
+  }
+}
+
+/** Keeps a map (in insertion order = least recently used first) below {@link MAX_TRACKED}. */
+function trim<K, V>(map: Map<K, V>): void {
+  while (map.size > MAX_TRACKED) map.delete(map.keys().next().value as K);
+}

@@ -1,0 +1,269 @@
+/**
+ * One pass of the pod worker for one key: make the provider match the API. Runs in the sync
+ * queue, one key at a time per key. Follows virtual-kubelet's node/pod.go `syncPodInProvider`,
+ * with its known failures fixed: a pod whose provider call fails keeps being retried with backoff
+ * instead of sitting Pending (virtual-kubelet#1257); a deleting pod's object is removed as soon as
+ * its containers have stopped or its grace period has run out, from any state; a DaemonSet pod
+ * cannot turn into a create/fail loop.
+ * @module
+ */
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import { isConflict, isNotFound as isApiNotFound } from "../../k8s/errors.ts";
+import { isInvalidInput, isNotFound } from "../../provider/mod.ts";
+import type { PodContext } from "./pod_context.ts";
+import { podKey } from "./api.ts";
+import { isEnvResolutionError, resolvePodEnv } from "./env.ts";
+import { canonicalJson, controllerStatus, isTerminal } from "./pod_status.ts";
+import type { ProcessResult } from "./work_queue.ts";
+
+/** Syncs one pod key; throws to be retried with backoff. */
+export async function syncPod(
+  ctx: PodContext,
+  key: string,
+  signal: AbortSignal,
+): Promise<ProcessResult | void> {
+  const pod = ctx.pods.store.getByKey(key);
+  if (!pod) return await forgetPod(ctx, key, signal);
+  ctx.lastKnown.set(key, pod);
+  if (pod.metadata?.deletionTimestamp) return await syncDeleting(ctx, pod, signal);
+  if (isTerminal(pod)) {
+    ctx.configSources.untrack(key);
+    return;
+  }
+  if (isDaemonSetPod(pod) && ctx.daemonSetPods === "skip") return skipDaemonSetPod(ctx, pod);
+  await syncRunning(ctx, pod, signal);
+}
+
+/** The API object is gone: stop the pod in the provider if it still runs that uid. */
+async function forgetPod(ctx: PodContext, key: string, signal: AbortSignal): Promise<void> {
+  const last = ctx.lastKnown.get(key);
+  ctx.configSources.untrack(key);
+  ctx.localStatus.delete(key);
+  if (!last) return;
+  const [namespace, name] = [last.metadata!.namespace!, last.metadata!.name!];
+  const running = await ctx.provider.getPod(namespace, name, { signal });
+  if (running && running.metadata?.uid === last.metadata?.uid) {
+    await deleteInProvider(ctx, last, signal);
+  }
+  ctx.lastKnown.delete(key);
+  ctx.providerStatus.delete(key);
+  ctx.statusWritten.delete(key);
+  ctx.syncedVersion.delete(key);
+}
+
+async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {
+  const key = podKey(pod);
+  ctx.configSources.track(key, pod);
+  let resolved;
+  try {
+    resolved = await resolvePodEnv(pod, ctx.envSources, ctx.addresses(key, pod), { signal });
+  } catch (err) {
+    if (!isEnvResolutionError(err)) throw err;
+    // The kubelet's CreateContainerConfigError: event, waiting container, retry with backoff.
+    ctx.recorder.record(pod, {
+      type: "Warning",
+      reason: "Failed",
+      message: `Error: ${err.message}`,
+      fieldPath: err.fieldPath,
+    });
+    ctx.setLocalStatus(
+      pod,
+      controllerStatus(pod, "Pending", "", "", {
+        container: err.container,
+        reason: "CreateContainerConfigError",
+      }),
+    );
+    throw err;
+  }
+  const existing = await ctx.provider.getPod(pod.metadata!.namespace!, pod.metadata!.name!, {
+    signal,
+  });
+  const sameUid = existing?.metadata?.uid === pod.metadata?.uid;
+  if (existing && !sameUid) await deleteInProvider(ctx, existing, signal);
+  if (existing && sameUid) {
+    if (specOf(existing) === specOf(resolved.pod)) return markSynced(ctx, key, pod);
+    if (
+      !await providerCall(
+        ctx,
+        pod,
+        "Update",
+        () => ctx.provider.updatePod(resolved.pod, { signal }),
+      )
+    ) return;
+  } else {
+    if (
+      !await providerCall(
+        ctx,
+        pod,
+        "Create",
+        () => ctx.provider.createPod(resolved.pod, { signal }),
+      )
+    ) return;
+  }
+  for (const event of resolved.events) ctx.recorder.record(pod, event);
+  markSynced(ctx, key, pod);
+  ctx.localStatus.delete(key);
+  ctx.statusQueue.add(key);
+}
+
+/**
+ * Notes the resourceVersion the provider now runs. A status write may have moved the cached pod
+ * on meanwhile; if nothing the provider runs changed with it, the newer version is in step too.
+ */
+function markSynced(ctx: PodContext, key: string, pod: Pod): void {
+  const latest = ctx.pods.store.getByKey(key);
+  const version = pod.metadata?.resourceVersion ?? "";
+  const moved = latest && latest.metadata?.resourceVersion !== version &&
+    latest.metadata?.uid === pod.metadata?.uid && !latest.metadata?.deletionTimestamp &&
+    sameSpec(latest, pod);
+  ctx.syncedVersion.set(key, moved ? latest.metadata?.resourceVersion ?? "" : version);
+}
+
+/**
+ * Calls the provider; on failure records `Provider<Op>Failed` and either marks the pod Failed
+ * (permanent error: returns false) or throws to be retried (transient or unknown error).
+ */
+async function providerCall(
+  ctx: PodContext,
+  pod: Pod,
+  op: "Create" | "Update",
+  call: () => Promise<void>,
+): Promise<boolean> {
+  try {
+    await call();
+    return true;
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    ctx.recorder.record(pod, { type: "Warning", reason: `Provider${op}Failed`, message });
+    // A DaemonSet pod marked Failed is replaced at once on the same node: keep it Pending.
+    if (isInvalidInput(err) && !isDaemonSetPod(pod)) {
+      ctx.setLocalStatus(pod, controllerStatus(pod, "Failed", "ProviderFailed", message));
+      return false;
+    }
+    if (op === "Create") {
+      ctx.setLocalStatus(pod, controllerStatus(pod, "Pending", "ProviderFailed", message));
+    }
+    throw err;
+  }
+}
+
+/**
+ * A pod with a deletionTimestamp: the provider stops it at once; the object is removed (grace 0,
+ * uid precondition) once its containers have stopped, or when the grace period has passed.
+ */
+async function syncDeleting(
+  ctx: PodContext,
+  pod: Pod,
+  signal: AbortSignal,
+): Promise<ProcessResult | void> {
+  const key = podKey(pod);
+  const uid = pod.metadata!.uid!;
+  ctx.configSources.untrack(key);
+  let state = ctx.deleting.get(uid);
+  if (!state) {
+    state = { firstSeen: ctx.clock.now(), providerTold: false };
+    ctx.deleting.set(uid, state);
+  }
+  if (!state.providerTold) {
+    for (const c of runningContainers(ctx, key, pod)) {
+      ctx.recorder.record(pod, {
+        type: "Normal",
+        reason: "Killing",
+        message: `Stopping container ${c}`,
+        fieldPath: `spec.containers{${c}}`,
+      });
+    }
+    await deleteInProvider(ctx, pod, signal);
+    state.providerTold = true;
+  }
+  const graceMs = (pod.metadata?.deletionGracePeriodSeconds ?? 0) * 1000;
+  const deadline = Math.min(
+    Date.parse(pod.metadata!.deletionTimestamp!),
+    state.firstSeen + graceMs,
+  );
+  const stopped = await containersStopped(ctx, pod, signal);
+  const remaining = deadline - ctx.clock.now();
+  if (!stopped && remaining > 0) return { requeueAfterMs: Math.min(remaining, 5_000) };
+  ctx.removeObject(pod);
+}
+
+async function deleteInProvider(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {
+  try {
+    await ctx.provider.deletePod(pod, { signal });
+  } catch (err) {
+    if (isNotFound(err)) return;
+    const message = err instanceof Error ? err.message : String(err);
+    ctx.recorder.record(pod, { type: "Warning", reason: "ProviderDeleteFailed", message });
+    throw err;
+  }
+}
+
+async function containersStopped(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<boolean> {
+  const key = podKey(pod);
+  const existing = await ctx.provider.getPod(pod.metadata!.namespace!, pod.metadata!.name!, {
+    signal,
+  });
+  if (!existing || existing.metadata?.uid !== pod.metadata?.uid) return true;
+  return runningContainers(ctx, key, existing).length === 0;
+}
+
+function runningContainers(ctx: PodContext, key: string, pod: Pod): string[] {
+  const reported = ctx.providerStatus.get(key);
+  const status = reported && reported.uid === pod.metadata?.uid ? reported.status : pod.status;
+  return [...status?.containerStatuses ?? [], ...status?.initContainerStatuses ?? []]
+    .filter((s) => s.state?.running).map((s) => s.name);
+}
+
+/** Deletes the API object with grace 0, only if it is still the same pod (uid precondition). */
+export async function removePodObject(
+  ctx: PodContext,
+  pod: Pod,
+  signal: AbortSignal,
+): Promise<void> {
+  try {
+    await ctx.api.pods.delete(pod.metadata!.namespace!, pod.metadata!.name!, {
+      gracePeriodSeconds: 0,
+      preconditions: { uid: pod.metadata!.uid },
+      signal,
+    });
+  } catch (err) {
+    // Gone already, or a new pod of the same name: nothing of ours is left to delete.
+    if (!isApiNotFound(err) && !isConflict(err)) throw err;
+  }
+  ctx.deleting.delete(pod.metadata!.uid!);
+}
+
+/** True when a DaemonSet controls the pod. */
+export function isDaemonSetPod(pod: Pod): boolean {
+  return (pod.metadata?.ownerReferences ?? []).some((o) => o.kind === "DaemonSet" && o.controller);
+}
+
+function skipDaemonSetPod(ctx: PodContext, pod: Pod): void {
+  const message = "DaemonSet pods are not run on this virtual node (daemonSetPods: skip)";
+  if (pod.status?.reason === "DaemonSetPodSkipped") return;
+  ctx.recorder.record(pod, { type: "Warning", reason: "DaemonSetPodSkipped", message });
+  ctx.setLocalStatus(pod, controllerStatus(pod, "Pending", "DaemonSetPodSkipped", message));
+}
+
+/** True when the parts of two pods that updatePod can change are equal. */
+export function sameSpec(a: Pod, b: Pod): boolean {
+  // The apiserver writes fields in a fixed order: the same text is the same spec, and the cheap
+  // check answers for nearly every update (status writes); the canonical form for the rest.
+  return JSON.stringify(specParts(a)) === JSON.stringify(specParts(b)) || specOf(a) === specOf(b);
+}
+
+/** The parts of a pod that updatePod can change, canonically: equal means no update. */
+export function specOf(pod: Pod): string {
+  return canonicalJson(specParts(pod));
+}
+
+function specParts(pod: Pod) {
+  return {
+    labels: pod.metadata?.labels,
+    annotations: pod.metadata?.annotations,
+    containers: pod.spec?.containers,
+    initContainers: pod.spec?.initContainers,
+    ephemeralContainers: pod.spec?.ephemeralContainers,
+    activeDeadlineSeconds: pod.spec?.activeDeadlineSeconds,
+  };
+}

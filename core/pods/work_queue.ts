@@ -1,0 +1,209 @@
+/**
+ * A keyed work queue in the manner of client-go's `util/workqueue`: a key is queued at most
+ * once, a key added while it is being processed runs again afterwards, failures come back after
+ * a per-key exponential backoff with jitter, and retries share a global token bucket, so a storm
+ * of failing pods cannot flood the apiserver or the provider.
+ * @module
+ */
+import { type Clock, jitter } from "../../base/clock.ts";
+import type { Logger } from "../../base/log.ts";
+
+/** What a processing function may ask for after it succeeded. */
+export interface ProcessResult {
+  /** Process this key again after this many milliseconds (e.g. a grace period ends). */
+  requeueAfterMs?: number;
+}
+
+/** Processes one key; throwing schedules a retry with backoff. */
+export type ProcessKey = (
+  key: string,
+  signal: AbortSignal,
+) => Promise<ProcessResult | void> | ProcessResult | void;
+
+/** Options for {@link WorkQueue}. */
+export interface WorkQueueOptions {
+  clock: Clock;
+  log: Logger;
+  process: ProcessKey;
+  /** Keys processed at once; default 10 (virtual-kubelet's `--pod-sync-workers`). */
+  workers?: number;
+  /** First retry delay; doubles per failure. Default 200 ms. */
+  baseDelayMs?: number;
+  /** Retry delay cap; a failing key keeps being retried at this pace. Default 5 min. */
+  maxDelayMs?: number;
+  /** Retries per second across all keys (token bucket); default 10, like client-go. */
+  qps?: number;
+  /** Retries allowed in a burst; default 100. */
+  burst?: number;
+  /** Extra delay for an error, e.g. a provider's `retryAfterMs`; return 0 for none. */
+  retryAfter?: (err: unknown) => number;
+}
+
+/** A deduplicating keyed queue with bounded workers; see the module doc. */
+export class WorkQueue {
+  #opts: Required<Omit<WorkQueueOptions, "retryAfter">> & Pick<WorkQueueOptions, "retryAfter">;
+  #queue: string[] = [];
+  #queued = new Set<string>();
+  #processing = new Set<string>();
+  #dirtyWhileProcessing = new Set<string>();
+  #failures = new Map<string, number>();
+  #delayed = new Map<string, number>();
+  #wake: (() => void) | undefined;
+  #timerWake: AbortController | undefined;
+  #tokens: number;
+  #tokensAt: number;
+
+  constructor(options: WorkQueueOptions) {
+    this.#opts = {
+      workers: 10,
+      baseDelayMs: 200,
+      maxDelayMs: 300_000,
+      qps: 10,
+      burst: 100,
+      ...options,
+    };
+    if (!(this.#opts.workers >= 1)) throw new RangeError("workers must be at least 1");
+    this.#tokens = this.#opts.burst;
+    this.#tokensAt = options.clock.now();
+  }
+
+  /** Keys waiting to be processed now (not counting delayed ones). */
+  get length(): number {
+    return this.#queue.length;
+  }
+
+  /** Keys waiting for a delay to pass. */
+  get delayedLength(): number {
+    return this.#delayed.size;
+  }
+
+  /** Failures of `key` since its last success. */
+  failures(key: string): number {
+    return this.#failures.get(key) ?? 0;
+  }
+
+  /** Queues `key` now; a no-op if it is already queued. */
+  add(key: string): void {
+    this.#delayed.delete(key);
+    if (this.#processing.has(key)) {
+      this.#dirtyWhileProcessing.add(key);
+      return;
+    }
+    if (this.#queued.has(key)) return;
+    this.#queued.add(key);
+    this.#queue.push(key);
+    this.#wake?.();
+  }
+
+  /** Queues `key` after `ms`; an earlier pending time for the key wins. */
+  addAfter(key: string, ms: number): void {
+    if (ms <= 0) return this.add(key);
+    if (this.#queued.has(key)) return;
+    const due = this.#opts.clock.now() + ms;
+    const current = this.#delayed.get(key);
+    if (current !== undefined && current <= due) return;
+    this.#delayed.set(key, due);
+    this.#timerWake?.abort();
+  }
+
+  /** Clears the failure count of `key`, so its next failure starts the backoff again. */
+  forget(key: string): void {
+    this.#failures.delete(key);
+  }
+
+  /** The delay before the next retry of `key`, counting this failure. */
+  #retryDelay(key: string, err: unknown): number {
+    const n = (this.#failures.get(key) ?? 0) + 1;
+    this.#failures.set(key, n);
+    const { baseDelayMs, maxDelayMs } = this.#opts;
+    const backoff = Math.min(maxDelayMs, baseDelayMs * 2 ** Math.min(n - 1, 40));
+    const extra = this.#opts.retryAfter?.(err) ?? 0;
+    return Math.max(jitter(backoff, 0.2), this.#reserveToken(), extra);
+  }
+
+  /** Takes a token from the global bucket; returns how long the caller must wait for it. */
+  #reserveToken(): number {
+    const { qps, burst, clock } = this.#opts;
+    if (qps <= 0) return 0;
+    const now = clock.now();
+    this.#tokens = Math.min(burst, this.#tokens + ((now - this.#tokensAt) / 1000) * qps);
+    this.#tokensAt = now;
+    this.#tokens -= 1;
+    return this.#tokens >= 0 ? 0 : (-this.#tokens / qps) * 1000;
+  }
+
+  /** Runs the workers until `signal` aborts, then waits for the keys in progress to finish. */
+  async run(signal: AbortSignal): Promise<void> {
+    const onAbort = () => {
+      this.#wake?.();
+      this.#timerWake?.abort();
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      const workers = Array.from({ length: this.#opts.workers }, () => this.#worker(signal));
+      await Promise.all([...workers, this.#timerLoop(signal)]);
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+
+  async #worker(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      const key = this.#queue.shift();
+      if (key === undefined) {
+        await new Promise<void>((resolve) => {
+          const previous = this.#wake;
+          this.#wake = () => {
+            this.#wake = undefined;
+            previous?.();
+            resolve();
+          };
+        });
+        continue;
+      }
+      this.#queued.delete(key);
+      this.#processing.add(key);
+      await this.#processOne(key, signal);
+      this.#processing.delete(key);
+      if (this.#dirtyWhileProcessing.delete(key) && !signal.aborted) this.add(key);
+    }
+  }
+
+  async #processOne(key: string, signal: AbortSignal): Promise<void> {
+    try {
+      const result = await this.#opts.process(key, signal);
+      this.forget(key);
+      if (result?.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs);
+    } catch (err) {
+      if (signal.aborted) return;
+      const delay = this.#retryDelay(key, err);
+      this.#opts.log.debug("retrying {key} in {delay} ms (failure {failures}): {err}", {
+        key,
+        delay: Math.round(delay),
+        failures: this.failures(key),
+        err: err instanceof Error ? err.message : String(err),
+      });
+      this.addAfter(key, delay);
+    }
+  }
+
+  /** Moves delayed keys into the queue when they are due. */
+  async #timerLoop(signal: AbortSignal): Promise<void> {
+    const { clock } = this.#opts;
+    while (!signal.aborted) {
+      const now = clock.now();
+      let next = Infinity;
+      for (const [key, due] of this.#delayed) {
+        if (due <= now) {
+          this.#delayed.delete(key);
+          this.add(key);
+        } else next = Math.min(next, due);
+      }
+      this.#timerWake = new AbortController();
+      const wait = AbortSignal.any([signal, this.#timerWake.signal]);
+      // No delayed key: sleep until one is added (addAfter aborts timerWake).
+      const ms = next === Infinity ? 3_600_000 : next - now;
+      await clock.sleep(ms, wait).catch(() => {});
+    }
+  }
+}

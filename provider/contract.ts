@@ -1,0 +1,225 @@
+/**
+ * The provider contract: what vkubelet's controllers and kubelet API ask of the module that
+ * actually runs pods (in memory, as local processes, in another cluster...). Types, provider
+ * errors and a few helpers; nothing else.
+ *
+ * A provider has a required lifecycle part (create, update, delete, get, list) and optional
+ * capabilities; the core checks for each optional method and degrades without it (polling
+ * instead of push, 501 on a kubelet API route). This is virtual-kubelet's split
+ * (virtual-kubelet/virtual-kubelet node/podcontroller.go `PodLifecycleHandler`,
+ * node/nodeutil/provider.go `Provider`) with explicit options bags and web streams.
+ * @module
+ */
+import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import type { Logger } from "../base/log.ts";
+import type { Clock } from "../base/clock.ts";
+import type { StatsSummary } from "./stats.ts";
+
+/** Every provider call takes one; the call should stop promptly when `signal` aborts. */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+/** Names a pod on this node. */
+export interface PodRef {
+  namespace: string;
+  name: string;
+}
+
+/** Names one container of a pod on this node. */
+export interface ContainerRef {
+  namespace: string;
+  pod: string;
+  container: string;
+}
+
+/** What `kubectl logs` asked for (v1 `PodLogOptions`, as the kubelet API parsed it). */
+export interface ContainerLogOptions extends CallOptions {
+  /** Keep the stream open and send new lines until `signal` aborts. */
+  follow?: boolean;
+  /** Only the last N lines (before following). */
+  tailLines?: number;
+  /** Prefix each line with its RFC 3339 time (nanosecond precision) and a space. */
+  timestamps?: boolean;
+  /** Only lines newer than this many seconds; never set together with `sinceTime`. */
+  sinceSeconds?: number;
+  /** Only lines at or after this time. */
+  sinceTime?: Date;
+  /** Stop after this many bytes (may cut a line). */
+  limitBytes?: number;
+  /** Logs of the previous, terminated instance of the container. */
+  previous?: boolean;
+}
+
+/** A terminal size change sent by `kubectl exec -t` / `attach -t`. */
+export interface TerminalSize {
+  width: number;
+  height: number;
+}
+
+/**
+ * The streams of an exec or attach session. The caller owns them: the provider reads `stdin`
+ * until it ends, writes `stdout`/`stderr`, releases any reader/writer lock before it settles and
+ * does not close the writables (the caller closes them after reporting the exit status).
+ */
+export interface AttachIO {
+  stdin?: ReadableStream<Uint8Array>;
+  stdout?: WritableStream<Uint8Array>;
+  /** Absent when `tty` is true: a terminal merges stderr into stdout. */
+  stderr?: WritableStream<Uint8Array>;
+  tty: boolean;
+  /** Terminal size changes; ends with the session. Only with `tty`. */
+  resize?: AsyncIterable<TerminalSize>;
+}
+
+/** Options for {@link Provider.runInContainer}. */
+export interface ExecOptions extends CallOptions {
+  /** argv, as `kubectl exec POD -- cmd args...` sent it; never empty. */
+  command: string[];
+  io: AttachIO;
+}
+
+/** Options for {@link Provider.attachToContainer}. */
+export interface AttachOptions extends CallOptions {
+  io: AttachIO;
+}
+
+/** One forwarded connection: bytes from the client on `readable`, bytes to it on `writable`. */
+export interface PortForwardStream {
+  readable: ReadableStream<Uint8Array>;
+  writable: WritableStream<Uint8Array>;
+}
+
+/** Options for {@link Provider.portForward}. */
+export interface PortForwardOptions extends CallOptions {
+  port: number;
+  stream: PortForwardStream;
+}
+
+/**
+ * A provider: runs the pods bound to this node somewhere and reports their status.
+ *
+ * Every method may be called concurrently for different pods; the core serialises calls for one
+ * pod. Errors should be the classes below, so the core can tell a retry from a permanent failure.
+ */
+export interface Provider {
+  /**
+   * Starts the pod. The pod is a private copy with env already resolved (the core's downward
+   * API and ConfigMap/Secret resolution). Creating a pod the provider already runs (same uid)
+   * must succeed without a second instance. Throw {@link InvalidInputError} for a pod that can
+   * never run here, {@link TransientError} for one that may run on a later try.
+   */
+  createPod(pod: Pod, options: CallOptions): Promise<void>;
+  /** Applies a changed spec or metadata (images, labels, annotations, activeDeadlineSeconds). */
+  updatePod(pod: Pod, options: CallOptions): Promise<void>;
+  /**
+   * Stops the pod at once (the core has already waited out what it wants to wait) and reports a
+   * terminal status through {@link notifyPods} in which every container is terminated; then the
+   * pod leaves {@link listPods}. May be called more than once; for an unknown pod it resolves or
+   * throws {@link NotFoundError}, and the core takes both as done.
+   */
+  deletePod(pod: Pod, options: CallOptions): Promise<void>;
+  /** The pod as the provider runs it, with current status; `undefined` if unknown. A copy. */
+  getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined>;
+  /**
+   * Every pod the provider runs for this node, and only for this node: the core deletes any
+   * pod listed here that the API no longer has. Copies, or objects frozen deep (`Object.freeze`)
+   * that the provider replaces rather than changes; the core never changes them either.
+   */
+  listPods(options: CallOptions): Promise<Pod[]>;
+
+  /**
+   * Registers the status callback. The provider calls it with the full pod (a copy, or a
+   * deep-frozen object as for {@link listPods}; current `.status`) whenever a pod's status
+   * changes, including the terminal status after delete.
+   * Must not block. Without it the core polls {@link getPodStatus}.
+   */
+  notifyPods?(callback: (pod: Pod) => void): void;
+  /** The pod's current status, or `undefined` if unknown. Used only when polling. */
+  getPodStatus?(
+    namespace: string,
+    name: string,
+    options: CallOptions,
+  ): Promise<PodStatus | undefined>;
+  /**
+   * Fills in the provider's part of the Node before it is registered and on each status update:
+   * capacity/allocatable, addresses, labels, taints, providerID, daemonEndpoints. Mutates `node`.
+   */
+  configureNode?(node: Node): void | Promise<void>;
+  /** Registers a callback for when {@link configureNode} would now give a different answer. */
+  notifyNodeChanged?(callback: () => void): void;
+  /** Cheap health check; while it rejects, the node lease is not renewed. */
+  ping?(options: CallOptions): Promise<void>;
+
+  /** A container's log as bytes; with `follow`, the stream stays open until `signal` aborts. */
+  getContainerLogs?(
+    container: ContainerRef,
+    options: ContainerLogOptions,
+  ): Promise<ReadableStream<Uint8Array>>;
+  /** Runs a command in the container (`kubectl exec`); resolves with its exit code. */
+  runInContainer?(container: ContainerRef, options: ExecOptions): Promise<number>;
+  /** Connects to the container's main process (`kubectl attach`) until either side ends. */
+  attachToContainer?(container: ContainerRef, options: AttachOptions): Promise<void>;
+  /**
+   * Connects `stream` to `port` inside the pod (`kubectl port-forward`); closes `writable` when
+   * the target closes, and resolves when both directions are done or `signal` aborts.
+   */
+  portForward?(pod: PodRef, options: PortForwardOptions): Promise<void>;
+  /** `/stats/summary` (stats/v1alpha1 `Summary`) for the node and its running pods. */
+  getStatsSummary?(options: CallOptions): Promise<StatsSummary>;
+  /** `/metrics/resource` in the Prometheus text format (0.0.4), as a kubelet serves it. */
+  getMetricsResource?(options: CallOptions): Promise<string>;
+  /** Releases connections and timers when vkubelet stops. Must not stop or delete pods. */
+  close?(): Promise<void>;
+}
+
+/** What the core hands a provider factory. */
+export interface ProviderDeps {
+  /** The Node's name. */
+  nodeName: string;
+  /** The provider's logger (category `["vkubelet", "provider"]`). */
+  log: Logger;
+  /** Time and sleeps; a fake in tests. */
+  clock: Clock;
+  /** The node's InternalIP (`--node-ip` / `VKUBELET_POD_IP`, or detected). */
+  internalIp: string;
+  /** The kubelet API port announced in `status.daemonEndpoints` (`KUBELET_PORT`). */
+  daemonPort: number;
+  /** Aborts when vkubelet shuts down; background work of the provider should stop with it. */
+  signal: AbortSignal;
+  /**
+   * The Kubernetes client the core uses (from `k8s/`), for providers that read ConfigMaps,
+   * Secrets or a second cluster; typed loosely here so that this contract does not depend on the
+   * client's module. Absent in unit tests.
+   */
+  kube?: unknown;
+}
+
+/** Builds a provider from its parsed config file (`undefined` without `--provider-config`). */
+export type ProviderFactory = (
+  config: unknown,
+  deps: ProviderDeps,
+) => Promise<Provider> | Provider;
+
+/** What an external provider module (path or URL given to `--provider`) exports. */
+export interface ProviderModule {
+  createProvider: ProviderFactory;
+}
+
+/** The optional capabilities a provider has, by method name, for start-up logs and 501s. */
+export function providerCapabilities(provider: Provider): string[] {
+  const optional = [
+    "notifyPods",
+    "getPodStatus",
+    "configureNode",
+    "notifyNodeChanged",
+    "ping",
+    "getContainerLogs",
+    "runInContainer",
+    "attachToContainer",
+    "portForward",
+    "getStatsSummary",
+    "getMetricsResource",
+  ] as const;
+  return optional.filter((name) => typeof provider[name] === "function");
+}

@@ -1,0 +1,79 @@
+/**
+ * Errors a provider throws so the core can tell what to do next: give up on the pod
+ * ({@link InvalidInputError}), retry later ({@link TransientError}), treat the pod as gone
+ * ({@link NotFoundError}) or answer 501 ({@link NotSupportedError}). Re-exported by
+ * `provider/mod.ts`; virtual-kubelet's equivalents are in virtual-kubelet/virtual-kubelet errdefs/.
+ * @module
+ */
+
+/** Options shared by the provider errors. */
+export interface ProviderErrorOptions {
+  cause?: unknown;
+}
+
+/** The pod (or request) can never succeed as given; the core marks the pod Failed, no retry. */
+export class InvalidInputError extends Error {
+  override name = "InvalidInputError";
+  constructor(message: string, options?: ProviderErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** Options for {@link TransientError}. */
+export interface TransientErrorOptions extends ProviderErrorOptions {
+  /** The earliest useful retry, if the backend said (e.g. HTTP Retry-After). */
+  retryAfterMs?: number;
+}
+
+/** Worth trying again later (backend busy, quota, a dependency not there yet). */
+export class TransientError extends Error {
+  override name = "TransientError";
+  /** The earliest useful retry, if known. */
+  readonly retryAfterMs?: number;
+  constructor(message: string, options?: TransientErrorOptions) {
+    super(message, options);
+    this.retryAfterMs = options?.retryAfterMs;
+  }
+}
+
+/** The pod or container does not exist in the provider (kubelet API: 404). */
+export class NotFoundError extends Error {
+  override name = "NotFoundError";
+  constructor(message: string, options?: ProviderErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** The provider cannot do this (kubelet API: 501); e.g. attach on a backend without it. */
+export class NotSupportedError extends Error {
+  override name = "NotSupportedError";
+  constructor(message: string, options?: ProviderErrorOptions) {
+    super(message, options);
+  }
+}
+
+// The predicates compare `name` as well as the class: an external provider loaded from a URL
+// may carry its own copy of this module, whose classes are not ours.
+function hasName(err: unknown, name: string): boolean {
+  return err instanceof Error && err.name === name;
+}
+
+/** True for an {@link InvalidInputError} (from any copy of this module). */
+export function isInvalidInput(err: unknown): err is InvalidInputError {
+  return err instanceof InvalidInputError || hasName(err, "InvalidInputError");
+}
+
+/** True for a {@link TransientError} (from any copy of this module). */
+export function isTransient(err: unknown): err is TransientError {
+  return err instanceof TransientError || hasName(err, "TransientError");
+}
+
+/** True for a {@link NotFoundError} (from any copy of this module). */
+export function isNotFound(err: unknown): err is NotFoundError {
+  return err instanceof NotFoundError || hasName(err, "NotFoundError");
+}
+
+/** True for a {@link NotSupportedError} (from any copy of this module). */
+export function isNotSupported(err: unknown): err is NotSupportedError {
+  return err instanceof NotSupportedError || hasName(err, "NotSupportedError");
+}

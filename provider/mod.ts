@@ -1,0 +1,21 @@
+/**
+ * The provider kit: the contract a provider implements and the helpers that make one cheap to
+ * write. Exported as `@vkubelet/vkubelet/provider`; a provider outside this repository imports
+ * only this module (and Kubernetes types).
+ * @module
+ */
+export type * from "./contract.ts";
+export { providerCapabilities } from "./contract.ts";
+export type * from "./stats.ts";
+export { formatGoFloat, metricsText } from "./metrics.ts";
+export { applyProviderNode, type ProviderNodeFields } from "./node.ts";
+export {
+  InvalidInputError,
+  isInvalidInput,
+  isNotFound,
+  isNotSupported,
+  isTransient,
+  NotFoundError,
+  NotSupportedError,
+  TransientError,
+} from "./errors.ts";

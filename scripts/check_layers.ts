@@ -1,0 +1,124 @@
+/**
+ * Keeps the tree's layers: every import of product code points to a layer below its own, or
+ * stays inside its own top-level folder. Run by `deno task ok` (and so by CI); prints each
+ * import that runs up or sideways and exits 1.
+ *
+ * The layers, lowest first (the README's Layout section shows the same):
+ *
+ * 1. `base/` — clock, log, durations; imports nothing of ours
+ * 2. `k8s/`, `spdy/` — libraries: the Kubernetes client, the SPDY/3.1 codec
+ * 3. `provider/` — the provider contract and kit
+ * 4. `core/` (node, pods, kubelet API) and `providers/` (built-in providers), side by side
+ * 5. `app/` — config, start-up, the provider loader
+ * 6. `main.ts` — the composition root
+ *
+ * Tests, benchmarks, scripts and the demo may import any layer; `examples/` only the provider
+ * kit, as a provider outside this repository would.
+ * @module
+ */
+import { dirname, join, relative, resolve } from "node:path";
+
+/** A layer's rank; folders of equal rank may not import each other. */
+export const LAYERS: Readonly<Record<string, number>> = {
+  "base": 1,
+  "k8s": 2,
+  "spdy": 2,
+  "provider": 3,
+  "core": 4,
+  "providers": 4,
+  "app": 5,
+  "main.ts": 6,
+};
+
+/** What `examples/` may import. */
+const EXAMPLE_ALLOWED = new Set(["base", "provider", "k8s"]);
+
+/** One import that breaks the layering. */
+export interface LayerViolation {
+  file: string;
+  line: number;
+  target: string;
+  why: string;
+}
+
+const IMPORT =
+  /(?:^|\s)(?:import|export)\b[^"';]*?\bfrom\s*"(\.[^"]+)"|import\(\s*"(\.[^"]+)"\s*\)/g;
+
+function topOf(path: string): string {
+  return path.split("/")[0];
+}
+
+/** Checks one file's source; `file` and the returned targets are relative to the root. */
+export function checkSource(file: string, source: string): LayerViolation[] {
+  const from = topOf(file);
+  const fromRank = LAYERS[from];
+  const isExample = from === "examples";
+  if (fromRank === undefined && !isExample) return [];
+  const found: LayerViolation[] = [];
+  for (const match of source.matchAll(IMPORT)) {
+    const spec = match[1] ?? match[2];
+    const target = join(dirname(file), spec);
+    const to = topOf(target);
+    if (to === from) continue;
+    const line = source.slice(0, match.index).split("\n").length;
+    if (isExample) {
+      if (!EXAMPLE_ALLOWED.has(to)) {
+        found.push({ file, line, target, why: "an example imports only provider/, k8s/ or base/" });
+      }
+      continue;
+    }
+    const toRank = LAYERS[to];
+    if (toRank === undefined) {
+      if (to === "deno.json") continue;
+      found.push({ file, line, target, why: `${to} is not a product layer` });
+    } else if (toRank >= fromRank) {
+      const way = toRank === fromRank ? "sideways" : "up";
+      found.push({
+        file,
+        line,
+        target,
+        why: `${from}/ (layer ${fromRank}) imports ${way} to ${to}`,
+      });
+    }
+  }
+  return found;
+}
+
+async function* sourceFiles(dir: string): AsyncGenerator<string> {
+  for await (const entry of Deno.readDir(dir)) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory) yield* sourceFiles(path);
+    else if (entry.isFile && entry.name.endsWith(".ts")) yield path;
+  }
+}
+
+/** Checks every product file under `root`. */
+export async function checkTree(root: string): Promise<LayerViolation[]> {
+  const found: LayerViolation[] = [];
+  for (const top of [...Object.keys(LAYERS), "examples"]) {
+    const path = resolve(root, top);
+    const stat = await Deno.stat(path).catch(() => undefined);
+    if (!stat) continue;
+    const files = stat.isFile ? [path] : await Array.fromAsync(sourceFiles(path));
+    for (const file of files) {
+      found.push(...checkSource(relative(root, file), await Deno.readTextFile(file)));
+    }
+  }
+  return found;
+}
+
+if (import.meta.main) {
+  const root = resolve(dirname(new URL(import.meta.url).pathname), "..");
+  const found = await checkTree(root);
+  for (const v of found) {
+    console.error(`${v.file}:${v.line}: imports ${v.target}: ${v.why}`);
+  }
+  if (found.length > 0) {
+    console.error(
+      `${found.length} import(s) break the layering; move the code down a layer or pass it in ` +
+        "through deps (see the README's Layout section)",
+    );
+    Deno.exit(1);
+  }
+  console.log("layers: every import points down");
+}

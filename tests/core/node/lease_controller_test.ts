@@ -1,0 +1,142 @@
+import assert from "node:assert/strict";
+import { FakeClock, flush } from "../../fakes/clock.ts";
+import { LeaseController, NODE_LEASE_NAMESPACE } from "../../../core/node/mod.ts";
+import { apiError, FakeNodeApi, recordingLogger } from "./fakes.ts";
+import { advanceBy, startNodeSide } from "./_harness.ts";
+
+const MICRO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
+
+Deno.test("lease is created with holder, duration, owner and a six-digit MicroTime", async () => {
+  const side = await startNodeSide();
+  try {
+    const lease = side.api.lease!;
+    assert.equal(lease.metadata?.namespace, NODE_LEASE_NAMESPACE);
+    assert.equal(lease.metadata?.name, "vk-test");
+    assert.equal(lease.spec?.holderIdentity, "vk-test");
+    assert.equal(lease.spec?.leaseDurationSeconds, 40);
+    assert.match(lease.spec!.renewTime!, MICRO_TIME);
+    assert.deepEqual(lease.metadata?.ownerReferences, [
+      { apiVersion: "v1", kind: "Node", name: "vk-test", uid: side.api.node!.metadata!.uid },
+    ]);
+  } finally {
+    await side.stop();
+  }
+});
+
+Deno.test("lease is renewed every 10 s plus at most 4 % jitter, well before it expires", async () => {
+  const side = await startNodeSide();
+  try {
+    await advanceBy(side.clock, 120_000, 5_000);
+    const times = side.api.calls.filter((c) => /^(createLease|updateLease)$/.test(c.name))
+      .map((c) => c.at);
+    assert.ok(times.length >= 11, `only ${times.length} renewals in 2 min`);
+    for (let i = 1; i < times.length; i++) {
+      const gap = times[i] - times[i - 1];
+      assert.ok(gap >= 10_000 && gap <= 10_400, `gap ${gap} ms outside 10 s + 4 %`);
+    }
+    const renewed = Date.parse(side.api.lease!.spec!.renewTime!);
+    assert.ok(side.clock.now() - renewed < 40_000 / 3, "the lease was close to expiring");
+    // Only updates after the create: no GET while the last written lease is current.
+    assert.equal(side.api.count("getLease"), 1);
+  } finally {
+    await side.stop();
+  }
+});
+
+Deno.test("renew delay spans exactly the interval to interval + 4 %", () => {
+  const make = (random: () => number) =>
+    new LeaseController({
+      api: new FakeNodeApi(),
+      clock: new FakeClock(),
+      log: recordingLogger().log,
+      nodeName: "n",
+      owner: { ready: Promise.resolve(), uid: () => "u" },
+      random,
+    });
+  assert.equal(make(() => 0).nextDelay(), 10_000);
+  assert.equal(make(() => 1).nextDelay(), 10_400);
+  assert.throws(
+    () =>
+      new LeaseController({
+        api: new FakeNodeApi(),
+        clock: new FakeClock(),
+        log: recordingLogger().log,
+        nodeName: "n",
+        owner: { ready: Promise.resolve(), uid: () => "u" },
+        renewIntervalMs: 40_000,
+      }),
+    RangeError,
+  );
+});
+
+Deno.test("a conflict on renewal backs off, re-reads the lease and renews it", async () => {
+  const side = await startNodeSide({ lease: { random: () => 0 } });
+  try {
+    side.api.touchLease(); // Another writer: our cached resourceVersion is now stale.
+    const before = side.api.calls.length;
+    await advanceBy(side.clock, 10_000, 10_000);
+    await advanceBy(side.clock, 1_000, 50);
+    const calls = side.api.calls.slice(before).filter((c) => /Lease$/.test(c.name));
+    const names = calls.map((c) => c.name);
+    assert.deepEqual(names, ["updateLease", "getLease", "updateLease"]);
+    const [conflict, reread] = calls;
+    assert.ok(reread.at - conflict.at >= 80, `re-read after ${reread.at - conflict.at} ms`);
+    assert.equal(side.api.lease!.spec!.renewTime, side.lease.lease!.spec!.renewTime);
+    assert.ok(side.records.some((r) => r.level === "warning" && /renewing lease/.test(r.message)));
+  } finally {
+    await side.stop();
+  }
+});
+
+Deno.test("a lease deleted under us is created again with the node as owner", async () => {
+  const side = await startNodeSide({ lease: { random: () => 0 } });
+  try {
+    side.api.lease = undefined;
+    await advanceBy(side.clock, 10_000, 10_000);
+    assert.equal(side.api.count("createLease"), 2);
+    assert.equal(side.api.lease!.metadata!.ownerReferences![0].uid, side.node.uid());
+  } finally {
+    await side.stop();
+  }
+});
+
+Deno.test("lease errors are retried with backoff without stopping the controller", async () => {
+  const side = await startNodeSide({ lease: { random: () => 0 } });
+  try {
+    for (let i = 0; i < 5; i++) {
+      side.api.failNext("updateLease", apiError(500, "InternalError", "etcd is sad"));
+    }
+    await advanceBy(side.clock, 10_000, 10_000);
+    // Five failed updates in a row; then, as upstream, it falls back to a GET and an update.
+    assert.ok(side.records.some((r) => r.level === "error" && r.properties.n === 5));
+    assert.equal(Date.parse(side.api.lease!.spec!.renewTime!), side.clock.now());
+    await advanceBy(side.clock, 10_000, 10_000);
+    assert.equal(Date.parse(side.api.lease!.spec!.renewTime!), side.clock.now());
+  } finally {
+    await side.stop();
+  }
+});
+
+Deno.test("lease waits for the node to exist before it is created", async () => {
+  const clock = new FakeClock();
+  const api = new FakeNodeApi(() => clock.now());
+  let release!: () => void;
+  const ready = new Promise<void>((r) => (release = r));
+  const lease = new LeaseController({
+    api,
+    clock,
+    log: recordingLogger().log,
+    nodeName: "n",
+    owner: { ready, uid: () => "uid-9" },
+  });
+  const controller = new AbortController();
+  const running = lease.run(controller.signal);
+  await flush();
+  assert.equal(api.calls.length, 0);
+  release();
+  await flush();
+  assert.equal(api.count("createLease"), 1);
+  await lease.ready;
+  controller.abort();
+  await running;
+});
