@@ -23,6 +23,7 @@ export const BUILTIN_PROVIDERS: Readonly<Record<string, () => Promise<ProviderMo
   mock: () => import("../providers/mock/mod.ts"),
   process: () => import("../providers/process/mod.ts"),
   kubernetes: () => import("../providers/kubernetes/mod.ts"),
+  fargate: () => import("../providers/fargate/mod.ts"),
 };
 
 /** Names of the built-in providers, sorted. */

@@ -1,0 +1,102 @@
+/**
+ * The fargate provider's config file (`--provider-config`, YAML or JSON), validated with zod;
+ * every problem is reported at once, each naming its field.
+ *
+ * ```yaml
+ * region: eu-west-1
+ * cluster: vkubelet                       # an existing ECS cluster
+ * subnets: [subnet-0123456789abcdef0]     # awsvpc subnets for the tasks (at least one)
+ * securityGroups: [sg-0123456789abcdef0]
+ * assignPublicIp: false                   # true to pull public images without a NAT gateway
+ * executionRoleArn: arn:aws:iam::123456789012:role/ecsTaskExecutionRole
+ * taskRoleArn: arn:aws:iam::123456789012:role/app   # optional: the containers' AWS identity
+ * platformVersion: LATEST
+ * logGroup: /vkubelet/pods                # created if missing
+ * capacity: { cpu: "100", memory: 400Gi, pods: "200" }
+ * tags: { team: platform }                # added to every task definition and task
+ * statusInterval: 5s                      # how often DescribeTasks polls
+ * endpoint: http://127.0.0.1:5000         # optional: another ECS/Logs endpoint (tests)
+ * ```
+ * @module
+ */
+import { z } from "zod";
+import { parseDuration } from "../../base/duration.ts";
+import { quantityToNumber } from "../../k8s/quantity.ts";
+
+const quantity = (fallback: string) =>
+  z.string().default(fallback).refine((q) => (quantityToNumber(q) ?? -1) > 0, {
+    error: (i) => `${JSON.stringify(i.input)} is not a positive Kubernetes quantity such as 64Gi`,
+  });
+
+const tagKey = z.string().min(1).max(128).refine((k) => !k.toLowerCase().startsWith("aws:"), {
+  error: "tag keys starting with aws: are reserved by AWS",
+});
+
+/** The fargate provider's config schema. */
+export const fargateConfigSchema = z.strictObject({
+  region: z.string({ error: "is required: the AWS region of the ECS cluster, e.g. eu-west-1" })
+    .regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, { error: "is not an AWS region name such as eu-west-1" }),
+  endpoint: z.url({ error: "must be a URL such as http://127.0.0.1:5000" }).optional(),
+  cluster: z.string().min(1).default("default"),
+  subnets: z.array(
+    z.string().regex(/^subnet-[0-9a-f]+$/, { error: "must be subnet IDs (subnet-...)" }),
+    { error: "is required: the subnets the tasks' network interfaces go in" },
+  ).min(1, { error: "needs at least one subnet" }),
+  securityGroups: z.array(
+    z.string().regex(/^sg-[0-9a-f]+$/, { error: "must be security group IDs (sg-...)" }),
+  ).max(5, { error: "ECS allows at most 5 security groups" }).default([]),
+  assignPublicIp: z.boolean().default(false),
+  executionRoleArn: z.string({
+    error: "is required: the task execution role that lets ECS write the awslogs log streams",
+  }).regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, { error: "is not an IAM role ARN" }),
+  taskRoleArn: z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, {
+    error: "is not an IAM role ARN",
+  }).optional(),
+  platformVersion: z.string().min(1).default("LATEST"),
+  logGroup: z.string().regex(/^[\w\-/.#]{1,512}$/, {
+    error: "is not a CloudWatch Logs group name (letters, digits, _ - / . #)",
+  }).default("/vkubelet/pods"),
+  capacity: z.strictObject({
+    cpu: quantity("100"),
+    memory: quantity("400Gi"),
+    pods: quantity("200"),
+  }).default({ cpu: "100", memory: "400Gi", pods: "200" }),
+  tags: z.record(tagKey, z.string().max(256)).refine((t) => Object.keys(t).length <= 40, {
+    error: "at most 40 tags (ECS allows 50 and vkubelet uses up to 10)",
+  }).default({}),
+  statusInterval: z.string().default("5s").transform((text, ctx) => {
+    const ms = parseDuration(text);
+    if (ms === undefined || ms < 200) {
+      ctx.addIssue(`expected a duration of at least 200ms such as 5s, got ${JSON.stringify(text)}`);
+      return z.NEVER;
+    }
+    return ms;
+  }),
+});
+
+/** The validated config; `statusInterval` in milliseconds. */
+export type FargateConfig = z.output<typeof fargateConfigSchema>;
+
+/** Validates a parsed config file; returns every problem, each with its field. */
+export function parseFargateConfig(
+  input: unknown,
+): { ok: true; config: FargateConfig } | { ok: false; errors: string[] } {
+  if (input === undefined) {
+    return {
+      ok: false,
+      errors: [
+        "(top level): the fargate provider needs a config file (--provider-config) naming at least region, subnets and executionRoleArn",
+      ],
+    };
+  }
+  const parsed = fargateConfigSchema.safeParse(input);
+  if (parsed.success) return { ok: true, config: parsed.data };
+  return {
+    ok: false,
+    errors: parsed.error.issues.map((issue) => {
+      const path = issue.path.map(String).join(".") || "(top level)";
+      const keys = issue.code === "unrecognized_keys" ? `: ${issue.keys.join(", ")}` : "";
+      return `${path}: ${issue.message}${keys}`;
+    }),
+  };
+}

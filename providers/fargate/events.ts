@@ -1,0 +1,52 @@
+/**
+ * Events the provider records on a pod (task size rounded, probes that do not run, restarts),
+ * written with vkubelet's own API client as `source.component: vkubelet-fargate`. Best effort:
+ * recording never throws and never delays the pod's work.
+ * @module
+ */
+import type { Event, Pod } from "kubernetes-types/core/v1.d.ts";
+import { KubeClient } from "../../k8s/mod.ts";
+import type { ProviderDeps } from "../../provider/mod.ts";
+
+/** Records one event on a pod. */
+export type PodEventSink = (
+  pod: Pod,
+  type: "Normal" | "Warning",
+  reason: string,
+  message: string,
+) => void;
+
+/** An event sink on `deps.kube`; without a client (unit tests) events are only logged. */
+export function podEventSink(
+  deps: Pick<ProviderDeps, "kube" | "nodeName" | "log" | "clock">,
+): PodEventSink {
+  const kube = deps.kube instanceof KubeClient ? deps.kube : undefined;
+  let serial = 0;
+  return (pod, type, reason, message) => {
+    const { namespace = "", name = "", uid } = pod.metadata ?? {};
+    deps.log.info("{pod}: {reason}: {message}", { pod: `${namespace}/${name}`, reason, message });
+    if (!kube || !uid) return;
+    const now = new Date(deps.clock.now()).toISOString().replace(/\.\d+Z$/, "Z");
+    const event: Event = {
+      apiVersion: "v1",
+      kind: "Event",
+      metadata: {
+        name: `${name}.${(deps.clock.now() * 1000 + (++serial % 1000)).toString(16)}`,
+        namespace,
+      },
+      involvedObject: { apiVersion: "v1", kind: "Pod", namespace, name, uid },
+      type,
+      reason,
+      message,
+      source: { component: "vkubelet-fargate", host: deps.nodeName },
+      reportingComponent: "vkubelet-fargate",
+      reportingInstance: deps.nodeName,
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+    };
+    kube.events.create(namespace, event).catch((err) => {
+      deps.log.debug("event not recorded: {err}", { err: String(err) });
+    });
+  };
+}

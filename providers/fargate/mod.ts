@@ -1,0 +1,25 @@
+/**
+ * The fargate provider (`--provider fargate`): the virtual node's pods run as AWS ECS tasks on
+ * Fargate, through the official AWS SDK (credentials from its default chain). Config in
+ * `./config.ts`, the pod → task definition mapping in `./task_definition.ts`, status in
+ * `./status.ts`. Loaded only when chosen, so other providers do not pay for the SDK.
+ * @module
+ */
+import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
+import { createAwsClients } from "./aws.ts";
+import { parseFargateConfig } from "./config.ts";
+import { FargateProvider } from "./provider.ts";
+
+export { type FargateConfig, parseFargateConfig } from "./config.ts";
+export { FargateProvider } from "./provider.ts";
+export { taskDefinitionFor } from "./task_definition.ts";
+export { taskSize } from "./sizing.ts";
+
+/** Builds the provider from its parsed config file; every config problem at once. */
+export function createProvider(config: unknown, deps: ProviderDeps): FargateProvider {
+  const parsed = parseFargateConfig(config);
+  if (!parsed.ok) {
+    throw new InvalidInputError(`invalid fargate provider config: ${parsed.errors.join("; ")}`);
+  }
+  return new FargateProvider(parsed.config, deps, createAwsClients(parsed.config));
+}

@@ -1,0 +1,308 @@
+/**
+ * The fargate provider: each pod bound to the virtual node runs as one ECS task on Fargate, from
+ * a task definition registered for the pod (deregistered when the pod is deleted). One loop
+ * polls DescribeTasks for all pods (`statusInterval`), applies the restart policy by running a
+ * new task after the kubelet's back-off, and pushes status through {@link notifyPods}. On start
+ * it adopts this node's running tasks (ListTasks by `startedBy`, identity from the tags), so a
+ * restarted vkubelet never runs a pod twice.
+ * @module
+ */
+import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import {
+  applyProviderNode,
+  type CallOptions,
+  type ContainerLogOptions,
+  type ContainerRef,
+  InvalidInputError,
+  NotFoundError,
+  NotSupportedError,
+  type Provider,
+  type ProviderDeps,
+} from "../../provider/mod.ts";
+import type { AwsClients } from "./aws.ts";
+import type { FargateConfig } from "./config.ts";
+import { type PodEventSink, podEventSink } from "./events.ts";
+import { readContainerLog } from "./logs.ts";
+import { LOG_STREAM_PREFIX, podKey, podTags, startedBy, TAGS, taskId } from "./names.ts";
+import { type PodRecord, podStatusOf, rfc3339, terminatedOf } from "./status.ts";
+import { EcsTasks } from "./tasks.ts";
+import { TaskSupervisor } from "./supervisor.ts";
+import { taskDefinitionFor } from "./task_definition.ts";
+
+/** Runs the virtual node's pods as Fargate tasks; see the module doc. */
+export class FargateProvider implements Provider {
+  readonly #config: FargateConfig;
+  readonly #deps: ProviderDeps;
+  readonly #aws: AwsClients;
+  readonly #ecs: EcsTasks;
+  readonly #records = new Map<string, PodRecord>();
+  readonly #callbacks = new Set<(pod: Pod) => void>();
+  readonly #lastSent = new Map<string, string>();
+  readonly #event: PodEventSink;
+  readonly #supervisor: TaskSupervisor;
+  readonly #stop = new AbortController();
+  readonly #signal: AbortSignal;
+  readonly #running: Promise<void>;
+  #logGroup?: Promise<void>;
+
+  constructor(config: FargateConfig, deps: ProviderDeps, aws: AwsClients) {
+    this.#config = config;
+    this.#deps = deps;
+    this.#aws = aws;
+    this.#ecs = new EcsTasks(aws, config);
+    this.#event = podEventSink(deps);
+    this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
+    this.#supervisor = new TaskSupervisor({
+      ecs: this.#ecs,
+      records: this.#records,
+      nodeName: deps.nodeName,
+      clock: deps.clock,
+      log: deps.log,
+      intervalMs: config.statusInterval,
+      event: this.#event,
+      start: (record, signal) => this.#startTask(record, signal),
+      changed: (record) => this.#notify(record),
+    });
+    this.#running = this.#supervisor.run(this.#signal);
+  }
+
+  async createPod(pod: Pod, options: CallOptions): Promise<void> {
+    await this.#supervisor.adopted;
+    const { namespace, name, uid } = pod.metadata ?? {};
+    const k = podKey(namespace, name);
+    let record = this.#records.get(k);
+    if (record && record.pod.metadata?.uid !== uid) {
+      // An older pod of the same name: its task must not stand for this one.
+      await this.#finish(record, "replaced by a newer pod of the same name", options.signal);
+      record = undefined;
+    }
+    const plan = taskDefinitionFor(pod, this.#config, this.#deps.nodeName);
+    if (record) {
+      record.pod = structuredClone(pod);
+      record.healthChecked = healthChecked(plan.input.containerDefinitions);
+      if (record.taskArn || record.restartAt !== undefined || record.finished) {
+        this.#notify(record);
+        return;
+      }
+    } else {
+      await (this.#logGroup ??= this.#ecs.ensureLogGroup(options.signal).catch((err) => {
+        this.#logGroup = undefined;
+        throw err;
+      }));
+      const arn = await this.#ecs.register(plan.input, options.signal);
+      record = {
+        pod: structuredClone(pod),
+        taskDefinitionArn: arn,
+        restarts: 0,
+        lastTerminated: new Map(),
+        deleting: false,
+        healthChecked: healthChecked(plan.input.containerDefinitions),
+        startTime: rfc3339(this.#deps.clock.now()),
+        previousTaskIds: [],
+      };
+      this.#records.set(k, record);
+      for (const note of plan.notes) this.#event(pod, "Normal", "FargateAdjusted", note);
+    }
+    try {
+      await this.#startTask(record, options.signal);
+    } catch (err) {
+      if (err instanceof InvalidInputError) {
+        this.#records.delete(k);
+        await this.#ecs.deregister(record.taskDefinitionArn!).catch(() => {});
+      }
+      throw err;
+    }
+  }
+
+  async updatePod(pod: Pod, _options: CallOptions): Promise<void> {
+    // A task's definition cannot change; only metadata (labels, annotations) is taken over.
+    const record = this.#records.get(podKey(pod.metadata?.namespace, pod.metadata?.name));
+    if (!record || record.pod.metadata?.uid !== pod.metadata?.uid) return;
+    record.pod = { ...structuredClone(pod), status: record.pod.status };
+    this.#notify(record);
+  }
+
+  async deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    const record = this.#records.get(podKey(pod.metadata?.namespace, pod.metadata?.name));
+    if (!record || (pod.metadata?.uid && record.pod.metadata?.uid !== pod.metadata.uid)) return;
+    await this.#finish(record, "the pod was deleted", options.signal);
+  }
+
+  getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {
+    const record = this.#records.get(podKey(namespace, name));
+    return Promise.resolve(record && this.#withStatus(record));
+  }
+
+  async listPods(options: CallOptions): Promise<Pod[]> {
+    await raceSignal(this.#supervisor.adopted, options.signal);
+    return [...this.#records.values()].map((r) => this.#withStatus(r));
+  }
+
+  notifyPods(callback: (pod: Pod) => void): void {
+    this.#callbacks.add(callback);
+  }
+
+  configureNode(node: Node): void {
+    applyProviderNode(node, {
+      capacity: { ...this.#config.capacity },
+      labels: {
+        "kubernetes.io/os": "linux",
+        "topology.kubernetes.io/region": this.#config.region,
+        "vkubelet.io/provider": "fargate",
+      },
+    }, this.#deps);
+  }
+
+  ping(options: CallOptions): Promise<void> {
+    return this.#ecs.ping(options.signal);
+  }
+
+  getContainerLogs(
+    ref: ContainerRef,
+    options: ContainerLogOptions,
+  ): Promise<ReadableStream<Uint8Array>> {
+    const record = this.#records.get(podKey(ref.namespace, ref.pod));
+    const names = record?.pod.spec?.containers?.map((c) => c.name) ??
+      record?.task?.containers?.map((c) => c.name);
+    if (!record || !names?.includes(ref.container)) {
+      throw new NotFoundError(
+        `container ${ref.container} of pod ${ref.namespace}/${ref.pod} is not on this node`,
+      );
+    }
+    const current = record.taskArn ?? record.task?.taskArn;
+    const id = options.previous ? record.previousTaskIds.at(-1) : current && taskId(current);
+    if (!id) {
+      throw new NotFoundError(
+        options.previous
+          ? `container ${ref.container} has not been restarted; there is no previous log`
+          : `container ${ref.container} is waiting to start; no log yet`,
+      );
+    }
+    return Promise.resolve(readContainerLog({
+      logs: this.#aws.logs,
+      group: this.#config.logGroup,
+      stream: `${LOG_STREAM_PREFIX}/${ref.container}/${id}`,
+      clock: this.#deps.clock,
+    }, {
+      ...options,
+      signal: AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]),
+    }));
+  }
+
+  runInContainer(): Promise<number> {
+    return Promise.reject(notSupported("exec"));
+  }
+
+  attachToContainer(): Promise<void> {
+    return Promise.reject(notSupported("attach"));
+  }
+
+  portForward(): Promise<void> {
+    return Promise.reject(notSupported("port-forward"));
+  }
+
+  async close(): Promise<void> {
+    this.#stop.abort();
+    await this.#running;
+    this.#aws.ecs.destroy();
+    this.#aws.logs.destroy();
+  }
+
+  /** RunTask for the record's task definition; the record then follows that task. */
+  async #startTask(record: PodRecord, signal?: AbortSignal): Promise<void> {
+    const { namespace = "", name = "", uid = "" } = record.pod.metadata ?? {};
+    const tags = podTags({ namespace, name, uid }, this.#deps.nodeName, this.#config.tags);
+    tags.push({ key: TAGS.restarts, value: String(record.restarts) });
+    const task = await this.#ecs.run(record.taskDefinitionArn!, {
+      startedBy: startedBy(this.#deps.nodeName),
+      tags,
+      clientToken: `${uid}-${record.restarts}`.slice(0, 64),
+      signal,
+    });
+    record.taskArn = task.taskArn;
+    record.task = task;
+    record.restartAt = undefined;
+    this.#notify(record);
+  }
+
+  /** Stops the pod's task, deregisters its definition, reports it terminated and forgets it. */
+  async #finish(record: PodRecord, why: string, signal?: AbortSignal): Promise<void> {
+    record.deleting = true;
+    const k = podKey(record.pod.metadata?.namespace, record.pod.metadata?.name);
+    if (record.taskArn) {
+      await this.#ecs.stop(record.taskArn, `vkubelet: ${why}`, signal);
+      const now = this.#deps.clock.now();
+      const stopped = record.task?.lastStatus === "STOPPED";
+      const ends = new Map(
+        containerNames(record).map((n) => [
+          n,
+          stopped ? terminatedOf(record.task!, n, now) : {
+            exitCode: 137,
+            reason: "Error",
+            message: `The task was stopped with ECS StopTask: ${why}`,
+            startedAt: record.task?.startedAt
+              ? rfc3339(record.task.startedAt.getTime())
+              : undefined,
+            finishedAt: rfc3339(now),
+          },
+        ]),
+      );
+      record.finished ??= ends;
+      record.taskArn = undefined;
+    }
+    record.finished ??= new Map(record.lastTerminated);
+    if (record.taskDefinitionArn) {
+      await this.#ecs.deregister(record.taskDefinitionArn, signal);
+      record.taskDefinitionArn = undefined;
+    }
+    this.#notify(record, true);
+    this.#records.delete(k);
+    this.#lastSent.delete(k);
+  }
+
+  #withStatus(record: PodRecord, terminal = false): Pod {
+    const status = podStatusOf(record, this.#deps.internalIp, this.#deps.clock.now(), terminal);
+    (record.pod as { status?: PodStatus }).status = status;
+    return structuredClone({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
+  }
+
+  #notify(record: PodRecord, terminal = false): void {
+    const pod = this.#withStatus(record, terminal);
+    const k = podKey(pod.metadata?.namespace, pod.metadata?.name);
+    const text = JSON.stringify([pod.metadata?.uid, pod.status]);
+    if (this.#lastSent.get(k) === text) return;
+    this.#lastSent.set(k, text);
+    for (const callback of this.#callbacks) {
+      try {
+        callback(structuredClone(pod));
+      } catch (err) {
+        this.#deps.log.error("pod status callback threw: {err}", { err: String(err) });
+      }
+    }
+  }
+}
+
+function containerNames(record: PodRecord): string[] {
+  return record.pod.spec?.containers?.map((c) => c.name) ??
+    record.task?.containers?.map((c) => c.name ?? "") ?? [];
+}
+
+function healthChecked(defs: { name?: string; healthCheck?: unknown }[] | undefined): Set<string> {
+  return new Set((defs ?? []).filter((d) => d.healthCheck).map((d) => d.name ?? ""));
+}
+
+function notSupported(what: string): NotSupportedError {
+  return new NotSupportedError(
+    `${what} is not supported by the fargate provider: ECS Exec needs AWS's Session Manager channel, which vkubelet does not speak`,
+  );
+}
+
+function raceSignal<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return promise;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}

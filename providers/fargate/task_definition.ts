@@ -1,0 +1,215 @@
+/**
+ * A pod as an ECS task definition for Fargate (awsvpc networking, the awslogs log driver), or an
+ * {@link InvalidInputError} naming the first field Fargate cannot honour. What is mapped:
+ * image, command (ECS `entryPoint`) and args (ECS `command`), env (already resolved by the
+ * core), ports, working dir, user, read-only root, tty/stdin, an exec liveness probe as the ECS
+ * health check, emptyDir as task volumes, the grace period as `stopTimeout`, the task size from
+ * `./sizing.ts`. What is only noted (returned in `notes`, recorded as events): rounding, clamping,
+ * probes ECS cannot run, and the service-account token volume, which is not mounted.
+ * @module
+ */
+import type {
+  ContainerDefinition,
+  HealthCheck,
+  RegisterTaskDefinitionCommandInput,
+  Volume,
+} from "@aws-sdk/client-ecs";
+import type { Container, Pod, Probe } from "kubernetes-types/core/v1.d.ts";
+import { InvalidInputError } from "../../provider/mod.ts";
+import type { FargateConfig } from "./config.ts";
+import { familyName, LOG_STREAM_PREFIX, podTags } from "./names.ts";
+import { containerSize, taskSize } from "./sizing.ts";
+
+/** A registered-to-be task definition and what the user should hear about it. */
+export interface TaskDefinitionPlan {
+  input: RegisterTaskDefinitionCommandInput;
+  /** Things that run differently than the pod says; each becomes a Normal event. */
+  notes: string[];
+}
+
+/** Fargate's ceiling for `stopTimeout`, in seconds. */
+const MAX_STOP_TIMEOUT = 120;
+
+function refuse(field: string, why: string): never {
+  throw new InvalidInputError(`${field}: ${why}; Fargate cannot run this pod as written`);
+}
+
+/** Translates `pod` for `nodeName`; throws {@link InvalidInputError} for what Fargate lacks. */
+export function taskDefinitionFor(
+  pod: Pod,
+  config: FargateConfig,
+  nodeName: string,
+): TaskDefinitionPlan {
+  const { namespace = "", name = "", uid = "" } = pod.metadata ?? {};
+  const spec = pod.spec ?? { containers: [] };
+  const notes: string[] = [];
+  if (spec.hostNetwork) refuse("spec.hostNetwork", "tasks always get their own network interface");
+  if (spec.hostPID) refuse("spec.hostPID", "there is no host to share");
+  if (spec.hostIPC) refuse("spec.hostIPC", "there is no host to share");
+  if (spec.initContainers?.length) {
+    refuse("spec.initContainers", "init containers are not supported by this provider yet");
+  }
+  if (spec.ephemeralContainers?.length) {
+    refuse("spec.ephemeralContainers", "ephemeral containers need exec, which is not supported");
+  }
+  const { volumes, skipped } = taskVolumes(pod);
+  if (skipped.length) {
+    notes.push(`the service-account token volume ${skipped.join(", ")} is not mounted on Fargate`);
+  }
+  const size = taskSize(pod);
+  if (size.rounded) {
+    notes.push(
+      `task size rounded up to a Fargate size: ${
+        size.cpu / 1024
+      } vCPU and ${size.memory} MiB (the pod asks for ${
+        size.wanted.cpu / 1024
+      } vCPU and ${size.wanted.memory} MiB)`,
+    );
+  }
+  let stopTimeout = spec.terminationGracePeriodSeconds ?? 30;
+  if (stopTimeout > MAX_STOP_TIMEOUT) {
+    notes.push(`terminationGracePeriodSeconds ${stopTimeout} is cut to Fargate's 120 s`);
+    stopTimeout = MAX_STOP_TIMEOUT;
+  }
+  const containerDefinitions = spec.containers.map((c, i) =>
+    containerDefinition(c, i, { config, size, skipped, stopTimeout, notes })
+  );
+  return {
+    input: {
+      family: familyName(namespace, name),
+      requiresCompatibilities: ["FARGATE"],
+      networkMode: "awsvpc",
+      cpu: String(size.cpu),
+      memory: String(size.memory),
+      executionRoleArn: config.executionRoleArn,
+      taskRoleArn: config.taskRoleArn,
+      containerDefinitions,
+      volumes,
+      tags: podTags({ namespace, name, uid }, nodeName, config.tags),
+    },
+    notes,
+  };
+}
+
+/** emptyDir volumes become task volumes; the automatic token volume is skipped; others refused. */
+function taskVolumes(pod: Pod): { volumes: Volume[]; skipped: string[] } {
+  const volumes: Volume[] = [];
+  const skipped: string[] = [];
+  (pod.spec?.volumes ?? []).forEach((v, i) => {
+    const field = `spec.volumes[${i}]`;
+    if (v.emptyDir) {
+      if (v.emptyDir.medium === "Memory") {
+        refuse(`${field}.emptyDir.medium`, "Fargate has no tmpfs task volumes");
+      }
+      volumes.push({ name: v.name });
+    } else if (v.projected && v.name.startsWith("kube-api-access-")) {
+      skipped.push(v.name);
+    } else {
+      const kind = Object.keys(v).find((k) => k !== "name") ?? "source";
+      refuse(`${field}.${kind}`, `${kind} volumes are not supported (only emptyDir)`);
+    }
+  });
+  return { volumes, skipped };
+}
+
+interface ContainerContext {
+  config: FargateConfig;
+  size: { memory: number };
+  skipped: string[];
+  stopTimeout: number;
+  notes: string[];
+}
+
+function containerDefinition(
+  c: Container,
+  i: number,
+  ctx: ContainerContext,
+): ContainerDefinition {
+  const field = `spec.containers[${i}]`;
+  const security = c.securityContext;
+  if (security?.privileged) refuse(`${field}.securityContext.privileged`, "no privileged tasks");
+  const added = security?.capabilities?.add ?? [];
+  const notPtrace = added.find((cap) => cap.replace(/^CAP_/, "") !== "SYS_PTRACE");
+  if (notPtrace) {
+    refuse(
+      `${field}.securityContext.capabilities.add`,
+      `only SYS_PTRACE may be added, not ${notPtrace}`,
+    );
+  }
+  if (c.image === undefined) refuse(`${field}.image`, "an image is required");
+  const own = containerSize(c, i);
+  const env = (c.env ?? []).map((e, j) => {
+    if (e.value === undefined && e.valueFrom) {
+      refuse(`${field}.env[${j}].valueFrom`, "was not resolved before reaching the provider");
+    }
+    return { name: e.name, value: e.value ?? "" };
+  });
+  const portMappings = (c.ports ?? []).map((p, j) => {
+    if (p.protocol === "SCTP") refuse(`${field}.ports[${j}].protocol`, "SCTP is not supported");
+    if (p.hostPort && p.hostPort !== p.containerPort) {
+      refuse(`${field}.ports[${j}].hostPort`, "awsvpc tasks need hostPort equal to containerPort");
+    }
+    return {
+      containerPort: p.containerPort,
+      protocol: p.protocol === "UDP" ? "udp" as const : "tcp" as const,
+      name: p.name,
+    };
+  });
+  const mountPoints = (c.volumeMounts ?? []).flatMap((m, j) => {
+    if (ctx.skipped.includes(m.name)) return [];
+    if (m.subPath || m.subPathExpr) refuse(`${field}.volumeMounts[${j}].subPath`, "not supported");
+    return [{ sourceVolume: m.name, containerPath: m.mountPath, readOnly: m.readOnly ?? false }];
+  });
+  if (c.readinessProbe || c.startupProbe || (c.livenessProbe && !c.livenessProbe.exec)) {
+    ctx.notes.push(
+      `container ${c.name}: only an exec livenessProbe runs (as the ECS health check); its other probes do not`,
+    );
+  }
+  if (c.lifecycle) ctx.notes.push(`container ${c.name}: lifecycle hooks do not run on Fargate`);
+  const user = security?.runAsUser === undefined
+    ? undefined
+    : `${security.runAsUser}${security.runAsGroup === undefined ? "" : `:${security.runAsGroup}`}`;
+  return {
+    name: c.name,
+    image: c.image,
+    essential: true,
+    entryPoint: c.command,
+    command: c.args,
+    workingDirectory: c.workingDir,
+    environment: env,
+    portMappings,
+    mountPoints,
+    cpu: own.cpu || undefined,
+    // Every container carries a hard limit: its own, or the task's.
+    memory: own.memory || ctx.size.memory,
+    user,
+    readonlyRootFilesystem: security?.readOnlyRootFilesystem,
+    interactive: c.stdin,
+    pseudoTerminal: c.tty,
+    stopTimeout: ctx.stopTimeout,
+    healthCheck: healthCheck(c.livenessProbe),
+    linuxParameters: added.length ? { capabilities: { add: ["SYS_PTRACE"] } } : undefined,
+    logConfiguration: {
+      logDriver: "awslogs",
+      options: {
+        "awslogs-group": ctx.config.logGroup,
+        "awslogs-region": ctx.config.region,
+        "awslogs-stream-prefix": LOG_STREAM_PREFIX,
+      },
+    },
+  };
+}
+
+const clamp = (v: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, v));
+
+/** An exec probe as an ECS health check, its timings clamped to what ECS allows. */
+function healthCheck(probe: Probe | undefined): HealthCheck | undefined {
+  if (!probe?.exec?.command?.length) return undefined;
+  return {
+    command: ["CMD", ...probe.exec.command],
+    interval: clamp(probe.periodSeconds ?? 10, 5, 300),
+    timeout: clamp(probe.timeoutSeconds ?? 1, 2, 60),
+    retries: clamp(probe.failureThreshold ?? 3, 1, 10),
+    startPeriod: clamp(probe.initialDelaySeconds ?? 0, 0, 300),
+  };
+}
