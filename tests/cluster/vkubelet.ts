@@ -23,6 +23,8 @@ export interface StartVkubeletOptions {
   like?: RunningVkubelet;
   /** Also append everything it logs to this file. */
   logFile?: string;
+  /** More environment variables (added to this process's). */
+  env?: Record<string, string>;
   /** Wait until the node is Ready; default true. */
   waitReady?: boolean;
 }
@@ -93,7 +95,7 @@ export async function startVkubelet(
       `--tls-private-key-file=${serving.keyFile}`,
       ...(options.args ?? []),
     ],
-    env: { NO_COLOR: "1" },
+    env: { NO_COLOR: "1", ...options.env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

@@ -1,0 +1,144 @@
+/**
+ * moto (PyPI `moto[server]`), a third-party emulator of the AWS APIs, for the fargate provider's
+ * integration tests: installed into the cache's virtualenv on first use (the command `.ci/run`
+ * runs), started on 127.0.0.1 on a free port and stopped afterwards, plus a VPC, subnet,
+ * security group and ECS cluster made in it with boto3 (which moto brings along).
+ * @module
+ */
+import { ECSClient } from "@aws-sdk/client-ecs";
+import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
+
+const root = new URL("../../../", import.meta.url).pathname;
+const venv = `${root}.cache/moto`;
+/** The moto release the tests are written against. */
+export const MOTO_VERSION = "5.2.5";
+
+/** Dummy credentials; moto accepts any. */
+export const MOTO_ENV: Record<string, string> = {
+  AWS_ACCESS_KEY_ID: "testing",
+  AWS_SECRET_ACCESS_KEY: "testing",
+  AWS_REGION: "us-east-1",
+  // Never fall through the credential chain to an instance metadata address.
+  AWS_EC2_METADATA_DISABLED: "true",
+};
+
+/** A running moto with a network and a cluster for tasks. */
+export interface Moto {
+  endpoint: string;
+  region: string;
+  cluster: string;
+  subnet: string;
+  securityGroup: string;
+  ecs: ECSClient;
+  logs: CloudWatchLogsClient;
+  stop(): Promise<void>;
+}
+
+async function run(cmd: string, args: string[]): Promise<string> {
+  const out = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" }).output();
+  const text = new TextDecoder().decode(out.stdout);
+  if (!out.success) {
+    throw new Error(`${cmd} ${args.join(" ")} failed: ${new TextDecoder().decode(out.stderr)}`);
+  }
+  return text;
+}
+
+/** Installs moto into the cache (idempotent). */
+export async function installMoto(): Promise<void> {
+  try {
+    await Deno.stat(`${venv}/bin/moto_server`);
+    return;
+  } catch {
+    // Not there yet.
+  }
+  await run("python3", ["-m", "venv", venv]);
+  await run(`${venv}/bin/pip`, ["install", "-q", `moto[server]==${MOTO_VERSION}`]);
+}
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+const SETUP = `
+import boto3, json, sys
+kw = dict(region_name="us-east-1", endpoint_url=sys.argv[1],
+          aws_access_key_id="testing", aws_secret_access_key="testing")
+ec2 = boto3.client("ec2", **kw)
+vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
+# Without DNS hostnames moto fails RunTask on the network interface's DNS name.
+ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
+subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.20.1.0/24")["Subnet"]["SubnetId"]
+sg = ec2.create_security_group(GroupName="vk", Description="vk", VpcId=vpc)["GroupId"]
+boto3.client("ecs", **kw).create_cluster(clusterName="vk-test")
+print(json.dumps({"subnet": subnet, "securityGroup": sg, "cluster": "vk-test"}))
+`;
+
+/** Installs (if needed) and starts moto, and prepares a network and an ECS cluster. */
+export async function startMoto(): Promise<Moto> {
+  await installMoto();
+  const port = freePort();
+  const child = new Deno.Command(`${venv}/bin/moto_server`, {
+    args: ["-H", "127.0.0.1", "-p", String(port)],
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const endpoint = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // Already gone.
+    }
+    await child.status;
+  };
+  try {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const ok = await fetch(`${endpoint}/moto-api/`).then(async (r) => {
+        await r.body?.cancel();
+        return true;
+      }, () => false);
+      if (ok) break;
+      if (Date.now() > deadline) throw new Error("moto did not answer within 30 s");
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    // moto moves a task from RUNNING towards STOPPED on each DescribeTasks by default, as if
+    // every task exited at once; these tests want tasks that run until stopped.
+    const set = await fetch(`${endpoint}/moto-api/state-manager/set-transition`, {
+      method: "POST",
+      body: JSON.stringify({
+        model_name: "ecs::task",
+        transition: { progression: "manual", times: 1_000_000_000 },
+      }),
+    });
+    await set.body?.cancel();
+    if (!set.ok) throw new Error(`moto refused the task transition setting: ${set.status}`);
+    const made = JSON.parse(await run(`${venv}/bin/python`, ["-c", SETUP, endpoint]));
+    const clientConfig = {
+      region: "us-east-1",
+      endpoint,
+      credentials: { accessKeyId: "testing", secretAccessKey: "testing" },
+      defaultUserAgentProvider: () => Promise.resolve([["vkubelet-test"]] as [string][]),
+    };
+    const ecs = new ECSClient(clientConfig);
+    const logs = new CloudWatchLogsClient(clientConfig);
+    return {
+      endpoint,
+      region: "us-east-1",
+      ...made,
+      ecs,
+      logs,
+      async stop() {
+        ecs.destroy();
+        logs.destroy();
+        await stop();
+      },
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
