@@ -18,6 +18,13 @@ export {
   type ResourceFieldRefOptions,
   type ResourceList,
 } from "./downward_api.ts";
+export {
+  isKubeNotFound,
+  type ProviderInformer,
+  type ProviderKubeClient,
+  type ProviderObjectApi,
+  type ProviderServiceAccountsApi,
+} from "./kube_client.ts";
 export { applyProviderNode, type ProviderNodeFields } from "./node.ts";
 export {
   InvalidInputError,

@@ -15,12 +15,13 @@ import {
   type KubeClient,
 } from "../../k8s/mod.ts";
 import type { Logger } from "../../base/log.ts";
+import type { ProviderKubeClient } from "../../provider/mod.ts";
 import { downstreamName, markLabels, MARKS } from "./names.ts";
 import type { Dependency } from "./translate.ts";
 
 /** What {@link DependencyMirror} needs. */
 export interface DependencyMirrorOptions {
-  upstream: Pick<KubeClient, "configMaps" | "secrets">;
+  upstream: Pick<ProviderKubeClient, "configMaps" | "secrets">;
   downstream: Pick<KubeClient, "configMaps" | "secrets">;
   /** B's namespace for copies. */
   namespace: string;

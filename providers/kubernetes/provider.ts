@@ -26,6 +26,7 @@ import {
   type PortForwardOptions,
   type Provider,
   type ProviderDeps,
+  type ProviderKubeClient,
   type StatsSummary,
   TransientError,
 } from "../../provider/mod.ts";
@@ -41,9 +42,9 @@ import { type CpuCounters, downstreamMetricsText, downstreamStatsSummary } from 
 import { attachDownstream, execDownstream, portForwardDownstream } from "./streaming.ts";
 import { key, raceSignal, withMutableFields } from "./_private.ts";
 
-/** The two clusters: A (where the virtual node is) and B (where pods run). */
+/** The two clusters: A (where the virtual node is, vkubelet's client) and B (where pods run). */
 export interface KubernetesClients {
-  upstream: KubeClient;
+  upstream: ProviderKubeClient;
   downstream: KubeClient;
 }
 
