@@ -427,11 +427,3 @@ export const OPTIONS = [
     help: "text for people, json (one object per line) for log collectors.",
   }),
 ] as const satisfies readonly OptionSpec[];
-
-/** The config-file keys (and `Config` fields), one per option. */
-export type OptionKey = typeof OPTIONS[number]["key"];
-
-/** The option with this key. */
-export function optionByKey(key: string): OptionSpec | undefined {
-  return (OPTIONS as readonly OptionSpec[]).find((option) => option.key === key);
-}
