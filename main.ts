@@ -32,7 +32,8 @@ export async function main(args: string[]): Promise<number> {
   }
   const loaded = await loadConfig({ args, env: Deno.env.toObject(), readFile: Deno.readTextFile });
   if (!loaded.ok) {
-    const list = loaded.errors.map((e) => `  - ${e}\n`).join("");
+    const list = [...loaded.warnings.map((w) => `warning: ${w}`), ...loaded.errors]
+      .map((e) => `  - ${e}\n`).join("");
     print(
       Deno.stderr,
       `vkubelet: invalid configuration:\n${list}Run vkubelet --help to see every option.\n`,
@@ -41,6 +42,8 @@ export async function main(args: string[]): Promise<number> {
   }
   const config = loaded.config;
   await setupLogging({ level: config.logLevel, format: config.logFormat });
+  const configLog = getLogger(["vkubelet", "config"]);
+  for (const warning of loaded.warnings) configLog.warn("{warning}", { warning });
   const stop = new AbortController();
   // Under systemd (Type=notify): ready once the node is registered, stopping on the signal.
   const notify = (state: string) =>

@@ -12,6 +12,7 @@ import denoJson from "../deno.json" with { type: "json" };
 import { OPTIONS, type OptionSpec } from "./config_options.ts";
 import { type Config, configSchema } from "./config_schema.ts";
 import { closest, helpText } from "./config_help.ts";
+import { translateCompatFlags } from "./config_compat.ts";
 
 export type { Config };
 
@@ -31,8 +32,13 @@ export interface LoadConfigOptions {
   readFile: (path: string) => Promise<string>;
 }
 
-/** A valid config, or every problem found. */
-export type LoadConfigResult = { ok: true; config: Config } | { ok: false; errors: string[] };
+/**
+ * A valid config, or every problem found; either way the warnings about flags of virtual-kubelet
+ * or the kubelet that were mapped or ignored (`app/config_compat.ts`).
+ */
+export type LoadConfigResult =
+  | { ok: true; config: Config; warnings: string[] }
+  | { ok: false; errors: string[]; warnings: string[] };
 
 /** Where a value came from, to name it in messages the way the user wrote it. */
 type Source =
@@ -56,7 +62,8 @@ const BY_FLAG = new Map<string, OptionSpec>(
 /** Reads flags, environment and config file, merges them and validates the result. */
 export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfigResult> {
   const errors: string[] = [];
-  const flags = readFlags(options.args, errors);
+  const { args, warnings } = translateCompatFlags(options.args);
+  const flags = readFlags(args, errors);
   const env = readEnv(options.env);
   const configPath = flags.get("config")?.value ?? env.get("config")?.value;
   const file = typeof configPath === "string"
@@ -79,8 +86,8 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfig
     }
   }
   errors.push(...await checkFiles(raw, sources, options.readFile));
-  if (errors.length > 0 || !parsed.success) return { ok: false, errors };
-  return { ok: true, config: parsed.data };
+  if (errors.length > 0 || !parsed.success) return { ok: false, errors, warnings };
+  return { ok: true, config: parsed.data, warnings };
 }
 
 /**
