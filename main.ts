@@ -30,6 +30,16 @@ export async function main(args: string[]): Promise<number> {
     print(Deno.stdout, `vkubelet ${VERSION}\n`);
     return 0;
   }
+  // `deno task start` runs in the repository; relative paths are meant from where it was typed.
+  const callerDir = Deno.env.get("VKUBELET_CALLER_DIR");
+  if (callerDir) {
+    try {
+      Deno.chdir(callerDir);
+    } catch (err) {
+      print(Deno.stderr, `vkubelet: cannot change to VKUBELET_CALLER_DIR ${callerDir}: ${err}\n`);
+      return 2;
+    }
+  }
   const loaded = await loadConfig({ args, env: Deno.env.toObject(), readFile: Deno.readTextFile });
   if (!loaded.ok) {
     const list = [...loaded.warnings.map((w) => `warning: ${w}`), ...loaded.errors]

@@ -64,7 +64,7 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfig
   const errors: string[] = [];
   const { args, warnings } = translateCompatFlags(options.args);
   const flags = readFlags(args, errors);
-  const env = readEnv(options.env);
+  const env = readEnv(options.env, warnings);
   const configPath = flags.get("config")?.value ?? env.get("config")?.value;
   const file = typeof configPath === "string"
     ? await readConfigFile(configPath, options.readFile, errors)
@@ -198,12 +198,27 @@ function flagValue(
   return token.value;
 }
 
-/** The options set in the environment; an empty variable counts as unset. */
-function readEnv(env: Record<string, string | undefined>): Map<string, Sourced> {
+/**
+ * The options set in the environment; an empty variable counts as unset. Of two variables for
+ * one option the first listed (vkubelet's more specific name) wins; a different value in the
+ * other is a warning naming both.
+ */
+function readEnv(
+  env: Record<string, string | undefined>,
+  warnings: string[],
+): Map<string, Sourced> {
   const out = new Map<string, Sourced>();
   for (const option of OPTIONS as readonly OptionSpec[]) {
-    const name = option.env.find((n) => env[n] !== undefined && env[n] !== "");
-    if (name) out.set(option.key, { value: env[name], source: { kind: "env", name } });
+    const [name, ...others] = option.env.filter((n) => env[n] !== undefined && env[n] !== "");
+    if (!name) continue;
+    out.set(option.key, { value: env[name], source: { kind: "env", name } });
+    for (const other of others.filter((n) => env[n]!.trim() !== env[name]!.trim())) {
+      warnings.push(
+        `${other}=${env[other]} is ignored: ${name}=${
+          env[name]
+        } is also set and is the more specific`,
+      );
+    }
   }
   return out;
 }

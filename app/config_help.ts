@@ -13,7 +13,7 @@ export function helpText(version: string): string {
     `vkubelet ${version}: a virtual kubelet. Registers a Node, runs the pods bound to it through a`,
     "provider and serves the kubelet API (logs, exec, attach, port-forward, stats, metrics).",
     "",
-    "Usage: vkubelet --provider NAME|PATH|URL [options]",
+    "Usage: vkubelet --provider NAME|PATH [options]",
     "       vkubelet --help | --version",
     "",
     "Every option can also be set in the environment (env) or in the --config file (file key).",

@@ -51,8 +51,8 @@ Deno.test("bad config exits 2 naming every problem on stderr", async () => {
 Deno.test("virtual-kubelet's flags warn instead of failing, also next to real errors", async () => {
   const { code, stderr } = await vkubelet(["--provider=nope", "--namespace", "x", "-v=4"]);
   assert.equal(code, 2);
-  assert.match(stderr, /  - warning: --namespace ignored: /);
-  assert.match(stderr, /  - warning: -v=4 .*--log-level=debug/);
+  assert.match(stderr, /^ {2}- warning: --namespace ignored: /m);
+  assert.match(stderr, /^ {2}- warning: -v=4 .*--log-level=debug/m);
   assert.doesNotMatch(stderr, /unknown flag/);
 });
 
