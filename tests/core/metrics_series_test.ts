@@ -7,26 +7,26 @@ const BEFORE: Series[] = JSON.parse(
 );
 
 /** Every metric vkubelet has, updated once, rendered. */
-function render(): string {
+async function render(): Promise<string> {
   const m = new VkubeletMetrics();
-  m.workQueueDepth.set(1, { name: "pods" });
-  m.syncLatency.observe(0.1, { result: "success" });
+  m.workQueueDepth.set({ name: "pods" }, 1);
+  m.syncLatency.observe({ result: "success" }, 0.1);
   m.apiRequests.inc({ verb: "GET", code: "200" });
-  m.podsByPhase.set(1, { phase: "Running" });
-  m.leaseRenewalLatency.observe(0.1, { result: "success" });
+  m.podsByPhase.set({ phase: "Running" }, 1);
+  m.leaseRenewalLatency.observe({ result: "success" }, 0.1);
   m.kubeletApiRequests.inc({ route: "/healthz", method: "GET", code: "200" });
-  return m.registry.render();
+  return await m.render();
 }
 
-Deno.test("every series of /metrics keeps its name, labels and type", () => {
-  const now = seriesOf(render());
+Deno.test("every series of /metrics keeps its name, labels and type", async () => {
+  const now = seriesOf(await render());
   for (const series of BEFORE) {
     assert.deepEqual(now.find((s) => s.name === series.name), series, series.name);
   }
 });
 
-Deno.test("histograms keep the Prometheus default buckets", () => {
-  const text = render();
+Deno.test("histograms keep the Prometheus default buckets", async () => {
+  const text = await render();
   const le = [...text.matchAll(/^vkubelet_pod_sync_duration_seconds_bucket\{.*le="([^"]+)"/gm)]
     .map((m) => m[1]);
   assert.deepEqual(le, [
@@ -43,4 +43,19 @@ Deno.test("histograms keep the Prometheus default buckets", () => {
     "10",
     "+Inf",
   ]);
+});
+
+Deno.test("prom-client's default process and runtime metrics are served too", async () => {
+  const names = new Set(seriesOf(await render()).map((s) => s.name));
+  for (
+    const name of [
+      "process_open_fds",
+      "process_max_fds",
+      "process_virtual_memory_bytes",
+      "nodejs_eventloop_lag_seconds",
+      "nodejs_heap_size_used_bytes",
+    ]
+  ) {
+    assert.ok(names.has(name), name);
+  }
 });
