@@ -3,9 +3,9 @@
  * that a command line or unit file copied from them starts instead of exiting 2. Each flag either
  * maps to a vkubelet option (`--taint` to `--taint-key`, `-v=4` to `--log-level=debug`,
  * `--address` to `--listen-address`) or is ignored; both with a warning that names what replaces
- * it or why it is ignored. The flags are those of virtual-kubelet's CLI
+ * it or why it is ignored. The flags are those of virtual-kubelet's CLI at v1.14.1
  * (virtual-kubelet/virtual-kubelet cmd/virtual-kubelet/internal/commands/root/flag.go and
- * cmd/virtual-kubelet/main.go, klog's flags under `--klog.`) and the kubelet's `-v` and
+ * cmd/virtual-kubelet/main.go; klog v2.140.0's flags under `--klog.`) and the kubelet's `-v` and
  * `--address` (kubernetes/kubernetes cmd/kubelet/app/options/options.go).
  * @module
  */

@@ -21,7 +21,8 @@ async function accepted(args: string[]) {
 }
 
 /**
- * virtual-kubelet's `--help` (cmd/virtual-kubelet/internal/commands/root/flag.go and main.go),
+ * virtual-kubelet's `--help` at v1.14.1 (cmd/virtual-kubelet/internal/commands/root/flag.go and
+ * main.go; klog's flags from k8s.io/klog/v2 v2.140.0 klog.go, which it requires),
  * one command line each, with what a user copying it must see: the option it sets (works), or a
  * warning (mapped or ignored). Hidden and deprecated flags are included.
  */
@@ -63,6 +64,11 @@ const VIRTUAL_KUBELET_FLAGS: [string[], Partial<Config> | RegExp][] = [
   [["--klog.stderrthreshold", "2"], /^--klog\.stderrthreshold ignored/],
   [["--klog.vmodule", "pod*=3"], /^--klog\.vmodule ignored/],
   [["--klog.log_backtrace_at", "file.go:12"], /^--klog\.log_backtrace_at ignored/],
+  [["--klog.alsologtostderrthreshold", "INFO"], /^--klog\.alsologtostderrthreshold ignored/],
+  [
+    ["--klog.legacy_stderr_threshold_behavior"],
+    /^--klog\.legacy_stderr_threshold_behavior ignored/,
+  ],
 ];
 
 for (const [args, expected] of VIRTUAL_KUBELET_FLAGS) {
