@@ -1,7 +1,7 @@
 /**
  * Errors raised by the Kubernetes client, and predicates to tell them apart.
  *
- * Callers check errors with the predicates (`isNotFound(err)`), never by reading fields.
+ * Callers check errors with the predicates (`isKubeNotFound(err)`), never by reading fields.
  * @module
  */
 import type { Status } from "kubernetes-types/meta/v1.d.ts";
@@ -105,9 +105,14 @@ function innermostMessage(err: unknown): string {
   return message;
 }
 
-/** True for every {@link KubeApiError}. */
+/**
+ * True for every {@link KubeApiError}, also one thrown by another copy of this module (a provider
+ * loaded by URL has its own): checked by name and code, not by class only.
+ */
 export function isKubeApiError(err: unknown): err is KubeApiError {
-  return err instanceof KubeApiError;
+  return err instanceof KubeApiError ||
+    (err instanceof Error && err.name === "KubeApiError" &&
+      typeof (err as { code?: unknown }).code === "number");
 }
 
 /** True for a {@link KubeConfigError}. */
@@ -121,18 +126,18 @@ export function isConnectionError(err: unknown): err is KubeConnectionError {
 }
 
 function hasCode(err: unknown, code: number, reason?: string): boolean {
-  if (!(err instanceof KubeApiError)) return false;
+  if (!isKubeApiError(err)) return false;
   return err.code === code || (reason !== undefined && err.reason === reason);
 }
 
 /** The object (or its namespace) does not exist. */
-export function isNotFound(err: unknown): boolean {
+export function isKubeNotFound(err: unknown): boolean {
   return hasCode(err, 404, "NotFound");
 }
 
 /** A create found an object with the same name. */
 export function isAlreadyExists(err: unknown): boolean {
-  return err instanceof KubeApiError && err.reason === "AlreadyExists";
+  return isKubeApiError(err) && err.reason === "AlreadyExists";
 }
 
 /** A write lost a race: stale resourceVersion, failed precondition, or an existing name. */
@@ -142,7 +147,7 @@ export function isConflict(err: unknown): boolean {
 
 /** A resourceVersion or continue token is too old; relist. */
 export function isGone(err: unknown): boolean {
-  return err instanceof KubeApiError &&
+  return isKubeApiError(err) &&
     (err.code === 410 || err.reason === "Expired" || err.reason === "Gone");
 }
 
@@ -168,6 +173,6 @@ export function isInvalid(err: unknown): boolean {
 
 /** The apiserver timed out or is unavailable; retrying later may work. */
 export function isServerUnavailable(err: unknown): boolean {
-  return err instanceof KubeApiError &&
+  return isKubeApiError(err) &&
     (err.code >= 500 || err.reason === "Timeout" || err.reason === "ServerTimeout");
 }

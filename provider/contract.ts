@@ -13,12 +13,12 @@
 import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import type { Logger } from "../base/log.ts";
 import type { Clock } from "../base/clock.ts";
+import type { SignalOptions } from "../base/options.ts";
 import type { StatsSummary } from "./stats.ts";
+import type { ProviderKubeClient } from "./kube_client.ts";
 
 /** Every provider call takes one; the call should stop promptly when `signal` aborts. */
-export interface CallOptions {
-  signal?: AbortSignal;
-}
+export type CallOptions = SignalOptions;
 
 /** Names a pod on this node. */
 export interface PodRef {
@@ -188,11 +188,11 @@ export interface ProviderDeps {
   /** Aborts when vkubelet shuts down; background work of the provider should stop with it. */
   signal: AbortSignal;
   /**
-   * The Kubernetes client the core uses (from `k8s/`), for providers that read ConfigMaps,
-   * Secrets or a second cluster; typed loosely here so that this contract does not depend on the
-   * client's module. Absent in unit tests.
+   * vkubelet's Kubernetes client (a `KubeClient` from `k8s/`), for providers that read the
+   * ConfigMaps and Secrets their pods use or ask for service-account tokens; typed by the
+   * methods a provider may call, so it needs no cast. Absent in unit tests that give none.
    */
-  kube?: unknown;
+  kube?: ProviderKubeClient;
 }
 
 /** Builds a provider from its parsed config file (`undefined` without `--provider-config`). */

@@ -8,6 +8,23 @@ export type * from "./contract.ts";
 export { providerCapabilities } from "./contract.ts";
 export type * from "./stats.ts";
 export { formatGoFloat, metricsText } from "./metrics.ts";
+export {
+  formatMap,
+  goQuote,
+  type PodAddresses,
+  resolveFieldRef,
+  resolveResourceFieldRef,
+  resolveVolumeFieldRef,
+  type ResourceFieldRefOptions,
+  type ResourceList,
+} from "./downward_api.ts";
+export {
+  isKubeNotFound,
+  type ProviderInformer,
+  type ProviderKubeClient,
+  type ProviderObjectApi,
+  type ProviderServiceAccountsApi,
+} from "./kube_client.ts";
 export { applyProviderNode, type ProviderNodeFields } from "./node.ts";
 export {
   InvalidInputError,

@@ -20,10 +20,14 @@ import type {
   Secret,
   Service,
 } from "kubernetes-types/core/v1.d.ts";
-import type { CallOptions } from "../../provider/mod.ts";
+import {
+  type CallOptions,
+  type PodAddresses,
+  resolveFieldRef,
+  resolveResourceFieldRef,
+  type ResourceList,
+} from "../../provider/mod.ts";
 import { expandVars } from "./expansion.ts";
-import { type PodAddresses, resolveFieldRef } from "./field_ref.ts";
-import { resolveResourceFieldRef, type ResourceList } from "./resource_ref.ts";
 import { serviceEnvVars } from "./service_env.ts";
 
 export type { PodAddresses, ResourceList };
@@ -170,12 +174,10 @@ class Resolution {
     const from = envVar.valueFrom!;
     if (from.fieldRef) return resolveFieldRef(this.pod, from.fieldRef, this.addresses);
     if (from.resourceFieldRef) {
-      return resolveResourceFieldRef(
-        this.pod,
+      return resolveResourceFieldRef(this.pod, from.resourceFieldRef, {
         container,
-        from.resourceFieldRef,
-        this.sources.allocatable(),
-      );
+        allocatable: this.sources.allocatable(),
+      });
     }
     const ref = from.configMapKeyRef ?? from.secretKeyRef;
     if (!ref) return undefined;

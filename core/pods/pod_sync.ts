@@ -8,7 +8,7 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { isConflict, isNotFound as isApiNotFound } from "../../k8s/errors.ts";
+import { isConflict, isKubeNotFound } from "../../k8s/errors.ts";
 import { isInvalidInput, isNotFound } from "../../provider/mod.ts";
 import type { PodContext } from "./pod_context.ts";
 import { podKey } from "./api.ts";
@@ -228,7 +228,7 @@ export async function removePodObject(
     });
   } catch (err) {
     // Gone already, or a new pod of the same name: nothing of ours is left to delete.
-    if (!isApiNotFound(err) && !isConflict(err)) throw err;
+    if (!isKubeNotFound(err) && !isConflict(err)) throw err;
   }
   ctx.deleting.delete(pod.metadata!.uid!);
 }

@@ -7,7 +7,7 @@
  * @module
  */
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
-import { isConflict, isForbidden, isNotFound as isApiNotFound } from "../../k8s/errors.ts";
+import { isConflict, isForbidden, isKubeNotFound } from "../../k8s/errors.ts";
 import { podKey, splitKey } from "./api.ts";
 import type { PodContext, StatusMemo, UidStatus } from "./pod_context.ts";
 import { isTerminal, lifecycleEvents, mergeStatus, statusEqual } from "./pod_status.ts";
@@ -110,7 +110,7 @@ async function writeStatus(
       const written = await ctx.api.pods.updateStatus({ ...current, status: next }, { signal });
       return remember(current.metadata?.resourceVersion, written?.metadata?.resourceVersion);
     } catch (err) {
-      if (isApiNotFound(err)) return;
+      if (isKubeNotFound(err)) return;
       if (!isConflict(err) || attempt >= MAX_CONFLICT_RETRIES) throw err;
     }
     const { namespace, name } = splitKey(podKey(pod));
@@ -118,7 +118,7 @@ async function writeStatus(
       current = await ctx.api.pods.get(namespace, name, { signal });
     } catch (err) {
       // The Node authorizer answers 403 for a pod no longer bound here (deleted meanwhile).
-      if (isApiNotFound(err) || isForbidden(err)) return;
+      if (isKubeNotFound(err) || isForbidden(err)) return;
       throw err;
     }
   }

@@ -24,7 +24,8 @@ export async function createProvider(
   if (!parsed.ok) {
     throw new InvalidInputError(`invalid kubernetes provider config: ${parsed.errors.join("; ")}`);
   }
-  if (!(deps.kube instanceof KubeClient)) {
+  // By presence, not `instanceof`: a provider loaded by URL has its own copy of KubeClient.
+  if (!deps.kube) {
     throw new InvalidInputError(
       "the kubernetes provider needs vkubelet's client of the upstream cluster (ProviderDeps.kube)",
     );
@@ -43,5 +44,6 @@ export async function createProvider(
       { cause: err },
     );
   }
-  return new KubernetesProvider(parsed.config, deps, { upstream: deps.kube, downstream });
+  const upstream = deps.kube;
+  return new KubernetesProvider(parsed.config, deps, { upstream, downstream });
 }

@@ -12,7 +12,7 @@ import {
   type Informer,
   isAlreadyExists,
   isConflict,
-  isNotFound as isApiNotFound,
+  isKubeNotFound,
   type KubeClient,
 } from "../../k8s/mod.ts";
 import {
@@ -26,6 +26,7 @@ import {
   type PortForwardOptions,
   type Provider,
   type ProviderDeps,
+  type ProviderKubeClient,
   type StatsSummary,
   TransientError,
 } from "../../provider/mod.ts";
@@ -41,9 +42,9 @@ import { type CpuCounters, downstreamMetricsText, downstreamStatsSummary } from 
 import { attachDownstream, execDownstream, portForwardDownstream } from "./streaming.ts";
 import { key, raceSignal, withMutableFields } from "./_private.ts";
 
-/** The two clusters: A (where the virtual node is) and B (where pods run). */
+/** The two clusters: A (where the virtual node is, vkubelet's client) and B (where pods run). */
 export interface KubernetesClients {
-  upstream: KubeClient;
+  upstream: ProviderKubeClient;
   downstream: KubeClient;
 }
 
@@ -190,7 +191,7 @@ export class KubernetesProvider implements Provider {
         signal: options.signal,
       });
     } catch (err) {
-      if (isApiNotFound(err) || isConflict(err)) {
+      if (isKubeNotFound(err) || isConflict(err)) {
         this.#relay.finish(k, pod, downstream);
         return;
       }

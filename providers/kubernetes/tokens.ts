@@ -10,13 +10,14 @@ import type { Pod, Secret } from "kubernetes-types/core/v1.d.ts";
 import type { KubeClient } from "../../k8s/mod.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
+import type { ProviderKubeClient } from "../../provider/mod.ts";
 import { type KindApi, upsert } from "./dependencies.ts";
 import { markLabels, MARKS } from "./names.ts";
 import type { TokenNeed } from "./translate.ts";
 
 /** What {@link TokenMirror} needs. */
 export interface TokenMirrorOptions {
-  upstream: Pick<KubeClient, "serviceAccounts">;
+  upstream: Pick<ProviderKubeClient, "serviceAccounts">;
   downstream: Pick<KubeClient, "secrets">;
   namespace: string;
   nodeName: string;

@@ -1,46 +1,22 @@
 /**
- * A {@link VolumeSource} on vkubelet's Kubernetes client (`ProviderDeps.kube`, a `KubeClient`
- * from `k8s/`): ConfigMaps and Secrets by GET, tokens by TokenRequest. Typed by the few methods
- * it calls, so that a test can pass a fake.
+ * A {@link VolumeSource} on vkubelet's Kubernetes client (`ProviderDeps.kube`, typed by the kit's
+ * {@link ProviderKubeClient}): ConfigMaps and Secrets by GET, tokens by TokenRequest. A test can
+ * pass a fake of the three methods it calls.
  * @module
  */
-import type { ConfigMap, Secret } from "kubernetes-types/core/v1.d.ts";
-import type { TokenRequest } from "kubernetes-types/authentication/v1.d.ts";
+import { isKubeNotFound, type ProviderKubeClient } from "../../provider/mod.ts";
 import type { VolumeSource } from "./volumes.ts";
 
-/** The part of `KubeClient` the provider uses. */
-export interface KubeForVolumes {
-  configMaps: { get(ns: string, name: string, o?: { signal?: AbortSignal }): Promise<ConfigMap> };
-  secrets: { get(ns: string, name: string, o?: { signal?: AbortSignal }): Promise<Secret> };
-  serviceAccounts: {
-    createToken(
-      ns: string,
-      name: string,
-      request: TokenRequest,
-      o?: { signal?: AbortSignal },
-    ): Promise<TokenRequest>;
-  };
-}
+/** The part of the client the provider uses. */
+export type KubeForVolumes = Pick<ProviderKubeClient, "configMaps" | "secrets" | "serviceAccounts">;
 
-/** True if `kube` has the methods {@link kubeVolumeSource} calls. */
-export function isKubeForVolumes(kube: unknown): kube is KubeForVolumes {
-  const k = kube as Partial<KubeForVolumes> | undefined;
-  return typeof k?.configMaps?.get === "function" && typeof k.secrets?.get === "function" &&
-    typeof k.serviceAccounts?.createToken === "function";
-}
-
-function isNotFound(err: unknown): boolean {
-  return (err as { code?: number })?.code === 404 ||
-    (err as { reason?: string })?.reason === "NotFound";
-}
-
-/** A volume source reading through the Kubernetes client. */
+/** A volume source reading through the Kubernetes client; a missing object reads `undefined`. */
 export function kubeVolumeSource(kube: KubeForVolumes): VolumeSource {
   const orUndefined = async <T>(get: () => Promise<T>): Promise<T | undefined> => {
     try {
       return await get();
     } catch (err) {
-      if (isNotFound(err)) return undefined;
+      if (isKubeNotFound(err)) return undefined;
       throw err;
     }
   };

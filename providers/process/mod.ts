@@ -17,7 +17,7 @@
 import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
 import { probeCgroups } from "./cgroups.ts";
 import { parseProcessConfig } from "./config.ts";
-import { isKubeForVolumes, kubeVolumeSource } from "./kube_source.ts";
+import { kubeVolumeSource } from "./kube_source.ts";
 import { probeMountNamespace } from "./mount_ns.ts";
 import { ProcessProvider, type ProcessProviderOptions } from "./provider.ts";
 
@@ -54,7 +54,7 @@ export async function createProvider(
     throw new InvalidInputError(`cgroups is "required" but: ${cgroups.reason}`);
   }
   const volumeSource = overrides.volumeSource ??
-    (isKubeForVolumes(deps.kube) ? kubeVolumeSource(deps.kube) : undefined);
+    (deps.kube ? kubeVolumeSource(deps.kube) : undefined);
   if (!mountNamespace.ok) {
     deps.log.warn("volumes will not appear at their mountPath: {reason}", mountNamespace);
   }

@@ -15,9 +15,13 @@ import type {
   VolumeProjection,
 } from "kubernetes-types/core/v1.d.ts";
 import type { TokenRequest } from "kubernetes-types/authentication/v1.d.ts";
-import { InvalidInputError, TransientError } from "../../provider/mod.ts";
+import {
+  InvalidInputError,
+  resolveResourceFieldRef,
+  resolveVolumeFieldRef,
+  TransientError,
+} from "../../provider/mod.ts";
 import { checkRelativePath, type VolumeFile, writeAtomically } from "./atomic_writer.ts";
-import { fieldValue, resourceValue } from "./downward.ts";
 import { TokenCache } from "./token_cache.ts";
 import type { PodPaths } from "./state.ts";
 
@@ -193,9 +197,18 @@ export class VolumeSet {
     return (items ?? []).map((item): VolumeFile => {
       const problem = checkRelativePath(item.path);
       if (problem) throw new InvalidInputError(`downwardAPI item: ${problem}`);
-      const value = item.fieldRef
-        ? fieldValue(pod, item.fieldRef)
-        : resourceValue(pod, item.resourceFieldRef!, this.#ctx.allocatable);
+      // The same resolvers as env vars (provider/downward_api.ts), so both show one value.
+      let value: string;
+      if (item.fieldRef) value = resolveVolumeFieldRef(pod, item.fieldRef);
+      else if (item.resourceFieldRef) {
+        value = resolveResourceFieldRef(pod, item.resourceFieldRef, {
+          allocatable: this.#ctx.allocatable,
+        });
+      } else {
+        throw new InvalidInputError(
+          `downwardAPI item ${item.path}: set fieldRef or resourceFieldRef`,
+        );
+      }
       return { path: item.path, data: encoder.encode(value), mode: item.mode ?? mode ?? 0o644 };
     });
   }

@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import type { ConfigMap, Container, Pod, Secret, Service } from "kubernetes-types/core/v1.d.ts";
 import { type EnvSources, isEnvResolutionError, resolvePodEnv } from "../../../core/pods/env.ts";
 import { expandVars } from "../../../core/pods/expansion.ts";
-import { formatMap } from "../../../core/pods/field_ref.ts";
 import { parseQuantity, quantityMilliValue, quantityValue } from "../../../k8s/quantity.ts";
 
 const b64 = (s: string) => btoa(s);
@@ -402,9 +401,4 @@ Deno.test("quantities are read exactly and rounded up", () => {
   }
   assert.throws(() => parseQuantity("1.2.3"), RangeError);
   assert.throws(() => parseQuantity("abc"), RangeError);
-});
-
-Deno.test("label maps format like the kubelet's downward API", () => {
-  assert.equal(formatMap({ b: "2", a: 'x"y', c: "tab\there" }), 'a="x\\"y"\nb="2"\nc="tab\\there"');
-  assert.equal(formatMap({}), "");
 });

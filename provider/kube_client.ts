@@ -1,0 +1,71 @@
+/**
+ * What a provider may ask of vkubelet's Kubernetes client (`ProviderDeps.kube`): read and watch
+ * the ConfigMaps and Secrets its pods use, and ask for service-account tokens (TokenRequest) —
+ * the calls a kubelet makes under the Node authorizer, and those the built-in providers make.
+ *
+ * It is an interface of plain methods, not the client's class: `KubeClient` from `k8s/`
+ * satisfies it by shape, so a provider loaded by path or URL, with its own copy of this module
+ * and of `k8s/`, gets a typed client and never needs `instanceof` or a cast from `unknown`.
+ * For the same reason {@link isKubeNotFound} tells a 404 apart by the error's name and code, not
+ * by its class.
+ * @module
+ */
+import type { TokenRequest } from "kubernetes-types/authentication/v1.d.ts";
+import type { ConfigMap, Secret } from "kubernetes-types/core/v1.d.ts";
+import type {
+  InformerHandlers,
+  InNamespace,
+  KubeObject,
+  ListOptions,
+  ListResult,
+  ResourceInformerOptions,
+  ResumableWatchOptions,
+  WatchEvent,
+} from "../k8s/mod.ts";
+import type { CallOptions } from "./contract.ts";
+
+/** A list+watch cache: handlers get adds, updates and deletes once `run` is called. */
+export interface ProviderInformer<T> {
+  /** Resolves after the first full list has been delivered. */
+  readonly synced: Promise<void>;
+  /** Adds a handler; returns a function that removes it. */
+  on<K extends keyof InformerHandlers<T>>(event: K, handler: InformerHandlers<T>[K]): () => void;
+  /** Lists, then watches (relisting on 410) until `signal` aborts. */
+  run(signal: AbortSignal): Promise<void>;
+}
+
+/** Reads of one namespaced kind. Errors are the client's (see {@link isKubeNotFound}). */
+export interface ProviderObjectApi<T extends KubeObject> {
+  /** One object; rejects with a 404 error when it does not exist. */
+  get(namespace: string, name: string, options?: CallOptions): Promise<T>;
+  /** Objects in one namespace (or all), one page when `limit` is set. */
+  list(options?: InNamespace<ListOptions>): Promise<ListResult<T>>;
+  /** Watch events, resumed after disconnects; throws on 410 Gone (relist then). */
+  watch(options?: InNamespace<ResumableWatchOptions>): AsyncIterable<WatchEvent<T>>;
+  /** A list+watch cache, e.g. of one object by `fieldSelector: metadata.name=<name>`. */
+  informer(options?: ResourceInformerOptions<T>): ProviderInformer<T>;
+}
+
+/** Service accounts: the TokenRequest subresource. */
+export interface ProviderServiceAccountsApi {
+  /** Issues a token for the service account (`POST .../serviceaccounts/<name>/token`). */
+  createToken(
+    namespace: string,
+    name: string,
+    request: TokenRequest,
+    options?: CallOptions,
+  ): Promise<TokenRequest>;
+}
+
+/**
+ * vkubelet's client of the cluster the virtual node is in, as a provider sees it. A node's
+ * credentials may read only the ConfigMaps and Secrets its pods refer to (watch them by name).
+ */
+export interface ProviderKubeClient {
+  configMaps: ProviderObjectApi<ConfigMap>;
+  secrets: ProviderObjectApi<Secret>;
+  serviceAccounts: ProviderServiceAccountsApi;
+}
+
+/** True when a {@link ProviderKubeClient} call failed because the object does not exist. */
+export { isKubeNotFound } from "../k8s/errors.ts";
