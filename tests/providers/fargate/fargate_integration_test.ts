@@ -23,7 +23,7 @@ import { type Moto, MOTO_ENV, startMoto } from "./_moto.ts";
 
 async function eventually<T>(
   what: string,
-  check: () => Promise<T | undefined | false>,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
   ms = 60_000,
 ) {
   const deadline = Date.now() + ms;
@@ -194,6 +194,39 @@ Deno.test("fargate provider: pods run as ECS tasks in moto and follow the API", 
         /^\d{4}-\d\d-\d\dT\S+Z line three\n$/,
       );
       assert.equal(await kubectl(["logs", name, "--limit-bytes=8"]), "hello\nli");
+
+      // -f: the lines so far, then a line written later, by polling.
+      const follow = new Deno.Command(cluster.binary, {
+        args: ["kubectl", `--kubeconfig=${cluster.kubeconfigPath}`, "-n", ns, "logs", "-f", name],
+        stdout: "piped",
+        stderr: "null",
+      }).spawn();
+      let seen = "";
+      const reading = (async () => {
+        for await (const chunk of follow.stdout.pipeThrough(new TextDecoderStream())) {
+          seen += chunk;
+        }
+      })();
+      try {
+        await eventually(
+          "the existing lines through -f",
+          () => seen.includes("line three"),
+          20_000,
+        );
+        await moto.logs.send(
+          new PutLogEventsCommand({
+            logGroupName: "/vkubelet/test",
+            logStreamName: stream,
+            logEvents: [{ message: "written later", timestamp: Date.now() + 10 }],
+          }),
+        );
+        await eventually("the new line through -f", () => seen.includes("written later\n"), 20_000);
+      } finally {
+        follow.kill("SIGTERM");
+        await follow.status;
+        await reading;
+      }
+      assert.equal(seen, "hello\nline two\nline three\nwritten later\n");
     });
 
     await t.step(
