@@ -7,7 +7,7 @@
  * restarted vkubelet never runs a pod twice.
  * @module
  */
-import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import type { ContainerStateTerminated, Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import {
   applyProviderNode,
   type CallOptions,
@@ -24,7 +24,7 @@ import type { FargateConfig } from "./config.ts";
 import { type PodEventSink, podEventSink } from "./events.ts";
 import { readContainerLog } from "./logs.ts";
 import { LOG_STREAM_PREFIX, podKey, podTags, startedBy, TAGS, taskId } from "./names.ts";
-import { type PodRecord, podStatusOf, rfc3339, terminatedOf } from "./status.ts";
+import { containerNames, endOnDelete, type PodRecord, podStatusOf, rfc3339 } from "./status.ts";
 import { EcsTasks } from "./tasks.ts";
 import { TaskSupervisor } from "./supervisor.ts";
 import { taskDefinitionFor } from "./task_definition.ts";
@@ -114,12 +114,14 @@ export class FargateProvider implements Provider {
     }
   }
 
-  async updatePod(pod: Pod, _options: CallOptions): Promise<void> {
+  updatePod(pod: Pod, _options: CallOptions): Promise<void> {
     // A task's definition cannot change; only metadata (labels, annotations) is taken over.
     const record = this.#records.get(podKey(pod.metadata?.namespace, pod.metadata?.name));
-    if (!record || record.pod.metadata?.uid !== pod.metadata?.uid) return;
-    record.pod = { ...structuredClone(pod), status: record.pod.status };
-    this.#notify(record);
+    if (record && record.pod.metadata?.uid === pod.metadata?.uid) {
+      record.pod = { ...structuredClone(pod), status: record.pod.status };
+      this.#notify(record);
+    }
+    return Promise.resolve();
   }
 
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
@@ -229,28 +231,12 @@ export class FargateProvider implements Provider {
   async #finish(record: PodRecord, why: string, signal?: AbortSignal): Promise<void> {
     record.deleting = true;
     const k = podKey(record.pod.metadata?.namespace, record.pod.metadata?.name);
-    if (record.taskArn) {
-      await this.#ecs.stop(record.taskArn, `vkubelet: ${why}`, signal);
-      const now = this.#deps.clock.now();
-      const stopped = record.task?.lastStatus === "STOPPED";
-      const ends = new Map(
-        containerNames(record).map((n) => [
-          n,
-          stopped ? terminatedOf(record.task!, n, now) : {
-            exitCode: 137,
-            reason: "Error",
-            message: `The task was stopped with ECS StopTask: ${why}`,
-            startedAt: record.task?.startedAt
-              ? rfc3339(record.task.startedAt.getTime())
-              : undefined,
-            finishedAt: rfc3339(now),
-          },
-        ]),
-      );
-      record.finished ??= ends;
-      record.taskArn = undefined;
-    }
-    record.finished ??= new Map(record.lastTerminated);
+    if (record.taskArn) await this.#ecs.stop(record.taskArn, `vkubelet: ${why}`, signal);
+    // Every container ends terminated (the contract of deletePod).
+    record.finished ??= new Map(
+      containerNames(record).map((n) => [n, endOnDelete(record, n, why, this.#deps.clock.now())]),
+    );
+    record.taskArn = undefined;
     if (record.taskDefinitionArn) {
       await this.#ecs.deregister(record.taskDefinitionArn, signal);
       record.taskDefinitionArn = undefined;
@@ -280,11 +266,6 @@ export class FargateProvider implements Provider {
       }
     }
   }
-}
-
-function containerNames(record: PodRecord): string[] {
-  return record.pod.spec?.containers?.map((c) => c.name) ??
-    record.task?.containers?.map((c) => c.name ?? "") ?? [];
 }
 
 function healthChecked(defs: { name?: string; healthCheck?: unknown }[] | undefined): Set<string> {

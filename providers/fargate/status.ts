@@ -76,8 +76,7 @@ function containerId(task: Task, name: string): string | undefined {
 
 /** One report per container of the pod, from the record's current task. */
 export function containerReports(record: PodRecord, nowMs: number): ContainerReport[] {
-  const names = record.pod.spec?.containers?.map((c) => c.name) ??
-    record.task?.containers?.map((c) => c.name ?? "") ?? [];
+  const names = containerNames(record);
   const images = new Map(record.pod.spec?.containers?.map((c) => [c.name, c.image]) ?? []);
   return names.map((name) => {
     const image = images.get(name) ?? record.task?.containers?.find((c) => c.name === name)?.image;
@@ -153,4 +152,30 @@ export function shouldRestart(pod: Pod, ends: ContainerStateTerminated[]): boole
 export function restartDelayMs(restarts: number): number {
   if (restarts <= 0) return 0;
   return Math.min(300_000, 10_000 * 2 ** (restarts - 1));
+}
+
+/** How a container ends when its pod is deleted: as ECS said, its last end, or stopped now. */
+export function endOnDelete(
+  record: PodRecord,
+  name: string,
+  why: string,
+  nowMs: number,
+): ContainerStateTerminated {
+  const task = record.taskArn ? record.task : undefined;
+  if (task?.lastStatus === "STOPPED") return terminatedOf(task, name, nowMs);
+  const last = record.lastTerminated.get(name);
+  if (!task && last) return last; // between tasks: nothing runs
+  return {
+    exitCode: 137,
+    reason: "Error",
+    message: `The task was stopped with ECS StopTask: ${why}`,
+    startedAt: task?.startedAt ? rfc3339(task.startedAt.getTime()) : undefined,
+    finishedAt: rfc3339(nowMs),
+  };
+}
+
+/** The pod's container names; from the task for an adopted pod not yet handed over. */
+export function containerNames(record: PodRecord): string[] {
+  return record.pod.spec?.containers?.map((c) => c.name) ??
+    record.task?.containers?.map((c) => c.name ?? "") ?? [];
 }

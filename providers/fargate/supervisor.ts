@@ -11,7 +11,14 @@ import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import type { PodEventSink } from "./events.ts";
 import { podKey, podOfTags, startedBy, taskId } from "./names.ts";
-import { type PodRecord, restartDelayMs, rfc3339, shouldRestart, terminatedOf } from "./status.ts";
+import {
+  containerNames,
+  type PodRecord,
+  restartDelayMs,
+  rfc3339,
+  shouldRestart,
+  terminatedOf,
+} from "./status.ts";
 import type { EcsTasks } from "./tasks.ts";
 
 /** What {@link TaskSupervisor} needs. */
@@ -103,8 +110,7 @@ export class TaskSupervisor {
   /** A task stopped that the pod did not ask to stop: restart or finish, by restart policy. */
   #stopped(record: PodRecord, task: Task): void {
     const now = this.#deps.clock.now();
-    const names = record.pod.spec?.containers?.map((c) => c.name) ??
-      task.containers?.map((c) => c.name ?? "") ?? [];
+    const names = containerNames(record);
     const ends = new Map(names.map((n) => [n, terminatedOf(task, n, now)]));
     const restart = shouldRestart(record.pod, [...ends.values()]);
     this.#deps.event(

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import type { Task } from "@aws-sdk/client-ecs";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import {
+  endOnDelete,
   type PodRecord,
   podStatusOf,
   restartDelayMs,
@@ -173,4 +174,20 @@ Deno.test("transition times stay put while a condition keeps its status", () => 
   (r.pod as { status?: unknown }).status = first;
   const later = podStatusOf(r, "h", NOW + 60_000);
   assert.deepEqual(later.conditions, first.conditions);
+});
+
+Deno.test("on delete every container ends terminated, and the pod takes a terminal phase", () => {
+  const running = record(task("RUNNING"));
+  const end = endOnDelete(running, "app", "the pod was deleted", NOW);
+  assert.equal(end.exitCode, 137);
+  assert.match(end.message ?? "", /StopTask: the pod was deleted/);
+  running.finished = new Map(["app", "side"].map((n) => [n, endOnDelete(running, n, "x", NOW)]));
+  assert.equal(podStatusOf(running, "h", NOW, true).phase, "Failed");
+  assert.equal(podStatusOf(running, "h", NOW, false).phase, "Running", "Always, not deleted");
+  const last = terminatedOf(task("STOPPED", [{ name: "app", exitCode: 0 }]), "app", NOW);
+  const between = record(undefined, {
+    restartAt: NOW + 1,
+    lastTerminated: new Map([["app", last]]),
+  });
+  assert.equal(endOnDelete(between, "app", "x", NOW), last, "between tasks the last end stands");
 });
