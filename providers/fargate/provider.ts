@@ -7,7 +7,7 @@
  * restarted vkubelet never runs a pod twice.
  * @module
  */
-import type { ContainerStateTerminated, Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import {
   applyProviderNode,
   type CallOptions,

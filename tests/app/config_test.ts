@@ -156,7 +156,7 @@ Deno.test("every problem is reported at once, each naming its field as written",
   const find = (prefix: string) => problems.find((p) => p.startsWith(prefix));
   assert.match(
     find("--provider")!,
-    /unknown provider "mokc".*built-in provider \(kubernetes, mock, process\)/,
+    /unknown provider "mokc".*built-in provider \(fargate, kubernetes, mock, process\)/,
   );
   assert.match(find("--pod-sync-workers")!, /whole number, got "abc"/);
   assert.match(find("--full-resync-period")!, /duration such as 10s/);
@@ -168,7 +168,7 @@ Deno.test("a missing provider says how to name one", async () => {
   const [problem] = await errors([]);
   assert.match(
     problem,
-    /^--provider: is required: name a built-in provider \(kubernetes, mock, process\)/,
+    /^--provider: is required: name a built-in provider \(fargate, kubernetes, mock, process\)/,
   );
 });
 
