@@ -14,28 +14,22 @@ import {
   type ContainerRef,
   type ExecOptions,
   InvalidInputError,
+  isSidecar,
+  isTerminalPhase,
   NotFoundError,
   type PodRef,
   type PortForwardOptions,
   type Provider,
   type ProviderDeps,
   type StatsSummary,
+  terminalPodStatus,
   TransientError,
 } from "../../provider/mod.ts";
 import { IpPool, parseLoopbackCidr } from "./cidr.ts";
 import type { MockConfig } from "./config.ts";
 import { attachMock, runMockCommand } from "./exec.ts";
 import { containerLogStream } from "./logs.ts";
-import {
-  type ContainerRun,
-  currentStatus,
-  isRunning,
-  isSidecar,
-  isTerminalPhase,
-  longRunningContainers,
-  podPhase,
-  terminatedStatus,
-} from "./status.ts";
+import { type ContainerRun, currentStatus, isRunning, longRunningContainers } from "./status.ts";
 import {
   EXIT_ANNOTATION,
   parseHooks,
@@ -190,7 +184,11 @@ export class MockProvider implements Provider {
     const record = this.#get(pod.metadata?.namespace, pod.metadata?.name);
     const now = this.#deps.clock.now();
     const metadata = structuredClone(pod.metadata ?? record.pod.metadata);
-    record.pod = frozen({ ...record.pod, metadata, status: terminatedStatus(record.pod, now) });
+    record.pod = frozen({
+      ...record.pod,
+      metadata,
+      status: terminalPodStatus(record.pod, record.pod.status, { nowMs: now }),
+    });
     this.#notify(record.pod);
     this.#remove(record);
     await Promise.resolve();
@@ -391,7 +389,7 @@ export class MockProvider implements Provider {
       this.#retire(record, before, now);
     }
     record.runs.set(container, run);
-    const finished = isTerminalPhase(podPhase(record.pod, record.runs));
+    const finished = isTerminalPhase(this.#status(record).phase);
     if (finished) {
       for (const c of (record.pod.spec?.initContainers ?? []).filter(isSidecar)) {
         const sidecar = record.runs.get(c.name)!;
@@ -409,15 +407,18 @@ export class MockProvider implements Provider {
     if (isRunning(run)) this.#retiredCpuNs += cpuNanoSeconds(record.usage, run.startedAtMs, nowMs);
   }
 
-  #refresh(record: MockPod): void {
-    const status = currentStatus(record.pod, {
+  #status(record: MockPod): PodStatus {
+    return currentStatus(record.pod, {
       nowMs: this.#deps.clock.now(),
       podStartMs: record.startMs,
       podIp: record.podIp,
       hostIp: this.#deps.internalIp,
       runs: record.runs,
     });
-    record.pod = frozen({ ...record.pod, status });
+  }
+
+  #refresh(record: MockPod): void {
+    record.pod = frozen({ ...record.pod, status: this.#status(record) });
     this.#notify(record.pod);
   }
 

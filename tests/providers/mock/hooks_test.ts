@@ -44,7 +44,8 @@ Deno.test("exit hook under restartPolicy Never: terminated with the code, pod Fa
     containerID: app.containerID,
   });
   assert.equal(condition(status, "Ready")?.status, "False");
-  assert.equal(condition(status, "Ready")?.reason, "PodCompleted");
+  // The reason the kubelet (v1.37, pkg/kubelet/status/generate.go) gives a failed pod.
+  assert.equal(condition(status, "Ready")?.reason, "PodFailed");
   assert.equal(notified.at(-1)?.status?.phase, "Failed", "the change is pushed, not only polled");
   // Nothing is left running: no more sleeps, and the pod's status no longer changes.
   assert.equal(clock.pending, 0);
