@@ -21,7 +21,7 @@ import { hostConditions } from "./pod_conditions.ts";
 import { isSameProcess } from "./proc.ts";
 import { decideStart, shouldRestart } from "./restart_policy.ts";
 import { type ContainerRecord, type PodPaths, type PodRecord, writeRecord } from "./state.ts";
-import { podPhase, podStatus } from "./status.ts";
+import { podStatus } from "./status.ts";
 import { type VolumeContext, VolumeSet } from "./volumes.ts";
 import { VolumeSync } from "./volume_sync.ts";
 
@@ -46,6 +46,8 @@ export class PodRunner {
   #kick = new AbortController();
   #loop?: Promise<void>;
   #saving: Promise<void> = Promise.resolve();
+  /** The status reported last, whose transition times the next one keeps. */
+  #lastStatus?: PodStatus;
 
   constructor(record: PodRecord, paths: PodPaths, deps: RunnerDeps) {
     this.record = record;
@@ -75,12 +77,14 @@ export class PodRunner {
 
   /** The current status. */
   status(): PodStatus {
-    return podStatus(this.record, {
+    this.#lastStatus = podStatus(this.record, {
       nowMs: this.#deps.clock.now(),
       hostIp: this.#deps.hostIp,
       volumesReady: this.#volumeSync.ready,
       extraConditions: hostConditions(this.record, this.#deps),
+      previous: this.#lastStatus,
     });
+    return this.#lastStatus;
   }
 
   /** The pod with its current status (a copy). */
@@ -132,7 +136,7 @@ export class PodRunner {
 
   /** The phase (for tests and logs). */
   get phase(): string | undefined {
-    return podPhase(this.record);
+    return this.status().phase;
   }
 
   #adopt(container: Container, running: NonNullable<ContainerRecord["running"]>): void {
