@@ -389,14 +389,20 @@ export class MockProvider implements Provider {
       this.#retire(record, before, now);
     }
     record.runs.set(container, run);
-    const finished = isTerminalPhase(this.#status(record).phase);
-    if (finished) {
-      for (const c of (record.pod.spec?.initContainers ?? []).filter(isSidecar)) {
-        const sidecar = record.runs.get(c.name)!;
-        if (!isRunning(sidecar)) continue;
-        this.#retire(record, sidecar, now);
-        record.runs.set(c.name, { ...sidecar, exited: { exitCode: 0, finishedAtMs: now } });
+    // Running sidecars keep a pod Running; the kubelet stops them once the regular containers
+    // are done for good (kuberuntime_manager.go computePodActions). Done for good: the phase
+    // with the sidecars stopped is terminal.
+    const stopped = new Map(record.runs);
+    for (const c of (record.pod.spec?.initContainers ?? []).filter(isSidecar)) {
+      const sidecar = stopped.get(c.name);
+      if (sidecar && isRunning(sidecar)) {
+        stopped.set(c.name, { ...sidecar, exited: { exitCode: 0, finishedAtMs: now } });
       }
+    }
+    const finished = isTerminalPhase(this.#status({ ...record, runs: stopped }).phase);
+    if (finished) {
+      for (const run of record.runs.values()) this.#retire(record, run, now);
+      record.runs = stopped;
     }
     this.#refresh(record);
     if (finished) record.stopped.abort(new Error("pod finished"));

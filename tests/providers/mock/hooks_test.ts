@@ -219,3 +219,20 @@ Deno.test("deleting a pod stops its exit script", async () => {
   assert.equal(clock.pending, 0);
   await provider.close();
 });
+
+Deno.test("a Never pod whose container exits 0 stops its sidecar and ends Succeeded", async () => {
+  const { provider, clock, options } = mockProvider();
+  const pod = hooked({ [ANNOTATIONS.exit]: "app=0@1s" }, "Never");
+  pod.spec!.initContainers = [{ name: "proxy", image: "envoy", restartPolicy: "Always" }];
+  await provider.createPod(pod, options);
+  assert.equal((await statusOf(provider)).phase, "Running");
+  await clock.advance(1_000);
+  const status = await statusOf(provider);
+  assert.equal(status.phase, "Succeeded");
+  const [proxy] = status.initContainerStatuses!;
+  assert.equal(proxy.state?.terminated?.exitCode, 0, "the sidecar was stopped");
+  assert.equal(proxy.ready, false);
+  assert.equal(condition(status, "Ready")?.reason, "PodCompleted");
+  assert.equal(clock.pending, 0);
+  await provider.close();
+});
