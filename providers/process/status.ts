@@ -5,7 +5,12 @@
  * @module
  */
 import type { Container, PodCondition, PodStatus } from "kubernetes-types/core/v1.d.ts";
-import { buildPodStatus, type ContainerReport, type TerminatedReport } from "../../provider/mod.ts";
+import {
+  buildPodStatus,
+  type ContainerReport,
+  isTerminalPhase,
+  type TerminatedReport,
+} from "../../provider/mod.ts";
 import type { ContainerRecord, PodRecord, Termination } from "./state.ts";
 
 /** Extra facts for the status that the record does not hold. */
@@ -84,4 +89,29 @@ export function podStatus(record: PodRecord, extras: StatusExtras): PodStatus {
     sandboxReady: extras.volumesReady,
     terminal: record.deleting,
   });
+}
+
+/**
+ * True when the pod would be finished with `sidecars` stopped: its regular containers are done
+ * for good, and the kubelet stops the sidecars (kuberuntime_manager.go `computePodActions`).
+ */
+export function doneWithoutSidecars(
+  record: PodRecord,
+  sidecars: Container[],
+  nowMs: number,
+): boolean {
+  const containers = { ...record.containers };
+  for (const c of sidecars) {
+    const terminated = {
+      instance: 0,
+      exitCode: 0,
+      reason: "Completed",
+      startedAtMs: nowMs,
+      finishedAtMs: nowMs,
+      containerId: "",
+    };
+    containers[c.name] = { ...containers[c.name], running: undefined, terminated };
+  }
+  const status = podStatus({ ...record, containers }, { nowMs, hostIp: "", volumesReady: true });
+  return isTerminalPhase(status.phase);
 }
