@@ -121,12 +121,13 @@ function containerStatus(pod: Pod, c: Container, r: ContainerReport | undefined,
     state: apiState(state, r?.containerID),
     lastState: r?.lastTerminated ? { terminated: terminatedState(r.lastTerminated) } : {},
   };
-  if ("running" in state) {
+  if (init && !isSidecar(c)) {
+    // An init container is ready once it completed: the pod may go on (kubelet_pods.go).
+    out.ready = "terminated" in state && state.terminated.exitCode === 0;
+    out.started = "running" in state;
+  } else if ("running" in state) {
     out.ready = r?.ready ?? true;
     out.started = r?.started ?? true;
-  } else if ("terminated" in state) {
-    // A completed init container counts as ready: the pod may go on (kubelet_pods.go).
-    out.ready = init && !isSidecar(c) && state.terminated.exitCode === 0;
   }
   const id = "terminated" in state
     ? state.terminated.containerID ?? r?.containerID
@@ -163,7 +164,7 @@ function assemble(
   // A pod never leaves a terminal phase (generateAPIPodStatus), and a deleted pod whose
   // containers all stopped ends Failed unless it succeeded (status_manager.go TerminatePod).
   const before = [options.previous?.phase, pod.status?.phase].find(isTerminalPhase);
-  if (before && !isTerminalPhase(phase)) phase = before;
+  if (before) phase = before;
   const running = [...byName.values()].some((s) => s.state?.running);
   if (options.terminal && !running && !isTerminalPhase(phase)) phase = "Failed";
   const known = knownConditions(pod, options.previous);
