@@ -15,7 +15,8 @@ import { type InformerLike, type PodControllerApi, podKey } from "./api.ts";
 import { ConfigSources } from "./config_sources.ts";
 import type { EnvSources, PodAddresses, ResourceList } from "./env.ts";
 import { EventRecorder } from "./events.ts";
-import type { DaemonSetPodPolicy, PodContext, UidStatus } from "./pod_context.ts";
+import type { DaemonSetPodPolicy, PodContext } from "./pod_context.ts";
+import { PodStates, type UidStatus } from "./pod_state.ts";
 import { canonicalJson, isTerminal } from "./pod_status.ts";
 import { removePodObject, sameSpec, syncPod } from "./pod_sync.ts";
 import { syncStatus } from "./status_sync.ts";
@@ -62,7 +63,6 @@ export class PodController {
   #ctx: PodContext;
   #deps: PodControllerDeps;
   #services: InformerLike<Service>;
-  #pollDue = new Set<string>();
   #resolveReady!: () => void;
   #rejectReady!: (reason: unknown) => void;
 
@@ -89,6 +89,15 @@ export class PodController {
   /** This node's pods as the API has them (the informer's cache); empty until synced. */
   pods(): Pod[] {
     return this.#ctx.pods.store.list();
+  }
+
+  /**
+   * What the controller holds beyond the pods it runs: per-pod records, and keys waiting on a
+   * retry timer. Both drop to 0 once every pod it saw is gone; for tests and metrics.
+   */
+  get held(): { records: number; timers: number } {
+    const { states, syncQueue, statusQueue } = this.#ctx;
+    return { records: states.size, timers: syncQueue.delayedLength + statusQueue.delayedLength };
   }
 
   /** Keys waiting in the sync and status queues; for metrics and tests. */
@@ -173,13 +182,14 @@ export class PodController {
       envSources: this.#envSources(() => ctx.configSources),
       daemonSetPods: d.daemonSetPods ?? "skip",
       nodeIps: d.nodeIps ?? (() => []),
-      lastKnown: new Map(),
-      providerStatus: new Map(),
-      localStatus: new Map(),
-      statusWritten: new Map(),
-      statusInFlight: new Map(),
-      syncedVersion: new Map(),
-      deleting: new Map(),
+      states: new PodStates({
+        // A forgotten pod holds no watch of its ConfigMaps and Secrets, and no retry timer.
+        onForget: (key) => {
+          ctx.configSources.untrack(key);
+          ctx.syncQueue.drop(key);
+          ctx.statusQueue.drop(key);
+        },
+      }),
       syncQueue: new WorkQueue({
         clock: d.clock,
         log: d.log,
@@ -207,12 +217,15 @@ export class PodController {
       }),
       addresses: (key, pod) => this.#addresses(key, pod),
       setLocalStatus: (pod, status) => {
-        ctx.localStatus.set(podKey(pod), { uid: pod.metadata?.uid ?? "", status });
+        ctx.states.ensure(podKey(pod)).localStatus = { uid: pod.metadata?.uid ?? "", status };
         ctx.statusQueue.add(podKey(pod));
       },
-      removals: new Map(),
       removeObject: (pod) => {
-        ctx.removals.set(podKey(pod), pod);
+        // Once per uid: every later sync of the deleting pod (its final status seen by the
+        // informer, a provider report, a resync) would otherwise send a DELETE that gets 404.
+        const deletion = ctx.states.get(podKey(pod))?.deletion;
+        if (!deletion || deletion.uid !== pod.metadata?.uid || deletion.removal) return;
+        deletion.removal = pod;
         ctx.statusQueue.add(podKey(pod));
       },
     };
@@ -227,13 +240,18 @@ export class PodController {
    */
   async #statusWork(key: string, signal: AbortSignal): Promise<void> {
     const ctx = this.#ctx;
-    const removal = ctx.removals.get(key);
-    if (!removal) return await syncStatus(ctx, key, signal, this.#pollDue.delete(key));
+    const state = ctx.states.get(key);
+    const deletion = state?.deletion;
+    if (!deletion?.removal || deletion.removed) {
+      const poll = state?.pollDue ?? false;
+      if (state) state.pollDue = false;
+      return await syncStatus(ctx, key, signal, poll);
+    }
     await syncStatus(ctx, key, signal, false).catch((err) => {
       ctx.log.debug("final status of {pod} not written: {err}", { pod: key, err: String(err) });
     });
-    await removePodObject(ctx, removal, signal);
-    if (ctx.removals.get(key) === removal) ctx.removals.delete(key);
+    await removePodObject(ctx, deletion.removal, signal);
+    deletion.removed = true;
   }
 
   #envSources(sources: () => ConfigSources): EnvSources {
@@ -249,7 +267,7 @@ export class PodController {
   }
 
   #addresses(key: string, pod: Pod): PodAddresses {
-    const reported = this.#ctx.providerStatus.get(key);
+    const reported = this.#ctx.states.get(key)?.providerStatus;
     const status = reported && reported.uid === pod.metadata?.uid ? reported.status : pod.status;
     const hostIps = ips(status?.hostIPs, status?.hostIP);
     const nodeIps = hostIps.length ? hostIps : this.#ctx.nodeIps();
@@ -259,21 +277,22 @@ export class PodController {
 
   #onAdd(pod: Pod): void {
     const key = podKey(pod);
-    this.#ctx.lastKnown.set(key, pod);
+    this.#ctx.states.ensure(key).lastKnown = pod;
     this.#ctx.syncQueue.add(key);
     this.#ctx.statusQueue.add(key);
   }
 
   #onUpdate(pod: Pod, old: Pod): void {
     const key = podKey(pod);
+    const state = this.#ctx.states.get(key);
     // The newest copy, so the old one can be collected (one copy per pod, not two).
-    if (this.#ctx.lastKnown.has(key)) this.#ctx.lastKnown.set(key, pod);
+    if (state) state.lastKnown = pod;
     const deletionChanged = pod.metadata?.deletionTimestamp !== old.metadata?.deletionTimestamp;
     if (deletionChanged || !sameSpec(pod, old) || isTerminal(pod) !== isTerminal(old)) {
       this.#ctx.syncQueue.add(key);
-    } else if (this.#ctx.syncedVersion.get(key) === old.metadata?.resourceVersion) {
+    } else if (state && state.syncedVersion === old.metadata?.resourceVersion) {
       // Nothing the provider runs changed (a status write, say): still in step.
-      this.#ctx.syncedVersion.set(key, pod.metadata?.resourceVersion ?? "");
+      state.syncedVersion = pod.metadata?.resourceVersion ?? "";
     }
     // Ours or another writer's: the status worker writes again only if it differs from ours
     // (our own write it recognises by its resourceVersion, without comparing).
@@ -283,9 +302,13 @@ export class PodController {
   #onProviderStatus(reported: Pod): void {
     const key = podKey(reported);
     const ctx = this.#ctx;
-    const previous = ctx.providerStatus.get(key);
+    const state = ctx.states.get(key);
+    // A pod the controller does not hold (gone and forgotten, or not listed yet): nothing to
+    // write, and the status sync of a pod it lists later asks the provider first.
+    if (!state) return;
+    const previous = state.providerStatus;
     const next: UidStatus = { uid: reported.metadata?.uid ?? "", status: reported.status ?? {} };
-    ctx.providerStatus.set(key, next);
+    state.providerStatus = next;
     ctx.statusQueue.add(key);
     const pod = ctx.pods.store.getByKey(key);
     if (!pod) return;
@@ -344,13 +367,13 @@ export class PodController {
         // Unchanged since the provider last ran it, and the provider still has it: nothing to
         // do (this is what keeps a resync of 10,000 pods cheap). Anything else is synced.
         const unchanged = running !== undefined && !pod.metadata?.deletionTimestamp &&
-          ctx.syncedVersion.get(key) === pod.metadata?.resourceVersion &&
+          ctx.states.get(key)?.syncedVersion === pod.metadata?.resourceVersion &&
           runningUids.get(key) === pod.metadata?.uid;
         if (!unchanged) ctx.syncQueue.add(key);
         ctx.statusQueue.add(key);
       }
       // Deletes the informer may have missed while vkubelet was busy or disconnected.
-      for (const key of ctx.lastKnown.keys()) {
+      for (const key of ctx.states.keys()) {
         if (!ctx.pods.store.getByKey(key)) ctx.syncQueue.add(key);
       }
       await this.#sweepOrphans(signal, running);
@@ -364,7 +387,8 @@ export class PodController {
       if (!await ctx.clock.sleep(interval, signal).then(() => true, () => false)) return;
       for (const pod of ctx.pods.store.list()) {
         if (isTerminal(pod) && !pod.metadata?.deletionTimestamp) continue;
-        this.#pollDue.add(podKey(pod));
+        const state = ctx.states.get(podKey(pod));
+        if (state) state.pollDue = true;
         ctx.statusQueue.add(podKey(pod));
       }
     }
