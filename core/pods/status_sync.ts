@@ -100,7 +100,11 @@ async function writeStatus(
     if (current.metadata?.uid !== desired.uid) return;
     // Never take a pod out of a terminal phase the API already holds.
     if (isTerminal(current) && !isTerminalStatus(desired.status)) return;
-    const next = mergeStatus(current.status, desired.status, hostIps);
+    const next = mergeStatus(current.status, desired.status, {
+      hostIps,
+      readinessGates: current.spec?.readinessGates,
+      now: ctx.clock.now(),
+    });
     if (statusEqual(current.status, next)) {
       return remember(current.metadata?.resourceVersion, current.metadata?.resourceVersion);
     }
