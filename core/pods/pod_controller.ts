@@ -4,13 +4,13 @@
  * status towards the API) with bounded workers and backoff; a periodic resync so that no missed
  * event leaves a pod Pending or Terminating; restart reconciliation that deletes provider pods the
  * API no longer has only once the informer has synced, so a slow start never deletes healthy
- * pods (elotl/kip#107).
+ * pods (elotl/kip#107). One record per pod (`pod_state.ts`), forgotten in one place.
  * @module
  */
 import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
-import { type Clock, jitter } from "../../base/clock.ts";
+import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
-import { isNotFound, isTransient, type Provider } from "../../provider/mod.ts";
+import { isTransient, type Provider } from "../../provider/mod.ts";
 import { type InformerLike, type PodControllerApi, podKey } from "./api.ts";
 import { ConfigSources } from "./config_sources.ts";
 import type { EnvSources, PodAddresses, ResourceList } from "./env.ts";
@@ -19,6 +19,7 @@ import type { DaemonSetPodPolicy, PodContext } from "./pod_context.ts";
 import { PodStates, type UidStatus } from "./pod_state.ts";
 import { canonicalJson, isTerminal } from "./pod_status.ts";
 import { removePodObject, sameSpec, syncPod } from "./pod_sync.ts";
+import { pollLoop, resyncLoop, sweepOrphans } from "./resync.ts";
 import { syncStatus } from "./status_sync.ts";
 import { WorkQueue } from "./work_queue.ts";
 
@@ -119,13 +120,19 @@ export class PodController {
       () => false,
     );
     if (await Promise.race([synced, aborted.then(() => false)]) && !signal.aborted) {
-      await this.#sweepOrphans(signal);
+      await sweepOrphans(ctx, signal);
       this.#resolveReady();
       ctx.log.info("pod controller ready: {count} pods bound to this node", {
         count: ctx.pods.store.list().length,
       });
-      tasks.push(ctx.syncQueue.run(signal), ctx.statusQueue.run(signal), this.#resyncLoop(signal));
-      if (!ctx.provider.notifyPods) tasks.push(this.#pollLoop(signal));
+      tasks.push(
+        ctx.syncQueue.run(signal),
+        ctx.statusQueue.run(signal),
+        resyncLoop(ctx, this.#deps.resyncPeriodMs ?? 60_000, signal),
+      );
+      if (!ctx.provider.notifyPods) {
+        tasks.push(pollLoop(ctx, this.#deps.statusPollIntervalMs ?? 5_000, signal));
+      }
     } else {
       this.#rejectReady(signal.reason ?? new Error("pod informer stopped before it synced"));
     }
@@ -318,79 +325,6 @@ export class PodController {
     // Env was resolved before the provider assigned the IPs: resolve again and update.
     if (ipsChanged && /"status\.(pod|host)IPs?"/.test(JSON.stringify(pod.spec))) {
       ctx.syncQueue.add(key);
-    }
-  }
-
-  /** The provider's pods, or undefined (logged) when it cannot list them. */
-  async #providerPods(signal: AbortSignal): Promise<Pod[] | undefined> {
-    try {
-      return await this.#ctx.provider.listPods({ signal });
-    } catch (err) {
-      this.#ctx.log.warn(
-        "could not list the provider's pods; orphans stay until the next resync: {err}",
-        { err: String(err) },
-      );
-      return undefined;
-    }
-  }
-
-  /** Deletes provider pods of this node whose API object is gone (or is another uid). */
-  async #sweepOrphans(signal: AbortSignal, running?: Pod[]): Promise<void> {
-    const ctx = this.#ctx;
-    running ??= await this.#providerPods(signal);
-    for (const pod of running ?? []) {
-      const current = ctx.pods.store.getByKey(podKey(pod));
-      if (current && current.metadata?.uid === pod.metadata?.uid) continue;
-      ctx.log.info("deleting {pod} from the provider: the API no longer has it", {
-        pod: podKey(pod),
-      });
-      await ctx.provider.deletePod(pod, { signal }).catch((err) => {
-        if (!isNotFound(err)) {
-          ctx.log.warn("could not delete orphan {pod}: {err}", {
-            pod: podKey(pod),
-            err: String(err),
-          });
-        }
-      });
-    }
-  }
-
-  async #resyncLoop(signal: AbortSignal): Promise<void> {
-    const ctx = this.#ctx;
-    const period = this.#deps.resyncPeriodMs ?? 60_000;
-    while (!signal.aborted) {
-      if (!await ctx.clock.sleep(jitter(period, 0.1), signal).then(() => true, () => false)) return;
-      const running = await this.#providerPods(signal);
-      const runningUids = new Map(running?.map((p) => [podKey(p), p.metadata?.uid]));
-      for (const pod of ctx.pods.store.list()) {
-        const key = podKey(pod);
-        // Unchanged since the provider last ran it, and the provider still has it: nothing to
-        // do (this is what keeps a resync of 10,000 pods cheap). Anything else is synced.
-        const unchanged = running !== undefined && !pod.metadata?.deletionTimestamp &&
-          ctx.states.get(key)?.syncedVersion === pod.metadata?.resourceVersion &&
-          runningUids.get(key) === pod.metadata?.uid;
-        if (!unchanged) ctx.syncQueue.add(key);
-        ctx.statusQueue.add(key);
-      }
-      // Deletes the informer may have missed while vkubelet was busy or disconnected.
-      for (const key of ctx.states.keys()) {
-        if (!ctx.pods.store.getByKey(key)) ctx.syncQueue.add(key);
-      }
-      await this.#sweepOrphans(signal, running);
-    }
-  }
-
-  async #pollLoop(signal: AbortSignal): Promise<void> {
-    const ctx = this.#ctx;
-    const interval = this.#deps.statusPollIntervalMs ?? 5_000;
-    while (!signal.aborted) {
-      if (!await ctx.clock.sleep(interval, signal).then(() => true, () => false)) return;
-      for (const pod of ctx.pods.store.list()) {
-        if (isTerminal(pod) && !pod.metadata?.deletionTimestamp) continue;
-        const state = ctx.states.get(podKey(pod));
-        if (state) state.pollDue = true;
-        ctx.statusQueue.add(podKey(pod));
-      }
     }
   }
 }
