@@ -16,6 +16,14 @@ import type {
 import type { PodEvent } from "./events.ts";
 import { gatedConditions, heldPodConditions } from "./pod_conditions.ts";
 
+/** The conditions a kubelet writes for its pods; PodScheduled is the scheduler's. */
+const KUBELET_CONDITIONS = new Set([
+  "PodReadyToStartContainers",
+  "Initialized",
+  "ContainersReady",
+  "Ready",
+]);
+
 const TIME = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
 
 /** Options for {@link mergeStatus}. */
@@ -42,7 +50,12 @@ export function mergeStatus(
   // truncateTimes copies every object and array: `reported` is not changed.
   const out: PodStatus = truncateTimes(reported);
   const reportedTypes = new Set((out.conditions ?? []).map((c) => c.type));
-  const kept = (current?.conditions ?? []).filter((c) => !reportedTypes.has(c.type));
+  // A report with any of the kubelet's own conditions has all it means to have: the others in
+  // the API's copy were written by us earlier (a held pod's, say) and are not kept.
+  const ownsKubelets = [...reportedTypes].some((t) => KUBELET_CONDITIONS.has(t));
+  const kept = (current?.conditions ?? []).filter((c) =>
+    !reportedTypes.has(c.type) && !(ownsKubelets && KUBELET_CONDITIONS.has(c.type))
+  );
   const now = options.now === undefined
     ? undefined
     : truncateTime(new Date(options.now).toISOString());

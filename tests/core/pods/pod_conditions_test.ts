@@ -131,3 +131,21 @@ Deno.test("a pod the provider refused (ProviderFailed) has the five conditions t
   ]);
   await t.stop();
 });
+
+Deno.test("the conditions of a held pod give way to the provider's once it runs the pod", async () => {
+  const t = startController(); // the fake provider reports only Ready
+  const pod = boundPod("cfg-0");
+  pod.spec!.containers[0].env = [
+    { name: "A", valueFrom: { configMapKeyRef: { name: "late", key: "a" } } },
+  ];
+  t.api.pods.put(pod);
+  await t.settle();
+  assert.equal(t.api.pods.pods.get("shop/cfg-0")?.status?.conditions?.length, 5);
+  t.api.configMaps.put({ metadata: { name: "late", namespace: "shop" }, data: { a: "1" } });
+  await t.settle(1_000);
+  assert.deepEqual(summary(t.api.pods.pods.get("shop/cfg-0")), [
+    ["Ready", "True", "", ""],
+    ["PodScheduled", "True", "", ""],
+  ]);
+  await t.stop();
+});
