@@ -24,7 +24,7 @@ import type { FargateConfig } from "./config.ts";
 import { type PodEventSink, podEventSink } from "./events.ts";
 import { readContainerLog } from "./logs.ts";
 import { LOG_STREAM_PREFIX, podKey, podTags, startedBy, TAGS, taskId } from "./names.ts";
-import { containerNames, endOnDelete, type PodRecord, podStatusOf, rfc3339 } from "./status.ts";
+import { containerNames, endOnDelete, type PodRecord, podStatusOf } from "./status.ts";
 import { EcsTasks } from "./tasks.ts";
 import { TaskSupervisor } from "./supervisor.ts";
 import { taskDefinitionFor } from "./task_definition.ts";
@@ -97,7 +97,7 @@ export class FargateProvider implements Provider {
         lastTerminated: new Map(),
         deleting: false,
         healthChecked: healthChecked(plan.input.containerDefinitions),
-        startTime: rfc3339(this.#deps.clock.now()),
+        startTimeMs: this.#deps.clock.now(),
         previousTaskIds: [],
       };
       this.#records.set(k, record);

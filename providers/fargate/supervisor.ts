@@ -15,7 +15,6 @@ import {
   containerNames,
   type PodRecord,
   restartDelayMs,
-  rfc3339,
   shouldRestart,
   terminatedOf,
 } from "./status.ts";
@@ -161,7 +160,7 @@ export class TaskSupervisor {
         lastTerminated: new Map(),
         deleting: false,
         healthChecked: new Set(),
-        startTime: rfc3339((task.createdAt ?? new Date(this.#deps.clock.now())).getTime()),
+        startTimeMs: task.createdAt?.getTime() ?? this.#deps.clock.now(),
         previousTaskIds: [],
       });
       this.#deps.log.info("{pod}: adopted ECS task {task}", { pod: k, task: task.taskArn });

@@ -36,7 +36,7 @@ function record(
     lastTerminated: new Map(),
     deleting: false,
     healthChecked: new Set(),
-    startTime: "2026-01-02T03:00:00Z",
+    startTimeMs: Date.parse("2026-01-02T03:00:00Z"),
     previousTaskIds: [],
     ...over,
   };
@@ -103,21 +103,26 @@ Deno.test("a stopped task: exit codes, reasons and the restart policy decide the
   ], { stoppedReason: "Essential container in task exited", stoppedAt: new Date(NOW) });
   const app = terminatedOf(stopped, "app", NOW);
   assert.equal(app.exitCode, 2);
-  assert.equal(app.reason, "Error");
+  assert.equal(app.reason, undefined, "the builder's default: Error for a non-zero exit");
   assert.equal(
     app.message,
     "OutOfMemoryError: container killed; Essential container in task exited",
   );
-  assert.equal(terminatedOf(stopped, "side", NOW).reason, "Completed");
+  assert.equal(terminatedOf(stopped, "side", NOW).exitCode, 0);
+  assert.equal(app.finishedAtMs, NOW);
   const finished = (policy: "Never" | "OnFailure") => {
     const r = record(stopped, {}, { restartPolicy: policy });
     r.finished = new Map(["app", "side"].map((n) => [n, terminatedOf(stopped, n, NOW)]));
     return podStatusOf(r, "h", NOW);
   };
   assert.equal(finished("Never").phase, "Failed");
+  assert.deepEqual(
+    finished("Never").containerStatuses?.map((c) => c.state?.terminated?.reason),
+    ["Error", "Completed"],
+  );
   assert.equal(
     finished("Never").conditions?.find((c) => c.type === "Ready")?.reason,
-    "PodCompleted",
+    "PodFailed",
   );
   const ends = [app, terminatedOf(stopped, "side", NOW)];
   assert.equal(shouldRestart(record(stopped).pod, ends), true, "Always restarts");
