@@ -67,7 +67,8 @@ export class FargateProvider implements Provider {
   }
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
-    await this.#supervisor.adopted;
+    // Adopted tasks first: a pod that already runs must not get a second task.
+    await raceSignal(this.#supervisor.adopted, options.signal);
     const { namespace, name, uid } = pod.metadata ?? {};
     const k = podKey(namespace, name);
     let record = this.#records.get(k);
