@@ -232,7 +232,7 @@ Deno.test("fargate provider: pods run as ECS tasks in moto and follow the API", 
     await t.step(
       "a task stopped behind vkubelet's back is restarted (restartPolicy Always)",
       async () => {
-        const pod = (await pods())[0];
+        const pod = (await pods())[1]; // not the pod whose log the step above wrote
         const before = (await nodeTasks(moto, nodeName)).find((x) =>
           tag(x, "vkubelet.io/uid") === pod.metadata?.uid && x.lastStatus === "RUNNING"
         )!;
@@ -255,6 +255,30 @@ Deno.test("fargate provider: pods run as ECS tasks in moto and follow the API", 
         );
         assert.equal(tasks.length, 1);
         assert.notEqual(tasks[0].taskArn, before.taskArn);
+        // --previous reads the stream of the task before the restart.
+        const previousStream = `vk/main/${before.taskArn!.split("/").at(-1)}`;
+        await moto.logs.send(
+          new CreateLogStreamCommand({
+            logGroupName: "/vkubelet/test",
+            logStreamName: previousStream,
+          }),
+        );
+        await moto.logs.send(
+          new PutLogEventsCommand({
+            logGroupName: "/vkubelet/test",
+            logStreamName: previousStream,
+            logEvents: [{ message: "from the first task", timestamp: Date.now() }],
+          }),
+        );
+        assert.equal(
+          await kubectl(["logs", pod.metadata!.name!, "--previous"]),
+          "from the first task\n",
+        );
+        assert.equal(
+          await kubectl(["logs", pod.metadata!.name!]),
+          "",
+          "the new task wrote nothing",
+        );
         assert.equal(
           after.status?.podIP,
           tasks[0].attachments?.[0]?.details?.find((d) => d.name === "privateIPv4Address")?.value,
