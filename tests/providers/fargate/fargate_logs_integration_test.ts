@@ -1,0 +1,85 @@
+/**
+ * `kubectl logs` of a fargate pod from CloudWatch Logs, with moto as CloudWatch Logs: the lines
+ * are written into the container's stream through moto, as the awslogs driver would; `--tail`,
+ * `--timestamps`, `--limit-bytes`, `-f` (by polling) and `--previous` after a restart.
+ */
+import assert from "node:assert/strict";
+import { eventually, startFargateEnv } from "./_setup.ts";
+
+Deno.test("fargate provider: kubectl logs reads the container's CloudWatch Logs stream", async (t) => {
+  const env = await startFargateEnv("fargate-logs");
+  const { kubectl } = env;
+  try {
+    await kubectl(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "talker", labels: { app: "talker" } },
+        spec: { ...env.placement, containers: [{ name: "main", image: "busybox" }] },
+      }),
+    );
+    const pod = await eventually("pod talker Running", async () => {
+      const [p] = await env.pods("app=talker");
+      return p?.status?.phase === "Running" && p;
+    });
+    const [task] = await env.runningTasksOf(pod);
+    await env.writeLog(task.taskArn!, "main", ["hello", "line two", "line three"]);
+
+    await t.step("the whole log, the tail, timestamps and a byte limit", async () => {
+      assert.equal(await kubectl(["logs", "talker"]), "hello\nline two\nline three\n");
+      assert.equal(await kubectl(["logs", "talker", "--tail=1"]), "line three\n");
+      assert.match(
+        await kubectl(["logs", "talker", "--timestamps", "--tail=1"]),
+        /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z line three\n$/,
+      );
+      assert.equal(await kubectl(["logs", "talker", "--limit-bytes=8"]), "hello\nli");
+    });
+
+    await t.step("-f: the lines so far, then a line written later", async () => {
+      const follow = new Deno.Command(env.cluster.binary, {
+        args: [
+          "kubectl",
+          `--kubeconfig=${env.cluster.kubeconfigPath}`,
+          `--namespace=${env.ns}`,
+          "logs",
+          "-f",
+          "talker",
+        ],
+        stdout: "piped",
+        stderr: "null",
+      }).spawn();
+      let seen = "";
+      const reading = (async () => {
+        for await (const chunk of follow.stdout.pipeThrough(new TextDecoderStream())) {
+          seen += chunk;
+        }
+      })();
+      try {
+        await eventually("the lines so far", () => seen.includes("line three\n"), 20_000);
+        await env.writeLog(task.taskArn!, "main", ["written later"]);
+        await eventually("the new line", () => seen.includes("written later\n"), 20_000);
+      } finally {
+        follow.kill("SIGTERM");
+        await follow.status;
+        await reading;
+      }
+      assert.equal(seen, "hello\nline two\nline three\nwritten later\n");
+    });
+
+    await t.step("--previous: the stream of the task before a restart", async () => {
+      await env.stopTask(task.taskArn!, "spot interruption");
+      await eventually("the pod restarted", async () => {
+        const [p] = await env.pods("app=talker");
+        return p?.status?.containerStatuses?.[0]?.restartCount === 1;
+      });
+      assert.equal(
+        await kubectl(["logs", "talker", "--previous"]),
+        "hello\nline two\nline three\nwritten later\n",
+      );
+      assert.equal(await kubectl(["logs", "talker"]), "", "the new task wrote nothing yet");
+    });
+  } finally {
+    await env.close();
+  }
+});
