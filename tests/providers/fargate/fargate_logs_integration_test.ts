@@ -1,7 +1,8 @@
 /**
  * `kubectl logs` of a fargate pod from CloudWatch Logs, with moto as CloudWatch Logs: the lines
  * are written into the container's stream through moto, as the awslogs driver would; `--tail`,
- * `--timestamps`, `--limit-bytes`, `-f` (by polling) and `--previous` after a restart.
+ * `--timestamps`, `--limit-bytes`, `-f` (by polling) and `--previous` after a restart; and
+ * `kubectl exec` refused with the reason.
  */
 import assert from "node:assert/strict";
 import { eventually, startFargateEnv } from "./_setup.ts";
@@ -65,6 +66,12 @@ Deno.test("fargate provider: kubectl logs reads the container's CloudWatch Logs 
         await reading;
       }
       assert.equal(seen, "hello\nline two\nline three\nwritten later\n");
+    });
+
+    await t.step("exec says plainly that Fargate pods do not support it", async () => {
+      const res = await env.cluster.kubectl(["-n", env.ns, "exec", "talker", "--", "true"]);
+      assert.notEqual(res.code, 0);
+      assert.match(res.stderr, /not supported by the fargate provider/);
     });
 
     await t.step("--previous: the stream of the task before a restart", async () => {
