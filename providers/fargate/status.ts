@@ -30,6 +30,10 @@ export interface PodRecord {
   lastTerminated: Map<string, TerminatedReport>;
   /** Clock time at which the next task runs (back-off after a stop). */
   restartAt?: number;
+  /** Clock time of the last stop that led to a restart; the back-off resets 10 min after. */
+  lastStopMs?: number;
+  /** Steps into the crash-loop back-off (see {@link restartDelayMs}). */
+  backoffStep?: number;
   /** Final container ends once the pod will not run again. */
   finished?: Map<string, TerminatedReport>;
   deleting: boolean;
@@ -143,10 +147,25 @@ export function shouldRestart(pod: Pod, ends: TerminatedReport[]): boolean {
   return policy === "OnFailure" && ends.some((e) => e.exitCode !== 0);
 }
 
-/** The kubelet's crash-loop back-off: 0 s, then 10 s doubling to 5 min (pkg/kubelet/kubelet.go). */
-export function restartDelayMs(restarts: number): number {
-  if (restarts <= 0) return 0;
-  return Math.min(300_000, 10_000 * 2 ** (restarts - 1));
+/** The kubelet's longest crash-loop back-off (pkg/kubelet/kubelet.go `MaxContainerBackOff`). */
+export const MAX_BACKOFF_MS = 300_000;
+
+/**
+ * The kubelet's crash-loop back-off at `step`: 0 s, then 10 s doubling to 5 min
+ * (pkg/kubelet/kubelet.go `backOffPeriod`, client-go util/flowcontrol backoff.go).
+ */
+export function restartDelayMs(step: number): number {
+  if (step <= 0) return 0;
+  return Math.min(MAX_BACKOFF_MS, 10_000 * 2 ** (step - 1));
+}
+
+/**
+ * The next back-off step after a stop at `nowMs`: as client-go's flowcontrol.Backoff, an entry
+ * not touched for twice the longest back-off starts again from the beginning.
+ */
+export function nextBackoffStep(record: PodRecord, nowMs: number): number {
+  const stale = record.lastStopMs === undefined || nowMs - record.lastStopMs > 2 * MAX_BACKOFF_MS;
+  return stale ? 0 : (record.backoffStep ?? 0) + 1;
 }
 
 /** How a container ends when its pod is deleted: as ECS said, its last end, or stopped now. */

@@ -13,6 +13,7 @@ import type { PodEventSink } from "./events.ts";
 import { podKey, podOfTags, startedBy, taskId } from "./names.ts";
 import {
   containerNames,
+  nextBackoffStep,
   type PodRecord,
   restartDelayMs,
   shouldRestart,
@@ -22,7 +23,7 @@ import type { EcsTasks } from "./tasks.ts";
 
 /** What {@link TaskSupervisor} needs. */
 export interface TaskSupervisorDeps {
-  ecs: EcsTasks;
+  ecs: Pick<EcsTasks, "describe" | "listStartedBy" | "stop">;
   /** The provider's records by `ns/name`, shared. */
   records: Map<string, PodRecord>;
   nodeName: string;
@@ -127,7 +128,9 @@ export class TaskSupervisor {
     record.lastTerminated = ends;
     record.previousTaskIds.push(taskId(record.taskArn!));
     record.taskArn = undefined;
-    record.restartAt = now + restartDelayMs(record.restarts);
+    record.backoffStep = nextBackoffStep(record, now);
+    record.lastStopMs = now;
+    record.restartAt = now + restartDelayMs(record.backoffStep);
   }
 
   /** Takes over the running tasks this node started, by their tags. */
