@@ -16,7 +16,7 @@ export class FakeClock implements Clock {
   #now: number;
   #sleepers: Sleeper[] = [];
 
-  constructor(start = Date.UTC(2026, 0, 1)) {
+  constructor(start: number = Date.UTC(2026, 0, 1)) {
     this.#now = start;
   }
 
