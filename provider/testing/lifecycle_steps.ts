@@ -158,6 +158,7 @@ export async function ownNodeStep(s: Session, rule: Rule, makePod: PodMaker): Pr
     () => s.start(otherNode),
   );
   const pod = makePod(`${s.pod!.metadata!.name}-other`, otherNode);
+  let deleted = false;
   try {
     await within(
       rule,
@@ -187,8 +188,15 @@ export async function ownNodeStep(s: Session, rule: Rule, makePod: PodMaker): Pr
         `listPods of node ${otherNode} shows ${podKey(s.pod)} of node ${s.main.deps.nodeName}`,
       );
     }
+    await within(
+      rule,
+      `deletePod(${podKey(pod)}) on ${otherNode}`,
+      s.timeoutMs,
+      (signal) => other.provider.deletePod(deleting(pod, s.main.deps.clock.now()), { signal }),
+    );
+    deleted = true;
   } finally {
-    await removePod(other, pod, s.timeoutMs);
+    if (!deleted) await removePod(other, pod, s.timeoutMs);
     await closeInstance(other, s.timeoutMs);
   }
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../fakes/clock.ts";
-import { cleanup, makePod, readAll, startProvider, waitFor } from "./_helpers.ts";
+import { cleanup, makePod, readAll, startProvider, waitFor, within } from "./_helpers.ts";
 
 Deno.test("a Job-like pod printing hello world succeeds and keeps its log", async () => {
   const t = await startProvider();
@@ -97,6 +97,27 @@ Deno.test("crashing containers restart with the kubelet's back-off", async () =>
     });
     assert.match(second.state!.waiting!.message!, /back-off 20s/);
     assert.equal((await ref())?.status?.phase, "Running");
+  } finally {
+    await cleanup(t.provider, pod);
+    await t.close();
+  }
+});
+
+Deno.test("a pod deleted while its container is starting is stopped, not left running", async () => {
+  // The runner's loop used to lose the wake-up delete sent while it was starting a container:
+  // delete then waited for the next timer (a minute away) and left that process running.
+  const clock = new FakeClock(Date.now());
+  const t = await startProvider({ clock });
+  const pod = makePod([{ name: "main", image: "x", command: ["sh", "-c", "exec sleep 3600"] }]);
+  const name = pod.metadata!.name!;
+  try {
+    await t.provider.createPod(pod, {});
+    const deleting = { ...pod, metadata: { ...pod.metadata, deletionGracePeriodSeconds: 1 } };
+    await within("deletePod just after createPod", t.provider.deletePod(deleting, {}), 5_000);
+    assert.equal(await t.provider.getPod("default", name, {}), undefined);
+    const stray = await new Deno.Command("pgrep", { args: ["-f", `pods/default_${name}_`] })
+      .output();
+    assert.equal(new TextDecoder().decode(stray.stdout), "", "a process of the pod still runs");
   } finally {
     await cleanup(t.provider, pod);
     await t.close();
