@@ -1,6 +1,7 @@
 /**
  * A minimal vkubelet provider, as a module outside vkubelet's own tree: every pod is "running"
- * at once (nothing is started anywhere) and each container's log is one greeting line. Run it:
+ * at once (nothing is started anywhere) and each container's log is one greeting line. It passes
+ * the provider conformance suite (tests/ship/example_provider_conformance_test.ts). Run it:
  *
  * ```sh
  * deno task start --provider=./examples/hello_provider.ts --provider-config=greeting.yaml ...
@@ -37,6 +38,8 @@ class HelloProvider implements Provider {
   }
 
   createPod(pod: Pod, _options: CallOptions): Promise<void> {
+    const known = this.#pods.get(key(pod.metadata!.namespace!, pod.metadata!.name!));
+    if (known?.metadata?.uid === pod.metadata?.uid) return Promise.resolve(); // runs already
     const now = new Date().toISOString();
     const running: Pod = { ...pod, status: this.#status(pod, { running: { startedAt: now } }) };
     this.#pods.set(key(pod.metadata!.namespace!, pod.metadata!.name!), running);
@@ -77,11 +80,20 @@ class HelloProvider implements Provider {
 
   getContainerLogs(
     container: ContainerRef,
-    _options: ContainerLogOptions,
+    options: ContainerLogOptions,
   ): Promise<ReadableStream<Uint8Array>> {
-    const line =
-      `${this.greeting} from ${container.namespace}/${container.pod}/${container.container}\n`;
-    const bytes = new TextEncoder().encode(line);
+    const pod = this.#pods.get(key(container.namespace, container.pod));
+    if (!pod?.spec?.containers.some((c) => c.name === container.container)) {
+      const what = `${container.namespace}/${container.pod}/${container.container}`;
+      return Promise.reject(new NotFoundError(`container ${what} does not run here`));
+    }
+    // The options the kubelet honours (kubectl logs --tail, --limit-bytes, --timestamps).
+    const stamp = options.timestamps ? `${pod.status?.startTime} ` : "";
+    const lines = [
+      `${stamp}${this.greeting} from ${container.namespace}/${container.pod}/${container.container}\n`,
+    ];
+    const kept = lines.slice(Math.max(lines.length - (options.tailLines ?? lines.length), 0));
+    const bytes = new TextEncoder().encode(kept.join("")).subarray(0, options.limitBytes);
     return Promise.resolve(
       new ReadableStream({
         start(controller) {
@@ -120,6 +132,11 @@ class HelloProvider implements Provider {
       })),
     };
   }
+}
+
+/** vkubelet recognises provider errors by name, so this module needs no import of its own. */
+class NotFoundError extends Error {
+  override name = "NotFoundError";
 }
 
 function key(namespace: string, name: string): string {
