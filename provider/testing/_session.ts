@@ -138,3 +138,40 @@ export function containerIdentity(status: PodStatus | undefined): string {
     ]),
   );
 }
+
+/** The pod as the core hands it to deletePod (a copy): deletionTimestamp and grace period set. */
+export function deleting(pod: Pod, nowMs: number): Pod {
+  const copy = structuredClone(pod);
+  copy.metadata = {
+    ...copy.metadata,
+    deletionTimestamp: new Date(nowMs).toISOString().replace(/\.\d+Z$/, "Z"),
+    deletionGracePeriodSeconds: copy.spec?.terminationGracePeriodSeconds ?? 1,
+  };
+  return copy;
+}
+
+/** Deletes `pod` from `instance` if it has it, bounded; for clean-up, errors ignored. */
+export async function removePod(instance: Instance, pod: Pod, ms: number): Promise<void> {
+  const rule = { id: "clean-up", statement: "the suite removes what it created" };
+  await within(
+    rule,
+    `deletePod(${podKey(pod)})`,
+    ms,
+    (signal) => instance.provider.deletePod(deleting(pod, Date.now()), { signal }),
+  ).catch(() => {});
+}
+
+/** Closes an instance (bounded) and aborts its shutdown signal, as a vkubelet exit would. */
+export async function closeInstance(
+  instance: Instance,
+  ms: number,
+  rule: Rule = { id: "clean-up", statement: "close settles" },
+): Promise<void> {
+  try {
+    if (instance.provider.close) {
+      await within(rule, "close()", ms, () => instance.provider.close!());
+    }
+  } finally {
+    instance.shutdown.abort();
+  }
+}

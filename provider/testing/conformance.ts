@@ -13,16 +13,14 @@ import type { Clock } from "../../base/clock.ts";
 import { FakeClock } from "../../base/fake_clock.ts";
 import { getLogger, type Logger } from "../../base/log.ts";
 import type { Provider, ProviderDeps } from "../contract.ts";
-import type { Instance, Rule, Session } from "./_session.ts";
+import { closeInstance, type Instance, removePod, type Rule, type Session } from "./_session.ts";
 import { execStep, logsStep, streamsEndStep, unknownPodStep } from "./io_steps.ts";
 import {
-  closeInstance,
   createStep,
   createTwiceStep,
   deleteStep,
   ownNodeStep,
   type PodMaker,
-  removePod,
   restartStep,
   statusStep,
   updateStep,

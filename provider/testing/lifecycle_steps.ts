@@ -4,14 +4,16 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { isNotFound } from "../errors.ts";
 import {
+  closeInstance,
   ConformanceError,
   containerIdentity,
+  deleting,
   eventually,
   isTerminal,
   lastPushed,
   podKey,
+  removePod,
   type Rule,
   runningContainers,
   type Session,
@@ -264,47 +266,4 @@ export async function deleteStep(s: Session, rule: Rule): Promise<void> {
     }
     return true;
   });
-}
-
-/** The pod as the core hands it to deletePod: deletionTimestamp and grace period set. */
-function deleting(pod: Pod, nowMs: number): Pod {
-  const copy = structuredClone(pod);
-  copy.metadata = {
-    ...copy.metadata,
-    deletionTimestamp: new Date(nowMs).toISOString().replace(/\.\d+Z$/, "Z"),
-    deletionGracePeriodSeconds: copy.spec?.terminationGracePeriodSeconds ?? 1,
-  };
-  return copy;
-}
-
-/** Deletes `pod` from `instance` if it has it, bounded; for clean-up, errors ignored. */
-export async function removePod(
-  instance: { provider: Session["main"]["provider"] },
-  pod: Pod,
-  ms: number,
-) {
-  const rule = { id: "clean-up", statement: "the suite removes what it created" };
-  await within(
-    rule,
-    `deletePod(${podKey(pod)})`,
-    ms,
-    (signal) => instance.provider.deletePod(deleting(pod, Date.now()), { signal }),
-  ).catch((err) => {
-    if (!isNotFound(err)) throw err;
-  }).catch(() => {});
-}
-
-/** Closes an instance (bounded) and aborts its shutdown signal, as a vkubelet exit would. */
-export async function closeInstance(
-  instance: Session["main"],
-  ms: number,
-  rule: Rule = { id: "clean-up", statement: "close settles" },
-): Promise<void> {
-  try {
-    if (instance.provider.close) {
-      await within(rule, "close()", ms, () => instance.provider.close!());
-    }
-  } finally {
-    instance.shutdown.abort();
-  }
 }
