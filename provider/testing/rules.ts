@@ -18,7 +18,7 @@ export const CONFORMANCE_RULES = {
   exec:
     "runInContainer resolves with the command's exit code (0 and non-zero) and writes its stdout",
   "streams-end":
-    "optional capabilities answer or throw a provider error, never hang: ping, stats, metrics and configureNode settle; a follow log stream and an attach session end when their signal aborts",
+    "optional capabilities never hang: ping, stats, metrics and configureNode resolve or reject with an Error (NotSupportedError where the backend lacks one); a follow log stream and an attach session end when their signal aborts",
   "own-node":
     "listPods returns only this node's pods: a pod another node's provider runs over the same backing store is not listed",
   restart:
