@@ -1,6 +1,6 @@
 /**
  * An injectable clock: every controller reads time and sleeps through one of these, so tests
- * can drive time with {@link FakeClock} from `tests/fakes/clock.ts` instead of waiting.
+ * can drive time with {@link FakeClock} from `./fake_clock.ts` instead of waiting.
  * @module
  */
 

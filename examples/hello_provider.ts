@@ -1,7 +1,8 @@
 /**
  * A minimal vkubelet provider, as a module outside vkubelet's own tree: every pod is "running"
  * at once (nothing is started anywhere) and each container's log is one greeting line, then one
- * line per ConfigMap the pod mounts, read through vkubelet's client (`deps.kube`). Run it:
+ * line per ConfigMap the pod mounts, read through vkubelet's client (`deps.kube`). It passes
+ * the provider conformance suite (tests/ship/example_provider_conformance_test.ts). Run it:
  *
  * ```sh
  * deno task start --provider=./examples/hello_provider.ts --provider-config=greeting.yaml ...
@@ -12,14 +13,17 @@
  * anywhere (a path or an https URL given to `--provider`).
  * @module
  */
-import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import {
+  buildPodStatus,
   type CallOptions,
   type ContainerLogOptions,
   type ContainerRef,
   isKubeNotFound,
+  NotFoundError,
   type Provider,
   type ProviderDeps,
+  terminalPodStatus,
 } from "../provider/mod.ts";
 
 /** vkubelet calls this with the parsed `--provider-config` file and its dependencies. */
@@ -41,8 +45,9 @@ class HelloProvider implements Provider {
   }
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
-    const now = new Date().toISOString();
-    const running: Pod = { ...pod, status: this.#status(pod, { running: { startedAt: now } }) };
+    const known = this.#pods.get(key(pod.metadata!.namespace!, pod.metadata!.name!));
+    if (known && known.metadata?.uid === pod.metadata?.uid) return; // runs already
+    const running: Pod = { ...pod, status: this.#runningStatus(pod) };
     const k = key(pod.metadata!.namespace!, pod.metadata!.name!);
     this.#mounted.set(k, await this.#configMapLines(pod, options));
     this.#pods.set(k, running);
@@ -82,9 +87,9 @@ class HelloProvider implements Provider {
     this.#pods.delete(k);
     this.#mounted.delete(k);
     if (known) {
-      const now = new Date().toISOString();
-      const terminated = { terminated: { exitCode: 0, reason: "Completed", finishedAt: now } };
-      this.#notify({ ...known, status: this.#status(known, terminated, "Succeeded") });
+      // Every container stopped on SIGTERM (exit 0): the kit words the final status.
+      const status = terminalPodStatus(known, known.status, { nowMs: Date.now() });
+      this.#notify({ ...known, status });
     }
     return Promise.resolve();
   }
@@ -100,12 +105,21 @@ class HelloProvider implements Provider {
 
   getContainerLogs(
     container: ContainerRef,
-    _options: ContainerLogOptions,
+    options: ContainerLogOptions,
   ): Promise<ReadableStream<Uint8Array>> {
-    const line =
+    const pod = this.#pods.get(key(container.namespace, container.pod));
+    if (!pod?.spec?.containers.some((c) => c.name === container.container)) {
+      const what = `${container.namespace}/${container.pod}/${container.container}`;
+      return Promise.reject(new NotFoundError(`container ${what} does not run here`));
+    }
+    // The options the kubelet honours (kubectl logs --tail, --limit-bytes, --timestamps).
+    const stamp = options.timestamps ? `${pod.status?.startTime} ` : "";
+    const greeting =
       `${this.greeting} from ${container.namespace}/${container.pod}/${container.container}`;
     const mounted = this.#mounted.get(key(container.namespace, container.pod)) ?? [];
-    const bytes = new TextEncoder().encode([line, ...mounted].map((l) => l + "\n").join(""));
+    const lines = [greeting, ...mounted].map((line) => `${stamp}${line}\n`);
+    const kept = lines.slice(Math.max(lines.length - (options.tailLines ?? lines.length), 0));
+    const bytes = new TextEncoder().encode(kept.join("")).subarray(0, options.limitBytes);
     return Promise.resolve(
       new ReadableStream({
         start(controller) {
@@ -116,33 +130,20 @@ class HelloProvider implements Provider {
     );
   }
 
-  #status(
-    pod: Pod,
-    state: NonNullable<PodStatus["containerStatuses"]>[number]["state"],
-    phase = "Running",
-  ): PodStatus {
-    const ready = phase === "Running" ? "True" : "False";
-    const now = new Date().toISOString();
-    return {
-      phase,
-      hostIP: this.deps.internalIp,
+  /** Every container running since now; phase and conditions come from the kit's builder. */
+  #runningStatus(pod: Pod) {
+    const nowMs = Date.now();
+    const containers = Object.fromEntries(
+      (pod.spec?.containers ?? []).map((
+        c,
+      ) => [c.name, { state: { running: { startedAtMs: nowMs } } }]),
+    );
+    return buildPodStatus(pod, {
+      containers,
+      nowMs,
       podIP: this.deps.internalIp,
-      startTime: pod.status?.startTime ?? now,
-      conditions: ["PodScheduled", "Initialized", "ContainersReady", "Ready"].map((type) => ({
-        type,
-        status: type === "PodScheduled" || type === "Initialized" ? "True" : ready,
-        lastTransitionTime: now,
-      })),
-      containerStatuses: (pod.spec?.containers ?? []).map((c) => ({
-        name: c.name,
-        image: c.image ?? "",
-        imageID: `hello://${c.image ?? ""}`,
-        ready: phase === "Running",
-        restartCount: 0,
-        started: phase === "Running",
-        state,
-      })),
-    };
+      hostIP: this.deps.internalIp,
+    });
   }
 }
 

@@ -114,12 +114,15 @@ export class PodRunner {
     this.record.deleting = true;
     await this.#save();
     this.#wake();
-    const stops = [...this.#live.entries()].map(([name, live]) => {
-      const container = allContainers(this.record.pod).find((c) => c.name === name)!;
-      return stopContainer(container, live, { graceMs, clock: this.#deps.clock });
-    });
-    await Promise.all(stops);
+    const stopLive = () =>
+      Promise.all([...this.#live.entries()].map(([name, live]) => {
+        const container = allContainers(this.record.pod).find((c) => c.name === name)!;
+        return stopContainer(container, live, { graceMs, clock: this.#deps.clock });
+      }));
+    await stopLive();
     await this.#loop;
+    // A container the loop was starting when delete came is live only now.
+    await stopLive();
     for (const cr of Object.values(this.record.containers)) cr.waiting = undefined;
     this.#deps.changed();
   }
@@ -164,6 +167,9 @@ export class PodRunner {
 
   async #run(): Promise<void> {
     while (!this.#closed.signal.aborted && !this.record.deleting) {
+      // Taken before the step, so that a wake during the step (delete, a container's end) is
+      // not lost while the loop then sleeps.
+      const kick = this.#kick.signal;
       let wakeAt: number | undefined;
       try {
         wakeAt = await this.#step();
@@ -171,7 +177,6 @@ export class PodRunner {
         this.#deps.log.error("pod {pod} sync failed", { pod: this.key, err });
         wakeAt = this.#deps.clock.now() + 5000;
       }
-      const kick = this.#kick.signal;
       const wait = Math.max((wakeAt ?? Infinity) - this.#deps.clock.now(), 0);
       const until = AbortSignal.any([this.#closed.signal, kick]);
       if (until.aborted) continue;

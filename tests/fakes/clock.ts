@@ -1,62 +1,6 @@
 /**
- * A clock that only moves when a test says so.
+ * The fake clock for tests; it lives in `base/fake_clock.ts` so that provider authors can import
+ * it from the kit (`provider/testing`).
  * @module
  */
-import type { Clock } from "../../base/clock.ts";
-
-interface Sleeper {
-  until: number;
-  resolve: () => void;
-}
-
-/** A {@link Clock} whose time advances only through {@link FakeClock.advance}. */
-export class FakeClock implements Clock {
-  #now: number;
-  #sleepers: Sleeper[] = [];
-
-  constructor(start = Date.UTC(2026, 0, 1)) {
-    this.#now = start;
-  }
-
-  now(): number {
-    return this.#now;
-  }
-
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const sleeper: Sleeper = { until: this.#now + Math.max(0, ms), resolve };
-      signal?.addEventListener("abort", () => {
-        this.#sleepers = this.#sleepers.filter((s) => s !== sleeper);
-        reject(signal.reason);
-      }, { once: true });
-      this.#sleepers.push(sleeper);
-    });
-  }
-
-  /** Number of sleeps waiting; lets a test wait until a loop has gone to sleep. */
-  get pending(): number {
-    return this.#sleepers.length;
-  }
-
-  /** Moves time forward and wakes every sleep that is due, letting microtasks run between. */
-  async advance(ms: number): Promise<void> {
-    const target = this.#now + ms;
-    while (true) {
-      const due = this.#sleepers.filter((s) => s.until <= target).sort((a, b) => a.until - b.until);
-      if (due.length === 0) break;
-      const next = due[0];
-      this.#now = Math.max(this.#now, next.until);
-      this.#sleepers = this.#sleepers.filter((s) => s !== next);
-      next.resolve();
-      await flush();
-    }
-    this.#now = target;
-    await flush();
-  }
-}
-
-/** Lets pending promise callbacks and zero-delay timers run. */
-export async function flush(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 0));
-}
+export { FakeClock, flush } from "../../base/fake_clock.ts";

@@ -80,6 +80,63 @@ export function downstreamRbac(user: string, namespace: string): unknown[] {
   ];
 }
 
+/** Cluster B as the kubernetes provider sees it: a real node to run pods, a namespace, an identity. */
+export interface Downstream {
+  b: TestCluster;
+  /** B's own node (process provider). */
+  nodeB: RunningVkubelet;
+  /** Where forwarded pods go in B. */
+  namespaceB: string;
+  /** The provider's least-privilege identity in B. */
+  kubeconfigB: string;
+  /** The provider's config (kubeconfig, namespace, nodeSelector and toleration for B's node). */
+  providerConfig: Record<string, unknown>;
+  close(): Promise<void>;
+}
+
+/** Brings up B's node (process provider), a namespace and the provider's identity in B. */
+export async function downstreamCluster(suffix: string): Promise<Downstream> {
+  const b = await useCluster("b");
+  const namespaceB = await b.newNamespace("offload");
+  const stateDir = await Deno.makeTempDir({ prefix: "vk-kprov-b-" });
+  const logDir = Deno.env.get("KPROV_LOG_DIR"); // set to keep the vkubelets' logs
+  const nodeB = await startVkubelet(b, {
+    nodeName: `kb-${suffix}`,
+    logFile: logDir ? `${logDir}/node-b.log` : undefined,
+    provider: "process",
+    providerConfig: JSON.stringify({ stateDir, cgroups: "off" }),
+  });
+  const user = `vkubelet-forwarder-${suffix}`;
+  const apply = await b.kubectl(["apply", "-f", "-"], {
+    stdin: JSON.stringify({
+      apiVersion: "v1",
+      kind: "List",
+      items: downstreamRbac(user, namespaceB),
+    }),
+  });
+  assert.equal(apply.code, 0, apply.stderr);
+  const kubeconfigB = await b.userKubeconfig(user);
+  return {
+    b,
+    nodeB,
+    namespaceB,
+    kubeconfigB,
+    providerConfig: {
+      kubeconfig: kubeconfigB,
+      namespace: namespaceB,
+      nodeSelector: { "kubernetes.io/hostname": nodeB.nodeName },
+      tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
+    },
+    async close() {
+      await nodeB.stop();
+      await b.kubectl(["delete", "node", nodeB.nodeName, "--wait=false"]);
+      await b.kubectl(["delete", "clusterrole,clusterrolebinding", `${user}-capacity`]);
+      await b.kubectl(["delete", "namespace", namespaceB, "--wait=false"]);
+      await Deno.remove(stateDir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
 /** Both clusters, both nodes and admin clients. */
 export interface TwoClusters {
   a: TestCluster;
@@ -101,42 +158,18 @@ export interface TwoClusters {
 
 /** Brings up B's node, the provider's identity and the virtual node in A. */
 export async function twoClusters(): Promise<TwoClusters> {
-  const [a, b] = await Promise.all([useCluster(), useCluster("b")]);
   const suffix = crypto.randomUUID().slice(0, 6);
-  const namespaceB = await b.newNamespace("offload");
+  const [a, down] = await Promise.all([useCluster(), downstreamCluster(suffix)]);
+  const { b, nodeB, namespaceB } = down;
   const namespaceA = await a.newNamespace("kprov");
-  const stateDir = await Deno.makeTempDir({ prefix: "vk-kprov-b-" });
-  const nodeB = await startVkubelet(b, {
-    nodeName: `kb-${suffix}`,
-    logFile: Deno.env.get("KPROV_LOG_DIR")
-      ? `${Deno.env.get("KPROV_LOG_DIR")}/node-b.log`
-      : undefined,
-    provider: "process",
-    providerConfig: JSON.stringify({ stateDir, cgroups: "off" }),
-  });
-  const user = `vkubelet-forwarder-${suffix}`;
-  const apply = await b.kubectl(["apply", "-f", "-"], {
-    stdin: JSON.stringify({
-      apiVersion: "v1",
-      kind: "List",
-      items: downstreamRbac(user, namespaceB),
-    }),
-  });
-  assert.equal(apply.code, 0, apply.stderr);
-  const kubeconfigB = await b.userKubeconfig(user);
   const logDir = Deno.env.get("KPROV_LOG_DIR"); // set to keep both vkubelets' logs
   const virtualNode = await startVkubelet(a, {
     nodeName: `vk-k8s-${suffix}`,
     logFile: logDir ? `${logDir}/virtual-node.log` : undefined,
     provider: "kubernetes",
-    providerConfig: JSON.stringify({
-      kubeconfig: kubeconfigB,
-      namespace: namespaceB,
-      nodeSelector: { "kubernetes.io/hostname": nodeB.nodeName },
-      tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
-    }),
+    providerConfig: JSON.stringify(down.providerConfig),
   }).catch(async (err) => {
-    await nodeB.stop();
+    await down.close();
     throw err;
   });
   const adminA = await KubeClient.fromConfig({ kubeconfig: a.kubeconfigPath });
@@ -156,12 +189,10 @@ export async function twoClusters(): Promise<TwoClusters> {
     },
     async close() {
       await virtualNode.stop();
-      await nodeB.stop();
       adminA.close();
       adminB.close();
       await a.kubectl(["delete", "node", virtualNode.nodeName, "--wait=false"]);
-      await b.kubectl(["delete", "node", nodeB.nodeName, "--wait=false"]);
-      await b.kubectl(["delete", "clusterrole,clusterrolebinding", `${user}-capacity`]);
+      await down.close();
     },
   };
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../fakes/clock.ts";
-import { cleanup, makePod, readAll, startProvider, waitFor } from "./_helpers.ts";
+import { cleanup, makePod, readAll, startProvider, waitFor, within } from "./_helpers.ts";
 
 Deno.test("a Job-like pod printing hello world succeeds and keeps its log", async () => {
   const t = await startProvider();
@@ -121,6 +121,27 @@ Deno.test("a Job-like pod with a sidecar stops the sidecar when done and succeed
     const [proxy] = done.status!.initContainerStatuses!;
     assert.ok(proxy.state?.terminated, "the sidecar was stopped");
     assert.equal(proxy.restartCount, 0, "and not restarted");
+  } finally {
+    await cleanup(t.provider, pod);
+    await t.close();
+  }
+});
+
+Deno.test("a pod deleted while its container is starting is stopped, not left running", async () => {
+  // The runner's loop used to lose the wake-up delete sent while it was starting a container:
+  // delete then waited for the next timer (a minute away) and left that process running.
+  const clock = new FakeClock(Date.now());
+  const t = await startProvider({ clock });
+  const pod = makePod([{ name: "main", image: "x", command: ["sh", "-c", "exec sleep 3600"] }]);
+  const name = pod.metadata!.name!;
+  try {
+    await t.provider.createPod(pod, {});
+    const deleting = { ...pod, metadata: { ...pod.metadata, deletionGracePeriodSeconds: 1 } };
+    await within("deletePod just after createPod", t.provider.deletePod(deleting, {}), 5_000);
+    assert.equal(await t.provider.getPod("default", name, {}), undefined);
+    const stray = await new Deno.Command("pgrep", { args: ["-f", `pods/default_${name}_`] })
+      .output();
+    assert.equal(new TextDecoder().decode(stray.stdout), "", "a process of the pod still runs");
   } finally {
     await cleanup(t.provider, pod);
     await t.close();
