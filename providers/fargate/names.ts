@@ -13,6 +13,8 @@ export const TAGS = {
   node: "vkubelet.io/node",
   /** On tasks only: how many restarts came before this task, so a restarted vkubelet keeps it. */
   restarts: "vkubelet.io/restarts",
+  /** On tasks only: the pod's restart policy, for a pod adopted before the core hands it over. */
+  restartPolicy: "vkubelet.io/restart-policy",
 } as const;
 
 /** The awslogs stream prefix: streams are named `vk/<container>/<task id>`. */
@@ -49,16 +51,33 @@ export function podTags(
   return Object.entries(tags).map(([key, value]) => ({ key, value }));
 }
 
+/** A pod's identity as its task's tags carry it. */
+export interface AdoptedIdentity {
+  namespace: string;
+  name: string;
+  uid: string;
+  node: string;
+  restarts: number;
+  restartPolicy?: string;
+}
+
 /** Reads the pod identity back from a task's tags; `undefined` if it is not one of ours. */
 export function podOfTags(
   tags: Tag[] | undefined,
-): { namespace: string; name: string; uid: string; node: string; restarts: number } | undefined {
+): AdoptedIdentity | undefined {
   const get = (key: string) => tags?.find((t) => t.key === key)?.value;
   const namespace = get(TAGS.namespace), name = get(TAGS.pod), uid = get(TAGS.uid);
   const node = get(TAGS.node);
   if (!namespace || !name || !uid || !node) return undefined;
   const restarts = Number(get(TAGS.restarts) ?? 0);
-  return { namespace, name, uid, node, restarts: Number.isInteger(restarts) ? restarts : 0 };
+  return {
+    namespace,
+    name,
+    uid,
+    node,
+    restarts: Number.isInteger(restarts) ? restarts : 0,
+    restartPolicy: get(TAGS.restartPolicy),
+  };
 }
 
 /** The last part of a task ARN (`arn:...:task/cluster/ID` → `ID`). */

@@ -16,6 +16,7 @@ import {
   InvalidInputError,
   NotFoundError,
   NotSupportedError,
+  type PodRef,
   type Provider,
   type ProviderDeps,
 } from "../../provider/mod.ts";
@@ -164,44 +165,46 @@ export class FargateProvider implements Provider {
     ref: ContainerRef,
     options: ContainerLogOptions,
   ): Promise<ReadableStream<Uint8Array>> {
-    const record = this.#records.get(podKey(ref.namespace, ref.pod));
-    const names = record?.pod.spec?.containers?.map((c) => c.name) ??
-      record?.task?.containers?.map((c) => c.name);
-    if (!record || !names?.includes(ref.container)) {
-      throw new NotFoundError(
-        `container ${ref.container} of pod ${ref.namespace}/${ref.pod} is not on this node`,
-      );
-    }
-    const current = record.taskArn ?? record.task?.taskArn;
-    const id = options.previous ? record.previousTaskIds.at(-1) : current && taskId(current);
-    if (!id) {
-      throw new NotFoundError(
-        options.previous
-          ? `container ${ref.container} has not been restarted; there is no previous log`
-          : `container ${ref.container} is waiting to start; no log yet`,
-      );
-    }
-    return Promise.resolve(readContainerLog({
-      logs: this.#aws.logs,
-      group: this.#config.logGroup,
-      stream: `${LOG_STREAM_PREFIX}/${ref.container}/${id}`,
-      clock: this.#deps.clock,
-    }, {
-      ...options,
-      signal: AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]),
-    }));
+    return settle(() => {
+      const record = this.#known(ref.namespace, ref.pod, ref.container);
+      const current = record.taskArn ?? record.task?.taskArn;
+      const id = options.previous ? record.previousTaskIds.at(-1) : current && taskId(current);
+      if (!id) {
+        throw new NotFoundError(
+          options.previous
+            ? `container ${ref.container} has not been restarted; there is no previous log`
+            : `container ${ref.container} is waiting to start; no log yet`,
+        );
+      }
+      const signal = AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]);
+      return readContainerLog({
+        logs: this.#aws.logs,
+        group: this.#config.logGroup,
+        stream: `${LOG_STREAM_PREFIX}/${ref.container}/${id}`,
+        clock: this.#deps.clock,
+      }, { ...options, signal });
+    });
   }
 
-  runInContainer(): Promise<number> {
-    return Promise.reject(notSupported("exec"));
+  runInContainer(ref: ContainerRef): Promise<number> {
+    return settle(() => {
+      this.#known(ref.namespace, ref.pod, ref.container);
+      throw notSupported("exec");
+    });
   }
 
-  attachToContainer(): Promise<void> {
-    return Promise.reject(notSupported("attach"));
+  attachToContainer(ref: ContainerRef): Promise<void> {
+    return settle(() => {
+      this.#known(ref.namespace, ref.pod, ref.container);
+      throw notSupported("attach");
+    });
   }
 
-  portForward(): Promise<void> {
-    return Promise.reject(notSupported("port-forward"));
+  portForward(ref: PodRef): Promise<void> {
+    return settle(() => {
+      this.#known(ref.namespace, ref.name);
+      throw notSupported("port-forward");
+    });
   }
 
   async close(): Promise<void> {
@@ -211,11 +214,24 @@ export class FargateProvider implements Provider {
     this.#aws.logs.destroy();
   }
 
+  /** The record of a pod (and container) on this node, or {@link NotFoundError}. */
+  #known(namespace: string, pod: string, container?: string): PodRecord {
+    const record = this.#records.get(podKey(namespace, pod));
+    if (!record) throw new NotFoundError(`pod ${namespace}/${pod} is not on this node`);
+    if (container !== undefined && !containerNames(record).includes(container)) {
+      throw new NotFoundError(`pod ${namespace}/${pod} has no container ${container}`);
+    }
+    return record;
+  }
+
   /** RunTask for the record's task definition; the record then follows that task. */
   async #startTask(record: PodRecord, signal?: AbortSignal): Promise<void> {
     const { namespace = "", name = "", uid = "" } = record.pod.metadata ?? {};
     const tags = podTags({ namespace, name, uid }, this.#deps.nodeName, this.#config.tags);
-    tags.push({ key: TAGS.restarts, value: String(record.restarts) });
+    tags.push({ key: TAGS.restarts, value: String(record.restarts) }, {
+      key: TAGS.restartPolicy,
+      value: record.pod.spec?.restartPolicy ?? "Always",
+    });
     const task = await this.#ecs.run(record.taskDefinitionArn!, {
       startedBy: startedBy(this.#deps.nodeName),
       tags,
@@ -271,6 +287,15 @@ export class FargateProvider implements Provider {
 
 function healthChecked(defs: { name?: string; healthCheck?: unknown }[] | undefined): Set<string> {
   return new Set((defs ?? []).filter((d) => d.healthCheck).map((d) => d.name ?? ""));
+}
+
+/** `work()` as a promise: its value, or its exception as a rejection. */
+function settle<T>(work: () => T): Promise<T> {
+  try {
+    return Promise.resolve(work());
+  } catch (err) {
+    return Promise.reject(err);
+  }
 }
 
 function notSupported(what: string): NotSupportedError {

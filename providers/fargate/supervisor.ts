@@ -155,7 +155,17 @@ export class TaskSupervisor {
         );
       }
       records.set(k, {
-        pod: { metadata: { namespace: id.namespace, name: id.name, uid: id.uid } },
+        // A stand-in until the core hands the pod over (createPod): its containers from the task.
+        pod: {
+          metadata: { namespace: id.namespace, name: id.name, uid: id.uid },
+          spec: {
+            restartPolicy: id.restartPolicy,
+            containers: (task.containers ?? []).map((c) => ({
+              name: c.name ?? "",
+              image: c.image,
+            })),
+          },
+        },
         taskDefinitionArn: task.taskDefinitionArn,
         taskArn: task.taskArn,
         task,
