@@ -22,7 +22,7 @@ import type {
   ResumableWatchOptions,
   WatchEvent,
 } from "../k8s/mod.ts";
-import type { CallOptions } from "./contract.ts";
+import type { SignalOptions } from "../base/options.ts";
 
 /** A list+watch cache: handlers get adds, updates and deletes once `run` is called. */
 export interface ProviderInformer<T> {
@@ -37,7 +37,7 @@ export interface ProviderInformer<T> {
 /** Reads of one namespaced kind. Errors are the client's (see {@link isKubeNotFound}). */
 export interface ProviderObjectApi<T extends KubeObject> {
   /** One object; rejects with a 404 error when it does not exist. */
-  get(namespace: string, name: string, options?: CallOptions): Promise<T>;
+  get(namespace: string, name: string, options?: SignalOptions): Promise<T>;
   /** Objects in one namespace (or all), one page when `limit` is set. */
   list(options?: InNamespace<ListOptions>): Promise<ListResult<T>>;
   /** Watch events, resumed after disconnects; throws on 410 Gone (relist then). */
@@ -53,7 +53,7 @@ export interface ProviderServiceAccountsApi {
     namespace: string,
     name: string,
     request: TokenRequest,
-    options?: CallOptions,
+    options?: SignalOptions,
   ): Promise<TokenRequest>;
 }
 
