@@ -28,11 +28,11 @@ const FLAVORS = ["general-computing", "gpu-accelerated"];
 
 /** Checks B's namespace once it passes; a failed check is asked again on the next pod. */
 export class CciNamespaceCheck {
-  readonly #b: KubeClient;
+  readonly #b: Pick<KubeClient, "request">;
   readonly #namespace: string;
   #passed = false;
 
-  constructor(downstream: KubeClient, namespace: string) {
+  constructor(downstream: Pick<KubeClient, "request">, namespace: string) {
     this.#b = downstream;
     this.#namespace = namespace;
   }

@@ -172,7 +172,8 @@ Deno.test("profile cci: a Deployment B's CCI rules refuse runs once the profile 
       assert.equal(down.status?.phase, "Running");
       const sized = { cpu: "500m", memory: "1Gi" };
       assert.deepEqual(down.spec?.containers[0].resources, { limits: sized, requests: sized });
-      assert.deepEqual(down.spec?.volumes?.map((v) => v.name), ["scratch"]);
+      assert.ok(down.spec?.volumes?.some((v) => v.name === "scratch" && v.emptyDir));
+      assert.ok(!down.spec?.volumes?.some((v) => v.hostPath), "a hostPath reached B");
 
       const events = await eventually("the ShapedForCci event", async () => {
         const list = await admin.events.list({

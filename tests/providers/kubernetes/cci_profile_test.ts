@@ -1,9 +1,17 @@
-/** Unit tests of `profile: cci`: pods shaped to CCI's sizes and rules, refused fields named. */
+/**
+ * Unit tests of `profile: cci`: pods shaped to CCI's sizes and rules, refused fields named, and
+ * the namespace check.
+ */
 import assert from "node:assert/strict";
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { parseKubernetesConfig } from "../../../providers/kubernetes/config.ts";
 import { isInvalidInput } from "../../../provider/mod.ts";
 import { translatePod } from "../../../providers/kubernetes/translate.ts";
+import {
+  CCI_FLAVOR_ANNOTATION,
+  CciNamespaceCheck,
+} from "../../../providers/kubernetes/cci_namespace.ts";
+import type { KubeClient } from "../../../k8s/mod.ts";
 
 function config(profile?: string) {
   const parsed = parseKubernetesConfig({
@@ -161,4 +169,48 @@ Deno.test("profile accepts only cci", () => {
   const parsed = parseKubernetesConfig({ kubeconfig: "/k", namespace: "n", profile: "aci" });
   assert.equal(parsed.ok, false);
   assert.match(!parsed.ok ? parsed.errors[0] : "", /^profile: /);
+});
+
+/** B's answers to the namespace check, by path; a missing path answers 404. */
+function fakeB(answers: Record<string, unknown>) {
+  const asked: string[] = [];
+  const client = {
+    request(options: { path: string }) {
+      asked.push(options.path);
+      if (options.path in answers) return Promise.resolve(answers[options.path]);
+      return Promise.reject(
+        Object.assign(new Error("not found"), { name: "KubeApiError", code: 404 }),
+      );
+    },
+  } as unknown as Pick<KubeClient, "request">;
+  return { client, asked };
+}
+
+const NS_PATH = "/api/v1/namespaces/offload";
+const NETWORKS_PATH = "/apis/networking.cci.io/v1beta1/namespaces/offload/networks";
+const FLAVORED = { metadata: { annotations: { [CCI_FLAVOR_ANNOTATION]: "general-computing" } } };
+
+Deno.test("profile cci: a namespace without the flavor annotation or a Network fails the pod with what to create", async () => {
+  const noFlavor = new CciNamespaceCheck(fakeB({ [NS_PATH]: { metadata: {} } }).client, "offload");
+  await assert.rejects(
+    noFlavor.check({}),
+    (err: Error) =>
+      isInvalidInput(err) && /namespace\.kubernetes\.io\/flavor=\(none\)/.test(err.message),
+  );
+  const noNetwork = new CciNamespaceCheck(
+    fakeB({ [NS_PATH]: FLAVORED, [NETWORKS_PATH]: { items: [] } }).client,
+    "offload",
+  );
+  await assert.rejects(
+    noNetwork.check({}),
+    (err: Error) => isInvalidInput(err) && /has no Network \(networking\.cci\.io/.test(err.message),
+  );
+});
+
+Deno.test("profile cci: a ready namespace is checked once", async () => {
+  const b = fakeB({ [NS_PATH]: FLAVORED, [NETWORKS_PATH]: { items: [{}] } });
+  const check = new CciNamespaceCheck(b.client, "offload");
+  await check.check({});
+  await check.check({});
+  assert.deepEqual(b.asked, [NS_PATH, NETWORKS_PATH]);
 });
