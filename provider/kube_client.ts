@@ -1,7 +1,8 @@
 /**
  * What a provider may ask of vkubelet's Kubernetes client (`ProviderDeps.kube`): read and watch
- * the ConfigMaps and Secrets its pods use, and ask for service-account tokens (TokenRequest) —
- * the calls a kubelet makes under the Node authorizer, and those the built-in providers make.
+ * the ConfigMaps and Secrets its pods use, ask for service-account tokens (TokenRequest) and
+ * record events on pods — the calls a kubelet makes under the Node authorizer, and those the
+ * built-in providers make.
  *
  * It is an interface of plain methods, not the client's class: `KubeClient` from `k8s/`
  * satisfies it by shape, so a provider loaded by path or URL, with its own copy of this module
@@ -11,7 +12,7 @@
  * @module
  */
 import type { TokenRequest } from "kubernetes-types/authentication/v1.d.ts";
-import type { ConfigMap, Secret } from "kubernetes-types/core/v1.d.ts";
+import type { ConfigMap, Event, Secret } from "kubernetes-types/core/v1.d.ts";
 import type {
   InformerHandlers,
   InNamespace,
@@ -57,6 +58,12 @@ export interface ProviderServiceAccountsApi {
   ): Promise<TokenRequest>;
 }
 
+/** Events: a provider that changes a pod to fit where it runs says so on the pod. */
+export interface ProviderEventsApi {
+  /** Creates an Event in `namespace`. */
+  create(namespace: string, event: Event, options?: CallOptions): Promise<Event>;
+}
+
 /**
  * vkubelet's client of the cluster the virtual node is in, as a provider sees it. A node's
  * credentials may read only the ConfigMaps and Secrets its pods refer to (watch them by name).
@@ -65,6 +72,8 @@ export interface ProviderKubeClient {
   configMaps: ProviderObjectApi<ConfigMap>;
   secrets: ProviderObjectApi<Secret>;
   serviceAccounts: ProviderServiceAccountsApi;
+  /** Absent in fakes that give none. */
+  events?: ProviderEventsApi;
 }
 
 /** True when a {@link ProviderKubeClient} call failed because the object does not exist. */
