@@ -61,7 +61,7 @@ export interface ProviderServiceAccountsApi {
 /** Events: a provider that changes a pod to fit where it runs says so on the pod. */
 export interface ProviderEventsApi {
   /** Creates an Event in `namespace`. */
-  create(namespace: string, event: Event, options?: CallOptions): Promise<Event>;
+  create(namespace: string, event: Event, options?: SignalOptions): Promise<Event>;
 }
 
 /**
