@@ -263,6 +263,8 @@ export class VkubeletMetrics {
   readonly leaseRenewalLatency: Histogram;
   /** Requests served by the kubelet API, by route, method and code. */
   readonly kubeletApiRequests: Counter;
+  /** 1 while this replica leads (always, without `--leader-elect`), 0 while it stands by. */
+  readonly leader: Gauge;
 
   constructor(registry: MetricsRegistry = new MetricsRegistry()) {
     this.registry = registry;
@@ -295,6 +297,10 @@ export class VkubeletMetrics {
       name: "vkubelet_kubelet_api_requests_total",
       help: "Requests served by the kubelet API, by route, method and HTTP status code.",
       labelNames: ["route", "method", "code"],
+    });
+    this.leader = registry.gauge({
+      name: "vkubelet_leader",
+      help: "1 while this replica is the node's leader and writes, 0 while it is a standby.",
     });
     addProcessMetrics(registry);
   }
