@@ -107,13 +107,12 @@ export class LeaderElector {
       term.abort(new Error(`leadership ended: ${outcome}`));
       // Release at once: the fence already stops our writes, so the standby may start now.
       if (outcome !== "lost") await this.#release();
-      if (outcome === "lost") log.warn("lost the lease: no renewal within the renew deadline");
+      if (outcome === "lost") {
+        log.warn("lost the lease: not renewed within the renew deadline, or taken; writes stopped");
+      }
       await work;
       this.#deps.onStoppedLeading?.();
-      log.info("stopped leading ({outcome}); {next}", {
-        outcome,
-        next: signal.aborted ? "exiting" : "standing by",
-      });
+      log.info(signal.aborted ? "stopped leading; exiting" : "stopped leading; standing by again");
       // After giving up, let another replica take the lease first.
       if (outcome === "gave up" && !signal.aborted) {
         await clock.sleep(this.#deps.leaseDurationMs, signal).catch(() => {});
