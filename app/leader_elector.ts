@@ -20,7 +20,7 @@
 import type { Lease, LeaseSpec } from "kubernetes-types/coordination/v1.d.ts";
 import type { Clock } from "../base/clock.ts";
 import type { Logger } from "../base/log.ts";
-import { formatMicroTime, isAlreadyExists, isNotFound } from "../k8s/mod.ts";
+import { formatMicroTime, isAlreadyExists, isForbidden, isNotFound } from "../k8s/mod.ts";
 import type { LeadershipFence } from "./leader_fence.ts";
 
 /** The Lease calls the elector makes (a `KubeClient`'s `leases` fits). */
@@ -275,6 +275,15 @@ export class LeaderElector {
     const message = err instanceof Error ? err.message : String(err);
     if (message === this.#lastError) return;
     this.#lastError = message;
-    this.#deps.log.warn("lease {lease}: {err}", { lease: this.#leaseName, err: message });
+    // NodeRestriction lets a node identity use its own node's Lease and no other.
+    const hint = isForbidden(err)
+      ? "; --leader-elect needs get, create and update on this Lease: run the replicas as a " +
+        "ServiceAccount bound to deploy/kubernetes/rbac.yaml's ClusterRole, not as system:node:<name>"
+      : "";
+    this.#deps.log.warn("lease {lease}: {err}{hint}", {
+      lease: this.#leaseName,
+      err: message,
+      hint,
+    });
   }
 }

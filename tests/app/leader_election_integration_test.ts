@@ -14,7 +14,11 @@ import { type RunningVkubelet, startVkubelet } from "../cluster/vkubelet.ts";
 
 const PODS = 50;
 
-async function eventually<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000) {
+async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined> | T | undefined,
+  ms = 60_000,
+) {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
     const value = await check();
@@ -182,9 +186,9 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
     );
   try {
     let leader = await startReplica();
-    await eventually("the first replica to lead", async () => leads(leader) || undefined);
+    await eventually("the first replica to lead", () => leads(leader) || undefined);
     let standby = await startReplica();
-    await eventually("the second replica to stand by", async () => standsBy(standby) || undefined);
+    await eventually("the second replica to stand by", () => standsBy(standby) || undefined);
     assert.ok(!leads(standby), "only one replica leads");
     assert.equal(await healthz(standby.metricsPort), "ok: standby");
     await eventually("the node to be Ready", async () => {
@@ -238,7 +242,7 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
         await leader.vk.stop("SIGKILL");
         replicas.delete(leader);
         const next = standby;
-        await eventually("the standby to take over", async () => leads(next) || undefined, 30_000);
+        await eventually("the standby to take over", () => leads(next) || undefined, 30_000);
         killTimes.push(Date.now() - killedAt);
         const renewed = await eventually("the node Lease to be renewed", async () => {
           const at = await nodeLeaseRenewTime();
@@ -252,7 +256,7 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
         assert.equal(await daemonPort(), next.vk.port, "the node announces the new leader's port");
         leader = next;
         standby = await startReplica();
-        await eventually("a new standby", async () => standsBy(standby) || undefined);
+        await eventually("a new standby", () => standsBy(standby) || undefined);
       }
       console.log(`kill -9 → new leader: ${summary(killTimes)}`);
       console.log(`kill -9 → node Lease renewed: ${summary(leaseTimes)}`);
@@ -285,13 +289,13 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
         const next = standby;
         const stoppedAt = Date.now();
         const stopping = leader.vk.stop("SIGTERM");
-        await eventually("the standby to take over", async () => leads(next) || undefined, 30_000);
+        await eventually("the standby to take over", () => leads(next) || undefined, 30_000);
         times.push(Date.now() - stoppedAt);
         assert.equal((await stopping).code, 0, leader.vk.output());
         replicas.delete(leader);
         leader = next;
         standby = await startReplica();
-        await eventually("a new standby", async () => standsBy(standby) || undefined);
+        await eventually("a new standby", () => standsBy(standby) || undefined);
       }
       console.log(`SIGTERM → new leader: ${summary(times)}`);
       assert.ok(times.every((ms) => ms <= 3_000), `handovers took ${times.join(", ")} ms`);
@@ -308,7 +312,7 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
         try {
           await eventually(
             "the standby to take over",
-            async () => leads(next) || undefined,
+            () => leads(next) || undefined,
             30_000,
           );
           console.log(`SIGSTOP → new leader: ${((Date.now() - pausedAt) / 1000).toFixed(2)} s`);
@@ -319,7 +323,7 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
         } finally {
           Deno.kill(paused.vk.pid, "SIGCONT");
         }
-        await eventually("the old leader to stand by", async () => {
+        await eventually("the old leader to stand by", () => {
           return /lost the lease[\s\S]*stopped leading; standing by again/.test(
             paused.vk.output(),
           ) ||
