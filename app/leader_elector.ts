@@ -98,10 +98,12 @@ export class LeaderElector {
       const work = this.#deps.onStartedLeading(term.signal).catch((err) => {
         if (!term.signal.aborted) log.error("the leader's work failed: {err}", { err });
       });
-      const outcome = await Promise.race([
-        this.#renew(signal),
-        work.then(() => "gave up" as const),
-      ]);
+      // Renewals stop with the term, also when the work ended by itself.
+      const renewing = new AbortController();
+      const renewal = this.#renew(AbortSignal.any([signal, renewing.signal]));
+      const outcome = await Promise.race([renewal, work.then(() => "gave up" as const)]);
+      renewing.abort();
+      await renewal;
       this.#leading = false;
       this.#deps.fence.close();
       term.abort(new Error(`leadership ended: ${outcome}`));

@@ -65,7 +65,13 @@ interface Replica {
   termEnded: number;
 }
 
-function replica(clock: FakeClock, leases: MemoryLeases, identity: string, down = () => false) {
+function replica(
+  clock: FakeClock,
+  leases: MemoryLeases,
+  identity: string,
+  down = () => false,
+  work?: () => Promise<void>,
+) {
   const fence = new LeadershipFence(clock);
   const stop = new AbortController();
   const r = { fence, stop, terms: 0, termEnded: 0 } as Replica;
@@ -82,6 +88,7 @@ function replica(clock: FakeClock, leases: MemoryLeases, identity: string, down 
     retryPeriodMs: 1_000,
     onStartedLeading: (signal) => {
       r.terms++;
+      if (work) return work();
       return new Promise((resolve) =>
         signal.addEventListener("abort", () => {
           r.termEnded++;
@@ -214,4 +221,26 @@ Deno.test("the fenced provider refuses create, update and delete without the lea
     isNotLeader,
     "writes stop at the renew deadline",
   );
+});
+
+Deno.test("a leader whose work fails gives the lease up, stops renewing and lets the other lead", async () => {
+  const clock = new FakeClock();
+  const leases = new MemoryLeases();
+  const a = replica(
+    clock,
+    leases,
+    "a",
+    undefined,
+    () => Promise.reject(new Error("kubelet API port in use")),
+  );
+  await flush();
+  const b = replica(clock, leases, "b");
+  await clock.advance(2_500);
+  assert.ok(!a.elector.isLeader && !a.fence.open, "a gave up");
+  assert.equal(leases.holder, "b", "b leads after a released the lease");
+  const writesByA = leases.writes.filter((w) => w === "a").length;
+  await clock.advance(5_000);
+  assert.equal(leases.writes.filter((w) => w === "a").length, writesByA, "a renews no more");
+  assert.ok(b.elector.isLeader);
+  await stopAll(clock, a, b);
 });
