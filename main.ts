@@ -30,9 +30,20 @@ export async function main(args: string[]): Promise<number> {
     print(Deno.stdout, `vkubelet ${VERSION}\n`);
     return 0;
   }
+  // `deno task start` runs in the repository; relative paths are meant from where it was typed.
+  const callerDir = Deno.env.get("VKUBELET_CALLER_DIR");
+  if (callerDir) {
+    try {
+      Deno.chdir(callerDir);
+    } catch (err) {
+      print(Deno.stderr, `vkubelet: cannot change to VKUBELET_CALLER_DIR ${callerDir}: ${err}\n`);
+      return 2;
+    }
+  }
   const loaded = await loadConfig({ args, env: Deno.env.toObject(), readFile: Deno.readTextFile });
   if (!loaded.ok) {
-    const list = loaded.errors.map((e) => `  - ${e}\n`).join("");
+    const list = [...loaded.warnings.map((w) => `warning: ${w}`), ...loaded.errors]
+      .map((e) => `  - ${e}\n`).join("");
     print(
       Deno.stderr,
       `vkubelet: invalid configuration:\n${list}Run vkubelet --help to see every option.\n`,
@@ -41,6 +52,8 @@ export async function main(args: string[]): Promise<number> {
   }
   const config = loaded.config;
   await setupLogging({ level: config.logLevel, format: config.logFormat });
+  const configLog = getLogger(["vkubelet", "config"]);
+  for (const warning of loaded.warnings) configLog.warn("{warning}", { warning });
   const stop = new AbortController();
   // Under systemd (Type=notify): ready once the node is registered, stopping on the signal.
   const notify = (state: string) =>

@@ -12,6 +12,7 @@ import denoJson from "../deno.json" with { type: "json" };
 import { OPTIONS, type OptionSpec } from "./config_options.ts";
 import { type Config, configSchema } from "./config_schema.ts";
 import { closest, helpText } from "./config_help.ts";
+import { translateCompatFlags } from "./config_compat.ts";
 
 export type { Config };
 
@@ -31,8 +32,13 @@ export interface LoadConfigOptions {
   readFile: (path: string) => Promise<string>;
 }
 
-/** A valid config, or every problem found. */
-export type LoadConfigResult = { ok: true; config: Config } | { ok: false; errors: string[] };
+/**
+ * A valid config, or every problem found; either way the warnings about flags of virtual-kubelet
+ * or the kubelet that were mapped or ignored (`app/config_compat.ts`).
+ */
+export type LoadConfigResult =
+  | { ok: true; config: Config; warnings: string[] }
+  | { ok: false; errors: string[]; warnings: string[] };
 
 /** Where a value came from, to name it in messages the way the user wrote it. */
 type Source =
@@ -56,8 +62,9 @@ const BY_FLAG = new Map<string, OptionSpec>(
 /** Reads flags, environment and config file, merges them and validates the result. */
 export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfigResult> {
   const errors: string[] = [];
-  const flags = readFlags(options.args, errors);
-  const env = readEnv(options.env);
+  const { args, warnings } = translateCompatFlags(options.args);
+  const flags = readFlags(args, errors);
+  const env = readEnv(options.env, warnings);
   const configPath = flags.get("config")?.value ?? env.get("config")?.value;
   const file = typeof configPath === "string"
     ? await readConfigFile(configPath, options.readFile, errors)
@@ -79,8 +86,8 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfig
     }
   }
   errors.push(...await checkFiles(raw, sources, options.readFile));
-  if (errors.length > 0 || !parsed.success) return { ok: false, errors };
-  return { ok: true, config: parsed.data };
+  if (errors.length > 0 || !parsed.success) return { ok: false, errors, warnings };
+  return { ok: true, config: parsed.data, warnings };
 }
 
 /**
@@ -191,12 +198,27 @@ function flagValue(
   return token.value;
 }
 
-/** The options set in the environment; an empty variable counts as unset. */
-function readEnv(env: Record<string, string | undefined>): Map<string, Sourced> {
+/**
+ * The options set in the environment; an empty variable counts as unset. Of two variables for
+ * one option the first listed (vkubelet's more specific name) wins; a different value in the
+ * other is a warning naming both.
+ */
+function readEnv(
+  env: Record<string, string | undefined>,
+  warnings: string[],
+): Map<string, Sourced> {
   const out = new Map<string, Sourced>();
   for (const option of OPTIONS as readonly OptionSpec[]) {
-    const name = option.env.find((n) => env[n] !== undefined && env[n] !== "");
-    if (name) out.set(option.key, { value: env[name], source: { kind: "env", name } });
+    const [name, ...others] = option.env.filter((n) => env[n] !== undefined && env[n] !== "");
+    if (!name) continue;
+    out.set(option.key, { value: env[name], source: { kind: "env", name } });
+    for (const other of others.filter((n) => env[n]!.trim() !== env[name]!.trim())) {
+      warnings.push(
+        `${other}=${env[other]} is ignored: ${name}=${
+          env[name]
+        } is also set and is the more specific`,
+      );
+    }
   }
   return out;
 }

@@ -17,7 +17,10 @@ export interface OptionSpec {
   flag: string;
   /** Other accepted flag names. */
   aliases?: string[];
-  /** Environment variables, strongest first. */
+  /**
+   * Environment variables, strongest first: vkubelet's own, more specific name before the
+   * virtual-kubelet one it also reads (`VKUBELET_NODE_IP` before `VKUBELET_POD_IP`).
+   */
   env: string[];
   kind: OptionKind;
   /** Placeholder for the value in the help text. */
@@ -46,10 +49,10 @@ export const OPTIONS = [
     flag: "provider",
     env: ["VKUBELET_PROVIDER"],
     kind: "string",
-    value: "NAME|PATH|URL",
+    value: "NAME|PATH",
     group: "General",
     help:
-      "Required. A built-in provider (mock), or a path or URL of a module exporting createProvider.",
+      "Required. A built-in provider (mock, process, kubernetes), or the path of a module exporting createProvider.",
   }),
   o({
     key: "providerConfig",
@@ -124,7 +127,7 @@ export const OPTIONS = [
   o({
     key: "nodeName",
     flag: "nodename",
-    env: ["DEFAULT_NODE_NAME", "VKUBELET_NODE_NAME"],
+    env: ["VKUBELET_NODE_NAME", "DEFAULT_NODE_NAME"],
     kind: "string",
     value: "NAME",
     shownDefault: "vkubelet",
@@ -145,7 +148,7 @@ export const OPTIONS = [
     key: "nodeIp",
     flag: "node-ip",
     aliases: ["internal-ip"],
-    env: ["VKUBELET_POD_IP", "VKUBELET_NODE_IP"],
+    env: ["VKUBELET_NODE_IP", "VKUBELET_POD_IP"],
     kind: "string",
     value: "IP",
     shownDefault: "this host's first non-internal address",
@@ -480,11 +483,3 @@ export const OPTIONS = [
     help: "Namespace of the leader election Lease.",
   }),
 ] as const satisfies readonly OptionSpec[];
-
-/** The config-file keys (and `Config` fields), one per option. */
-export type OptionKey = typeof OPTIONS[number]["key"];
-
-/** The option with this key. */
-export function optionByKey(key: string): OptionSpec | undefined {
-  return (OPTIONS as readonly OptionSpec[]).find((option) => option.key === key);
-}

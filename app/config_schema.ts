@@ -10,7 +10,7 @@ import { isIP } from "node:net";
 import { z } from "zod";
 import { LOG_LEVELS, type LogLevel } from "../base/log.ts";
 import { formatDuration, parseDuration } from "../base/duration.ts";
-import { builtinProviderNames, isModuleReference } from "./provider_loader.ts";
+import { builtinProviderNames, isModuleReference, isRemoteModule } from "./provider_loader.ts";
 
 const show = (value: unknown) => typeof value === "string" ? JSON.stringify(value) : String(value);
 
@@ -71,13 +71,28 @@ const integer = (min: number, max: number, fallback: number) =>
       .max(max, { error: (i) => `must be at most ${max}, got ${show(i.input)}` }),
   ).default(fallback);
 
+/**
+ * A Go-style duration. A plain number other than 0 is refused in a file as on the command line
+ * (Go's `time.ParseDuration` wants a unit), rather than guessed to be milliseconds.
+ */
 const duration = () =>
   z.preprocess(
-    (v) => typeof v === "string" ? parseDuration(v) ?? v : v === 0 ? 0 : v,
-    z.number({
-      error: (i) => `expected a duration such as 10s, 1m30s or 500ms, got ${show(i.input)}`,
-    }).min(0, { error: "must not be negative" }),
+    (v) =>
+      typeof v === "string"
+        ? parseDuration(v) ?? v
+        : typeof v === "number" && v !== 0
+        ? String(v)
+        : v,
+    z.number({ error: (i) => durationError(i.input) }).min(0, { error: "must not be negative" }),
   );
+
+function durationError(input: unknown): string {
+  const text = String(input).trim();
+  if (/^-?\d+(\.\d+)?$/.test(text)) {
+    return `${text} has no unit: write ${text}s for seconds or ${text}ms for milliseconds`;
+  }
+  return `expected a duration such as 10s, 1m30s or 500ms, got ${show(input)}`;
+}
 
 const TRUE = new Set(["true", "1", "yes", "on"]);
 const FALSE = new Set(["false", "0", "no", "off"]);
@@ -166,15 +181,23 @@ const labels = z.preprocess(
   }).transform((map) => map as Record<string, string>),
 ).default({});
 
-const provider = text("a provider name, path or URL").refine(
+const provider = text("a provider name or path").refine(
   (v) => isModuleReference(v) || builtinProviderNames().includes(v),
   {
     error: (i) =>
       `unknown provider ${show(i.input)}; use a built-in provider (${
         builtinProviderNames().join(", ")
-      }) or a file path or URL of a module that exports createProvider`,
+      }) or the file path of a module that exports createProvider`,
   },
-);
+).refine((v) => !isRemoteModule(v), {
+  // Neither `deno task start` nor the compiled binary grants import permission for other
+  // hosts (scripts/permissions.ts): the code vkubelet runs stays on disk, reviewable, the same
+  // in both, and does not depend on a server being up at start-up.
+  error: (i) =>
+    `${
+      show(i.input)
+    }: remote provider modules are not imported; download the module and give its path (or a file: URL)`,
+});
 
 /** Field by field; the keys match `OPTIONS` in `app/config_options.ts`. */
 const fields = z.object({
@@ -182,7 +205,7 @@ const fields = z.object({
   provider: z.unknown().refine((v) => v !== undefined, {
     error: `is required: name a built-in provider (${
       builtinProviderNames().join(", ")
-    }) or a module path or URL`,
+    }) or a module path`,
   }).pipe(provider),
   providerConfig: text("a file path").optional(),
   kubeconfig: text("a file path").optional(),

@@ -20,7 +20,7 @@
 import type { Lease, LeaseSpec } from "kubernetes-types/coordination/v1.d.ts";
 import type { Clock } from "../base/clock.ts";
 import type { Logger } from "../base/log.ts";
-import { formatMicroTime, isAlreadyExists, isForbidden, isNotFound } from "../k8s/mod.ts";
+import { formatMicroTime, isAlreadyExists, isForbidden, isKubeNotFound } from "../k8s/mod.ts";
 import type { LeadershipFence } from "./leader_fence.ts";
 
 /** The Lease calls the elector makes (a `KubeClient`'s `leases` fits). */
@@ -170,7 +170,7 @@ export class LeaderElector {
       try {
         lease = await leases.get(namespace, name, { signal: timeout.signal });
       } catch (err) {
-        if (!isNotFound(err)) throw err;
+        if (!isKubeNotFound(err)) throw err;
         const created = await leases.create(namespace, {
           apiVersion: "coordination.k8s.io/v1",
           kind: "Lease",

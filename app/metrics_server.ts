@@ -41,8 +41,8 @@ export interface MetricsAnswer {
  */
 export function metricsHandler(
   deps: MetricsHandlerDeps,
-): (method: string, url: string) => MetricsAnswer {
-  return (method, url) => {
+): (method: string, url: string) => Promise<MetricsAnswer> {
+  return async (method, url) => {
     const path = new URL(url, "http://metrics").pathname;
     if (path !== "/metrics" && path !== "/healthz") {
       return text(404, "404 page not found: this listener serves only /metrics and /healthz");
@@ -54,7 +54,7 @@ export function metricsHandler(
       return {
         status: 200,
         headers: { "content-type": PROMETHEUS_TEXT, "cache-control": "no-store" },
-        body: deps.metrics.registry.render(),
+        body: await deps.metrics.render(),
       };
     }
     const health = deps.health.current();
@@ -101,8 +101,10 @@ export async function serveMetrics(
 ): Promise<MetricsListener> {
   const { hostname, port } = options.address;
   const handle = metricsHandler(options);
-  const server = createServer((request, response) => {
-    const answer = handle(request.method ?? "GET", request.url ?? "/");
+  const server = createServer(async (request, response) => {
+    const answer = await handle(request.method ?? "GET", request.url ?? "/").catch((err) =>
+      text(500, `cannot render metrics: ${err instanceof Error ? err.message : err}`)
+    );
     response.writeHead(answer.status, answer.headers);
     response.end(request.method === "HEAD" ? undefined : answer.body);
   });
@@ -148,16 +150,16 @@ const PHASES = ["Pending", "Running", "Succeeded", "Failed", "Unknown"];
 
 /** Sets `vkubelet_pods` by phase and `vkubelet_workqueue_depth` from the pod controller. */
 export function observePodController(metrics: VkubeletMetrics, pods: PodControllerView): void {
-  metrics.registry.onCollect(() => {
+  metrics.onCollect(() => {
     const counts = new Map(PHASES.map((phase) => [phase, 0]));
     for (const pod of pods.pods()) {
       const phase = pod.status?.phase ?? "Pending";
       counts.set(phase, (counts.get(phase) ?? 0) + 1);
     }
     metrics.podsByPhase.reset();
-    for (const [phase, count] of counts) metrics.podsByPhase.set(count, { phase });
+    for (const [phase, count] of counts) metrics.podsByPhase.set({ phase }, count);
     const { sync, status } = pods.queueLengths;
-    metrics.workQueueDepth.set(sync, { name: "pods" });
-    metrics.workQueueDepth.set(status, { name: "pod-status" });
+    metrics.workQueueDepth.set({ name: "pods" }, sync);
+    metrics.workQueueDepth.set({ name: "pod-status" }, status);
   });
 }

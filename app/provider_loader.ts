@@ -36,6 +36,11 @@ export function isModuleReference(provider: string): boolean {
     provider.includes("\\") || /\.(ts|js|mjs|mts|tsx|jsx)$/.test(provider);
 }
 
+/** True for an `http:` or `https:` module URL, which `--provider` refuses (no import permission). */
+export function isRemoteModule(provider: string): boolean {
+  return /^https?:/i.test(provider.trim());
+}
+
 /** A provider could not be found, imported, configured or constructed; the message says why. */
 export class ProviderLoadError extends Error {
   override name = "ProviderLoadError";

@@ -210,7 +210,7 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     // The kubelet API speaks WebSocket v5 too, so the apiserver need not translate to SPDY.
     declaredFeatures: declaredFeatures(),
     onLeaseRenewal: (seconds, ok) =>
-      metrics.leaseRenewalLatency.observe(seconds, { result: ok ? "success" : "error" }),
+      metrics.leaseRenewalLatency.observe({ result: ok ? "success" : "error" }, seconds),
   });
   const pods = new PodController({
     api: kube,
@@ -222,7 +222,7 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     resyncPeriodMs: config.fullResyncPeriod,
     daemonSetPods: config.daemonSetPods,
     onSync: (seconds, ok) =>
-      metrics.syncLatency.observe(seconds, { result: ok ? "success" : "error" }),
+      metrics.syncLatency.observe({ result: ok ? "success" : "error" }, seconds),
     nodeIps: () => [internalIp],
     allocatable: () => side.node.node?.status?.allocatable ?? {},
   });

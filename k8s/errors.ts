@@ -1,7 +1,7 @@
 /**
  * Errors raised by the Kubernetes client, and predicates to tell them apart.
  *
- * Callers check errors with the predicates (`isNotFound(err)`), never by reading fields.
+ * Callers check errors with the predicates (`isKubeNotFound(err)`), never by reading fields.
  * @module
  */
 import type { Status } from "kubernetes-types/meta/v1.d.ts";
@@ -131,7 +131,7 @@ function hasCode(err: unknown, code: number, reason?: string): boolean {
 }
 
 /** The object (or its namespace) does not exist. */
-export function isNotFound(err: unknown): boolean {
+export function isKubeNotFound(err: unknown): boolean {
   return hasCode(err, 404, "NotFound");
 }
 

@@ -3,7 +3,7 @@
  * throttled and retried `request()` primitive, typed helpers per kind, watches and informers.
  *
  * ```ts
- * import { KubeClient, isNotFound } from "./k8s/mod.ts";
+ * import { KubeClient, isKubeNotFound } from "./k8s/mod.ts";
  *
  * const kube = await KubeClient.fromConfig({ kubeconfig: flags.kubeconfig });
  * const pods = kube.pods.informer({ fieldSelector: `spec.nodeName=${nodeName}` });

@@ -13,13 +13,12 @@
 import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import type { Logger } from "../base/log.ts";
 import type { Clock } from "../base/clock.ts";
+import type { SignalOptions } from "../base/options.ts";
 import type { StatsSummary } from "./stats.ts";
 import type { ProviderKubeClient } from "./kube_client.ts";
 
 /** Every provider call takes one; the call should stop promptly when `signal` aborts. */
-export interface CallOptions {
-  signal?: AbortSignal;
-}
+export type CallOptions = SignalOptions;
 
 /** Names a pod on this node. */
 export interface PodRef {

@@ -12,16 +12,15 @@
  */
 import type { TokenRequest } from "kubernetes-types/authentication/v1.d.ts";
 import type { ConfigMap, Secret } from "kubernetes-types/core/v1.d.ts";
-import {
-  type InformerHandlers,
-  type InNamespace,
-  isNotFound,
-  type KubeObject,
-  type ListOptions,
-  type ListResult,
-  type ResourceInformerOptions,
-  type ResumableWatchOptions,
-  type WatchEvent,
+import type {
+  InformerHandlers,
+  InNamespace,
+  KubeObject,
+  ListOptions,
+  ListResult,
+  ResourceInformerOptions,
+  ResumableWatchOptions,
+  WatchEvent,
 } from "../k8s/mod.ts";
 import type { CallOptions } from "./contract.ts";
 
@@ -69,6 +68,4 @@ export interface ProviderKubeClient {
 }
 
 /** True when a {@link ProviderKubeClient} call failed because the object does not exist. */
-export function isKubeNotFound(err: unknown): boolean {
-  return isNotFound(err);
-}
+export { isKubeNotFound } from "../k8s/errors.ts";

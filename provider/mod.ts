@@ -36,3 +36,15 @@ export {
   NotSupportedError,
   TransientError,
 } from "./errors.ts";
+export {
+  buildPodStatus,
+  type ContainerReport,
+  type ContainerStateReport,
+  type PodStatusReport,
+  terminalPodStatus,
+  type TerminalStatusOptions,
+  type TerminatedReport,
+} from "./pod_status.ts";
+export { isSidecar, isTerminalPhase } from "./pod_phase.ts";
+export { qosClass } from "./qos.ts";
+export { formatTime } from "../k8s/micro_time.ts";

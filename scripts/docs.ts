@@ -24,7 +24,11 @@ export function configurationReference(): string {
     "JSON). Precedence: flag > environment > config file > default. Durations are Go-style",
     "(`500ms`, `10s`, `1m30s`); booleans are `--flag`, `--flag=true` or `--flag=false`. Exit codes:",
     "0 after a clean shutdown, 2 for a configuration error (nothing is written to the cluster), 1",
-    "otherwise.",
+    "otherwise. A plain number is not a duration (`10` is refused; write `10s` or `10ms`). Of two",
+    "environment variables for one option the first listed wins, with a warning if the other differs.",
+    "Flags of virtual-kubelet and the kubelet without an option here (`--taint`, `-v`, `--address`,",
+    "`--namespace`, `--klog.*`, ...) are mapped or ignored with a warning; see",
+    "[docs/migrating-from-virtual-kubelet.md](docs/migrating-from-virtual-kubelet.md).",
   ];
   for (const group of GROUPS) {
     lines.push("", `#### ${group}`, "");

@@ -27,7 +27,11 @@
  * - `--unstable-net` (not a permission; the one runtime flag): `Deno.listenDatagram` with unix
  *   datagram sockets, to send systemd's `READY=1` (app/sd_notify.ts, `Type=notify`).
  *
- * Not granted: FFI, and imports from hosts other than Deno's default list.
+ * Not granted: FFI, and imports from hosts other than Deno's default list; `--provider` refuses
+ * `http(s):` URLs for that reason (app/config_schema.ts), with the advice to download the module
+ * and name its path, so the code vkubelet runs is on disk and the same under `deno task start`
+ * and in the binary. `deno task start` also sets `VKUBELET_CALLER_DIR` from `$INIT_CWD`: deno
+ * task runs in the repository, and main.ts changes back to where the command was typed.
  * @module
  */
 

@@ -14,7 +14,5 @@ export interface ByteDuplex {
   close(): void;
 }
 
-/** Options carrying an abort signal. */
-export interface SignalOptions {
-  signal?: AbortSignal;
-}
+import type { SignalOptions } from "../base/options.ts";
+export type { SignalOptions };

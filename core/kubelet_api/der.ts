@@ -91,11 +91,6 @@ export function utf8String(value: string): Uint8Array {
   return tlv(0x0c, text(value));
 }
 
-/** IA5String (ASCII). */
-export function ia5String(value: string): Uint8Array {
-  return tlv(0x16, text(value));
-}
-
 /** OCTET STRING. */
 export function octetString(bytes: Uint8Array): Uint8Array {
   return tlv(0x04, bytes);
@@ -109,11 +104,6 @@ export function bitString(bytes: Uint8Array): Uint8Array {
 /** BOOLEAN. */
 export function boolean(value: boolean): Uint8Array {
   return tlv(0x01, Uint8Array.of(value ? 0xff : 0));
-}
-
-/** NULL. */
-export function nullValue(): Uint8Array {
-  return Uint8Array.of(0x05, 0);
 }
 
 /** UTCTime before 2050, GeneralizedTime from then on (RFC 5280 4.1.2.5). */

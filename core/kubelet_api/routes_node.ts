@@ -59,9 +59,9 @@ export function registerNodeRoutes(app: Hono<KubeletEnv>, deps: KubeletApiDeps):
     return c.body(text, 200, { "content-type": PROMETHEUS_TEXT });
   });
 
-  app.get("/metrics", (c) => {
+  app.get("/metrics", async (c) => {
     if (!deps.metrics) throw new HttpError(501, "vkubelet metrics are not enabled");
-    return c.body(deps.metrics.registry.render(), 200, { "content-type": PROMETHEUS_TEXT });
+    return c.body(await deps.metrics.render(), 200, { "content-type": PROMETHEUS_TEXT });
   });
 }
 

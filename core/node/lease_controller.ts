@@ -13,7 +13,7 @@
  * @module
  */
 import type { Lease } from "kubernetes-types/coordination/v1.d.ts";
-import { isConflict, isNotFound } from "../../k8s/errors.ts";
+import { isConflict, isKubeNotFound } from "../../k8s/errors.ts";
 import { formatMicroTime } from "../../k8s/micro_time.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
@@ -147,7 +147,7 @@ export class LeaseController {
       } catch (err) {
         if (signal.aborted) throw err;
         this.#deps.onRenewal?.(took(), false);
-        if (isNotFound(err)) {
+        if (isKubeNotFound(err)) {
           this.#lease = undefined;
           return false; // Deleted (by the garbage collector, with its Node): create it again.
         }
@@ -203,7 +203,7 @@ export class LeaseController {
       );
       return { lease, created: false };
     } catch (err) {
-      if (!isNotFound(err)) throw err;
+      if (!isKubeNotFound(err)) throw err;
     }
     const lease = await this.#call(
       signal,

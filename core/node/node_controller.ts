@@ -12,7 +12,7 @@
  * @module
  */
 import type { Node } from "kubernetes-types/core/v1.d.ts";
-import { isAlreadyExists, isNotFound } from "../../k8s/errors.ts";
+import { isAlreadyExists, isKubeNotFound } from "../../k8s/errors.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import type { Provider } from "../../provider/mod.ts";
@@ -138,7 +138,7 @@ export class NodeController implements NodeOwner {
     for (let attempt = 0;; attempt++) {
       try {
         const server = await this.#call(signal, (s) => this.#api.getNode(this.#name, { signal: s }))
-          .catch((err) => (isNotFound(err) ? undefined : Promise.reject(err)));
+          .catch((err) => (isKubeNotFound(err) ? undefined : Promise.reject(err)));
         if (server) await this.#adopt(server, signal);
         else await this.#create(signal);
         return;
@@ -214,7 +214,7 @@ export class NodeController implements NodeOwner {
         (s) => this.#api.getNode(this.#name, { signal: s, cached: true }),
       );
     } catch (err) {
-      if (!isNotFound(err)) throw err;
+      if (!isKubeNotFound(err)) throw err;
       return await this.#nodeDeleted(signal);
     }
     this.#deleted = false;
@@ -246,7 +246,7 @@ export class NodeController implements NodeOwner {
         this.#recordWrite(wanted, updated);
         return;
       } catch (err) {
-        if (isNotFound(err)) return await this.#nodeDeleted(signal);
+        if (isKubeNotFound(err)) return await this.#nodeDeleted(signal);
         if (!this.#learnForbidden(err)) throw err;
       }
     }

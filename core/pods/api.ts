@@ -12,10 +12,8 @@
 import type { ConfigMap, Event, Pod, Secret, Service } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 
-/** Options that carry only a signal. */
-export interface SignalOptions {
-  signal?: AbortSignal;
-}
+import type { SignalOptions } from "../../base/options.ts";
+export type { SignalOptions };
 
 /** A list+watch cache (k8s/watch/informer.ts `Informer`). */
 export interface InformerLike<T> {

@@ -10,7 +10,7 @@
  * @module
  */
 import type { ConfigMap, Pod, Secret } from "kubernetes-types/core/v1.d.ts";
-import { isNotFound } from "../../k8s/errors.ts";
+import { isKubeNotFound } from "../../k8s/errors.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import type { CallOptions } from "../../provider/mod.ts";
@@ -129,7 +129,7 @@ export class ConfigSources {
     try {
       return await this.#o.api[kind].get(namespace, name, options);
     } catch (err) {
-      if (isNotFound(err)) return undefined;
+      if (isKubeNotFound(err)) return undefined;
       throw err;
     }
   }

@@ -18,7 +18,7 @@
  */
 import type { Event, Pod } from "kubernetes-types/core/v1.d.ts";
 import { formatTime } from "../../k8s/micro_time.ts";
-import { isNotFound } from "../../k8s/errors.ts";
+import { isKubeNotFound } from "../../k8s/errors.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import type { EventsApi } from "./api.ts";
@@ -237,7 +237,7 @@ export class EventRecorder {
         sent.lastSeen = now;
         return;
       } catch (err) {
-        if (!isNotFound(err)) throw err;
+        if (!isKubeNotFound(err)) throw err;
         // The event expired (events live an hour by default): start a new one.
       }
     }

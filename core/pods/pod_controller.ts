@@ -4,20 +4,22 @@
  * status towards the API) with bounded workers and backoff; a periodic resync so that no missed
  * event leaves a pod Pending or Terminating; restart reconciliation that deletes provider pods the
  * API no longer has only once the informer has synced, so a slow start never deletes healthy
- * pods (elotl/kip#107).
+ * pods (elotl/kip#107). One record per pod (`pod_state.ts`), forgotten in one place.
  * @module
  */
 import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
-import { type Clock, jitter } from "../../base/clock.ts";
+import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
-import { isNotFound, isTransient, type Provider } from "../../provider/mod.ts";
+import { isTransient, type Provider } from "../../provider/mod.ts";
 import { type InformerLike, type PodControllerApi, podKey } from "./api.ts";
 import { ConfigSources } from "./config_sources.ts";
 import type { EnvSources, PodAddresses, ResourceList } from "./env.ts";
 import { EventRecorder } from "./events.ts";
-import type { DaemonSetPodPolicy, PodContext, UidStatus } from "./pod_context.ts";
+import type { DaemonSetPodPolicy, PodContext } from "./pod_context.ts";
+import { PodStates, type UidStatus } from "./pod_state.ts";
 import { canonicalJson, isTerminal } from "./pod_status.ts";
 import { removePodObject, sameSpec, syncPod } from "./pod_sync.ts";
+import { pollLoop, resyncLoop, sweepOrphans } from "./resync.ts";
 import { syncStatus } from "./status_sync.ts";
 import { WorkQueue } from "./work_queue.ts";
 
@@ -62,7 +64,6 @@ export class PodController {
   #ctx: PodContext;
   #deps: PodControllerDeps;
   #services: InformerLike<Service>;
-  #pollDue = new Set<string>();
   #resolveReady!: () => void;
   #rejectReady!: (reason: unknown) => void;
 
@@ -91,6 +92,15 @@ export class PodController {
     return this.#ctx.pods.store.list();
   }
 
+  /**
+   * What the controller holds beyond the pods it runs: per-pod records, and keys waiting on a
+   * retry timer. Both drop to 0 once every pod it saw is gone; for tests and metrics.
+   */
+  get held(): { records: number; timers: number } {
+    const { states, syncQueue, statusQueue } = this.#ctx;
+    return { records: states.size, timers: syncQueue.delayedLength + statusQueue.delayedLength };
+  }
+
   /** Keys waiting in the sync and status queues; for metrics and tests. */
   get queueLengths(): { sync: number; status: number } {
     return { sync: this.#ctx.syncQueue.length, status: this.#ctx.statusQueue.length };
@@ -110,13 +120,19 @@ export class PodController {
       () => false,
     );
     if (await Promise.race([synced, aborted.then(() => false)]) && !signal.aborted) {
-      await this.#sweepOrphans(signal);
+      await sweepOrphans(ctx, signal);
       this.#resolveReady();
       ctx.log.info("pod controller ready: {count} pods bound to this node", {
         count: ctx.pods.store.list().length,
       });
-      tasks.push(ctx.syncQueue.run(signal), ctx.statusQueue.run(signal), this.#resyncLoop(signal));
-      if (!ctx.provider.notifyPods) tasks.push(this.#pollLoop(signal));
+      tasks.push(
+        ctx.syncQueue.run(signal),
+        ctx.statusQueue.run(signal),
+        resyncLoop(ctx, this.#deps.resyncPeriodMs ?? 60_000, signal),
+      );
+      if (!ctx.provider.notifyPods) {
+        tasks.push(pollLoop(ctx, this.#deps.statusPollIntervalMs ?? 5_000, signal));
+      }
     } else {
       this.#rejectReady(signal.reason ?? new Error("pod informer stopped before it synced"));
     }
@@ -173,13 +189,14 @@ export class PodController {
       envSources: this.#envSources(() => ctx.configSources),
       daemonSetPods: d.daemonSetPods ?? "skip",
       nodeIps: d.nodeIps ?? (() => []),
-      lastKnown: new Map(),
-      providerStatus: new Map(),
-      localStatus: new Map(),
-      statusWritten: new Map(),
-      statusInFlight: new Map(),
-      syncedVersion: new Map(),
-      deleting: new Map(),
+      states: new PodStates({
+        // A forgotten pod holds no watch of its ConfigMaps and Secrets, and no retry timer.
+        onForget: (key) => {
+          ctx.configSources.untrack(key);
+          ctx.syncQueue.drop(key);
+          ctx.statusQueue.drop(key);
+        },
+      }),
       syncQueue: new WorkQueue({
         clock: d.clock,
         log: d.log,
@@ -207,12 +224,15 @@ export class PodController {
       }),
       addresses: (key, pod) => this.#addresses(key, pod),
       setLocalStatus: (pod, status) => {
-        ctx.localStatus.set(podKey(pod), { uid: pod.metadata?.uid ?? "", status });
+        ctx.states.ensure(podKey(pod)).localStatus = { uid: pod.metadata?.uid ?? "", status };
         ctx.statusQueue.add(podKey(pod));
       },
-      removals: new Map(),
       removeObject: (pod) => {
-        ctx.removals.set(podKey(pod), pod);
+        // Once per uid: every later sync of the deleting pod (its final status seen by the
+        // informer, a provider report, a resync) would otherwise send a DELETE that gets 404.
+        const deletion = ctx.states.get(podKey(pod))?.deletion;
+        if (!deletion || deletion.uid !== pod.metadata?.uid || deletion.removal) return;
+        deletion.removal = pod;
         ctx.statusQueue.add(podKey(pod));
       },
     };
@@ -227,13 +247,18 @@ export class PodController {
    */
   async #statusWork(key: string, signal: AbortSignal): Promise<void> {
     const ctx = this.#ctx;
-    const removal = ctx.removals.get(key);
-    if (!removal) return await syncStatus(ctx, key, signal, this.#pollDue.delete(key));
+    const state = ctx.states.get(key);
+    const deletion = state?.deletion;
+    if (!deletion?.removal || deletion.removed) {
+      const poll = state?.pollDue ?? false;
+      if (state) state.pollDue = false;
+      return await syncStatus(ctx, key, signal, poll);
+    }
     await syncStatus(ctx, key, signal, false).catch((err) => {
       ctx.log.debug("final status of {pod} not written: {err}", { pod: key, err: String(err) });
     });
-    await removePodObject(ctx, removal, signal);
-    if (ctx.removals.get(key) === removal) ctx.removals.delete(key);
+    await removePodObject(ctx, deletion.removal, signal);
+    deletion.removed = true;
   }
 
   #envSources(sources: () => ConfigSources): EnvSources {
@@ -249,7 +274,7 @@ export class PodController {
   }
 
   #addresses(key: string, pod: Pod): PodAddresses {
-    const reported = this.#ctx.providerStatus.get(key);
+    const reported = this.#ctx.states.get(key)?.providerStatus;
     const status = reported && reported.uid === pod.metadata?.uid ? reported.status : pod.status;
     const hostIps = ips(status?.hostIPs, status?.hostIP);
     const nodeIps = hostIps.length ? hostIps : this.#ctx.nodeIps();
@@ -259,21 +284,22 @@ export class PodController {
 
   #onAdd(pod: Pod): void {
     const key = podKey(pod);
-    this.#ctx.lastKnown.set(key, pod);
+    this.#ctx.states.ensure(key).lastKnown = pod;
     this.#ctx.syncQueue.add(key);
     this.#ctx.statusQueue.add(key);
   }
 
   #onUpdate(pod: Pod, old: Pod): void {
     const key = podKey(pod);
+    const state = this.#ctx.states.get(key);
     // The newest copy, so the old one can be collected (one copy per pod, not two).
-    if (this.#ctx.lastKnown.has(key)) this.#ctx.lastKnown.set(key, pod);
+    if (state) state.lastKnown = pod;
     const deletionChanged = pod.metadata?.deletionTimestamp !== old.metadata?.deletionTimestamp;
     if (deletionChanged || !sameSpec(pod, old) || isTerminal(pod) !== isTerminal(old)) {
       this.#ctx.syncQueue.add(key);
-    } else if (this.#ctx.syncedVersion.get(key) === old.metadata?.resourceVersion) {
+    } else if (state && state.syncedVersion === old.metadata?.resourceVersion) {
       // Nothing the provider runs changed (a status write, say): still in step.
-      this.#ctx.syncedVersion.set(key, pod.metadata?.resourceVersion ?? "");
+      state.syncedVersion = pod.metadata?.resourceVersion ?? "";
     }
     // Ours or another writer's: the status worker writes again only if it differs from ours
     // (our own write it recognises by its resourceVersion, without comparing).
@@ -283,9 +309,13 @@ export class PodController {
   #onProviderStatus(reported: Pod): void {
     const key = podKey(reported);
     const ctx = this.#ctx;
-    const previous = ctx.providerStatus.get(key);
+    const state = ctx.states.get(key);
+    // A pod the controller does not hold (gone and forgotten, or not listed yet): nothing to
+    // write, and the status sync of a pod it lists later asks the provider first.
+    if (!state) return;
+    const previous = state.providerStatus;
     const next: UidStatus = { uid: reported.metadata?.uid ?? "", status: reported.status ?? {} };
-    ctx.providerStatus.set(key, next);
+    state.providerStatus = next;
     ctx.statusQueue.add(key);
     const pod = ctx.pods.store.getByKey(key);
     if (!pod) return;
@@ -295,78 +325,6 @@ export class PodController {
     // Env was resolved before the provider assigned the IPs: resolve again and update.
     if (ipsChanged && /"status\.(pod|host)IPs?"/.test(JSON.stringify(pod.spec))) {
       ctx.syncQueue.add(key);
-    }
-  }
-
-  /** The provider's pods, or undefined (logged) when it cannot list them. */
-  async #providerPods(signal: AbortSignal): Promise<Pod[] | undefined> {
-    try {
-      return await this.#ctx.provider.listPods({ signal });
-    } catch (err) {
-      this.#ctx.log.warn(
-        "could not list the provider's pods; orphans stay until the next resync: {err}",
-        { err: String(err) },
-      );
-      return undefined;
-    }
-  }
-
-  /** Deletes provider pods of this node whose API object is gone (or is another uid). */
-  async #sweepOrphans(signal: AbortSignal, running?: Pod[]): Promise<void> {
-    const ctx = this.#ctx;
-    running ??= await this.#providerPods(signal);
-    for (const pod of running ?? []) {
-      const current = ctx.pods.store.getByKey(podKey(pod));
-      if (current && current.metadata?.uid === pod.metadata?.uid) continue;
-      ctx.log.info("deleting {pod} from the provider: the API no longer has it", {
-        pod: podKey(pod),
-      });
-      await ctx.provider.deletePod(pod, { signal }).catch((err) => {
-        if (!isNotFound(err)) {
-          ctx.log.warn("could not delete orphan {pod}: {err}", {
-            pod: podKey(pod),
-            err: String(err),
-          });
-        }
-      });
-    }
-  }
-
-  async #resyncLoop(signal: AbortSignal): Promise<void> {
-    const ctx = this.#ctx;
-    const period = this.#deps.resyncPeriodMs ?? 60_000;
-    while (!signal.aborted) {
-      if (!await ctx.clock.sleep(jitter(period, 0.1), signal).then(() => true, () => false)) return;
-      const running = await this.#providerPods(signal);
-      const runningUids = new Map(running?.map((p) => [podKey(p), p.metadata?.uid]));
-      for (const pod of ctx.pods.store.list()) {
-        const key = podKey(pod);
-        // Unchanged since the provider last ran it, and the provider still has it: nothing to
-        // do (this is what keeps a resync of 10,000 pods cheap). Anything else is synced.
-        const unchanged = running !== undefined && !pod.metadata?.deletionTimestamp &&
-          ctx.syncedVersion.get(key) === pod.metadata?.resourceVersion &&
-          runningUids.get(key) === pod.metadata?.uid;
-        if (!unchanged) ctx.syncQueue.add(key);
-        ctx.statusQueue.add(key);
-      }
-      // Deletes the informer may have missed while vkubelet was busy or disconnected.
-      for (const key of ctx.lastKnown.keys()) {
-        if (!ctx.pods.store.getByKey(key)) ctx.syncQueue.add(key);
-      }
-      await this.#sweepOrphans(signal, running);
-    }
-  }
-
-  async #pollLoop(signal: AbortSignal): Promise<void> {
-    const ctx = this.#ctx;
-    const interval = this.#deps.statusPollIntervalMs ?? 5_000;
-    while (!signal.aborted) {
-      if (!await ctx.clock.sleep(interval, signal).then(() => true, () => false)) return;
-      for (const pod of ctx.pods.store.list()) {
-        if (isTerminal(pod) && !pod.metadata?.deletionTimestamp) continue;
-        this.#pollDue.add(podKey(pod));
-        ctx.statusQueue.add(podKey(pod));
-      }
     }
   }
 }

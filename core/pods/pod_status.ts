@@ -6,23 +6,66 @@
  * status change implies.
  * @module
  */
-import type { ContainerStatus, Pod, PodCondition, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import type {
+  ContainerStatus,
+  Pod,
+  PodCondition,
+  PodReadinessGate,
+  PodStatus,
+} from "kubernetes-types/core/v1.d.ts";
 import type { PodEvent } from "./events.ts";
+import { gatedConditions, heldPodConditions } from "./pod_conditions.ts";
+
+/** The conditions a kubelet writes for its pods; PodScheduled is the scheduler's. */
+const KUBELET_CONDITIONS = new Set([
+  "PodReadyToStartContainers",
+  "Initialized",
+  "ContainersReady",
+  "Ready",
+]);
 
 const TIME = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
 
-/** The status to write: `reported` plus what the API's copy holds that the provider does not own. */
+/** Options for {@link mergeStatus}. */
+export interface MergeOptions {
+  /** The node's IPs, for status.hostIP(s) when the provider reports none. */
+  hostIps: string[];
+  /** The pod's `spec.readinessGates`: Ready stays False until their conditions are True. */
+  readinessGates?: PodReadinessGate[];
+  /** Now (clock ms), the lastTransitionTime of a condition that changed and has none. */
+  now?: number;
+}
+
+/**
+ * The status to write: `reported` plus what the API's copy holds that the provider does not own
+ * (the scheduler's PodScheduled, readiness gates' conditions, qosClass), with Ready as the
+ * readiness gates allow.
+ */
 export function mergeStatus(
   current: PodStatus | undefined,
   reported: PodStatus,
-  hostIps: string[],
+  options: MergeOptions,
 ): PodStatus {
+  const { hostIps } = options;
   // truncateTimes copies every object and array: `reported` is not changed.
   const out: PodStatus = truncateTimes(reported);
   const reportedTypes = new Set((out.conditions ?? []).map((c) => c.type));
-  const kept = (current?.conditions ?? []).filter((c) => !reportedTypes.has(c.type));
-  const conditions = (out.conditions ?? []).map((c) => keepTransitionTime(c, current?.conditions));
-  if (conditions.length + kept.length > 0) out.conditions = [...conditions, ...kept];
+  // A report with any of the kubelet's own conditions has all it means to have: the others in
+  // the API's copy were written by us earlier (a held pod's, say) and are not kept.
+  const ownsKubelets = [...reportedTypes].some((t) => KUBELET_CONDITIONS.has(t));
+  const kept = (current?.conditions ?? []).filter((c) =>
+    !reportedTypes.has(c.type) && !(ownsKubelets && KUBELET_CONDITIONS.has(c.type))
+  );
+  const now = options.now === undefined
+    ? undefined
+    : truncateTime(new Date(options.now).toISOString());
+  // Conditions kept from the API's copy are other writers': never restamped.
+  const conditions = gatedConditions(
+    options.readinessGates,
+    [...out.conditions ?? [], ...kept],
+    out.containerStatuses,
+  ).map((c) => kept.includes(c) ? c : keepTransitionTime(c, current?.conditions, now));
+  if (conditions.length > 0) out.conditions = conditions;
   if (!out.hostIP && hostIps.length > 0) {
     out.hostIP = hostIps[0];
     out.hostIPs = hostIps.map((ip) => ({ ip }));
@@ -36,12 +79,18 @@ export function mergeStatus(
   };
 }
 
-// A provider that stamps "now" on every report must not make every report a write.
-function keepTransitionTime(c: PodCondition, previous: PodCondition[] | undefined): PodCondition {
+// A provider that stamps "now" on every report must not make every report a write; a condition
+// that changed without a time gets `now`, as the kubelet stamps every transition.
+function keepTransitionTime(
+  c: PodCondition,
+  previous: PodCondition[] | undefined,
+  now: string | undefined,
+): PodCondition {
   const old = previous?.find((p) => p.type === c.type);
-  return old && old.status === c.status && old.lastTransitionTime
-    ? { ...c, lastTransitionTime: old.lastTransitionTime }
-    : c;
+  if (old && old.status === c.status && old.lastTransitionTime) {
+    return { ...c, lastTransitionTime: old.lastTransitionTime };
+  }
+  return c.lastTransitionTime || !now ? c : { ...c, lastTransitionTime: now };
 }
 
 /** Whole-second UTC times, as the apiserver stores `metav1.Time`. Returns a deep copy. */
@@ -108,7 +157,11 @@ export function isTerminal(pod: Pod): boolean {
   return phase === "Succeeded" || phase === "Failed";
 }
 
-/** The status the controller writes when the provider has none for the pod. */
+/**
+ * The status the controller writes when the provider has none for the pod: every container
+ * waiting (`waiting.reason` for the one at fault, ContainerCreating for the others) and the five
+ * conditions the kubelet always writes (see `pod_conditions.ts`).
+ */
 export function controllerStatus(
   pod: Pod,
   phase: "Pending" | "Failed",
@@ -122,6 +175,7 @@ export function controllerStatus(
     phase,
     reason,
     message,
+    conditions: heldPodConditions(pod, phase, waiting?.reason),
     containerStatuses: containers.map((c): ContainerStatus => {
       const previous = pod.status?.containerStatuses?.find((s) => s.name === c.name);
       const waitsHere = waiting && (!waiting.container || waiting.container === c.name);

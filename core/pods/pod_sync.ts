@@ -8,7 +8,7 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { isConflict, isNotFound as isApiNotFound } from "../../k8s/errors.ts";
+import { isConflict, isKubeNotFound } from "../../k8s/errors.ts";
 import { isInvalidInput, isNotFound } from "../../provider/mod.ts";
 import type { PodContext } from "./pod_context.ts";
 import { podKey } from "./api.ts";
@@ -24,7 +24,7 @@ export async function syncPod(
 ): Promise<ProcessResult | void> {
   const pod = ctx.pods.store.getByKey(key);
   if (!pod) return await forgetPod(ctx, key, signal);
-  ctx.lastKnown.set(key, pod);
+  ctx.states.ensure(key).lastKnown = pod;
   if (pod.metadata?.deletionTimestamp) return await syncDeleting(ctx, pod, signal);
   if (isTerminal(pod)) {
     ctx.configSources.untrack(key);
@@ -34,21 +34,21 @@ export async function syncPod(
   await syncRunning(ctx, pod, signal);
 }
 
-/** The API object is gone: stop the pod in the provider if it still runs that uid. */
+/**
+ * The API object is gone: stop the pod in the provider if it still runs that uid, then forget
+ * everything about the key (the one place a pod is forgotten).
+ */
 async function forgetPod(ctx: PodContext, key: string, signal: AbortSignal): Promise<void> {
-  const last = ctx.lastKnown.get(key);
-  ctx.configSources.untrack(key);
-  ctx.localStatus.delete(key);
-  if (!last) return;
-  const [namespace, name] = [last.metadata!.namespace!, last.metadata!.name!];
-  const running = await ctx.provider.getPod(namespace, name, { signal });
-  if (running && running.metadata?.uid === last.metadata?.uid) {
-    await deleteInProvider(ctx, last, signal);
+  const last = ctx.states.get(key)?.lastKnown;
+  if (last) {
+    const [namespace, name] = [last.metadata!.namespace!, last.metadata!.name!];
+    const running = await ctx.provider.getPod(namespace, name, { signal });
+    if (running && running.metadata?.uid === last.metadata?.uid) {
+      await deleteInProvider(ctx, last, signal);
+    }
   }
-  ctx.lastKnown.delete(key);
-  ctx.providerStatus.delete(key);
-  ctx.statusWritten.delete(key);
-  ctx.syncedVersion.delete(key);
+  // A new pod of the same name may have been added meanwhile: its record stays.
+  if (!ctx.pods.store.getByKey(key)) ctx.states.forget(key);
 }
 
 async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {
@@ -102,7 +102,7 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
   }
   for (const event of resolved.events) ctx.recorder.record(pod, event);
   markSynced(ctx, key, pod);
-  ctx.localStatus.delete(key);
+  ctx.states.ensure(key).localStatus = undefined;
   ctx.statusQueue.add(key);
 }
 
@@ -116,7 +116,7 @@ function markSynced(ctx: PodContext, key: string, pod: Pod): void {
   const moved = latest && latest.metadata?.resourceVersion !== version &&
     latest.metadata?.uid === pod.metadata?.uid && !latest.metadata?.deletionTimestamp &&
     sameSpec(latest, pod);
-  ctx.syncedVersion.set(key, moved ? latest.metadata?.resourceVersion ?? "" : version);
+  ctx.states.ensure(key).syncedVersion = moved ? latest.metadata?.resourceVersion ?? "" : version;
 }
 
 /**
@@ -149,7 +149,8 @@ async function providerCall(
 
 /**
  * A pod with a deletionTimestamp: the provider stops it at once; the object is removed (grace 0,
- * uid precondition) once its containers have stopped, or when the grace period has passed.
+ * uid precondition) once its containers have stopped, or when the grace period has passed —
+ * once: a sync after the removal was asked for does nothing.
  */
 async function syncDeleting(
   ctx: PodContext,
@@ -159,12 +160,13 @@ async function syncDeleting(
   const key = podKey(pod);
   const uid = pod.metadata!.uid!;
   ctx.configSources.untrack(key);
-  let state = ctx.deleting.get(uid);
-  if (!state) {
-    state = { firstSeen: ctx.clock.now(), providerTold: false };
-    ctx.deleting.set(uid, state);
+  const record = ctx.states.ensure(key);
+  if (record.deletion?.uid !== uid) {
+    record.deletion = { uid, firstSeen: ctx.clock.now(), providerTold: false, removed: false };
   }
-  if (!state.providerTold) {
+  const deletion = record.deletion;
+  if (deletion.removal) return;
+  if (!deletion.providerTold) {
     for (const c of runningContainers(ctx, key, pod)) {
       ctx.recorder.record(pod, {
         type: "Normal",
@@ -174,12 +176,12 @@ async function syncDeleting(
       });
     }
     await deleteInProvider(ctx, pod, signal);
-    state.providerTold = true;
+    deletion.providerTold = true;
   }
   const graceMs = (pod.metadata?.deletionGracePeriodSeconds ?? 0) * 1000;
   const deadline = Math.min(
     Date.parse(pod.metadata!.deletionTimestamp!),
-    state.firstSeen + graceMs,
+    deletion.firstSeen + graceMs,
   );
   const stopped = await containersStopped(ctx, pod, signal);
   const remaining = deadline - ctx.clock.now();
@@ -208,7 +210,7 @@ async function containersStopped(ctx: PodContext, pod: Pod, signal: AbortSignal)
 }
 
 function runningContainers(ctx: PodContext, key: string, pod: Pod): string[] {
-  const reported = ctx.providerStatus.get(key);
+  const reported = ctx.states.get(key)?.providerStatus;
   const status = reported && reported.uid === pod.metadata?.uid ? reported.status : pod.status;
   return [...status?.containerStatuses ?? [], ...status?.initContainerStatuses ?? []]
     .filter((s) => s.state?.running).map((s) => s.name);
@@ -228,9 +230,8 @@ export async function removePodObject(
     });
   } catch (err) {
     // Gone already, or a new pod of the same name: nothing of ours is left to delete.
-    if (!isApiNotFound(err) && !isConflict(err)) throw err;
+    if (!isKubeNotFound(err) && !isConflict(err)) throw err;
   }
-  ctx.deleting.delete(pod.metadata!.uid!);
 }
 
 /** True when a DaemonSet controls the pod. */

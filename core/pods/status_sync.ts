@@ -7,9 +7,10 @@
  * @module
  */
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
-import { isConflict, isForbidden, isNotFound as isApiNotFound } from "../../k8s/errors.ts";
+import { isConflict, isForbidden, isKubeNotFound } from "../../k8s/errors.ts";
 import { podKey, splitKey } from "./api.ts";
-import type { PodContext, StatusMemo, UidStatus } from "./pod_context.ts";
+import type { PodContext } from "./pod_context.ts";
+import type { StatusMemo, UidStatus } from "./pod_state.ts";
 import { isTerminal, lifecycleEvents, mergeStatus, statusEqual } from "./pod_status.ts";
 
 const MAX_CONFLICT_RETRIES = 5;
@@ -25,13 +26,16 @@ export function syncStatus(
   signal: AbortSignal,
   poll: boolean,
 ): Promise<void> {
-  const previous = ctx.statusInFlight.get(key);
+  const state = ctx.states.get(key);
+  // No record: a pod the controller does not hold (gone and forgotten), nothing to write.
+  if (!state) return Promise.resolve();
+  const previous = state.statusInFlight;
   const run = previous
     ? previous.catch(() => {}).then(() => syncStatusNow(ctx, key, signal, poll))
     : syncStatusNow(ctx, key, signal, poll);
-  ctx.statusInFlight.set(key, run);
+  state.statusInFlight = run;
   const done = () => {
-    if (ctx.statusInFlight.get(key) === run) ctx.statusInFlight.delete(key);
+    if (state.statusInFlight === run) state.statusInFlight = undefined;
   };
   run.then(done, done);
   return run;
@@ -45,7 +49,7 @@ async function syncStatusNow(
 ): Promise<void> {
   const pod = ctx.pods.store.getByKey(key);
   if (!pod || (isTerminal(pod) && !pod.metadata?.deletionTimestamp)) return;
-  if (poll || !ctx.providerStatus.has(key)) await pollStatus(ctx, pod, signal);
+  if (poll || !ctx.states.get(key)?.providerStatus) await pollStatus(ctx, pod, signal);
   const desired = desiredStatus(ctx, key, pod);
   if (desired) await writeStatus(ctx, pod, desired, signal);
 }
@@ -62,14 +66,16 @@ export async function pollStatus(ctx: PodContext, pod: Pod, signal: AbortSignal)
     status = running?.status;
     uid = running?.metadata?.uid ?? uid;
   }
-  if (status) ctx.providerStatus.set(podKey(pod), { uid, status });
+  const state = ctx.states.get(podKey(pod));
+  if (status && state) state.providerStatus = { uid, status };
 }
 
 function desiredStatus(ctx: PodContext, key: string, pod: Pod): UidStatus | undefined {
   const uid = pod.metadata?.uid;
-  const reported = ctx.providerStatus.get(key);
+  const state = ctx.states.get(key);
+  const reported = state?.providerStatus;
   if (reported?.uid === uid) return reported;
-  const local = ctx.localStatus.get(key);
+  const local = state?.localStatus;
   return local?.uid === uid ? local : undefined;
 }
 
@@ -81,14 +87,12 @@ async function writeStatus(
 ): Promise<void> {
   const key = podKey(pod);
   const hostIps = ctx.nodeIps();
-  if (alreadyWritten(ctx.statusWritten.get(key), pod, desired, hostIps)) return;
+  if (alreadyWritten(ctx.states.get(key)?.statusWritten, pod, desired, hostIps)) return;
   const remember = (basedOn: string | undefined, written: string | undefined): void => {
-    ctx.statusWritten.set(key, {
-      desired: desired.status,
-      hostIps: hostIps.join(","),
-      basedOn,
-      written,
-    });
+    // The pod may have gone and been forgotten while the write was on its way.
+    const state = ctx.states.get(key);
+    if (!state) return;
+    state.statusWritten = { desired: desired.status, hostIps: hostIps.join(","), basedOn, written };
   };
   let current = pod;
   let eventsRecorded = false;
@@ -96,7 +100,11 @@ async function writeStatus(
     if (current.metadata?.uid !== desired.uid) return;
     // Never take a pod out of a terminal phase the API already holds.
     if (isTerminal(current) && !isTerminalStatus(desired.status)) return;
-    const next = mergeStatus(current.status, desired.status, hostIps);
+    const next = mergeStatus(current.status, desired.status, {
+      hostIps,
+      readinessGates: current.spec?.readinessGates,
+      now: ctx.clock.now(),
+    });
     if (statusEqual(current.status, next)) {
       return remember(current.metadata?.resourceVersion, current.metadata?.resourceVersion);
     }
@@ -110,7 +118,7 @@ async function writeStatus(
       const written = await ctx.api.pods.updateStatus({ ...current, status: next }, { signal });
       return remember(current.metadata?.resourceVersion, written?.metadata?.resourceVersion);
     } catch (err) {
-      if (isApiNotFound(err)) return;
+      if (isKubeNotFound(err)) return;
       if (!isConflict(err) || attempt >= MAX_CONFLICT_RETRIES) throw err;
     }
     const { namespace, name } = splitKey(podKey(pod));
@@ -118,7 +126,7 @@ async function writeStatus(
       current = await ctx.api.pods.get(namespace, name, { signal });
     } catch (err) {
       // The Node authorizer answers 403 for a pod no longer bound here (deleted meanwhile).
-      if (isApiNotFound(err) || isForbidden(err)) return;
+      if (isKubeNotFound(err) || isForbidden(err)) return;
       throw err;
     }
   }

@@ -111,6 +111,15 @@ export class WorkQueue {
     this.#failures.delete(key);
   }
 
+  /**
+   * Drops what the queue holds for `key` beyond its turn: its failure count and a delayed retry
+   * (a key queued or in progress still runs). For a key whose object is gone for good.
+   */
+  drop(key: string): void {
+    this.#failures.delete(key);
+    if (this.#delayed.delete(key)) this.#timerWake?.abort();
+  }
+
   /** The delay before the next retry of `key`, counting this failure. */
   #retryDelay(key: string, err: unknown): number {
     const n = (this.#failures.get(key) ?? 0) + 1;

@@ -39,12 +39,6 @@ export interface ExecCredentialSourceOptions {
   timeoutMs?: number;
 }
 
-/** Versions of the ExecCredential API this client speaks. */
-export const EXEC_API_VERSIONS = [
-  "client.authentication.k8s.io/v1",
-  "client.authentication.k8s.io/v1beta1",
-];
-
 const decoder = new TextDecoder();
 
 /** Runs an exec credential plugin when credentials are needed, sharing one run among callers. */

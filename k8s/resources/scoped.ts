@@ -14,10 +14,8 @@ import {
   type WriteOptions,
 } from "./resource.ts";
 
-/** Options that carry only a signal. */
-export interface SignalOptions {
-  signal?: AbortSignal;
-}
+import type { SignalOptions } from "../../base/options.ts";
+export type { SignalOptions };
 
 /** List or watch in one namespace, or in all when `namespace` is omitted. */
 export type InNamespace<O> = O & { namespace?: string };

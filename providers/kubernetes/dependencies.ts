@@ -8,12 +8,7 @@
  * @module
  */
 import type { ConfigMap, Secret } from "kubernetes-types/core/v1.d.ts";
-import {
-  isAlreadyExists,
-  isConflict,
-  isNotFound as isApiNotFound,
-  type KubeClient,
-} from "../../k8s/mod.ts";
+import { isAlreadyExists, isConflict, isKubeNotFound, type KubeClient } from "../../k8s/mod.ts";
 import type { Logger } from "../../base/log.ts";
 import type { ProviderKubeClient } from "../../provider/mod.ts";
 import { downstreamName, markLabels, MARKS } from "./names.ts";
@@ -162,7 +157,7 @@ export class DependencyMirror {
     try {
       await api.delete(this.#o.namespace, downstreamName(dep.namespace, dep.name), { signal });
     } catch (err) {
-      if (!isApiNotFound(err)) throw err;
+      if (!isKubeNotFound(err)) throw err;
     }
   }
 
@@ -206,7 +201,7 @@ export async function upsert(
       await api.update(object, { signal });
       return;
     } catch (err) {
-      if (!isApiNotFound(err)) throw err;
+      if (!isKubeNotFound(err)) throw err;
     }
     try {
       await api.create(namespace, object, { signal });

@@ -7,7 +7,7 @@ import {
   isForbidden,
   isInvalid,
   isKubeApiError,
-  isNotFound as isApiNotFound,
+  isKubeNotFound,
 } from "../../k8s/mod.ts";
 import {
   InvalidInputError,
@@ -19,7 +19,7 @@ import {
 /** The provider error for a failed call to B: `what` says what was being done. */
 export function downstreamError(what: string, err: unknown): Error {
   const message = `${what} in the downstream cluster: ${err instanceof Error ? err.message : err}`;
-  if (isApiNotFound(err)) return new NotFoundError(message, { cause: err });
+  if (isKubeNotFound(err)) return new NotFoundError(message, { cause: err });
   if (isInvalid(err)) return new InvalidInputError(message, { cause: err });
   if (isForbidden(err)) {
     return new TransientError(

@@ -12,7 +12,7 @@ import {
   type Informer,
   isAlreadyExists,
   isConflict,
-  isNotFound as isApiNotFound,
+  isKubeNotFound,
   type KubeClient,
 } from "../../k8s/mod.ts";
 import {
@@ -193,7 +193,7 @@ export class KubernetesProvider implements Provider {
         signal: options.signal,
       });
     } catch (err) {
-      if (isApiNotFound(err) || isConflict(err)) {
+      if (isKubeNotFound(err) || isConflict(err)) {
         this.#relay.finish(k, pod, downstream);
         return;
       }

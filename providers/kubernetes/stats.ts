@@ -8,7 +8,7 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { KubeClient } from "../../k8s/mod.ts";
-import { isNotFound as isApiNotFound, isServerUnavailable } from "../../k8s/mod.ts";
+import { isKubeNotFound, isServerUnavailable } from "../../k8s/mod.ts";
 import {
   type ContainerStats,
   NotSupportedError,
@@ -69,7 +69,7 @@ async function readPodMetrics(
     });
     return list?.items ?? [];
   } catch (err) {
-    if (isApiNotFound(err) || isServerUnavailable(err)) {
+    if (isKubeNotFound(err) || isServerUnavailable(err)) {
       throw new NotSupportedError(
         "the downstream cluster serves no resource metrics API (metrics.k8s.io); install metrics-server there for stats of forwarded pods",
         { cause: err },

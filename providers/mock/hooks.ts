@@ -19,8 +19,8 @@
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 import { formatDuration, parseDuration } from "../../base/duration.ts";
-import { InvalidInputError } from "../../provider/mod.ts";
-import { type ContainerRun, isRunning, isSidecar, longRunningContainers } from "./status.ts";
+import { InvalidInputError, isSidecar } from "../../provider/mod.ts";
+import { type ContainerRun, isRunning, longRunningContainers } from "./status.ts";
 
 /** The annotation naming containers that exit, with their code and delay. */
 export const EXIT_ANNOTATION = "mock.vkubelet.io/exit";

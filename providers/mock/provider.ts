@@ -14,28 +14,22 @@ import {
   type ContainerRef,
   type ExecOptions,
   InvalidInputError,
+  isSidecar,
+  isTerminalPhase,
   NotFoundError,
   type PodRef,
   type PortForwardOptions,
   type Provider,
   type ProviderDeps,
   type StatsSummary,
+  terminalPodStatus,
   TransientError,
 } from "../../provider/mod.ts";
 import { IpPool, parseLoopbackCidr } from "./cidr.ts";
 import type { MockConfig } from "./config.ts";
 import { attachMock, runMockCommand } from "./exec.ts";
 import { containerLogStream } from "./logs.ts";
-import {
-  type ContainerRun,
-  currentStatus,
-  isRunning,
-  isSidecar,
-  isTerminalPhase,
-  longRunningContainers,
-  podPhase,
-  terminatedStatus,
-} from "./status.ts";
+import { type ContainerRun, currentStatus, isRunning, longRunningContainers } from "./status.ts";
 import {
   EXIT_ANNOTATION,
   parseHooks,
@@ -198,7 +192,11 @@ export class MockProvider implements Provider {
     const record = this.#get(pod.metadata?.namespace, pod.metadata?.name);
     const now = this.#deps.clock.now();
     const metadata = structuredClone(pod.metadata ?? record.pod.metadata);
-    record.pod = frozen({ ...record.pod, metadata, status: terminatedStatus(record.pod, now) });
+    record.pod = frozen({
+      ...record.pod,
+      metadata,
+      status: terminalPodStatus(record.pod, record.pod.status, { nowMs: now }),
+    });
     this.#notify(record.pod);
     this.#remove(record);
     await Promise.resolve();
@@ -399,14 +397,20 @@ export class MockProvider implements Provider {
       this.#retire(record, before, now);
     }
     record.runs.set(container, run);
-    const finished = isTerminalPhase(podPhase(record.pod, record.runs));
-    if (finished) {
-      for (const c of (record.pod.spec?.initContainers ?? []).filter(isSidecar)) {
-        const sidecar = record.runs.get(c.name)!;
-        if (!isRunning(sidecar)) continue;
-        this.#retire(record, sidecar, now);
-        record.runs.set(c.name, { ...sidecar, exited: { exitCode: 0, finishedAtMs: now } });
+    // Running sidecars keep a pod Running; the kubelet stops them once the regular containers
+    // are done for good (kuberuntime_manager.go computePodActions). Done for good: the phase
+    // with the sidecars stopped is terminal.
+    const stopped = new Map(record.runs);
+    for (const c of (record.pod.spec?.initContainers ?? []).filter(isSidecar)) {
+      const sidecar = stopped.get(c.name);
+      if (sidecar && isRunning(sidecar)) {
+        stopped.set(c.name, { ...sidecar, exited: { exitCode: 0, finishedAtMs: now } });
       }
+    }
+    const finished = isTerminalPhase(this.#status({ ...record, runs: stopped }).phase);
+    if (finished) {
+      for (const run of record.runs.values()) this.#retire(record, run, now);
+      record.runs = stopped;
     }
     this.#refresh(record);
     if (finished) record.stopped.abort(new Error("pod finished"));
@@ -417,15 +421,18 @@ export class MockProvider implements Provider {
     if (isRunning(run)) this.#retiredCpuNs += cpuNanoSeconds(record.usage, run.startedAtMs, nowMs);
   }
 
-  #refresh(record: MockPod): void {
-    const status = currentStatus(record.pod, {
+  #status(record: MockPod): PodStatus {
+    return currentStatus(record.pod, {
       nowMs: this.#deps.clock.now(),
       podStartMs: record.startMs,
       podIp: record.podIp,
       hostIp: this.#deps.internalIp,
       runs: record.runs,
     });
-    record.pod = frozen({ ...record.pod, status });
+  }
+
+  #refresh(record: MockPod): void {
+    record.pod = frozen({ ...record.pod, status: this.#status(record) });
     this.#notify(record.pod);
   }
 

@@ -5,6 +5,7 @@
  * @module
  */
 import type { PodCondition } from "kubernetes-types/core/v1.d.ts";
+import { formatTime } from "../../provider/mod.ts";
 import { type CgroupSupport, hasLimits } from "./cgroups.ts";
 import type { ProcessConfig } from "./config.ts";
 import { allContainers } from "./container_spec.ts";
@@ -21,7 +22,7 @@ export interface HostSupport {
 export function hostConditions(record: PodRecord, host: HostSupport): PodCondition[] {
   const out: PodCondition[] = [];
   const containers = allContainers(record.pod);
-  const at = new Date(record.startTimeMs).toISOString().replace(/\.\d+Z$/, "Z");
+  const at = formatTime(record.startTimeMs);
   if (
     containers.some((c) => c.volumeMounts?.length) &&
     host.config.mountNamespace !== "off" && !host.mountNamespace.ok

@@ -10,6 +10,7 @@
  */
 import type { Container, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import type { Logger } from "../../base/log.ts";
+import { isSidecar } from "../../provider/mod.ts";
 import { execContextOf, instanceFiles, startContainer, type StartDeps } from "./container_start.ts";
 import { allContainers } from "./container_spec.ts";
 import { killGraceMs, type LiveContainer, stopContainer } from "./container_stop.ts";
@@ -21,7 +22,7 @@ import { hostConditions } from "./pod_conditions.ts";
 import { isSameProcess } from "./proc.ts";
 import { decideStart, shouldRestart } from "./restart_policy.ts";
 import { type ContainerRecord, type PodPaths, type PodRecord, writeRecord } from "./state.ts";
-import { podPhase, podStatus } from "./status.ts";
+import { doneWithoutSidecars, podStatus } from "./status.ts";
 import { type VolumeContext, VolumeSet } from "./volumes.ts";
 import { VolumeSync } from "./volume_sync.ts";
 
@@ -46,6 +47,10 @@ export class PodRunner {
   #kick = new AbortController();
   #loop?: Promise<void>;
   #saving: Promise<void> = Promise.resolve();
+  /** The status reported last, whose transition times the next one keeps. */
+  #lastStatus?: PodStatus;
+  /** Sidecars being stopped because the pod's containers are done. */
+  readonly #stoppingSidecars = new Set<string>();
 
   constructor(record: PodRecord, paths: PodPaths, deps: RunnerDeps) {
     this.record = record;
@@ -75,12 +80,14 @@ export class PodRunner {
 
   /** The current status. */
   status(): PodStatus {
-    return podStatus(this.record, {
+    this.#lastStatus = podStatus(this.record, {
       nowMs: this.#deps.clock.now(),
       hostIp: this.#deps.hostIp,
       volumesReady: this.#volumeSync.ready,
       extraConditions: hostConditions(this.record, this.#deps),
+      previous: this.#lastStatus,
     });
+    return this.#lastStatus;
   }
 
   /** The pod with its current status (a copy). */
@@ -132,7 +139,7 @@ export class PodRunner {
 
   /** The phase (for tests and logs). */
   get phase(): string | undefined {
-    return podPhase(this.record);
+    return this.status().phase;
   }
 
   #adopt(container: Container, running: NonNullable<ContainerRecord["running"]>): void {
@@ -199,7 +206,28 @@ export class PodRunner {
     for (const c of this.record.pod.spec?.containers ?? []) {
       wakes.push(await this.#ensure(c, (t) => shouldRestart(this.record.pod, t.exitCode)));
     }
+    this.#stopSidecarsWhenDone();
     return earliest(wakes);
+  }
+
+  /**
+   * Stops the running sidecars once the regular containers are done for good, as the kubelet
+   * does (kuberuntime_manager.go `computePodActions`): when the kit's phase of the pod with its
+   * sidecars stopped is terminal.
+   */
+  #stopSidecarsWhenDone(): void {
+    const sidecars = (this.record.pod.spec?.initContainers ?? []).filter((c) =>
+      isSidecar(c) && this.#live.has(c.name) && !this.#stoppingSidecars.has(c.name)
+    );
+    if (sidecars.length === 0) return;
+    if (!doneWithoutSidecars(this.record, sidecars, this.#deps.clock.now())) return;
+    for (const c of sidecars) {
+      this.#stoppingSidecars.add(c.name);
+      const graceMs = killGraceMs(c, this.record.pod);
+      stopContainer(c, this.#live.get(c.name)!, { graceMs, clock: this.#deps.clock }).catch(
+        () => {},
+      );
+    }
   }
 
   async #syncVolumes(): Promise<number> {

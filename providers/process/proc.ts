@@ -146,13 +146,6 @@ export function usageOf(stats: ProcStat[]): { cpuNs: number; rssBytes: number } 
   return { cpuNs: ticks * (1e9 / CLOCK_TICKS), rssBytes: rss };
 }
 
-/** Boot time in Unix milliseconds (`btime` in `/proc/stat`). */
-export function bootTimeMs(): number {
-  const text = readProcText("/proc/stat");
-  const match = /^btime (\d+)$/m.exec(text);
-  return match ? Number(match[1]) * 1000 : 0;
-}
-
 /** The node's CPU time in use (all CPUs, without idle and iowait), in core-nanoseconds. */
 export function nodeCpuNs(): number {
   const line = readProcText("/proc/stat").split("\n")[0];

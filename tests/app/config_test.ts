@@ -281,3 +281,53 @@ Deno.test("DaemonSet pods are skipped unless --daemonset-pods=run", async () => 
   const [problem] = await errors(["--provider", "mock", "--daemonset-pods=always"]);
   assert.match(problem, /^--daemonset-pods: .*always/);
 });
+
+Deno.test("a plain number for a duration is refused in the file as on the command line", async () => {
+  const fileErrors = await errors(["--provider", "mock", "--config", "/vk.yaml"], {}, {
+    "/vk.yaml": "fullResyncPeriod: 10\nstreamIdleTimeout: 0\n",
+  });
+  assert.deepEqual(fileErrors, [
+    "fullResyncPeriod in /vk.yaml: 10 has no unit: write 10s for seconds or 10ms for milliseconds",
+  ]);
+  const flagErrors = await errors(["--provider", "mock", "--full-resync-period=10"]);
+  assert.deepEqual(flagErrors, [
+    "--full-resync-period: 10 has no unit: write 10s for seconds or 10ms for milliseconds",
+  ]);
+  const config = await valid(["--provider", "mock", "--config", "/vk.yaml"], {}, {
+    "/vk.yaml": "fullResyncPeriod: 10s\nstreamIdleTimeout: 0\n",
+  });
+  assert.equal(config.fullResyncPeriod, 10_000);
+  assert.equal(config.streamIdleTimeout, 0);
+});
+
+Deno.test("vkubelet's own environment name beats virtual-kubelet's, with a warning", async () => {
+  const result = await load(["--provider", "mock"], {
+    VKUBELET_NODE_IP: "127.0.0.2",
+    VKUBELET_POD_IP: "127.0.0.3",
+    VKUBELET_NODE_NAME: "specific",
+    DEFAULT_NODE_NAME: "default",
+  });
+  assert.ok(result.ok);
+  assert.equal(result.config.nodeIp, "127.0.0.2");
+  assert.equal(result.config.nodeName, "specific");
+  assert.deepEqual(result.warnings, [
+    "DEFAULT_NODE_NAME=default is ignored: VKUBELET_NODE_NAME=specific is also set and is the more specific",
+    "VKUBELET_POD_IP=127.0.0.3 is ignored: VKUBELET_NODE_IP=127.0.0.2 is also set and is the more specific",
+  ]);
+  const same = await load(["--provider", "mock"], {
+    VKUBELET_NODE_IP: "127.0.0.2",
+    VKUBELET_POD_IP: "127.0.0.2",
+  });
+  assert.ok(same.ok);
+  assert.deepEqual(same.warnings, []);
+});
+
+Deno.test("a remote provider module is refused with what to do instead", async () => {
+  for (const url of ["https://example.com/provider.ts", "http://127.0.0.1:8000/p.ts"]) {
+    const list = await errors(["--provider", url]);
+    assert.equal(list.length, 1);
+    assert.match(list[0], /^--provider: ".*": remote provider modules are not imported; download/);
+  }
+  await valid(["--provider", "file:///opt/provider/mod.ts"]);
+  await valid(["--provider", "./provider.ts"]);
+});

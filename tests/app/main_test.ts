@@ -48,6 +48,14 @@ Deno.test("bad config exits 2 naming every problem on stderr", async () => {
   assert.match(stderr, /Run vkubelet --help/);
 });
 
+Deno.test("virtual-kubelet's flags warn instead of failing, also next to real errors", async () => {
+  const { code, stderr } = await vkubelet(["--provider=nope", "--namespace", "x", "-v=4"]);
+  assert.equal(code, 2);
+  assert.match(stderr, /^ {2}- warning: --namespace ignored: /m);
+  assert.match(stderr, /^ {2}- warning: -v=4 .*--log-level=debug/m);
+  assert.doesNotMatch(stderr, /unknown flag/);
+});
+
 Deno.test("a provider config the provider rejects exits 2 before anything starts", async () => {
   const dir = await Deno.makeTempDir();
   try {

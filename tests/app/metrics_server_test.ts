@@ -36,13 +36,13 @@ const pod = (name: string, phase?: string): Pod => ({
   status: phase ? { phase } : {},
 });
 
-Deno.test("/metrics serves the registry the controllers update, with pods by phase", () => {
+Deno.test("/metrics serves the registry the controllers update, with pods by phase", async () => {
   const metrics = new VkubeletMetrics();
   const pods = [pod("a", "Running"), pod("b", "Running"), pod("c", "Failed"), pod("d")];
   observePodController(metrics, { pods: () => pods, queueLengths: { sync: 3, status: 1 } });
   metrics.kubeletApiRequests.inc({ route: "/pods", method: "GET", code: "200" });
   const handle = metricsHandler({ metrics, health: health().monitor });
-  const response = handle("GET", "/metrics");
+  const response = await handle("GET", "/metrics");
   assert.equal(response.status, 200);
   assert.match(response.headers["content-type"], /^text\/plain; version=0\.0\.4/);
   const lines = response.body.split("\n");
@@ -61,7 +61,7 @@ Deno.test("/metrics serves the registry the controllers update, with pods by pha
   }
   // Pods by phase are recounted at each scrape, not accumulated.
   pods.pop();
-  const again = handle("GET", "/metrics").body;
+  const again = (await handle("GET", "/metrics")).body;
   assert.ok(again.includes('vkubelet_pods{phase="Pending"} 0'));
 });
 
@@ -72,29 +72,29 @@ Deno.test("/healthz is 200 ok while the provider answers its ping, 503 with the 
   const running = monitor.run(stop.signal);
   try {
     await monitor.ready;
-    let response = handle("GET", "/healthz");
+    let response = await handle("GET", "/healthz");
     assert.equal(response.status, 200);
     assert.equal(response.body, "ok\n");
     state.failure = "backend unreachable";
     await clock.advance(10_000);
-    response = handle("GET", "/healthz");
+    response = await handle("GET", "/healthz");
     assert.equal(response.status, 503);
     assert.equal(response.body, "provider ping failed: backend unreachable\n");
     state.failure = undefined;
     await clock.advance(10_000);
-    assert.equal(handle("GET", "/healthz?verbose").status, 200);
+    assert.equal((await handle("GET", "/healthz?verbose")).status, 200);
   } finally {
     stop.abort();
     await running;
   }
 });
 
-Deno.test("the metrics listener serves nothing but /metrics and /healthz", () => {
+Deno.test("the metrics listener serves nothing but /metrics and /healthz", async () => {
   const handle = metricsHandler({ metrics: new VkubeletMetrics(), health: health().monitor });
   for (const path of ["/", "/pods", "/stats/summary", "/metrics/resource", "/configz", "/exec"]) {
-    assert.equal(handle("GET", path).status, 404, path);
+    assert.equal((await handle("GET", path)).status, 404, path);
   }
-  const post = handle("POST", "/metrics");
+  const post = await handle("POST", "/metrics");
   assert.equal(post.status, 405);
   assert.equal(post.headers.allow, "GET, HEAD");
 });
@@ -155,7 +155,7 @@ Deno.test("--metrics-addr takes HOST:PORT, [IPv6]:PORT or :PORT and is off by de
   assert.match(clash.errors.join("\n"), /--metrics-addr.*kubelet API's port 10250/);
 });
 
-Deno.test("under --leader-elect /healthz names the role and vkubelet_leader says it", () => {
+Deno.test("under --leader-elect /healthz names the role and vkubelet_leader says it", async () => {
   const metrics = new VkubeletMetrics();
   let leading = false;
   const handle = metricsHandler({
@@ -164,10 +164,10 @@ Deno.test("under --leader-elect /healthz names the role and vkubelet_leader says
     role: () => leading ? "leader" : "standby",
   });
   metrics.leader.set(0);
-  assert.equal(handle("GET", "/healthz").body, "ok: standby\n");
-  assert.match(handle("GET", "/metrics").body, /^vkubelet_leader 0$/m);
+  assert.equal((await handle("GET", "/healthz")).body, "ok: standby\n");
+  assert.match((await handle("GET", "/metrics")).body, /^vkubelet_leader 0$/m);
   leading = true;
   metrics.leader.set(1);
-  assert.equal(handle("GET", "/healthz").body, "ok: leader\n");
-  assert.match(handle("GET", "/metrics").body, /^vkubelet_leader 1$/m);
+  assert.equal((await handle("GET", "/healthz")).body, "ok: leader\n");
+  assert.match((await handle("GET", "/metrics")).body, /^vkubelet_leader 1$/m);
 });

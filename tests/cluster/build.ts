@@ -6,6 +6,9 @@
  * @module
  */
 
+import { realClock } from "../../base/clock.ts";
+import { BuildProgress, forEachLine } from "./build_progress.ts";
+
 const moduleDir = new URL(".", import.meta.url).pathname;
 /** The repository root. */
 export const repoRoot = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
@@ -86,11 +89,12 @@ export async function ensureBinary(options: BuildOptions = {}): Promise<string> 
   ].join(" ");
   let child: Deno.ChildProcess;
   try {
+    // -v names each package as it is compiled: the progress lines count them.
     child = new Deno.Command("go", {
-      args: ["build", "-trimpath", "-ldflags", ldflags, "-o", tmp, "./cmd/k8s"],
+      args: ["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", tmp, "./cmd/k8s"],
       cwd: moduleDir,
       stdout: "inherit",
-      stderr: "inherit",
+      stderr: "piped",
       signal: options.signal,
     }).spawn();
   } catch (err) {
@@ -99,7 +103,13 @@ export async function ensureBinary(options: BuildOptions = {}): Promise<string> 
       { cause: err },
     );
   }
+  const watcher = new BuildProgress({ clock: realClock, print: progress });
+  const ticking = new AbortController();
+  const ticker = watcher.run(ticking.signal);
+  await forEachLine(child.stderr, (line) => watcher.line(line));
   const status = await child.status;
+  ticking.abort();
+  await ticker;
   if (!status.success) {
     await Deno.remove(tmp).catch(() => {});
     throw new Error(

@@ -14,7 +14,7 @@ import {
   isForbidden,
   isGone,
   isKubeApiError,
-  isNotFound,
+  isKubeNotFound,
   isServerUnavailable,
   isTooManyRequests,
   type KubeApiError,
@@ -98,11 +98,11 @@ Deno.test("the apiserver's Status becomes a KubeApiError the predicates recognis
     using kube = new KubeClient(config(url));
     const fail = (path: string) => kube.request({ path }).then(() => undefined, (e) => e);
     const notFound = await fail("/nf");
-    assert.ok(isNotFound(notFound) && isKubeApiError(notFound));
+    assert.ok(isKubeNotFound(notFound) && isKubeApiError(notFound));
     assert.equal(notFound.message, 'GET /nf: 404 NotFound: pods "x" not found');
     assert.ok(isConflict(await fail("/conflict")));
     const exists = await fail("/exists");
-    assert.ok(isConflict(exists) && !isNotFound(exists));
+    assert.ok(isConflict(exists) && !isKubeNotFound(exists));
     assert.equal((exists as KubeApiError).reason, "AlreadyExists");
     assert.ok(isForbidden(await fail("/forbidden")));
     assert.ok(isGone(await fail("/gone")));

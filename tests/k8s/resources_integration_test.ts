@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { isAlreadyExists, isConflict, isInvalid, isNotFound } from "../../k8s/errors.ts";
+import { isAlreadyExists, isConflict, isInvalid, isKubeNotFound } from "../../k8s/errors.ts";
 import { formatMicroTime } from "../../k8s/micro_time.ts";
 import { adminClient, dropNamespace, useCluster } from "./_cluster.ts";
 import { tempDir } from "./_fixtures.ts";
@@ -54,7 +54,7 @@ Deno.test("pods: create, list by node, patch and update status, delete with UID 
       gracePeriodSeconds: 0,
       preconditions: { uid: created.metadata!.uid },
     });
-    assert.ok(isNotFound(await kube.pods.get(ns, "web").catch((e) => e)));
+    assert.ok(isKubeNotFound(await kube.pods.get(ns, "web").catch((e) => e)));
     await kube.pods.deleteCollection(ns, { gracePeriodSeconds: 0 });
     assert.equal((await kube.pods.list({ namespace: ns })).items.length, 0);
   } finally {
@@ -94,7 +94,7 @@ Deno.test("nodes: create, patch status with conditions and capacity, delete", as
   } finally {
     await kube.nodes.delete(name);
   }
-  assert.ok(isNotFound(await kube.nodes.get(name).catch((e) => e)));
+  assert.ok(isKubeNotFound(await kube.nodes.get(name).catch((e) => e)));
 });
 
 Deno.test("leases: renewTime goes out as MicroTime, and a stale update is a conflict", async () => {
@@ -175,7 +175,7 @@ Deno.test("configmaps, secrets and services: create, get, update, apply, delete"
     });
     assert.deepEqual(applied.data, { a: "2", b: "3" });
     await kube.configMaps.delete(ns, "cfg");
-    assert.ok(isNotFound(await kube.configMaps.get(ns, "cfg").catch((e) => e)));
+    assert.ok(isKubeNotFound(await kube.configMaps.get(ns, "cfg").catch((e) => e)));
 
     await kube.secrets.create(ns, { metadata: { name: "s" }, stringData: { token: "t0p" } });
     const secret = await kube.secrets.get(ns, "s");

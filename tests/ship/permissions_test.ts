@@ -6,8 +6,8 @@ import { VKUBELET_PERMISSIONS as TEST_PERMISSIONS } from "../cluster/vkubelet.ts
 
 Deno.test("deno task start runs main.ts with exactly the shipped permissions", () => {
   assert.equal(
-    denoJson.tasks.start,
-    `deno run ${VKUBELET_PERMISSIONS.join(" ")} main.ts`,
+    denoJson.tasks.start.command,
+    `VKUBELET_CALLER_DIR="$INIT_CWD" deno run ${VKUBELET_PERMISSIONS.join(" ")} main.ts`,
     "update the start task in deno.json from scripts/permissions.ts",
   );
 });

@@ -81,8 +81,8 @@ Deno.test("/metrics/resource is Prometheus text with the series metrics-server r
 
 Deno.test("/metrics serves vkubelet's own metrics", async () => {
   await using t = await setup();
-  t.metrics.workQueueDepth.set(4, { name: "pods" });
-  t.metrics.podsByPhase.set(1, { phase: "Running" });
+  t.metrics.workQueueDepth.set({ name: "pods" }, 4);
+  t.metrics.podsByPhase.set({ phase: "Running" }, 1);
   (await t.get("/healthz")).body?.cancel();
   const text = await (await t.get("/metrics")).text();
   assert.match(text, /^vkubelet_workqueue_depth\{name="pods"\} 4$/m);

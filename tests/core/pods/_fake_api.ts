@@ -96,8 +96,11 @@ export class FakePodsApi implements PodsApi {
   deletes: { key: string; options: DeleteOptions }[] = [];
   /** Makes the next N status writes fail with 409, as if another writer got there first. */
   conflictsToInject = 0;
-  /** Delivers writes to the informer; off to simulate a lagging watch. */
+  /** Delivers writes to the informer; off to simulate a lost watch event. */
   deliver = true;
+  /** Holds watch events back until {@link catchUp}, as a watch that lags behind the writes. */
+  lagging = false;
+  #held: (() => void)[] = [];
 
   constructor(options: { syncOnRun?: boolean } = {}) {
     this.informerInstance = new FakeInformer<Pod>(options);
@@ -116,15 +119,30 @@ export class FakePodsApi implements PodsApi {
       resourceVersion: String(++this.#rv),
     };
     this.pods.set(keyOf(stored), stored);
-    if (this.deliver) this.informerInstance.set(stored);
+    if (this.deliver) this.#watch(() => this.informerInstance.set(stored));
     return structuredClone(stored);
+  }
+
+  /** Watch events held back while {@link lagging}. */
+  get heldEvents(): number {
+    return this.#held.length;
+  }
+
+  /** Delivers the oldest `count` watch events held back while {@link lagging}. */
+  catchUp(count = Infinity): void {
+    for (const deliver of this.#held.splice(0, count)) deliver();
+  }
+
+  #watch(deliver: () => void): void {
+    if (this.lagging) this.#held.push(deliver);
+    else deliver();
   }
 
   /** Deletes as the apiserver does after grace: the object is gone. */
   #remove(key: string): void {
     const pod = this.pods.get(key);
     this.pods.delete(key);
-    if (pod && this.deliver) this.informerInstance.remove(pod);
+    if (pod && this.deliver) this.#watch(() => this.informerInstance.remove(pod));
   }
 
   get(namespace: string, name: string): Promise<Pod> {

@@ -21,7 +21,7 @@ Deno.test("merging a reported status leaves the report as it was", () => {
     conditions: [{ type: "Ready", status: "True", lastTransitionTime: "2026-01-01T00:00:01.5Z" }],
   };
   const before = structuredClone(reported);
-  const merged = mergeStatus({ qosClass: "BestEffort" }, reported, ["10.0.0.1"]);
+  const merged = mergeStatus({ qosClass: "BestEffort" }, reported, { hostIps: ["10.0.0.1"] });
   assert.deepEqual(reported, before);
   assert.equal(merged.startTime, "2026-01-01T00:00:00Z");
   assert.equal(merged.hostIP, "10.0.0.1");

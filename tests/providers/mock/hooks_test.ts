@@ -44,7 +44,8 @@ Deno.test("exit hook under restartPolicy Never: terminated with the code, pod Fa
     containerID: app.containerID,
   });
   assert.equal(condition(status, "Ready")?.status, "False");
-  assert.equal(condition(status, "Ready")?.reason, "PodCompleted");
+  // The reason the kubelet (v1.37, pkg/kubelet/status/generate.go) gives a failed pod.
+  assert.equal(condition(status, "Ready")?.reason, "PodFailed");
   assert.equal(notified.at(-1)?.status?.phase, "Failed", "the change is pushed, not only polled");
   // Nothing is left running: no more sleeps, and the pod's status no longer changes.
   assert.equal(clock.pending, 0);
@@ -215,6 +216,23 @@ Deno.test("deleting a pod stops its exit script", async () => {
   const count = notified.length;
   await clock.advance(60_000);
   assert.equal(notified.length, count, "no status after deletion");
+  assert.equal(clock.pending, 0);
+  await provider.close();
+});
+
+Deno.test("a Never pod whose container exits 0 stops its sidecar and ends Succeeded", async () => {
+  const { provider, clock, options } = mockProvider();
+  const pod = hooked({ [ANNOTATIONS.exit]: "app=0@1s" }, "Never");
+  pod.spec!.initContainers = [{ name: "proxy", image: "envoy", restartPolicy: "Always" }];
+  await provider.createPod(pod, options);
+  assert.equal((await statusOf(provider)).phase, "Running");
+  await clock.advance(1_000);
+  const status = await statusOf(provider);
+  assert.equal(status.phase, "Succeeded");
+  const [proxy] = status.initContainerStatuses!;
+  assert.equal(proxy.state?.terminated?.exitCode, 0, "the sidecar was stopped");
+  assert.equal(proxy.ready, false);
+  assert.equal(condition(status, "Ready")?.reason, "PodCompleted");
   assert.equal(clock.pending, 0);
   await provider.close();
 });

@@ -102,3 +102,27 @@ Deno.test("crashing containers restart with the kubelet's back-off", async () =>
     await t.close();
   }
 });
+
+Deno.test("a Job-like pod with a sidecar stops the sidecar when done and succeeds", async () => {
+  const t = await startProvider();
+  const pod = makePod([{ name: "main", image: "x", command: ["sh", "-c", "sleep 0.2"] }], {
+    restartPolicy: "Never",
+    initContainers: [
+      { name: "proxy", image: "x", command: ["sleep", "60"], restartPolicy: "Always" },
+    ],
+  });
+  try {
+    await t.provider.createPod(pod, {});
+    const done = await waitFor("Succeeded", async () => {
+      const p = await t.provider.getPod("default", pod.metadata!.name!, {});
+      return p?.status?.phase === "Succeeded" && p;
+    });
+    assert.equal(done.status!.containerStatuses![0].state?.terminated?.exitCode, 0);
+    const [proxy] = done.status!.initContainerStatuses!;
+    assert.ok(proxy.state?.terminated, "the sidecar was stopped");
+    assert.equal(proxy.restartCount, 0, "and not restarted");
+  } finally {
+    await cleanup(t.provider, pod);
+    await t.close();
+  }
+});

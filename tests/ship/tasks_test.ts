@@ -1,0 +1,36 @@
+import assert from "node:assert/strict";
+import denoJson from "../../deno.json" with { type: "json" };
+
+const root = new URL("../../", import.meta.url).pathname;
+
+Deno.test("every deno task has a one-line description", () => {
+  for (const [name, task] of Object.entries(denoJson.tasks)) {
+    assert.equal(typeof task, "object", `${name}: use the object form with a description`);
+    assert.ok(task.description.length > 10 && !task.description.includes("\n"), name);
+  }
+});
+
+Deno.test("deno task ok keeps the layer check", () => {
+  assert.match(denoJson.tasks.ok.command, /deno run --allow-read scripts\/check_layers\.ts/);
+});
+
+Deno.test("deno task start resolves relative paths from the caller's directory", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/sub`);
+    await Deno.writeTextFile(`${dir}/sub/vk.yaml`, "nodeName: Not_A_Node_Name\n");
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["task", `--config=${root}deno.json`, "start", "--provider=mock", "--config=vk.yaml"],
+      cwd: `${dir}/sub`,
+      env: { NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(output.stderr);
+    assert.equal(output.code, 2, stderr);
+    // Read from the caller's directory: the file's own error, not "cannot be read".
+    assert.match(stderr, /nodeName in vk\.yaml: "Not_A_Node_Name" is not a valid node name/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
