@@ -51,6 +51,8 @@ export interface KubernetesClients {
 
 /** Forwards the virtual node's pods to cluster B; see the module doc. */
 export class KubernetesProvider implements Provider {
+  /** The pods live in cluster B, so replicas of the node can take turns (`--leader-elect`). */
+  readonly highAvailability = true;
   readonly #config: KubernetesConfig;
   readonly #deps: ProviderDeps;
   readonly #b: KubeClient;
