@@ -429,4 +429,57 @@ export const OPTIONS = [
     group: "Logging",
     help: "text for people, json (one object per line) for log collectors.",
   }),
+  // Leader election (issue 21): replicas of one node, one of them writing.
+  o({
+    key: "leaderElect",
+    flag: "leader-elect",
+    env: ["VKUBELET_LEADER_ELECT"],
+    kind: "boolean",
+    shownDefault: "false",
+    group: "General",
+    help:
+      "Run as one of several replicas of this node: only the holder of the Lease vkubelet-<node> writes; the others stand by warm.",
+  }),
+  o({
+    key: "leaderElectLeaseDuration",
+    flag: "leader-elect-lease-duration",
+    env: ["VKUBELET_LEADER_ELECT_LEASE_DURATION"],
+    kind: "string",
+    value: "DURATION",
+    shownDefault: "8s",
+    group: "General",
+    help:
+      "How long a standby waits after the leader's last renewal before taking over (whole seconds).",
+  }),
+  o({
+    key: "leaderElectRenewDeadline",
+    flag: "leader-elect-renew-deadline",
+    env: ["VKUBELET_LEADER_ELECT_RENEW_DEADLINE"],
+    kind: "string",
+    value: "DURATION",
+    shownDefault: "6s",
+    group: "General",
+    help:
+      "A leader that has not renewed for this long stops writing and stands by; shorter than the lease duration.",
+  }),
+  o({
+    key: "leaderElectRetryPeriod",
+    flag: "leader-elect-retry-period",
+    env: ["VKUBELET_LEADER_ELECT_RETRY_PERIOD"],
+    kind: "string",
+    value: "DURATION",
+    shownDefault: "1s",
+    group: "General",
+    help: "How often the leader renews and a standby tries to take the lease.",
+  }),
+  o({
+    key: "leaderElectNamespace",
+    flag: "leader-elect-namespace",
+    env: ["VKUBELET_LEADER_ELECT_NAMESPACE"],
+    kind: "string",
+    value: "NAMESPACE",
+    shownDefault: "kube-node-lease",
+    group: "General",
+    help: "Namespace of the leader election Lease.",
+  }),
 ] as const satisfies readonly OptionSpec[];

@@ -23,6 +23,11 @@ export function isDnsSubdomain(name: string): boolean {
   return name.length <= 253 && DNS_SUBDOMAIN.test(name);
 }
 
+/** True for a DNS label (RFC 1123, at most 63 characters), e.g. a namespace name. */
+export function isDnsLabel(name: string): boolean {
+  return name.length <= 63 && new RegExp(`^${DNS_LABEL}$`).test(name);
+}
+
 /** True for a label or taint key: `[prefix/]name`, name at most 63 characters. */
 export function isQualifiedName(key: string): boolean {
   const slash = key.lastIndexOf("/");
@@ -264,6 +269,17 @@ const fields = z.object({
     }),
   ).default("info"),
   logFormat: oneOf(["text", "json"] as const, "text"),
+  // Leader election (issue 21). Defaults: a standby takes over 8-10 s after the leader's last
+  // renewal, far inside the node Lease's 40 s and the node monitor's grace period (40-50 s),
+  // so the node stays Ready while the writers change hands.
+  leaderElect: boolean(false),
+  leaderElectLeaseDuration: duration().default(8_000),
+  leaderElectRenewDeadline: duration().default(6_000),
+  leaderElectRetryPeriod: duration().default(1_000),
+  leaderElectNamespace: text("a namespace").refine(isDnsLabel, {
+    error: (i) =>
+      `${show(i.input)} is not a valid namespace name: use a DNS label such as kube-node-lease`,
+  }).default("kube-node-lease"),
 });
 
 /** The taint value used when none is given: the provider's name, made a valid label value. */
@@ -342,6 +358,30 @@ export const configSchema = fields.transform((c) => ({
   const metricsPort = c.metricsAddr === undefined ? undefined : parseHostPort(c.metricsAddr)?.port;
   if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === c.port) {
     at("metricsAddr", `uses the kubelet API's port ${c.port}; pick another port`);
+  }
+  // Leader election: client-go's rules (tools/leaderelection NewLeaderElector).
+  if (c.leaderElectLeaseDuration < 1_000 || c.leaderElectLeaseDuration % 1_000 !== 0) {
+    at(
+      "leaderElectLeaseDuration",
+      "must be whole seconds, at least 1s (a Lease counts in seconds), e.g. 8s",
+    );
+  } else if (c.leaderElectRenewDeadline >= c.leaderElectLeaseDuration) {
+    at(
+      "leaderElectRenewDeadline",
+      `${formatDuration(c.leaderElectRenewDeadline)} must be shorter than the lease duration (${
+        formatDuration(c.leaderElectLeaseDuration)
+      }), so a leader stops before a standby may take over`,
+    );
+  }
+  if (
+    c.leaderElectRetryPeriod <= 0 || c.leaderElectRenewDeadline <= c.leaderElectRetryPeriod * 1.2
+  ) {
+    at(
+      "leaderElectRetryPeriod",
+      `${formatDuration(c.leaderElectRetryPeriod)} must be above 0 and below the renew deadline (${
+        formatDuration(c.leaderElectRenewDeadline)
+      }) divided by 1.2, so that several renewals fit in it; e.g. 1s`,
+    );
   }
 });
 

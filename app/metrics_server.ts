@@ -23,6 +23,8 @@ export interface MetricsHandlerDeps {
   metrics: VkubeletMetrics;
   /** The node side's view of the provider (its ping). */
   health: HealthSource;
+  /** With `--leader-elect`: this replica's role, named in `/healthz` (`ok: leader`). */
+  role?: () => "leader" | "standby";
 }
 
 /** One answer of the listener. */
@@ -56,7 +58,8 @@ export function metricsHandler(
       };
     }
     const health = deps.health.current();
-    if (health.healthy) return text(200, "ok");
+    const role = deps.role?.();
+    if (health.healthy) return text(200, role ? `ok: ${role}` : "ok");
     return text(503, `provider ping failed: ${health.message ?? "no reason given"}`);
   };
 }

@@ -18,6 +18,8 @@ import { observePodController, serveMetrics } from "./metrics_server.ts";
 import { parseHostPort } from "./config_schema.ts";
 import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import denoJson from "../deno.json" with { type: "json" };
+import { LeadershipFence } from "./leader_fence.ts";
+import { highAvailabilityProblem, runLeaderElected } from "./leader_run.ts";
 
 /** What {@link runVkubelet} needs besides the config; `main.ts` picks the real ones. */
 export interface RunDeps {
@@ -48,7 +50,10 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   // Everything started below stops with `stop`: on the signal, or when start-up fails.
   const stop = new AbortController();
   const metrics = new VkubeletMetrics();
-  const { kube, provider } = await connectAndLoad(config, deps, metrics, {
+  // --leader-elect: every write of this replica needs the lease (app/leader_fence.ts).
+  const fence = config.leaderElect ? new LeadershipFence(deps.clock) : undefined;
+  metrics.leader.set(1);
+  const { kube, provider } = await connectAndLoad(config, deps, metrics, fence, {
     nodeName: config.nodeName,
     log: getLogger(["vkubelet", "provider"]).with({ node: config.nodeName }),
     clock: deps.clock,
@@ -69,6 +74,29 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   if (deps.signal.aborted) onAbort(); // Stopped while the provider was loading.
   const loops: Loop[] = [];
   try {
+    // ── Leader election (issue 21): a warm standby that runs the writers below (leadTerm)
+    // only while it holds the lease; see app/leader_run.ts.
+    if (fence) {
+      await runLeaderElected({ ...config, port }, {
+        signal: stop.signal,
+        clock: deps.clock,
+        kube,
+        provider,
+        fence,
+        metrics,
+        onReady: () => deps.onReady?.(provider),
+        lead: (signal, fenced) =>
+          leadTerm({ ...config, port }, { ...deps, signal }, {
+            kube,
+            provider: fenced,
+            internalIp,
+            metrics,
+          }),
+      });
+      log.info("shutting down");
+      return;
+    }
+    // ── End of leader election.
     await start({ ...config, port }, { ...deps, signal: stop.signal }, {
       kube,
       provider,
@@ -113,6 +141,7 @@ async function connectAndLoad(
   config: Config,
   deps: RunDeps,
   metrics: VkubeletMetrics,
+  fence: LeadershipFence | undefined,
   providerDeps: Omit<ProviderDeps, "kube">,
 ): Promise<{ kube: KubeClient; provider: Provider }> {
   const problems: string[] = [];
@@ -126,6 +155,7 @@ async function connectAndLoad(
       eventBurst: config.eventBurst,
       clock: deps.clock,
       onResponse: ({ verb, code }) => metrics.apiRequests.inc({ verb, code: String(code) }),
+      beforeSend: fence?.guardRequest,
     });
   } catch (err) {
     if (!isKubeConfigError(err)) throw err;
@@ -142,7 +172,9 @@ async function connectAndLoad(
     if (!(err instanceof ProviderLoadError)) throw err;
     problems.push(err.message);
   }
-  if (!kube || !provider) {
+  const haProblem = provider && highAvailabilityProblem(config, provider);
+  if (haProblem) problems.push(haProblem);
+  if (!kube || !provider || haProblem) {
     kube?.close();
     await provider?.close?.();
     throw new StartupConfigError(problems);
@@ -219,6 +251,24 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
   await withStartupTimeout(config, clock, side.ready, "the node to be registered");
   loops.push({ name: "pods", done: pods.run(signal) });
   await withStartupTimeout(config, clock, pods.ready, "the pod caches to sync");
+}
+
+/**
+ * One term of a leader under `--leader-elect`: the writers as {@link start} starts them (the
+ * metrics listener runs for the whole process instead), until `deps.signal` aborts.
+ */
+async function leadTerm(
+  config: Config,
+  deps: RunDeps,
+  parts: Omit<Parts, "loops">,
+): Promise<void> {
+  const loops: Loop[] = [];
+  try {
+    await start({ ...config, metricsAddr: undefined }, deps, { ...parts, loops });
+    await abortion(deps.signal);
+  } finally {
+    await drain(loops, deps.drainTimeoutMs ?? 10_000, deps.clock);
+  }
 }
 
 /** Waits for `ready`, but no longer than `--startup-timeout` when one is set. */

@@ -38,6 +38,8 @@ export class VkubeletMetrics {
   readonly leaseRenewalLatency: Histogram<"result">;
   /** Requests served by the kubelet API, by route, method and code. */
   readonly kubeletApiRequests: Counter<"route" | "method" | "code">;
+  /** 1 while this replica leads (always, without `--leader-elect`), 0 while it stands by. */
+  readonly leader: Gauge;
   readonly #collectors: Array<() => void> = [];
 
   constructor(registry: Registry = new Registry()) {
@@ -77,6 +79,11 @@ export class VkubeletMetrics {
       name: "vkubelet_kubelet_api_requests_total",
       help: "Requests served by the kubelet API, by route, method and HTTP status code.",
       labelNames: ["route", "method", "code"],
+      registers,
+    });
+    this.leader = new Gauge({
+      name: "vkubelet_leader",
+      help: "1 while this replica is the node's leader and writes, 0 while it is a standby.",
       registers,
     });
     new Gauge({

@@ -52,6 +52,11 @@ export interface KubeClientOptions {
    * metrics such as requests by verb and code. Must not throw.
    */
   onResponse?: (response: { verb: string; code: number }) => void;
+  /**
+   * Called just before each attempt is sent (after the rate limiter, retries included); what it
+   * throws fails the request unsent. Leader election fences writes with it (app/leader_fence.ts).
+   */
+  beforeSend?: (request: { method: string; path: string }) => void;
 }
 
 const log = getLogger(["vkubelet", "k8s"]);
@@ -78,11 +83,13 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
   #userAgent: string;
   #clock: Clock;
   #onResponse?: KubeClientOptions["onResponse"];
+  #beforeSend?: KubeClientOptions["beforeSend"];
 
   constructor(config: ConnectionConfig, options: KubeClientOptions = {}) {
     this.config = config;
     this.#clock = options.clock ?? realClock;
     this.#onResponse = options.onResponse;
+    this.#beforeSend = options.beforeSend;
     this.#pool = new HttpClientPool(config);
     this.#limiter = new RateLimiter({
       qps: options.qps ?? 50,
@@ -170,6 +177,7 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
     for (let attempt = 0;; attempt++) {
       await limiter.acquire({ signal });
       const credentials = await this.#credentials(signal);
+      this.#beforeSend?.({ method, path: options.path });
       let response: Response;
       const verb = options.query?.watch ? "WATCH" : method;
       try {

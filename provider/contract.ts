@@ -171,6 +171,13 @@ export interface Provider {
   getMetricsResource?(options: CallOptions): Promise<string>;
   /** Releases connections and timers when vkubelet stops. Must not stop or delete pods. */
   close?(): Promise<void>;
+  /**
+   * True when several replicas of the node may each load this provider, one leading at a time
+   * (`--leader-elect`): the pods' state lives outside the process, or a new leader's
+   * `createPod` adopts a running pod from the status already written (same IP, start times,
+   * restart counts), so a takeover restarts nothing. Without it `--leader-elect` is refused.
+   */
+  readonly highAvailability?: boolean;
 }
 
 /** What the core hands a provider factory. */

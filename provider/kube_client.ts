@@ -1,7 +1,8 @@
 /**
  * What a provider may ask of vkubelet's Kubernetes client (`ProviderDeps.kube`): read and watch
- * the ConfigMaps and Secrets its pods use, and ask for service-account tokens (TokenRequest) —
- * the calls a kubelet makes under the Node authorizer, and those the built-in providers make.
+ * the ConfigMaps and Secrets its pods use, ask for service-account tokens (TokenRequest) and
+ * record events on pods — the calls a kubelet makes under the Node authorizer, and those the
+ * built-in providers make.
  *
  * It is an interface of plain methods, not the client's class: `KubeClient` from `k8s/`
  * satisfies it by shape, so a provider loaded by path or URL, with its own copy of this module
@@ -11,7 +12,7 @@
  * @module
  */
 import type { TokenRequest } from "kubernetes-types/authentication/v1.d.ts";
-import type { ConfigMap, Secret } from "kubernetes-types/core/v1.d.ts";
+import type { ConfigMap, Event, Secret } from "kubernetes-types/core/v1.d.ts";
 import type {
   InformerHandlers,
   InNamespace,
@@ -22,7 +23,7 @@ import type {
   ResumableWatchOptions,
   WatchEvent,
 } from "../k8s/mod.ts";
-import type { CallOptions } from "./contract.ts";
+import type { SignalOptions } from "../base/options.ts";
 
 /** A list+watch cache: handlers get adds, updates and deletes once `run` is called. */
 export interface ProviderInformer<T> {
@@ -37,7 +38,7 @@ export interface ProviderInformer<T> {
 /** Reads of one namespaced kind. Errors are the client's (see {@link isKubeNotFound}). */
 export interface ProviderObjectApi<T extends KubeObject> {
   /** One object; rejects with a 404 error when it does not exist. */
-  get(namespace: string, name: string, options?: CallOptions): Promise<T>;
+  get(namespace: string, name: string, options?: SignalOptions): Promise<T>;
   /** Objects in one namespace (or all), one page when `limit` is set. */
   list(options?: InNamespace<ListOptions>): Promise<ListResult<T>>;
   /** Watch events, resumed after disconnects; throws on 410 Gone (relist then). */
@@ -53,8 +54,14 @@ export interface ProviderServiceAccountsApi {
     namespace: string,
     name: string,
     request: TokenRequest,
-    options?: CallOptions,
+    options?: SignalOptions,
   ): Promise<TokenRequest>;
+}
+
+/** Events: a provider that changes a pod to fit where it runs says so on the pod. */
+export interface ProviderEventsApi {
+  /** Creates an Event in `namespace`. */
+  create(namespace: string, event: Event, options?: SignalOptions): Promise<Event>;
 }
 
 /**
@@ -65,6 +72,8 @@ export interface ProviderKubeClient {
   configMaps: ProviderObjectApi<ConfigMap>;
   secrets: ProviderObjectApi<Secret>;
   serviceAccounts: ProviderServiceAccountsApi;
+  /** Absent in fakes that give none. */
+  events?: ProviderEventsApi;
 }
 
 /** True when a {@link ProviderKubeClient} call failed because the object does not exist. */

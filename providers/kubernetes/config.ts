@@ -12,11 +12,13 @@
  * tokenExpirationSeconds: 3600      # upstream tokens' lifetime; renewed at 80 %
  * persistentVolumeClaims: { "team-a/data": data-in-b }   # PVCs of A mapped to claims in B
  * pingTimeout: 5s
+ * profile: cci                      # shape pods to Huawei CCI's rules (see ./cci_profile.ts)
  * ```
  * @module
  */
 import { z } from "zod";
 import { parseDuration } from "../../base/duration.ts";
+import { PROFILES } from "./cci_profile.ts";
 
 const duration = (fallback: string) =>
   z.string().default(fallback).transform((text, ctx) => {
@@ -59,6 +61,7 @@ export const kubernetesConfigSchema = z.strictObject({
     z.string().min(1),
   ).default({}),
   pingTimeout: duration("5s"),
+  profile: z.enum(PROFILES).optional(),
 });
 
 /** The validated config; `pingTimeout` in milliseconds. */

@@ -30,6 +30,7 @@ import {
   type StatsSummary,
   TransientError,
 } from "../../provider/mod.ts";
+import { CciNamespaceCheck, recordShaping } from "./cci_namespace.ts";
 import type { KubernetesConfig } from "./config.ts";
 import { DependencyMirror } from "./dependencies.ts";
 import { DownstreamNode } from "./downstream_node.ts";
@@ -50,6 +51,8 @@ export interface KubernetesClients {
 
 /** Forwards the virtual node's pods to cluster B; see the module doc. */
 export class KubernetesProvider implements Provider {
+  /** The pods live in cluster B, so replicas of the node can take turns (`--leader-elect`). */
+  readonly highAvailability = true;
   readonly #config: KubernetesConfig;
   readonly #deps: ProviderDeps;
   readonly #b: KubeClient;
@@ -63,11 +66,14 @@ export class KubernetesProvider implements Provider {
   readonly #signal: AbortSignal;
   readonly #running: Promise<void>[] = [];
   readonly #cpuCounters: CpuCounters = new Map();
+  /** `profile: cci`: B's namespace checked before the first pod. */
+  readonly #cci?: CciNamespaceCheck;
 
   constructor(config: KubernetesConfig, deps: ProviderDeps, clients: KubernetesClients) {
     this.#config = config;
     this.#deps = deps;
     this.#b = clients.downstream;
+    if (config.profile === "cci") this.#cci = new CciNamespaceCheck(this.#b, config.namespace);
     const signal = this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
     this.#ours = this.#b.pods.informer({
       namespace: config.namespace,
@@ -114,6 +120,7 @@ export class KubernetesProvider implements Provider {
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
     const k = key(pod.metadata?.namespace, pod.metadata?.name);
     const translation = translatePod(pod, { config: this.#config, nodeName: this.#deps.nodeName });
+    await this.#cci?.check(options);
     this.#relay.remember(k, pod);
     this.#relay.setDeleting(k, false);
     await this.#mirror.track(k, translation.dependencies, options);
@@ -125,6 +132,11 @@ export class KubernetesProvider implements Provider {
     const target = translation.pod;
     try {
       await this.#b.pods.create(this.#config.namespace, target, { signal: options.signal });
+      await recordShaping(this.#deps.kube, pod, translation.shaped ?? [], {
+        nodeName: this.#deps.nodeName,
+        nowMs: this.#deps.clock.now(),
+        signal: options.signal,
+      });
       return;
     } catch (err) {
       if (!isAlreadyExists(err)) throw downstreamError(`creating pod ${k}`, err);

@@ -13,7 +13,8 @@
  * - the service-account token: with `downstream`, A's generated `kube-api-access-*` volume goes
  *   and B mounts its own default account's; with `upstream`, its token source becomes a Secret
  *   of B that the provider fills with a TokenRequest of A (see `tokens.ts`);
- * - `enableServiceLinks` is off: the core already put A's service variables in the env.
+ * - `enableServiceLinks` is off: the core already put A's service variables in the env;
+ * - with `profile: cci`, the result is shaped to CCI's rules (`cci_profile.ts`).
  * @module
  */
 import type {
@@ -25,6 +26,7 @@ import type {
   VolumeProjection,
 } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError } from "../../provider/mod.ts";
+import { shapePodForCci } from "./cci_profile.ts";
 import type { KubernetesConfig } from "./config.ts";
 import { downstreamName, markLabels, MARKS } from "./names.ts";
 
@@ -51,13 +53,20 @@ export interface Translation {
   dependencies: Dependency[];
   /** Upstream mode: the Secret of B carrying A's tokens and the pod's namespace. */
   tokenSecret?: { name: string; needs: TokenNeed[] };
+  /** What the config's `profile` changed, one line each (for an event on the upstream pod). */
+  shaped?: string[];
 }
 
 /** What translation needs besides the pod. */
 export interface TranslateOptions {
   config: Pick<
     KubernetesConfig,
-    "namespace" | "nodeSelector" | "tolerations" | "serviceAccountToken" | "persistentVolumeClaims"
+    | "namespace"
+    | "nodeSelector"
+    | "tolerations"
+    | "serviceAccountToken"
+    | "persistentVolumeClaims"
+    | "profile"
   >;
   nodeName: string;
 }
@@ -142,6 +151,7 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
     pod: downstream,
     dependencies: [...deps.values()],
     tokenSecret: tokens.length > 0 ? { name: tokenSecretName, needs: tokens } : undefined,
+    shaped: options.config.profile === "cci" ? shapePodForCci(downstream) : undefined,
   };
 }
 

@@ -41,6 +41,7 @@ import { cpuNanoSeconds, metricsText, statsSummary, type Usage } from "./stats.t
 import { quantityToNumber } from "../../k8s/quantity.ts";
 import { configureMockNode } from "./node.ts";
 import { frozen } from "./frozen.ts";
+import { adoptedFromStatus } from "./adopt.ts";
 
 /** Annotations a pod can carry to steer the mock (deterministic hooks for tests). */
 export const ANNOTATIONS = {
@@ -69,6 +70,8 @@ const key = (namespace: string | undefined, name: string | undefined) => `${name
 
 /** The in-memory provider; see the module doc. */
 export class MockProvider implements Provider {
+  /** A new leader's mock adopts running pods from their written status (see adopt.ts). */
+  readonly highAvailability = true;
   readonly #config: MockConfig;
   readonly #deps: ProviderDeps;
   readonly #pods = new Map<string, MockPod>();
@@ -117,9 +120,13 @@ export class MockProvider implements Provider {
     if (existing) this.#remove(existing);
     const usage = this.#usageOf(pod);
     const hooks = parseHooks(pod);
+    // Under --leader-elect a pod another replica's mock ran keeps its IP and start times.
+    const adopted = adoptedFromStatus(pod);
     let podIp: string;
     try {
-      podIp = this.#ips.allocate();
+      podIp = adopted.podIp && this.#ips.claim(adopted.podIp)
+        ? adopted.podIp
+        : this.#ips.allocate();
     } catch (err) {
       throw new TransientError(`no pod IP left for ${namespace}/${name}`, { cause: err });
     }
@@ -127,17 +134,18 @@ export class MockProvider implements Provider {
     const runs = new Map<string, ContainerRun>();
     for (const c of longRunningContainers(pod)) {
       const startError = hooks.startErrors.get(c.name);
+      const before = adopted.runs.get(c.name);
       runs.set(
         c.name,
         startError === undefined
-          ? { startedAtMs: now, restartCount: 0, image: c.image ?? "" }
+          ? { startedAtMs: now, restartCount: 0, ...before, image: c.image ?? "" }
           : startErrorRun(c.image ?? "", now, startError),
       );
     }
     const record: MockPod = {
       pod: frozen(structuredClone(pod)),
       podIp,
-      startMs: now,
+      startMs: adopted.startMs ?? now,
       runs,
       usage,
       stopped: new AbortController(),

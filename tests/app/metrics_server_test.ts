@@ -12,7 +12,7 @@ import {
   observePodController,
   serveMetrics,
 } from "../../app/metrics_server.ts";
-import { HealthMonitor } from "../../core/node/health_monitor.ts";
+import { ALWAYS_HEALTHY, HealthMonitor } from "../../core/node/health_monitor.ts";
 import { FakeClock } from "../fakes/clock.ts";
 
 const log = getLogger(["vkubelet", "test", "metrics"]);
@@ -153,4 +153,21 @@ Deno.test("--metrics-addr takes HOST:PORT, [IPv6]:PORT or :PORT and is off by de
   const clash = await load(["--metrics-addr=:10250"]);
   assert.ok(!clash.ok);
   assert.match(clash.errors.join("\n"), /--metrics-addr.*kubelet API's port 10250/);
+});
+
+Deno.test("under --leader-elect /healthz names the role and vkubelet_leader says it", async () => {
+  const metrics = new VkubeletMetrics();
+  let leading = false;
+  const handle = metricsHandler({
+    metrics,
+    health: ALWAYS_HEALTHY,
+    role: () => leading ? "leader" : "standby",
+  });
+  metrics.leader.set(0);
+  assert.equal((await handle("GET", "/healthz")).body, "ok: standby\n");
+  assert.match((await handle("GET", "/metrics")).body, /^vkubelet_leader 0$/m);
+  leading = true;
+  metrics.leader.set(1);
+  assert.equal((await handle("GET", "/healthz")).body, "ok: leader\n");
+  assert.match((await handle("GET", "/metrics")).body, /^vkubelet_leader 1$/m);
 });

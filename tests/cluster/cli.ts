@@ -26,6 +26,8 @@ const USAGE = `usage: deno task cluster [--name NAME] <command>
                                  it as the v1beta1.metrics.k8s.io APIService
      [--metric-resolution=N]     its scrape interval in seconds (default 10, at least 10)
      [--metrics-server-insecure-kubelet-tls]  do not verify kubelet serving certificates
+     [--token-auth-file=PATH]    also accept the bearer tokens of this static token file
+                                 (CSV token,user,uid,"groups"); read when the apiserver starts
   down                           stop everything 'up' started
   status                         say whether the cluster is up (exit 0) or not (exit 1)
   build                          only build the control-plane binary
@@ -55,8 +57,11 @@ async function main(argv: string[]): Promise<number> {
       const flags = ["--verify-kubelet-serving", "--metrics-server"];
       const insecure = "--metrics-server-insecure-kubelet-tls";
       const resolution = rest.find((a) => a.startsWith("--metric-resolution="))?.split("=")[1];
+      const tokenFlag = "--token-auth-file=";
+      const tokenAuthFile = rest.find((a) => a.startsWith(tokenFlag))?.slice(tokenFlag.length);
       const unknown = rest.filter((a) =>
-        !flags.includes(a) && a !== insecure && !a.startsWith("--metric-resolution=")
+        !flags.includes(a) && a !== insecure && !a.startsWith("--metric-resolution=") &&
+        !a.startsWith(tokenFlag)
       );
       if (unknown.length) {
         err(`unknown option ${unknown[0]}\n${USAGE}`);
@@ -65,6 +70,7 @@ async function main(argv: string[]): Promise<number> {
       await up({
         paths,
         verifyKubeletServing: rest.includes("--verify-kubelet-serving"),
+        tokenAuthFile,
         progress: err,
       });
       if (rest.includes("--metrics-server")) {

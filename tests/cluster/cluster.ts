@@ -74,6 +74,11 @@ export interface AddonState extends ComponentState {
 export interface UpOptions {
   /** Make the apiserver verify kubelet serving certificates against the cluster CA. */
   verifyKubeletServing?: boolean;
+  /**
+   * A static token file (`--token-auth-file`, CSV `token,user,uid,"group1,group2"`) the apiserver
+   * accepts bearer tokens from, for tests of credential plugins; read once at start-up.
+   */
+  tokenAuthFile?: string;
 }
 
 const serviceRange = "127.0.100.0/24";
@@ -286,6 +291,7 @@ function componentArgs(
       // Only InternalIP: a Hostname address could resolve off loopback.
       "--kubelet-preferred-address-types=InternalIP",
       ...(options.verifyKubeletServing ? [`--kubelet-certificate-authority=${p("ca.crt")}`] : []),
+      ...(options.tokenAuthFile ? [`--token-auth-file=${options.tokenAuthFile}`] : []),
       `--requestheader-client-ca-file=${p("front-proxy-ca.crt")}`,
       "--requestheader-allowed-names=front-proxy-client",
       "--requestheader-username-headers=X-Remote-User",
@@ -367,7 +373,18 @@ export async function up(
   const clusterDir = paths.dir;
   const previous = readState(paths);
   if (previous && Object.values(running(previous)).every(Boolean)) {
-    if (await healthy(paths, `${previous.server}/readyz`)) return previous;
+    if (await healthy(paths, `${previous.server}/readyz`)) {
+      if ((previous.options.tokenAuthFile ?? "") !== (options.tokenAuthFile ?? "")) {
+        throw new Error(
+          `cluster ${paths.name} is up with token file ${
+            previous.options.tokenAuthFile ?? "(none)"
+          }, not ${
+            options.tokenAuthFile ?? "(none)"
+          }; run: deno task cluster --name=${paths.name} down`,
+        );
+      }
+      return previous;
+    }
   }
   if (previous) await down(paths);
   const progress = options.progress ?? (() => {});
@@ -384,7 +401,7 @@ export async function up(
       mode: 0o600,
     });
   }
-  const { verifyKubeletServing } = options;
+  const { verifyKubeletServing, tokenAuthFile } = options;
   const state: ClusterState = {
     paths,
     binary,
@@ -392,7 +409,7 @@ export async function up(
     ports,
     etcdPeerPort,
     components: {} as ClusterState["components"],
-    options: { verifyKubeletServing },
+    options: { verifyKubeletServing, tokenAuthFile },
   };
   for (const c of COMPONENTS) {
     const log = `${clusterDir}/logs/${c}.log`;

@@ -80,14 +80,23 @@ async function runCli(name: string, args: string[]): Promise<void> {
   }
 }
 
+/** Options for {@link useCluster}: how a cluster other than the default one is started. */
+export interface UseClusterOptions {
+  /** `up --token-auth-file`: the apiserver also accepts this file's static bearer tokens. */
+  tokenAuthFile?: string;
+}
+
 /**
  * The test cluster, started on first use. `name` picks a second, independent cluster (for
  * tests that need two, such as the kubernetes provider's); `deno task test` stops it afterwards.
  */
-export function useCluster(name = "default"): Promise<TestCluster> {
+export function useCluster(
+  name = "default",
+  options: UseClusterOptions = {},
+): Promise<TestCluster> {
   let cluster = clusters.get(name);
   if (!cluster) {
-    cluster = connect(name);
+    cluster = connect(name, options);
     clusters.set(name, cluster);
   }
   return cluster;
@@ -126,8 +135,9 @@ export function useMetricsServer(name = "default"): Promise<TestMetricsServer> {
   return server;
 }
 
-async function connect(name: string): Promise<TestCluster> {
-  await runCli(name, ["up"]);
+async function connect(name: string, options: UseClusterOptions): Promise<TestCluster> {
+  const tokens = options.tokenAuthFile ? [`--token-auth-file=${options.tokenAuthFile}`] : [];
+  await runCli(name, ["up", ...tokens]);
   const paths = clusterPaths(name);
   const state = readState(paths);
   if (!state) throw new Error("cluster up succeeded but left no state");

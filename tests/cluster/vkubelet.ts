@@ -19,6 +19,8 @@ export interface StartVkubeletOptions {
   providerConfig?: string;
   /** More flags. */
   args?: string[];
+  /** Another identity than the node's own (`system:node:<name>`), e.g. a ServiceAccount's. */
+  kubeconfig?: string;
   /** Reuse the kubeconfig, certificate and port of an earlier run (a restart). */
   like?: RunningVkubelet;
   /** Also append everything it logs to this file. */
@@ -69,7 +71,8 @@ export async function startVkubelet(
   options: StartVkubeletOptions,
 ): Promise<RunningVkubelet> {
   const { nodeName } = options;
-  const kubeconfig = options.like?.kubeconfig ?? await cluster.nodeKubeconfig(nodeName);
+  const kubeconfig = options.kubeconfig ?? options.like?.kubeconfig ??
+    await cluster.nodeKubeconfig(nodeName);
   const serving = options.like
     ? { certFile: options.like.files.cert, keyFile: options.like.files.key }
     : await cluster.issueServingCert(nodeName, ["127.0.0.1", nodeName]);

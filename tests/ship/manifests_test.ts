@@ -63,6 +63,7 @@ Deno.test("deploy/kubernetes passes the API server's server-side dry run", async
       "clusterrolebinding.rbac.authorization.k8s.io/vkubelet",
       "configmap/vkubelet-config",
       "deployment.apps/vkubelet",
+      "poddisruptionbudget.policy/vkubelet",
     ]
   ) assert.match(res.stdout, new RegExp(`${what} (created|configured|unchanged)`), res.stdout);
 });

@@ -28,7 +28,7 @@ export const VKUBELET_RULES: readonly Rule[] = [
     group: "coordination.k8s.io",
     resource: "leases",
     verbs: ["get", "create", "update"],
-    why: "core/node/lease_controller.ts",
+    why: "core/node/lease_controller.ts; app/leader_elector.ts (--leader-elect)",
   },
   {
     group: "",
