@@ -5,7 +5,6 @@
  * @module
  */
 import type { Event, Pod } from "kubernetes-types/core/v1.d.ts";
-import { KubeClient } from "../../k8s/mod.ts";
 import type { ProviderDeps } from "../../provider/mod.ts";
 
 /** Records one event on a pod. */
@@ -16,16 +15,19 @@ export type PodEventSink = (
   message: string,
 ) => void;
 
-/** An event sink on `deps.kube`; without a client (unit tests) events are only logged. */
+/**
+ * An event sink on the typed client's events API (`deps.kube.events`); without one (unit tests)
+ * events are only logged.
+ */
 export function podEventSink(
   deps: Pick<ProviderDeps, "kube" | "nodeName" | "log" | "clock">,
 ): PodEventSink {
-  const kube = deps.kube instanceof KubeClient ? deps.kube : undefined;
+  const events = deps.kube?.events;
   let serial = 0;
   return (pod, type, reason, message) => {
     const { namespace = "", name = "", uid } = pod.metadata ?? {};
     deps.log.info("{pod}: {reason}: {message}", { pod: `${namespace}/${name}`, reason, message });
-    if (!kube || !uid) return;
+    if (!events || !uid) return;
     const now = new Date(deps.clock.now()).toISOString().replace(/\.\d+Z$/, "Z");
     const event: Event = {
       apiVersion: "v1",
@@ -45,7 +47,7 @@ export function podEventSink(
       lastTimestamp: now,
       count: 1,
     };
-    kube.events.create(namespace, event).catch((err) => {
+    events.create(namespace, event).catch((err) => {
       deps.log.debug("event not recorded: {err}", { err: String(err) });
     });
   };
