@@ -47,6 +47,7 @@ import { cpuNanoSeconds, metricsText, statsSummary, type Usage } from "./stats.t
 import { quantityToNumber } from "../../k8s/quantity.ts";
 import { configureMockNode } from "./node.ts";
 import { frozen } from "./frozen.ts";
+import { writtenStarts } from "./written_starts.ts";
 
 /** Annotations a pod can carry to steer the mock (deterministic hooks for tests). */
 export const ANNOTATIONS = {
@@ -125,25 +126,32 @@ export class MockProvider implements Provider {
     const hooks = parseHooks(pod);
     let podIp: string;
     try {
-      podIp = this.#ips.allocate();
+      podIp = this.#ips.allocate({ uid, previous: pod.status?.podIP });
     } catch (err) {
       throw new TransientError(`no pod IP left for ${namespace}/${name}`, { cause: err });
     }
     const now = this.#deps.clock.now();
+    // A pod that ran before a restart keeps the times its written status holds.
+    const written = writtenStarts(pod);
     const runs = new Map<string, ContainerRun>();
     for (const c of longRunningContainers(pod)) {
       const startError = hooks.startErrors.get(c.name);
+      const before = written.containers.get(c.name);
       runs.set(
         c.name,
         startError === undefined
-          ? { startedAtMs: now, restartCount: 0, image: c.image ?? "" }
+          ? {
+            startedAtMs: before?.startedAtMs ?? now,
+            restartCount: before?.restartCount ?? 0,
+            image: c.image ?? "",
+          }
           : startErrorRun(c.image ?? "", now, startError),
       );
     }
     const record: MockPod = {
       pod: frozen(structuredClone(pod)),
       podIp,
-      startMs: now,
+      startMs: written.podStartMs ?? now,
       runs,
       usage,
       stopped: new AbortController(),
