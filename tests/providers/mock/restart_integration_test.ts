@@ -65,7 +65,7 @@ Deno.test("mock restart: after SIGTERM and a restart, pods keep their IP and sta
     // Let the restarted vkubelet hand the pods to the mock again and write their status.
     await eventually(
       "the pods handed to the mock again",
-      async () => vk.output().includes("pod controller ready") ? true : undefined,
+      () => Promise.resolve(vk.output().includes("pod controller ready") ? true : undefined),
     );
     await new Promise((r) => setTimeout(r, 5_000));
     const after = seen(await running());
