@@ -193,6 +193,30 @@ export class MockProvider implements Provider {
     await Promise.resolve();
   }
 
+  /** Starts an ephemeral container (`kubectl debug`) like a regular one, without restarts. */
+  async runEphemeralContainer(pod: Pod, name: string, options: CallOptions): Promise<void> {
+    options.signal?.throwIfAborted();
+    const record = this.#get(pod.metadata?.namespace, pod.metadata?.name);
+    const container = pod.spec?.ephemeralContainers?.find((c) => c.name === name);
+    if (!container) {
+      throw new InvalidInputError(
+        `pod ${
+          key(pod.metadata?.namespace, pod.metadata?.name)
+        } has no ephemeral container ${name}`,
+      );
+    }
+    record.pod = frozen({ ...structuredClone(pod), status: record.pod.status });
+    if (!record.runs.has(name)) {
+      record.runs.set(name, {
+        startedAtMs: this.#deps.clock.now(),
+        restartCount: 0,
+        image: container.image ?? "",
+      });
+    }
+    this.#refresh(record);
+    await Promise.resolve();
+  }
+
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
     options.signal?.throwIfAborted();
     const record = this.#get(pod.metadata?.namespace, pod.metadata?.name);
@@ -369,6 +393,7 @@ export class MockProvider implements Provider {
     const all = [
       ...(record.pod.spec?.initContainers ?? []),
       ...(record.pod.spec?.containers ?? []),
+      ...(record.pod.spec?.ephemeralContainers ?? []),
     ];
     const container = all.find((c) => c.name === ref.container);
     if (!container) {

@@ -269,6 +269,11 @@ export function currentStatus(pod: Pod, inputs: StatusInputs): PodStatus {
     ),
   };
   if (initStatuses.length > 0) status.initContainerStatuses = initStatuses;
+  // Ephemeral containers the mock was asked to run; never ready (the kubelet's ephemeral
+  // container statuses carry ready: false).
+  const ephemeral = (pod.spec?.ephemeralContainers ?? []).filter((c) => runs.has(c.name))
+    .map((c) => ({ ...containerStatus(pod, c, runs.get(c.name)!), ready: false }));
+  if (ephemeral.length > 0) status.ephemeralContainerStatuses = ephemeral;
   return status;
 }
 
@@ -307,6 +312,9 @@ export function terminatedStatus(pod: Pod, nowMs: number): PodStatus {
   };
   if (status.initContainerStatuses) {
     out.initContainerStatuses = terminate(status.initContainerStatuses, nowMs);
+  }
+  if (status.ephemeralContainerStatuses) {
+    out.ephemeralContainerStatuses = terminate(status.ephemeralContainerStatuses, nowMs);
   }
   return out;
 }
