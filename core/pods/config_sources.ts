@@ -87,6 +87,7 @@ export class ConfigSources {
   #byPod = new Map<string, string[]>();
   #signal?: AbortSignal;
   #running = new Set<Promise<void>>();
+  #reading = new Map<string, Promise<ConfigMap | Secret | undefined>>();
 
   constructor(options: ConfigSourcesOptions) {
     this.#o = options;
@@ -142,6 +143,21 @@ export class ConfigSources {
     if (watched?.synced && watched.informer) {
       return watched.informer.store.getByKey(`${namespace}/${name}`);
     }
+    // Every pod's service-account volume names its namespace's kube-root-ca.crt: until the
+    // watch has synced, pods syncing at the same time share one GET instead of one each.
+    const key = `${kind}/${namespace}/${name}`;
+    const inFlight = this.#reading.get(key);
+    if (inFlight) return await inFlight;
+    const reading = this.#get(kind, namespace, name, options);
+    this.#reading.set(key, reading);
+    try {
+      return await reading;
+    } finally {
+      this.#reading.delete(key);
+    }
+  }
+
+  async #get(kind: Kind, namespace: string, name: string, options: CallOptions) {
     try {
       return await this.#o.api[kind].get(namespace, name, options);
     } catch (err) {
