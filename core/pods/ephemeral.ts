@@ -11,7 +11,7 @@
  * @module
  */
 import type { ContainerStatus, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
-import type { CallOptions, Provider } from "../../provider/mod.ts";
+import { type CallOptions, isTransient, type Provider } from "../../provider/mod.ts";
 import { podKey } from "./api.ts";
 import type { PodEvent } from "./events.ts";
 
@@ -41,7 +41,20 @@ export function withEphemeralContainers(provider: Provider, record: RecordEvent)
     const fresh = wanted.filter((c) => !known.has(c.name));
     if (fresh.length === 0) return;
     if (provider.runEphemeralContainer) {
-      for (const c of fresh) await provider.runEphemeralContainer(pod, c.name, options);
+      for (const c of fresh) {
+        try {
+          await provider.runEphemeralContainer(pod, c.name, options);
+        } catch (err) {
+          // A debug container that cannot start must not fail the pod it debugs.
+          if (isTransient(err)) throw err;
+          record(pod, {
+            type: "Warning",
+            reason: "Failed",
+            message: `Error: ${err instanceof Error ? err.message : String(err)}`,
+            fieldPath: `spec.ephemeralContainers{${c.name}}`,
+          });
+        }
+      }
       return;
     }
     const key = podKey(pod);

@@ -2,7 +2,8 @@
  * One pod's life on this node, as the kubelet's pod workers run it (kubernetes/kubernetes
  * pkg/kubelet/kuberuntime/kuberuntime_manager.go `computePodActions`/`SyncPod`): volumes
  * first (./volume_sync.ts), then init containers one at a time in order (./init_containers.ts),
- * then every container; restarts by `restartPolicy` with the kubelet's back-off
+ * then every container, then ephemeral containers (`kubectl debug`, once, never restarted);
+ * restarts by `restartPolicy` with the kubelet's back-off
  * (./restart_policy.ts); hooks and probes per instance (./instance_supervisor.ts); graceful
  * stop on delete (./container_stop.ts). Every change is saved to `pod.json` and reported
  * through `changed`.
@@ -198,6 +199,13 @@ export class PodRunner {
     }
     for (const c of this.record.pod.spec?.containers ?? []) {
       wakes.push(await this.#ensure(c, (t) => shouldRestart(this.record.pod, t.exitCode)));
+    }
+    // Ephemeral containers start once in a running pod and are never restarted (the kubelet's
+    // computePodActions: EphemeralContainersToStart).
+    if (podPhase(this.record) === "Running") {
+      for (const c of this.record.pod.spec?.ephemeralContainers ?? []) {
+        await this.#ensure(c as Container, () => false);
+      }
     }
     return earliest(wakes);
   }

@@ -156,6 +156,11 @@ export function podStatus(record: PodRecord, extras: StatusExtras): PodStatus {
     containerStatuses: statuses,
   };
   if (initStatuses.length > 0) status.initContainerStatuses = initStatuses;
+  const ephemeral = (spec.ephemeralContainers ?? []).map((c) => ({
+    ...containerStatus(c as Container, record.containers[c.name]),
+    ready: false,
+  }));
+  if (ephemeral.length > 0) status.ephemeralContainerStatuses = ephemeral;
   return status;
 }
 
