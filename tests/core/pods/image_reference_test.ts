@@ -18,9 +18,13 @@ Deno.test("image references the docker grammar accepts parse, normalized as Dock
     ["127.0.0.1:5000/team/app", { domain: "127.0.0.1:5000", path: "team/app" }],
     ["[::1]:5000/app:v2", { domain: "[::1]:5000", path: "app", tag: "v2" }],
     ["Registry.Example/app", { domain: "Registry.Example", path: "app" }],
-    ["registry.k8s.io/pause:3.10", { domain: "registry.k8s.io", path: "pause", tag: "3.10" }],
-    ["ghcr.io/o/my_app__x.y-z", { domain: "ghcr.io", path: "o/my_app__x.y-z" }],
-    ["quay.io/a/b/c/d:_tag.-x", { domain: "quay.io", path: "a/b/c/d", tag: "_tag.-x" }],
+    ["reg.example.test/pause:3.10", { domain: "reg.example.test", path: "pause", tag: "3.10" }],
+    ["a.example.test/o/my_app__x.y-z", { domain: "a.example.test", path: "o/my_app__x.y-z" }],
+    ["b.example.test/a/b/c/d:_tag.-x", {
+      domain: "b.example.test",
+      path: "a/b/c/d",
+      tag: "_tag.-x",
+    }],
     [`x@sha512:${"b".repeat(128)}`, { domain: "docker.io", path: "library/x" }],
   ];
   for (const [image, want] of cases) {
