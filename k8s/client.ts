@@ -71,6 +71,7 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
   readonly configMaps: KubeApis["configMaps"];
   readonly secrets: KubeApis["secrets"];
   readonly services: KubeApis["services"];
+  readonly persistentVolumeClaims: KubeApis["persistentVolumeClaims"];
   readonly namespaces: KubeApis["namespaces"];
   readonly serviceAccounts: KubeApis["serviceAccounts"];
   readonly tokenReviews: KubeApis["tokenReviews"];
@@ -122,6 +123,7 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
     this.configMaps = apis.configMaps;
     this.secrets = apis.secrets;
     this.services = apis.services;
+    this.persistentVolumeClaims = apis.persistentVolumeClaims;
     this.namespaces = apis.namespaces;
     this.serviceAccounts = apis.serviceAccounts;
     this.tokenReviews = apis.tokenReviews;

@@ -110,8 +110,19 @@ export interface Provider {
    * never run here, {@link TransientError} for one that may run on a later try.
    */
   createPod(pod: Pod, options: CallOptions): Promise<void>;
-  /** Applies a changed spec or metadata (images, labels, annotations, activeDeadlineSeconds). */
+  /**
+   * Applies a changed spec or metadata (images, labels, annotations, activeDeadlineSeconds,
+   * `spec.ephemeralContainers`: the core then starts new ones with {@link runEphemeralContainer}).
+   */
   updatePod(pod: Pod, options: CallOptions): Promise<void>;
+  /**
+   * Starts the ephemeral container `name` (`kubectl debug`) of a pod the provider runs: `pod` is
+   * the current spec, env resolved, with `name` in `spec.ephemeralContainers`. Its status goes in
+   * `status.ephemeralContainerStatuses`; it is never restarted. Called once per container (again
+   * only while the provider reports no status for it). Without this method the core reports
+   * such containers waiting (`EphemeralContainersNotSupported`) with a Warning event.
+   */
+  runEphemeralContainer?(pod: Pod, name: string, options: CallOptions): Promise<void>;
   /**
    * Stops the pod at once (the core has already waited out what it wants to wait) and reports a
    * terminal status through {@link notifyPods} in which every container is terminated; then the

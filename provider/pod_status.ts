@@ -62,6 +62,11 @@ export interface PodStatusReport {
   containers: Record<string, ContainerReport>;
   /** Init containers (sidecars included) by name; one missing has not been created yet. */
   initContainers?: Record<string, ContainerReport>;
+  /**
+   * Ephemeral containers (`kubectl debug`) by name; only those reported get a status, never
+   * ready, and they count for neither phase nor conditions (kubelet_pods.go).
+   */
+  ephemeralContainers?: Record<string, ContainerReport>;
   nowMs: number;
   /** When the provider accepted the pod; kept once written. Default `nowMs`. */
   startTimeMs?: number;
@@ -219,6 +224,13 @@ export function buildPodStatus(pod: Pod, report: PodStatusReport): PodStatus {
   status.qosClass = pod.status?.qosClass ?? previous?.qosClass ?? qosClass(pod);
   status.containerStatuses = containerStatuses;
   if (initContainerStatuses) status.initContainerStatuses = initContainerStatuses;
+  const ephemeral = (spec.ephemeralContainers ?? [])
+    .filter((c) => report.ephemeralContainers?.[c.name])
+    .map((c) => ({
+      ...containerStatus(pod, c as Container, report.ephemeralContainers![c.name], false),
+      ready: false,
+    }));
+  if (ephemeral.length > 0) status.ephemeralContainerStatuses = ephemeral;
   return status;
 }
 
@@ -264,5 +276,8 @@ export function terminalPodStatus(
   });
   const out: PodStatus = { ...status, ...assembled };
   if (!status.initContainerStatuses) delete out.initContainerStatuses;
+  if (status.ephemeralContainerStatuses) {
+    out.ephemeralContainerStatuses = status.ephemeralContainerStatuses.map(stop);
+  }
   return out;
 }

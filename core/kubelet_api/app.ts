@@ -7,9 +7,11 @@
  */
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { getPath } from "hono/utils/url";
 import { isInvalidInput, isNotFound, isNotSupported, isTransient } from "../../provider/mod.ts";
 import { Authenticator } from "./authn.ts";
 import { Authorizer } from "./authz.ts";
+import { muxRedirect, redirectResponse, routePath } from "./mux_paths.ts";
 import { registerLogRoutes } from "./routes_logs.ts";
 import { registerNodeRoutes } from "./routes_node.ts";
 import { registerStreamingRoutes } from "./routes_streaming.ts";
@@ -18,7 +20,8 @@ import type { KubeletApiDeps, KubeletEnv, PeerSocket } from "./types.ts";
 
 /** The kubelet API app; see the module doc. */
 export function createKubeletApp(deps: KubeletApiDeps): Hono<KubeletEnv> {
-  const app = new Hono<KubeletEnv>();
+  // Routes see the path as the kubelet's go-restful services do (`./mux_paths.ts`).
+  const app = new Hono<KubeletEnv>({ getPath: (request) => routePath(getPath(request)) });
   const authenticator = new Authenticator({
     tokenReviewer: deps.auth.tokenReviewer,
     anonymous: deps.auth.anonymous,
@@ -34,6 +37,13 @@ export function createKubeletApp(deps: KubeletApiDeps): Hono<KubeletEnv> {
     denyCacheTtlMs: deps.auth.denyCacheTtlMs,
   });
   const log = deps.log;
+
+  // The Go mux redirects before any handler or filter runs: no authentication.
+  app.use("*", async (c, next) => {
+    const target = muxRedirect(getPath(c.req.raw));
+    if (target === undefined) return await next();
+    c.res = redirectResponse(c.req.raw, target);
+  });
 
   app.use("*", async (c, next) => {
     const done = deps.metrics ? countRequest(deps, c.req.method) : undefined;

@@ -29,7 +29,9 @@ export function registerNodeRoutes(app: Hono<KubeletEnv>, deps: KubeletApiDeps):
     async (c) => c.json(podList(await provider.listPods({ signal: signal(c) }))),
   );
 
-  for (const path of ["/healthz", "/healthz/*", "/livez", "/livez/*"]) {
+  // The kubelet's healthz checkers: ping, log, syncloop (pkg/kubelet/server/server.go).
+  const healthz = ["/healthz", "/healthz/ping", "/healthz/log", "/healthz/syncloop"];
+  for (const path of [...healthz, "/livez", "/livez/*"]) {
     app.get(path, (c) => c.text("ok"));
   }
   app.get("/readyz", async (c) => {

@@ -6,10 +6,18 @@
  * Everything here is what the Node authorizer lets a `system:node:<name>` identity do: pods
  * listed and watched with `spec.nodeName=<node>`, their status written, their objects deleted;
  * ConfigMaps and Secrets read and watched one by one (`metadata.name=<name>`) and only when a pod
- * on this node references them; Services listed and watched; Events created and patched.
+ * on this node references them; PersistentVolumeClaims its pods use read (get only); Services
+ * listed and watched; Events created and patched.
  * @module
  */
-import type { ConfigMap, Event, Pod, Secret, Service } from "kubernetes-types/core/v1.d.ts";
+import type {
+  ConfigMap,
+  Event,
+  PersistentVolumeClaim,
+  Pod,
+  Secret,
+  Service,
+} from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 
 import type { SignalOptions } from "../../base/options.ts";
@@ -78,6 +86,10 @@ export interface PodControllerApi {
   pods: PodsApi;
   configMaps: NamedObjectsApi<ConfigMap>;
   secrets: NamedObjectsApi<Secret>;
+  /** Read before a pod with a claim starts, as the kubelet's volume manager reads them. */
+  persistentVolumeClaims: {
+    get(ns: string, name: string, options?: SignalOptions): Promise<PersistentVolumeClaim>;
+  };
   services: ServicesApi;
   events: EventsApi;
 }

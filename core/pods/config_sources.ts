@@ -1,5 +1,6 @@
 /**
- * The ConfigMaps and Secrets that this node's pods reference in their env, and only those: one
+ * The ConfigMaps and Secrets that this node's pods reference in their env and volumes (Secret,
+ * ConfigMap and projected sources), and only those: one
  * informer per object (`fieldSelector=metadata.name=<name>` in the pod's namespace), as the
  * kubelet's watch-based configmap and secret managers keep them. That is what the Node
  * authorizer allows a `system:node:<name>` identity — listing every ConfigMap in the cluster is
@@ -64,6 +65,21 @@ export function envReferences(pod: Pod): string[] {
   return [...refs];
 }
 
+/** The `kind/namespace/name` keys of the ConfigMaps and Secrets a pod's volumes use. */
+export function volumeReferences(pod: Pod): string[] {
+  const ns = pod.metadata?.namespace ?? "";
+  const refs = new Set<string>();
+  for (const volume of pod.spec?.volumes ?? []) {
+    if (volume.secret?.secretName) refs.add(`secrets/${ns}/${volume.secret.secretName}`);
+    if (volume.configMap?.name) refs.add(`configMaps/${ns}/${volume.configMap.name}`);
+    for (const source of volume.projected?.sources ?? []) {
+      if (source.secret?.name) refs.add(`secrets/${ns}/${source.secret.name}`);
+      if (source.configMap?.name) refs.add(`configMaps/${ns}/${source.configMap.name}`);
+    }
+  }
+  return [...refs];
+}
+
 /** Reference-counted per-object watches; see the module doc. */
 export class ConfigSources {
   #o: ConfigSourcesOptions;
@@ -71,6 +87,7 @@ export class ConfigSources {
   #byPod = new Map<string, string[]>();
   #signal?: AbortSignal;
   #running = new Set<Promise<void>>();
+  #reading = new Map<string, Promise<ConfigMap | Secret | undefined>>();
 
   constructor(options: ConfigSourcesOptions) {
     this.#o = options;
@@ -83,7 +100,7 @@ export class ConfigSources {
 
   /** Sets what `podKey` refers to; starts and stops watches as counts reach and leave zero. */
   track(podKey: string, pod: Pod): void {
-    const next = envReferences(pod);
+    const next = [...new Set([...envReferences(pod), ...volumeReferences(pod)])];
     const previous = this.#byPod.get(podKey) ?? [];
     for (const ref of next) if (!previous.includes(ref)) this.#acquire(ref, podKey);
     for (const ref of previous) if (!next.includes(ref)) this.#release(ref, podKey);
@@ -126,6 +143,21 @@ export class ConfigSources {
     if (watched?.synced && watched.informer) {
       return watched.informer.store.getByKey(`${namespace}/${name}`);
     }
+    // Every pod's service-account volume names its namespace's kube-root-ca.crt: until the
+    // watch has synced, pods syncing at the same time share one GET instead of one each.
+    const key = `${kind}/${namespace}/${name}`;
+    const inFlight = this.#reading.get(key);
+    if (inFlight) return await inFlight;
+    const reading = this.#get(kind, namespace, name, options);
+    this.#reading.set(key, reading);
+    try {
+      return await reading;
+    } finally {
+      this.#reading.delete(key);
+    }
+  }
+
+  async #get(kind: Kind, namespace: string, name: string, options: CallOptions) {
     try {
       return await this.#o.api[kind].get(namespace, name, options);
     } catch (err) {

@@ -66,10 +66,19 @@ export class EnvResolutionError extends Error {
   readonly container: string;
   /** `spec.containers{name}` and friends. */
   readonly fieldPath: string;
-  constructor(message: string, options: { container: string; fieldPath: string; cause?: unknown }) {
+  /**
+   * For a missing mandatory ConfigMap or Secret (or key), the Warning virtual-kubelet records
+   * besides the kubelet's `Failed` (`MandatoryConfigMapNotFound`, ...: internal/podutils/env.go).
+   */
+  readonly event?: EnvEvent;
+  constructor(
+    message: string,
+    options: { container: string; fieldPath: string; cause?: unknown; event?: EnvEvent },
+  ) {
     super(message, { cause: options.cause });
     this.container = options.container;
     this.fieldPath = options.fieldPath;
+    this.event = options.event;
   }
 }
 
@@ -203,7 +212,16 @@ class Resolution {
     }
     throw new EnvResolutionError(
       `couldn't find key ${ref.key} in ${kind} ${this.pod.metadata?.namespace}/${ref.name}`,
-      { container: container.name, fieldPath },
+      {
+        container: container.name,
+        fieldPath,
+        event: {
+          type: "Warning",
+          reason: `Mandatory${kind}KeyNotFound`,
+          message: `key "${ref.key}" does not exist in ${kind.toLowerCase()} "${ref.name}"`,
+          fieldPath,
+        },
+      },
     );
   }
 
@@ -251,6 +269,12 @@ class Resolution {
     throw new EnvResolutionError(`${kind} "${name}" not found`, {
       container: fieldPath.slice(fieldPath.indexOf("{") + 1, -1),
       fieldPath,
+      event: {
+        type: "Warning",
+        reason: `Mandatory${label}NotFound`,
+        message: `${kind} "${name}" not found`,
+        fieldPath,
+      },
     });
   }
 

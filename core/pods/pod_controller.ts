@@ -14,6 +14,7 @@ import { isTransient, type Provider } from "../../provider/mod.ts";
 import { type InformerLike, type PodControllerApi, podKey } from "./api.ts";
 import { ConfigSources } from "./config_sources.ts";
 import type { EnvSources, PodAddresses, ResourceList } from "./env.ts";
+import { withEphemeralContainers } from "./ephemeral.ts";
 import { EventRecorder } from "./events.ts";
 import type { DaemonSetPodPolicy, PodContext } from "./pod_context.ts";
 import { PodStates, type UidStatus } from "./pod_state.ts";
@@ -167,7 +168,10 @@ export class PodController {
     const retryAfter = (err: unknown) => isTransient(err) ? err.retryAfterMs ?? 0 : 0;
     const ctx: PodContext = {
       api: d.api,
-      provider: d.provider,
+      provider: withEphemeralContainers(
+        d.provider,
+        (pod, event) => ctx.recorder.record(pod, event),
+      ),
       clock: d.clock,
       log: d.log,
       pods,

@@ -14,6 +14,7 @@ import type { PodContext } from "./pod_context.ts";
 import { podKey } from "./api.ts";
 import { isEnvResolutionError, resolvePodEnv } from "./env.ts";
 import { canonicalJson, controllerStatus, isTerminal } from "./pod_status.ts";
+import { preflight } from "./preflight.ts";
 import type { ProcessResult } from "./work_queue.ts";
 
 /** Syncs one pod key; throws to be retried with backoff. */
@@ -54,6 +55,7 @@ async function forgetPod(ctx: PodContext, key: string, signal: AbortSignal): Pro
 async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {
   const key = podKey(pod);
   ctx.configSources.track(key, pod);
+  if (!await preflight(ctx, pod, signal)) return;
   let resolved;
   try {
     resolved = await resolvePodEnv(pod, ctx.envSources, ctx.addresses(key, pod), { signal });
@@ -66,6 +68,7 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
       message: `Error: ${err.message}`,
       fieldPath: err.fieldPath,
     });
+    if (err.event) ctx.recorder.record(pod, err.event);
     ctx.setLocalStatus(
       pod,
       controllerStatus(pod, "Pending", "", "", {

@@ -14,6 +14,8 @@ import type {
   NamespaceList,
   Node,
   NodeList,
+  PersistentVolumeClaim,
+  PersistentVolumeClaimList,
   Pod,
   PodList,
   Secret,
@@ -81,6 +83,8 @@ export interface KubeApis {
   configMaps: NamespacedApi<ConfigMap, ConfigMapList>;
   secrets: NamespacedApi<Secret, SecretList>;
   services: NamespacedApi<Service, ServiceList>;
+  /** PersistentVolumeClaims; a node may read those its pods use (the Node authorizer's graph). */
+  persistentVolumeClaims: NamespacedApi<PersistentVolumeClaim, PersistentVolumeClaimList>;
   namespaces: ClusterApi<Namespace, NamespaceList>;
   serviceAccounts: ServiceAccountsApi;
   tokenReviews: ReviewApi<TokenReview>;
@@ -109,6 +113,7 @@ export function createApis(requester: KubeRequester, options: CreateApisOptions 
     configMaps: new NamespacedApi(requester, core("configmaps")),
     secrets: new NamespacedApi(requester, core("secrets")),
     services: new NamespacedApi(requester, core("services")),
+    persistentVolumeClaims: new NamespacedApi(requester, core("persistentvolumeclaims")),
     namespaces: new ClusterApi(requester, core("namespaces")),
     serviceAccounts: new ServiceAccountsApi(requester, core("serviceaccounts")),
     tokenReviews: new ReviewApi(

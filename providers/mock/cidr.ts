@@ -33,7 +33,20 @@ export function formatIpv4(address: number): string {
   return [24, 16, 8, 0].map((shift) => Math.floor(address / 2 ** shift) % 256).join(".");
 }
 
-/** Hands out the addresses of a CIDR, skipping its first and last, and takes them back. */
+/** What {@link IpPool.allocate} prefers, so that a pod keeps its address across restarts. */
+export interface IpHint {
+  /** The pod's UID: its address is derived from it (the same UID, the same address). */
+  uid?: string;
+  /** The address the pod had before (its written `status.podIP`), taken back when free. */
+  previous?: string;
+}
+
+/**
+ * Hands out the addresses of a CIDR, skipping its first and last, and takes them back. With a
+ * hint, a pod gets its previous address or one derived from its UID (the next free one on a
+ * collision), so a restarted vkubelet gives its pods the addresses they had, as a kubelet
+ * restart leaves pod IPs alone.
+ */
 export class IpPool {
   #cidr: Cidr;
   #used = new Set<number>();
@@ -49,34 +62,50 @@ export class IpPool {
   }
 
   /** A free address; throws a RangeError when the CIDR is full. */
-  allocate(): string {
+  allocate(hint: IpHint = {}): string {
     const usable = this.#cidr.size - 2;
+    const previous = hint.previous === undefined ? undefined : this.#offset(hint.previous);
+    if (
+      previous !== undefined && previous >= 1 && previous <= usable && !this.#used.has(previous)
+    ) {
+      return this.#take(previous);
+    }
+    let offset = hint.uid ? (fnv1a(hint.uid) % usable) + 1 : this.#next;
     for (let tries = 0; tries < usable; tries++) {
-      const offset = this.#next;
-      this.#next = offset >= usable ? 1 : offset + 1;
-      if (!this.#used.has(offset)) {
-        this.#used.add(offset);
-        return formatIpv4(this.#cidr.base + offset);
-      }
+      const candidate = offset;
+      offset = offset >= usable ? 1 : offset + 1;
+      if (!hint.uid) this.#next = offset;
+      if (!this.#used.has(candidate)) return this.#take(candidate);
     }
     throw new RangeError(`pod CIDR ${this.#cidr.text} has no free address left`);
   }
 
-  /** Takes `ip` if it is a usable address of the CIDR and free; false otherwise. */
-  claim(ip: string): boolean {
-    const octets = ip.split(".").map(Number);
-    if (octets.length !== 4 || octets.some((o) => !Number.isInteger(o) || o < 0 || o > 255)) {
-      return false;
-    }
-    const offset = octets.reduce((n, o) => n * 256 + o, 0) - this.#cidr.base;
-    if (offset < 1 || offset > this.#cidr.size - 2 || this.#used.has(offset)) return false;
-    this.#used.add(offset);
-    return true;
-  }
-
   /** Returns an address to the pool; unknown addresses are ignored. */
   release(ip: string): void {
-    const octets = ip.split(".").map(Number);
-    this.#used.delete(octets.reduce((n, o) => n * 256 + o, 0) - this.#cidr.base);
+    const offset = this.#offset(ip);
+    if (offset !== undefined) this.#used.delete(offset);
   }
+
+  #take(offset: number): string {
+    this.#used.add(offset);
+    return formatIpv4(this.#cidr.base + offset);
+  }
+
+  /** The offset of `ip` in the CIDR, or undefined when it is not an address inside it. */
+  #offset(ip: string): number | undefined {
+    const octets = ip.split(".").map(Number);
+    if (octets.length !== 4 || octets.some((o) => !(o >= 0 && o <= 255))) return undefined;
+    const offset = octets.reduce((n, o) => n * 256 + o, 0) - this.#cidr.base;
+    return offset >= 0 && offset < this.#cidr.size ? offset : undefined;
+  }
+}
+
+/** 32-bit FNV-1a of a string's UTF-16 code units: cheap, stable, well spread for UUIDs. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
 }

@@ -41,7 +41,7 @@ import { cpuNanoSeconds, metricsText, statsSummary, type Usage } from "./stats.t
 import { quantityToNumber } from "../../k8s/quantity.ts";
 import { configureMockNode } from "./node.ts";
 import { frozen } from "./frozen.ts";
-import { adoptedFromStatus } from "./adopt.ts";
+import { writtenStarts } from "./written_starts.ts";
 
 /** Annotations a pod can carry to steer the mock (deterministic hooks for tests). */
 export const ANNOTATIONS = {
@@ -70,7 +70,10 @@ const key = (namespace: string | undefined, name: string | undefined) => `${name
 
 /** The in-memory provider; see the module doc. */
 export class MockProvider implements Provider {
-  /** A new leader's mock adopts running pods from their written status (see adopt.ts). */
+  /**
+   * A new leader's mock takes running pods from their written status (pod IP, start times:
+   * see written_starts.ts), so a takeover restarts nothing.
+   */
   readonly highAvailability = true;
   readonly #config: MockConfig;
   readonly #deps: ProviderDeps;
@@ -120,32 +123,34 @@ export class MockProvider implements Provider {
     if (existing) this.#remove(existing);
     const usage = this.#usageOf(pod);
     const hooks = parseHooks(pod);
-    // Under --leader-elect a pod another replica's mock ran keeps its IP and start times.
-    const adopted = adoptedFromStatus(pod);
     let podIp: string;
     try {
-      podIp = adopted.podIp && this.#ips.claim(adopted.podIp)
-        ? adopted.podIp
-        : this.#ips.allocate();
+      podIp = this.#ips.allocate({ uid, previous: pod.status?.podIP });
     } catch (err) {
       throw new TransientError(`no pod IP left for ${namespace}/${name}`, { cause: err });
     }
     const now = this.#deps.clock.now();
+    // A pod that ran before a restart keeps the times its written status holds.
+    const written = writtenStarts(pod);
     const runs = new Map<string, ContainerRun>();
     for (const c of longRunningContainers(pod)) {
       const startError = hooks.startErrors.get(c.name);
-      const before = adopted.runs.get(c.name);
+      const before = written.containers.get(c.name);
       runs.set(
         c.name,
         startError === undefined
-          ? { startedAtMs: now, restartCount: 0, ...before, image: c.image ?? "" }
+          ? {
+            startedAtMs: before?.startedAtMs ?? now,
+            restartCount: before?.restartCount ?? 0,
+            image: c.image ?? "",
+          }
           : startErrorRun(c.image ?? "", now, startError),
       );
     }
     const record: MockPod = {
       pod: frozen(structuredClone(pod)),
       podIp,
-      startMs: adopted.startMs ?? now,
+      startMs: written.podStartMs ?? now,
       runs,
       usage,
       stopped: new AbortController(),
@@ -183,6 +188,30 @@ export class MockProvider implements Provider {
       }
     }
     record.pod = frozen({ ...structuredClone(pod), status: record.pod.status });
+    this.#refresh(record);
+    await Promise.resolve();
+  }
+
+  /** Starts an ephemeral container (`kubectl debug`) like a regular one, without restarts. */
+  async runEphemeralContainer(pod: Pod, name: string, options: CallOptions): Promise<void> {
+    options.signal?.throwIfAborted();
+    const record = this.#get(pod.metadata?.namespace, pod.metadata?.name);
+    const container = pod.spec?.ephemeralContainers?.find((c) => c.name === name);
+    if (!container) {
+      throw new InvalidInputError(
+        `pod ${
+          key(pod.metadata?.namespace, pod.metadata?.name)
+        } has no ephemeral container ${name}`,
+      );
+    }
+    record.pod = frozen({ ...structuredClone(pod), status: record.pod.status });
+    if (!record.runs.has(name)) {
+      record.runs.set(name, {
+        startedAtMs: this.#deps.clock.now(),
+        restartCount: 0,
+        image: container.image ?? "",
+      });
+    }
     this.#refresh(record);
     await Promise.resolve();
   }
@@ -367,6 +396,7 @@ export class MockProvider implements Provider {
     const all = [
       ...(record.pod.spec?.initContainers ?? []),
       ...(record.pod.spec?.containers ?? []),
+      ...(record.pod.spec?.ephemeralContainers ?? []),
     ];
     const container = all.find((c) => c.name === ref.container);
     if (!container) {

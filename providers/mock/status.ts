@@ -133,6 +133,10 @@ export function currentStatus(pod: Pod, inputs: StatusInputs): PodStatus {
   return buildPodStatus(pod, {
     containers: Object.fromEntries((pod.spec?.containers ?? []).flatMap(report)),
     initContainers: Object.fromEntries(init),
+    // Ephemeral containers the mock was asked to run (kubectl debug).
+    ephemeralContainers: Object.fromEntries(
+      (pod.spec?.ephemeralContainers ?? []).flatMap((c) => report(c as Container)),
+    ),
     nowMs: inputs.nowMs,
     startTimeMs: inputs.podStartMs,
     podIP: inputs.podIp,

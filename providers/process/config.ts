@@ -9,7 +9,7 @@
  *   nginx:1.27: [nginx, -g, "daemon off;"]
  * mountNamespace: auto                   # auto | required | off (see mount_ns.ts)
  * hostPath: { enabled: false, allowedPrefixes: [/srv/data] }
- * cgroups: auto                          # auto | required | off (cgroup v2 only)
+ * cgroups: auto                          # auto | required | off (cgroup v2, or v1 memory/cpu/cpuacct)
  * cgroupRoot: /sys/fs/cgroup/vkubelet
  * logs: { maxSize: 10Mi, maxFiles: 3 }   # per container instance
  * volumeSyncInterval: 1m                 # ConfigMap/Secret re-read, as the kubelet's sync period

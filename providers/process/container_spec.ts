@@ -13,9 +13,14 @@ import type { VolumeSet } from "./volumes.ts";
 
 const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-/** Every container of the pod: init containers first. */
+/** Every container of the pod: init containers first, ephemeral containers (kubectl debug) last. */
 export function allContainers(pod: Pod): Container[] {
-  return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  return [
+    ...(pod.spec?.initContainers ?? []),
+    ...(pod.spec?.containers ?? []),
+    // An EphemeralContainer has a Container's fields (and no ports, probes or resources).
+    ...(pod.spec?.ephemeralContainers ?? []) as Container[],
+  ];
 }
 
 /** The command configured for an image: exact reference, then without tag or digest. */

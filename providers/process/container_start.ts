@@ -8,7 +8,7 @@
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 import { isInvalidInput } from "../../provider/mod.ts";
-import { type CgroupSupport, createCgroup, hasLimits } from "./cgroups.ts";
+import { cgroupProcsFiles, type CgroupSupport, createCgroup, hasLimits } from "./cgroups.ts";
 import { logMaxBytes, type ProcessConfig } from "./config.ts";
 import {
   containerArgv,
@@ -134,7 +134,7 @@ export async function startContainer(
   let cgroup: string | undefined;
   if (deps.cgroups.ok && hasLimits(container)) {
     cgroup = await createCgroup(
-      deps.cgroups.root,
+      deps.cgroups,
       `${pod.metadata?.uid}-${container.name}-${n}`,
       container,
     );
@@ -160,7 +160,7 @@ export async function startContainer(
       stdin: withStdin
         ? { fifo: files.stdinFifo, holderPidFile: files.stdinHolderFile }
         : undefined,
-      cgroupProcs: cgroup ? join(cgroup, "cgroup.procs") : undefined,
+      cgroupProcs: cgroup ? cgroupProcsFiles(cgroup) : undefined,
       view: namespaced ? { root, mounts, extraDirs } : undefined,
     },
     files,

@@ -12,7 +12,8 @@ import { type ProcStat, readProcStat } from "./proc.ts";
 import { shellQuote, type ViewMount, viewScript } from "./mount_ns.ts";
 
 // The runner's arguments: exit file, working dir, stdout, stderr, stdin FIFO ("" = /dev/null),
-// stdin holder's PID file, cgroup.procs ("" = none), then the command. A trapped TERM/INT
+// stdin holder's PID file, cgroup.procs files separated by ":" ("" = none; cgroup v1 has one
+// per hierarchy), then the command. A trapped TERM/INT
 // waits for the foreground command instead of ending the runner, and is reset to default in
 // the command itself. The command reads stdin from the FIFO but holds no writer of it: a
 // background \`sleep\` (the holder) does, so the command sees EOF only once the holder is killed
@@ -20,7 +21,7 @@ import { shellQuote, type ViewMount, viewScript } from "./mount_ns.ts";
 // group and goes with the instance.
 const RUNNER = `exit_file=$1 wd=$2 out=$3 err=$4 in=$5 hold=$6 cg=$7
 shift 7
-if [ -n "$cg" ]; then echo $$ > "$cg"; fi
+if [ -n "$cg" ]; then IFS=:; for f in $cg; do echo $$ > "$f"; done; unset IFS; fi
 exec 1<>"$out" 2<>"$err"
 if [ -n "$in" ]; then
   exec 3<>"$in" 0<"$in"
@@ -46,7 +47,7 @@ export interface LaunchSpec {
   stderrFifo: string;
   /** With stdin (`stdin: true`): the FIFO the command reads, and where the holder's PID goes. */
   stdin?: { fifo: string; holderPidFile: string };
-  /** `cgroup.procs` of the instance's cgroup. */
+  /** `cgroup.procs` of the instance's cgroup(s), separated by `:` (./cgroups.ts). */
   cgroupProcs?: string;
   /** Present to start in a private mount namespace with this view. */
   view?: { root: string; mounts: ViewMount[]; extraDirs: string[] };

@@ -7,7 +7,7 @@
  * a private mount namespace (root and util-linux `unshare`), visible at their `mountPath`;
  * elsewhere through `VKUBELET_VOLUME_<NAME>` variables. Logs, exec (with TTY), attach
  * (stdout/stderr, and stdin for `stdin: true`; not to `tty: true` containers), port-forward,
- * probes, hooks, restarts with back-off, stats from /proc or cgroup v2, and re-adoption of
+ * probes, hooks, restarts with back-off, stats from /proc or cgroups (v2 or v1), and re-adoption of
  * running processes after a vkubelet restart. Config: `./config.ts`.
  *
  * Host tools used: `/bin/sh`, `cat`, `sleep`, `mkfifo`, `unshare`, `mount`, `chroot`,

@@ -1,7 +1,7 @@
 /**
  * Pod conditions of vkubelet's own (`vkubelet.io/...`) that say where the host falls short of
  * what the pod asked: volumes not at their mountPath without a mount namespace, resource limits
- * reported but not enforced without cgroup v2.
+ * reported but not enforced without usable cgroups (v2, or v1 memory and cpu hierarchies).
  * @module
  */
 import type { PodCondition } from "kubernetes-types/core/v1.d.ts";
@@ -40,7 +40,7 @@ export function hostConditions(record: PodRecord, host: HostSupport): PodConditi
     out.push({
       type: "vkubelet.io/ResourceLimitsEnforced",
       status: "False",
-      reason: "NoCgroupV2",
+      reason: "NoCgroups",
       message: `resource limits are reported, not enforced: ${host.cgroups.reason}`,
       lastTransitionTime: at,
     });

@@ -2,7 +2,8 @@
  * One pod's life on this node, as the kubelet's pod workers run it (kubernetes/kubernetes
  * pkg/kubelet/kuberuntime/kuberuntime_manager.go `computePodActions`/`SyncPod`): volumes
  * first (./volume_sync.ts), then init containers one at a time in order (./init_containers.ts),
- * then every container; restarts by `restartPolicy` with the kubelet's back-off
+ * then every container, then ephemeral containers (`kubectl debug`, once, never restarted);
+ * restarts by `restartPolicy` with the kubelet's back-off
  * (./restart_policy.ts); hooks and probes per instance (./instance_supervisor.ts); graceful
  * stop on delete (./container_stop.ts). Every change is saved to `pod.json` and reported
  * through `changed`.
@@ -22,7 +23,7 @@ import { hostConditions } from "./pod_conditions.ts";
 import { isSameProcess } from "./proc.ts";
 import { decideStart, shouldRestart } from "./restart_policy.ts";
 import { type ContainerRecord, type PodPaths, type PodRecord, writeRecord } from "./state.ts";
-import { doneWithoutSidecars, podStatus } from "./status.ts";
+import { doneWithoutSidecars, phaseOf, podStatus } from "./status.ts";
 import { type VolumeContext, VolumeSet } from "./volumes.ts";
 import { VolumeSync } from "./volume_sync.ts";
 
@@ -212,6 +213,13 @@ export class PodRunner {
       wakes.push(await this.#ensure(c, (t) => shouldRestart(this.record.pod, t.exitCode)));
     }
     this.#stopSidecarsWhenDone();
+    // Ephemeral containers start once in a running pod and are never restarted (the kubelet's
+    // computePodActions: EphemeralContainersToStart).
+    if (phaseOf(this.record, this.#deps.clock.now()) === "Running") {
+      for (const c of this.record.pod.spec?.ephemeralContainers ?? []) {
+        await this.#ensure(c as Container, () => false);
+      }
+    }
     return earliest(wakes);
   }
 

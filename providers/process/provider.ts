@@ -112,6 +112,16 @@ export class ProcessProvider implements Provider {
     await this.#get(pod.metadata?.namespace, pod.metadata?.name).update(pod);
   }
 
+  /** Starts an ephemeral container: the runner starts it on its next pass, once. */
+  async runEphemeralContainer(pod: Pod, name: string, options: CallOptions): Promise<void> {
+    options.signal?.throwIfAborted();
+    const runner = this.#get(pod.metadata?.namespace, pod.metadata?.name);
+    if (!pod.spec?.ephemeralContainers?.some((c) => c.name === name)) {
+      throw new InvalidInputError(`pod has no ephemeral container ${name}`);
+    }
+    await runner.update(pod);
+  }
+
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
     options.signal?.throwIfAborted();
     const runner = this.#get(pod.metadata?.namespace, pod.metadata?.name);
@@ -248,7 +258,9 @@ export class ProcessProvider implements Provider {
   #validate(pod: Pod): void {
     const volumes = new Set((pod.spec?.volumes ?? []).map((v) => v.name));
     for (const volume of pod.spec?.volumes ?? []) validateVolume(volume, this.#config);
-    for (const c of allContainers(pod)) {
+    // Not ephemeral containers: one that cannot start waits on its own, the pod runs on.
+    const ephemeral = new Set((pod.spec?.ephemeralContainers ?? []).map((c) => c.name));
+    for (const c of allContainers(pod).filter((c) => !ephemeral.has(c.name))) {
       const what = `container ${c.name}`;
       containerArgv(c, containerEnv(pod, c), this.#config.imageCommands);
       validateAction(c.livenessProbe, `${what} liveness probe`);

@@ -37,7 +37,7 @@ export interface InstanceRecord {
   startedAtMs: number;
   /** Started inside a private mount namespace (exec enters it with nsenter). */
   namespaced: boolean;
-  /** The cgroup v2 directory of the instance, when cgroups are used. */
+  /** The instance's cgroup handle (./cgroups.ts: the v2 directory or `v1:` dirs), if any. */
   cgroup?: string;
   containerId: string;
   /** Started with a stdin FIFO (`stdin: true`), which attach sessions write. */

@@ -80,6 +80,10 @@ export function podStatus(record: PodRecord, extras: StatusExtras): PodStatus {
   return buildPodStatus(record.pod, {
     containers: reports(record.pod.spec?.containers, record),
     initContainers: reports(record.pod.spec?.initContainers, record),
+    ephemeralContainers: reports(
+      record.pod.spec?.ephemeralContainers as Container[] | undefined,
+      record,
+    ),
     nowMs: extras.nowMs,
     startTimeMs: record.startTimeMs,
     podIP: record.podIp,
@@ -89,6 +93,11 @@ export function podStatus(record: PodRecord, extras: StatusExtras): PodStatus {
     sandboxReady: extras.volumesReady,
     terminal: record.deleting,
   });
+}
+
+/** The phase `record` is in now, as its status would say. */
+export function phaseOf(record: PodRecord, nowMs: number): PodStatus["phase"] {
+  return podStatus(record, { nowMs, hostIp: "", volumesReady: true }).phase;
 }
 
 /**

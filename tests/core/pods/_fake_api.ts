@@ -4,7 +4,14 @@
  * Services and Events.
  * @module
  */
-import type { ConfigMap, Event, Pod, Secret, Service } from "kubernetes-types/core/v1.d.ts";
+import type {
+  ConfigMap,
+  Event,
+  PersistentVolumeClaim,
+  Pod,
+  Secret,
+  Service,
+} from "kubernetes-types/core/v1.d.ts";
 import { KubeApiError } from "../../../k8s/errors.ts";
 import type {
   DeleteOptions,
@@ -267,6 +274,7 @@ export class FakeApi implements PodControllerApi {
   pods: FakePodsApi;
   configMaps = new FakeNamedObjects<ConfigMap>();
   secrets = new FakeNamedObjects<Secret>();
+  persistentVolumeClaims = new FakeNamedObjects<PersistentVolumeClaim>();
   serviceInformer = new FakeInformer<Service>();
   services = { informer: () => this.serviceInformer };
   events = new FakeEventsApi();

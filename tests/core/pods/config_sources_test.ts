@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import type { ConfigMap, Pod } from "kubernetes-types/core/v1.d.ts";
 import { getLogger } from "../../../base/log.ts";
-import { ConfigSources, envReferences } from "../../../core/pods/config_sources.ts";
+import {
+  ConfigSources,
+  envReferences,
+  volumeReferences,
+} from "../../../core/pods/config_sources.ts";
 import { FakeClock, flush } from "../../fakes/clock.ts";
 import { FakeApi } from "./_fake_api.ts";
 
@@ -107,4 +111,40 @@ Deno.test("reads fall back to a GET before the watch has synced, and a missing o
   assert.equal(await t.sources.secret("shop", "nope"), undefined);
   assert.equal(t.api.configMaps.gets + t.api.secrets.gets, 2);
   await t.stop();
+});
+
+Deno.test("reads of one object before its watch has synced share one GET", async () => {
+  const t = setup();
+  t.api.configMaps.put({ metadata: { name: "kube-root-ca.crt", namespace: "shop" }, data: {} });
+  const reads = await Promise.all(
+    Array.from({ length: 20 }, () => t.sources.configMap("shop", "kube-root-ca.crt")),
+  );
+  assert.equal(t.api.configMaps.gets, 1);
+  assert.ok(reads.every((cm) => cm?.metadata?.name === "kube-root-ca.crt"));
+  await t.stop();
+});
+
+Deno.test("volume sources are watched like env sources", () => {
+  const pod: Pod = {
+    metadata: { name: "p", namespace: "shop" },
+    spec: {
+      containers: [{ name: "main" }],
+      volumes: [
+        { name: "a", secret: { secretName: "s" } },
+        { name: "b", configMap: { name: "c" } },
+        {
+          name: "c",
+          projected: {
+            sources: [{ configMap: { name: "kube-root-ca.crt" } }, { secret: { name: "t" } }],
+          },
+        },
+      ],
+    },
+  };
+  assert.deepEqual(volumeReferences(pod).sort(), [
+    "configMaps/shop/c",
+    "configMaps/shop/kube-root-ca.crt",
+    "secrets/shop/s",
+    "secrets/shop/t",
+  ]);
 });

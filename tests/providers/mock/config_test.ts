@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { IpPool, parseLoopbackCidr } from "../../../providers/mock/cidr.ts";
+import { type Cidr, IpPool, parseLoopbackCidr } from "../../../providers/mock/cidr.ts";
 import { parseMockConfig } from "../../../providers/mock/config.ts";
 import { quantityToNumber } from "../../../k8s/quantity.ts";
 
@@ -103,4 +103,20 @@ Deno.test("quantities parse with decimal, binary and exponent suffixes", () => {
   assert.equal(quantityToNumber("1E"), 1e18);
   assert.equal(quantityToNumber("10x"), undefined);
   assert.equal(quantityToNumber(""), undefined);
+});
+
+Deno.test("pod IPs are derived from the UID, the previous address wins, collisions take the next", () => {
+  const cidr = parseLoopbackCidr("127.9.0.0/29") as Cidr;
+  const a = new IpPool(cidr).allocate({ uid: "uid-a" });
+  assert.equal(new IpPool(cidr).allocate({ uid: "uid-a" }), a, "same UID, same address");
+  const pool = new IpPool(cidr);
+  assert.equal(pool.allocate({ uid: "uid-a" }), a);
+  const collided = pool.allocate({ uid: "uid-a" });
+  assert.notEqual(collided, a, "a taken address is not handed out twice");
+  const fresh = new IpPool(cidr);
+  assert.equal(fresh.allocate({ uid: "uid-a", previous: "127.9.0.5" }), "127.9.0.5");
+  assert.notEqual(fresh.allocate({ uid: "uid-b", previous: "127.9.0.5" }), "127.9.0.5");
+  assert.equal(fresh.allocate({ uid: "uid-a", previous: "10.0.0.1" }).startsWith("127.9.0."), true);
+  for (let i = 0; i < 3; i++) fresh.allocate({ uid: `more-${i}` });
+  assert.throws(() => fresh.allocate({ uid: "full" }), RangeError);
 });
