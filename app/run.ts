@@ -13,6 +13,7 @@ import { isKubeConfigError, KubeClient, loadKubeConfig } from "../k8s/mod.ts";
 import { createNodeSide } from "../core/node/mod.ts";
 import { PodController } from "../core/pods/mod.ts";
 import { createKubeletApiServer } from "./run_kubelet_api.ts";
+import { preflight } from "./preflight.ts";
 import { VkubeletMetrics } from "../core/metrics.ts";
 import { observePodController, serveMetrics } from "./metrics_server.ts";
 import { parseHostPort } from "./config_schema.ts";
@@ -67,36 +68,80 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   const onAbort = () => stop.abort(deps.signal.reason);
   deps.signal.addEventListener("abort", onAbort, { once: true });
   if (deps.signal.aborted) onAbort(); // Stopped while the provider was loading.
-  const loops: Loop[] = [];
+  const loops = new Loops(stop, log);
   try {
-    await start({ ...config, port }, { ...deps, signal: stop.signal }, {
+    // A loop that fails while starting ends start-up too, instead of leaving it waiting.
+    const starting = start({ ...config, port }, { ...deps, signal: stop.signal }, {
       kube,
       provider,
       internalIp,
       loops,
       metrics,
     });
-    log.info("vkubelet is ready");
-    deps.onReady?.(provider);
-    await abortion(stop.signal);
-    log.info("shutting down");
+    starting.catch(() => {}); // Its failure after a stop is not news.
+    await Promise.race([starting, abortion(stop.signal)]);
+    if (!stop.signal.aborted) {
+      log.info("vkubelet is ready");
+      deps.onReady?.(provider);
+      await abortion(stop.signal);
+    }
+    if (!loops.failure) log.info("shutting down");
   } catch (err) {
     // A stop asked for while starting is not a failure.
-    if (!deps.signal.aborted) throw err;
-    log.info("stopped while starting");
+    if (!deps.signal.aborted && !loops.failure) throw err;
+    if (!loops.failure) log.info("stopped while starting");
   } finally {
     stop.abort();
     deps.signal.removeEventListener("abort", onAbort);
-    await drain(loops, deps.drainTimeoutMs ?? 10_000, deps.clock);
+    await drain(loops.all, deps.drainTimeoutMs ?? 10_000, deps.clock);
     await provider.close?.();
     kube.close();
     log.info("stopped");
   }
+  // Like virtual-kubelet's nodeutil.Node.Run: when one controller ends, all of them stop.
+  if (loops.failure) throw loops.failure;
+}
+
+/** A loop ended by itself or failed after start; everything else was stopped in order. */
+export class LoopFailedError extends Error {
+  override name = "LoopFailedError";
 }
 
 /**
- * Start-up problems that are the configuration's fault (a kubeconfig or provider config that
- * cannot be used), all of them, found before anything touches the cluster.
+ * The running loops. One that ends or fails before the stop signal stops the others: its
+ * cause is logged once and kept in {@link failure}.
+ */
+class Loops {
+  readonly all: Loop[] = [];
+  failure?: LoopFailedError;
+
+  constructor(
+    private readonly stop: AbortController,
+    private readonly log: ReturnType<typeof getLogger>,
+  ) {}
+
+  /** Tracks a started loop. */
+  add(name: string, done: Promise<void>): void {
+    const ended = (err?: unknown) => {
+      if (this.stop.signal.aborted) {
+        if (err !== undefined) throw err; // Failed while stopping: drain logs it.
+        return;
+      }
+      const why = err === undefined
+        ? "stopped on its own"
+        : `failed: ${err instanceof Error ? err.message : String(err)}`;
+      this.failure ??= new LoopFailedError(`${name} ${why}; vkubelet shut down`, { cause: err });
+      this.log.error("{loop} {why}; shutting down", { loop: name, why });
+      this.stop.abort(this.failure);
+    };
+    this.all.push({ name, done: done.then(() => ended(), (err) => ended(err ?? "no reason")) });
+  }
+}
+
+/**
+ * Start-up problems that are the configuration's fault (a port in use, a certificate that does
+ * not parse, a kubeconfig or provider config that cannot be used), found before anything
+ * touches the cluster.
  */
 export class StartupConfigError extends Error {
   override name = "StartupConfigError";
@@ -106,7 +151,8 @@ export class StartupConfigError extends Error {
 }
 
 /**
- * Reads the kubeconfig and loads the provider, reporting the problems of both at once. Neither
+ * Checks what can be checked on this host and reads the kubeconfig, reporting every problem at
+ * once; only then loads the provider, which may touch the host (directories, probes). Neither
  * talks to the cluster: the client connects on its first request.
  */
 async function connectAndLoad(
@@ -115,7 +161,7 @@ async function connectAndLoad(
   metrics: VkubeletMetrics,
   providerDeps: Omit<ProviderDeps, "kube">,
 ): Promise<{ kube: KubeClient; provider: Provider }> {
-  const problems: string[] = [];
+  const problems = await preflight(config);
   let kube: KubeClient | undefined;
   try {
     const connection = await loadKubeConfig({ kubeconfig: config.kubeconfig, clock: deps.clock });
@@ -131,23 +177,22 @@ async function connectAndLoad(
     if (!isKubeConfigError(err)) throw err;
     problems.push(err.message);
   }
-  let provider: Provider | undefined;
+  if (!kube || problems.length > 0) {
+    kube?.close();
+    throw new StartupConfigError(problems);
+  }
   try {
-    provider = await (deps.loadProvider ?? loadProvider)({
+    const provider = await (deps.loadProvider ?? loadProvider)({
       provider: config.provider,
       providerConfig: config.providerConfig,
       deps: { ...providerDeps, kube },
     });
+    return { kube, provider };
   } catch (err) {
+    kube.close();
     if (!(err instanceof ProviderLoadError)) throw err;
-    problems.push(err.message);
+    throw new StartupConfigError([err.message]);
   }
-  if (!kube || !provider) {
-    kube?.close();
-    await provider?.close?.();
-    throw new StartupConfigError(problems);
-  }
-  return { kube, provider };
 }
 
 /** A long-running part, named so that a slow shutdown can say who is slow. */
@@ -160,7 +205,7 @@ interface Parts {
   kube: KubeClient;
   provider: Provider;
   internalIp: string;
-  loops: Loop[];
+  loops: Loops;
   metrics: VkubeletMetrics;
 }
 
@@ -211,13 +256,13 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
       health: side.health,
       log: getLogger(["vkubelet", "metrics"]).with({ node: config.nodeName }),
     }, signal);
-    loops.push({ name: "metrics listener", done: listener.done });
+    loops.add("metrics listener", listener.done);
   }
   // The kubelet API first, so the apiserver can reach it once the node says where it is.
-  loops.push({ name: "kubelet API", done: api.run(signal) });
-  loops.push({ name: "node", done: side.run(signal) });
+  loops.add("kubelet API", api.run(signal));
+  loops.add("node", side.run(signal));
   await withStartupTimeout(config, clock, side.ready, "the node to be registered");
-  loops.push({ name: "pods", done: pods.run(signal) });
+  loops.add("pods", pods.run(signal));
   await withStartupTimeout(config, clock, pods.ready, "the pod caches to sync");
 }
 
