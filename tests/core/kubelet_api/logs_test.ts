@@ -160,3 +160,24 @@ Deno.test("follow ends when the server shuts down", async () => {
   await t[Symbol.asyncDispose]();
   assert.equal(await pending, "<end>");
 });
+
+Deno.test("HEAD on container logs answers without opening a log stream", async () => {
+  const pod = testPod("default", "web");
+  let opened = 0;
+  const provider = {
+    ...bareProvider([pod]),
+    getContainerLogs: () => {
+      opened++;
+      // A follow stream that never ends by itself.
+      return Promise.resolve(new ReadableStream<Uint8Array>({ pull: () => new Promise(() => {}) }));
+    },
+  };
+  await using t = await setup({ provider, pods: [pod] });
+  const head = await t.get("/containerLogs/default/web/app?follow=true", { method: "HEAD" });
+  assert.equal(head.status, 200);
+  assert.match(head.headers.get("content-type") ?? "", /^text\/plain/);
+  assert.equal(head.body, null);
+  assert.equal(opened, 0, "no stream was opened for HEAD");
+  const missing = await t.get("/containerLogs/default/nope/app", { method: "HEAD" });
+  assert.equal(missing.status, 404, "HEAD still checks the pod");
+});
