@@ -12,7 +12,7 @@ import type { SpdySession } from "../../../spdy/session.ts";
 import type { SpdyStream } from "../../../spdy/stream.ts";
 import { headerValue } from "../../../spdy/headers.ts";
 import { RstStatus } from "../../../spdy/frames.ts";
-import { decodeResizeMessages, type TerminalSize } from "./resize.ts";
+import { latestResizes, type TerminalSize } from "./resize.ts";
 import { deadline } from "../../../base/deadline.ts";
 
 export type { TerminalSize };
@@ -114,7 +114,7 @@ export async function acceptRemoteCommand(
     stdin: stdin?.readable,
     stdout: stdout?.writable,
     stderr: stderr?.writable,
-    resize: resize ? decodeResizeMessages(resize.readable) : undefined,
+    resize: resize ? latestResizes(resize.readable) : undefined,
     finish: async (result) => {
       await Promise.all([stdout, stderr].map((s) => s?.closeWrite().catch(() => {})));
       const error = found.get("error")!;

@@ -8,7 +8,10 @@ import {
   acceptRemoteCommand,
   encodeRemoteCommandStatus,
 } from "../../../../core/kubelet_api/streaming/remote_command.ts";
-import { decodeResizeMessages } from "../../../../core/kubelet_api/streaming/resize.ts";
+import {
+  decodeResizeMessages,
+  latestResizes,
+} from "../../../../core/kubelet_api/streaming/resize.ts";
 import { SpdySession } from "../../../../spdy/session.ts";
 import { spdyHeaders } from "../../../../spdy/headers.ts";
 import { isRemoteCommandError, isSpdyStreamError } from "../../../../spdy/errors.ts";
@@ -124,6 +127,24 @@ Deno.test("resize messages are read from a stream of JSON objects, split anywher
   assert.deepEqual(stopped, [{ width: 1, height: 2 }], "reading stops at the first bad message");
   const tooBig = await Array.fromAsync(decodeResizeMessages(bytesOf('{"Width":70000,"Height":1}')));
   assert.deepEqual(tooBig, []);
+});
+
+Deno.test("resizes nobody reads yet are coalesced to the latest, read as they arrive", async () => {
+  let pulled = 0;
+  const sizes = Array.from({ length: 500 }, (_, i) => `{"Width":${i + 1},"Height":9}`);
+  const source = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (pulled === sizes.length) return controller.close();
+      controller.enqueue(new TextEncoder().encode(sizes[pulled++]));
+    },
+  }, { highWaterMark: 0 });
+  const latest = latestResizes(source);
+  // The source is drained without anyone iterating (an unread SPDY stream would back up).
+  for (let i = 0; i < 50 && pulled < sizes.length; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  assert.equal(pulled, sizes.length);
+  assert.deepEqual(await Array.fromAsync(latest), [{ width: 500, height: 9 }]);
 });
 
 function sessions() {
