@@ -20,6 +20,7 @@ import {
 } from "./_handler_server.ts";
 import { sha256 } from "./_memory_duplex.ts";
 import { rawWebSocket } from "./_raw_ws_client.ts";
+import { chooseWsProtocol } from "../../../../core/kubelet_api/streaming/ws_serve.ts";
 
 const sanitize = { sanitizeOps: true, sanitizeResources: true };
 const encoder = new TextEncoder();
@@ -388,4 +389,25 @@ Deno.test({
     await s.handler.drained();
     assert.equal(s.handler.activeSessions, 0);
   },
+});
+
+Deno.test("a refused WebSocket sub-protocol offer is not echoed with its bearer token", async () => {
+  const token = btoa("secret-token-value").replace(/=+$/, "");
+  const answer = chooseWsProtocol(
+    new Request("https://node/exec/default/web/app", {
+      headers: {
+        "sec-websocket-protocol":
+          `v9.channel.k8s.io, base64url.bearer.authorization.k8s.io.${token}`,
+      },
+    }),
+    ["v5.channel.k8s.io"],
+  );
+  assert.ok(answer instanceof Response);
+  assert.equal(answer.status, 400);
+  const body = await answer.text();
+  assert.ok(!body.includes(token), body);
+  assert.match(
+    body,
+    /client supports \[v9\.channel\.k8s\.io base64url\.bearer\.authorization\.k8s\.io\.…\]/,
+  );
 });
