@@ -25,6 +25,11 @@ export interface StartVkubeletOptions {
   logFile?: string;
   /** Wait until the node is Ready; default true. */
   waitReady?: boolean;
+  /**
+   * Run in its own process group, so that a terminal's Ctrl-C (SIGINT to the caller's group)
+   * does not reach it: the caller cleans up through it first, then stops it.
+   */
+  detached?: boolean;
 }
 
 /** A vkubelet process. */
@@ -94,6 +99,7 @@ export async function startVkubelet(
       ...(options.args ?? []),
     ],
     env: { NO_COLOR: "1" },
+    detached: options.detached ?? false,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
