@@ -159,6 +159,7 @@ export class SpdyStream {
       this.#controller.enqueue(data);
       this.#pullWaiting.resolve();
       this.#pullWaiting = undefined;
+      this.#acknowledge();
       return;
     }
     this.#queue.push(data);
@@ -239,9 +240,16 @@ export class SpdyStream {
     this.#controller.enqueue(chunk);
     if (this.#queue.length === 0 && this.#remoteFin) this.#closeReadable();
     if (this.#queuedBytes < this.#host.highWaterMark) this.#wake();
+    this.#acknowledge();
+  }
+
+  /**
+   * Flow-controlled SPDY/3 peers need WINDOW_UPDATE for what was read to keep sending;
+   * spdystream ignores it.
+   */
+  #acknowledge(): void {
     if (!this.#host.windowUpdates || this.#remoteFin) return;
     const consumed = this.#received - this.#queuedBytes;
-    // Flow-controlled SPDY/3 peers need WINDOW_UPDATE to keep sending; spdystream ignores it.
     if (consumed - this.#acknowledged >= WINDOW_UPDATE_STEP) {
       const delta = consumed - this.#acknowledged;
       this.#acknowledged = consumed;

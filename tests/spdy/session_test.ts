@@ -274,3 +274,28 @@ Deno.test("a connection buffers at most maxBufferedBytes across streams nobody r
   server.close();
   await Promise.all([client.closed, server.closed, ...writes]);
 });
+
+Deno.test("data read as it arrives is acknowledged with WINDOW_UPDATE", async () => {
+  const [a, b] = memoryDuplexPair();
+  const client = new SpdySession(a, { role: "client" });
+  const server = new SpdySession(b, { role: "server" });
+  const [opened, accepted] = await Promise.all([
+    client.openStream(spdyHeaders({ streamtype: "stdin" })),
+    server.accept().then(async (s) => {
+      await s!.reply();
+      return s!;
+    }),
+  ]);
+  // The server's reader is always waiting, so every chunk is handed over at once.
+  const received = readAll(accepted.readable);
+  await writeAll(opened.writable, pseudoRandomBytes(256 * 1024, 4));
+  assert.equal((await received).length, 256 * 1024);
+  const parser = new SpdyFrameParser();
+  const acknowledged = [...parser.push(concatBytes(b.written))]
+    .flatMap((f) => f.type === "window_update" && f.streamId === opened.id ? [f.delta] : [])
+    .reduce((n, d) => n + d, 0);
+  assert.ok(acknowledged >= 224 * 1024, `${acknowledged} of 256 KiB acknowledged`);
+  client.close();
+  server.close();
+  await Promise.all([client.closed, server.closed]);
+});
