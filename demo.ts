@@ -140,9 +140,10 @@ Press Ctrl-C to stop; everything the demo started is removed.`);
   return code;
 }
 
-const SIGNALS = ["SIGINT", "SIGTERM"] as const;
+// SIGHUP too: closing the terminal must clean up as Ctrl-C does, now that vkubelet is detached.
+const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
-/** Resolves on the first Ctrl-C or SIGTERM. */
+/** Resolves on the first Ctrl-C, SIGTERM or SIGHUP. */
 function interrupted(): Promise<void> {
   return new Promise((resolve) => {
     const onSignal = () => {
