@@ -13,6 +13,9 @@ import { isKubeConfigError, KubeClient, loadKubeConfig } from "../k8s/mod.ts";
 import { createNodeSide } from "../core/node/mod.ts";
 import { PodController } from "../core/pods/mod.ts";
 import { createKubeletApiServer } from "./run_kubelet_api.ts";
+import { drain, LoopFailedError, Loops } from "./run_loops.ts";
+
+export { LoopFailedError };
 import { preflight } from "./preflight.ts";
 import { VkubeletMetrics } from "../core/metrics.ts";
 import { observePodController, serveMetrics } from "./metrics_server.ts";
@@ -102,42 +105,6 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   if (loops.failure) throw loops.failure;
 }
 
-/** A loop ended by itself or failed after start; everything else was stopped in order. */
-export class LoopFailedError extends Error {
-  override name = "LoopFailedError";
-}
-
-/**
- * The running loops. One that ends or fails before the stop signal stops the others: its
- * cause is logged once and kept in {@link failure}.
- */
-class Loops {
-  readonly all: Loop[] = [];
-  failure?: LoopFailedError;
-
-  constructor(
-    private readonly stop: AbortController,
-    private readonly log: ReturnType<typeof getLogger>,
-  ) {}
-
-  /** Tracks a started loop. */
-  add(name: string, done: Promise<void>): void {
-    const ended = (err?: unknown) => {
-      if (this.stop.signal.aborted) {
-        if (err !== undefined) throw err; // Failed while stopping: drain logs it.
-        return;
-      }
-      const why = err === undefined
-        ? "stopped on its own"
-        : `failed: ${err instanceof Error ? err.message : String(err)}`;
-      this.failure ??= new LoopFailedError(`${name} ${why}; vkubelet shut down`, { cause: err });
-      this.log.error("{loop} {why}; shutting down", { loop: name, why });
-      this.stop.abort(this.failure);
-    };
-    this.all.push({ name, done: done.then(() => ended(), (err) => ended(err ?? "no reason")) });
-  }
-}
-
 /**
  * Start-up problems that are the configuration's fault (a port in use, a certificate that does
  * not parse, a kubeconfig or provider config that cannot be used), found before anything
@@ -193,12 +160,6 @@ async function connectAndLoad(
     if (!(err instanceof ProviderLoadError)) throw err;
     throw new StartupConfigError([err.message]);
   }
-}
-
-/** A long-running part, named so that a slow shutdown can say who is slow. */
-interface Loop {
-  name: string;
-  done: Promise<void>;
 }
 
 interface Parts {
@@ -302,34 +263,6 @@ function abortion(signal: AbortSignal): Promise<void> {
     if (signal.aborted) return resolve();
     signal.addEventListener("abort", () => resolve(), { once: true });
   });
-}
-
-/** Waits for every loop to finish, but no longer than `timeoutMs`. */
-async function drain(loops: Loop[], timeoutMs: number, clock: Clock): Promise<void> {
-  const log = getLogger(["vkubelet"]);
-  const giveUp = new AbortController();
-  const timeout = clock.sleep(timeoutMs, giveUp.signal).then(
-    () => "timeout" as const,
-    () => "done" as const,
-  );
-  const pending = new Set(loops.map((l) => l.name));
-  const settled = Promise.all(loops.map(async ({ name, done }) => {
-    try {
-      await done;
-    } catch (err) {
-      log.error("{loop} failed while stopping: {err}", { loop: name, err });
-    } finally {
-      pending.delete(name);
-    }
-  })).then(() => "done" as const);
-  const outcome = await Promise.race([settled, timeout]);
-  giveUp.abort();
-  if (outcome === "timeout") {
-    log.warn("gave up waiting for {loops} to stop after {ms} ms", {
-      loops: [...pending].join(", "),
-      ms: timeoutMs,
-    });
-  }
 }
 
 /** The first non-internal IPv4 address of this host, else 127.0.0.1. */
