@@ -4,7 +4,12 @@
  * stays up until Ctrl-C; then it removes everything it started.
  *
  * Options: `--provider mock|process` (default `process`: pods run as local processes),
- * `--exit` (stop after the workload is Running; for tests).
+ * `--exit` (stop after the workload is Running; for tests), `--cluster=NAME` (a separate local
+ * cluster instead of the default one; for tests).
+ *
+ * Ctrl-C in a terminal signals the whole process group. vkubelet runs in a group of its own so
+ * that it is still there to stop the pods while the demo deletes its namespace; only then is it
+ * stopped. (The process provider leaves pods running when vkubelet stops, to re-adopt them.)
  * @module
  */
 import { clusterPaths, down, readState, running, up } from "./tests/cluster/cluster.ts";
@@ -64,15 +69,26 @@ function workload(provider: string): unknown[] {
 
 async function main(args: string[]): Promise<number> {
   const provider = args.includes("--provider=mock") || args.includes("mock") ? "mock" : "process";
-  const paths = clusterPaths();
+  const name = args.find((a) => a.startsWith("--cluster="))?.slice("--cluster=".length);
+  const paths = clusterPaths(name);
   const previous = readState(paths);
   const wasUp = previous !== undefined && Object.values(running(previous)).every(Boolean);
   say("starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler)");
   await up({ paths, progress: (line) => say(`  ${line}`) });
-  const cluster = await useCluster();
+  const cluster = await useCluster(paths.name);
   say(`starting vkubelet as node ${NODE} with the ${provider} provider`);
   const logFile = `${paths.dir}/logs/vkubelet-demo.log`;
-  const vk = await startVkubelet(cluster, { nodeName: NODE, provider, logFile });
+  const options = {
+    nodeName: NODE,
+    provider,
+    logFile,
+    detached: true,
+    // Pod directories where this user may write, next to the cluster's files.
+    ...(provider === "process" ? { providerConfig: `stateDir: ${paths.dir}/demo-process\n` } : {}),
+  };
+  let vk = await startVkubelet(cluster, options);
+  let exited = false;
+  vk.status.then(() => exited = true);
   const kubectl = async (argv: string[], stdin?: string) => {
     const res = await cluster.kubectl(argv, { stdin });
     if (res.code !== 0) throw new Error(`kubectl ${argv.join(" ")}: ${res.stderr}`);
@@ -107,23 +123,34 @@ Press Ctrl-C to stop; everything the demo started is removed.`);
     code = 1;
   } finally {
     say("cleaning up");
-    await cluster.kubectl(["delete", "namespace", NS, "--wait=true", "--timeout=60s"]);
-    await vk.stop("SIGTERM");
-    await cluster.kubectl(["delete", "node", NODE]);
-    if (!wasUp) await down(paths);
+    // Another Ctrl-C must not cut the clean-up short and leave vkubelet or pods behind.
+    const patience = () => say("still cleaning up; it stops by itself");
+    for (const s of SIGNALS) Deno.addSignalListener(s, patience);
+    try {
+      // The pods stop when vkubelet sees their namespace go; it must be running for that.
+      if (exited) vk = await startVkubelet(cluster, { ...options, like: vk });
+      await cluster.kubectl(["delete", "namespace", NS, "--wait=true", "--timeout=60s"]);
+      await vk.stop("SIGTERM");
+      await cluster.kubectl(["delete", "node", NODE]);
+      if (!wasUp) await down(paths);
+    } finally {
+      for (const s of SIGNALS) Deno.removeSignalListener(s, patience);
+    }
   }
   return code;
 }
 
-/** Resolves on the first Ctrl-C or SIGTERM. */
+// SIGHUP too: closing the terminal must clean up as Ctrl-C does, now that vkubelet is detached.
+const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+
+/** Resolves on the first Ctrl-C, SIGTERM or SIGHUP. */
 function interrupted(): Promise<void> {
   return new Promise((resolve) => {
-    const signals = ["SIGINT", "SIGTERM"] as const;
     const onSignal = () => {
-      for (const s of signals) Deno.removeSignalListener(s, onSignal);
+      for (const s of SIGNALS) Deno.removeSignalListener(s, onSignal);
       resolve();
     };
-    for (const s of signals) Deno.addSignalListener(s, onSignal);
+    for (const s of SIGNALS) Deno.addSignalListener(s, onSignal);
   });
 }
 

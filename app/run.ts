@@ -13,13 +13,17 @@ import { isKubeConfigError, KubeClient, loadKubeConfig } from "../k8s/mod.ts";
 import { createNodeSide } from "../core/node/mod.ts";
 import { PodController } from "../core/pods/mod.ts";
 import { createKubeletApiServer } from "./run_kubelet_api.ts";
+import { drain, LoopFailedError, Loops } from "./run_loops.ts";
+
+export { LoopFailedError };
+import { preflight } from "./preflight.ts";
+import { LeadershipFence } from "./leader_fence.ts";
+import { highAvailabilityProblem, runLeaderElected } from "./leader_run.ts";
 import { VkubeletMetrics } from "../core/metrics.ts";
 import { observePodController, serveMetrics } from "./metrics_server.ts";
 import { parseHostPort } from "./config_schema.ts";
 import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import denoJson from "../deno.json" with { type: "json" };
-import { LeadershipFence } from "./leader_fence.ts";
-import { highAvailabilityProblem, runLeaderElected } from "./leader_run.ts";
 
 /** What {@link runVkubelet} needs besides the config; `main.ts` picks the real ones. */
 export interface RunDeps {
@@ -72,7 +76,7 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   const onAbort = () => stop.abort(deps.signal.reason);
   deps.signal.addEventListener("abort", onAbort, { once: true });
   if (deps.signal.aborted) onAbort(); // Stopped while the provider was loading.
-  const loops: Loop[] = [];
+  const loops = new Loops(stop, log);
   try {
     // ── Leader election (issue 21): a warm standby that runs the writers below (leadTerm)
     // only while it holds the lease; see app/leader_run.ts.
@@ -97,34 +101,42 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
       return;
     }
     // ── End of leader election.
-    await start({ ...config, port }, { ...deps, signal: stop.signal }, {
+    // A loop that fails while starting ends start-up too, instead of leaving it waiting.
+    const starting = start({ ...config, port }, { ...deps, signal: stop.signal }, {
       kube,
       provider,
       internalIp,
       loops,
       metrics,
     });
-    log.info("vkubelet is ready");
-    deps.onReady?.(provider);
-    await abortion(stop.signal);
-    log.info("shutting down");
+    starting.catch(() => {}); // Its failure after a stop is not news.
+    await Promise.race([starting, abortion(stop.signal)]);
+    if (!stop.signal.aborted) {
+      log.info("vkubelet is ready");
+      deps.onReady?.(provider);
+      await abortion(stop.signal);
+    }
+    if (!loops.failure) log.info("shutting down");
   } catch (err) {
     // A stop asked for while starting is not a failure.
-    if (!deps.signal.aborted) throw err;
-    log.info("stopped while starting");
+    if (!deps.signal.aborted && !loops.failure) throw err;
+    if (!loops.failure) log.info("stopped while starting");
   } finally {
     stop.abort();
     deps.signal.removeEventListener("abort", onAbort);
-    await drain(loops, deps.drainTimeoutMs ?? 10_000, deps.clock);
+    await drain(loops.all, deps.drainTimeoutMs ?? 10_000, deps.clock);
     await provider.close?.();
     kube.close();
     log.info("stopped");
   }
+  // Like virtual-kubelet's nodeutil.Node.Run: when one controller ends, all of them stop.
+  if (loops.failure) throw loops.failure;
 }
 
 /**
- * Start-up problems that are the configuration's fault (a kubeconfig or provider config that
- * cannot be used), all of them, found before anything touches the cluster.
+ * Start-up problems that are the configuration's fault (a port in use, a certificate that does
+ * not parse, a kubeconfig or provider config that cannot be used), found before anything
+ * touches the cluster.
  */
 export class StartupConfigError extends Error {
   override name = "StartupConfigError";
@@ -134,7 +146,8 @@ export class StartupConfigError extends Error {
 }
 
 /**
- * Reads the kubeconfig and loads the provider, reporting the problems of both at once. Neither
+ * Checks what can be checked on this host and reads the kubeconfig, reporting every problem at
+ * once; only then loads the provider, which may touch the host (directories, probes). Neither
  * talks to the cluster: the client connects on its first request.
  */
 async function connectAndLoad(
@@ -144,7 +157,7 @@ async function connectAndLoad(
   fence: LeadershipFence | undefined,
   providerDeps: Omit<ProviderDeps, "kube">,
 ): Promise<{ kube: KubeClient; provider: Provider }> {
-  const problems: string[] = [];
+  const problems = await preflight(config);
   let kube: KubeClient | undefined;
   try {
     const connection = await loadKubeConfig({ kubeconfig: config.kubeconfig, clock: deps.clock });
@@ -161,38 +174,34 @@ async function connectAndLoad(
     if (!isKubeConfigError(err)) throw err;
     problems.push(err.message);
   }
-  let provider: Provider | undefined;
+  if (!kube || problems.length > 0) {
+    kube?.close();
+    throw new StartupConfigError(problems);
+  }
   try {
-    provider = await (deps.loadProvider ?? loadProvider)({
+    const provider = await (deps.loadProvider ?? loadProvider)({
       provider: config.provider,
       providerConfig: config.providerConfig,
       deps: { ...providerDeps, kube },
     });
+    const haProblem = highAvailabilityProblem(config, provider);
+    if (haProblem) {
+      await provider.close?.();
+      throw new StartupConfigError([haProblem]);
+    }
+    return { kube, provider };
   } catch (err) {
-    if (!(err instanceof ProviderLoadError)) throw err;
-    problems.push(err.message);
+    kube.close();
+    if (err instanceof ProviderLoadError) throw new StartupConfigError([err.message]);
+    throw err;
   }
-  const haProblem = provider && highAvailabilityProblem(config, provider);
-  if (haProblem) problems.push(haProblem);
-  if (!kube || !provider || haProblem) {
-    kube?.close();
-    await provider?.close?.();
-    throw new StartupConfigError(problems);
-  }
-  return { kube, provider };
-}
-
-/** A long-running part, named so that a slow shutdown can say who is slow. */
-interface Loop {
-  name: string;
-  done: Promise<void>;
 }
 
 interface Parts {
   kube: KubeClient;
   provider: Provider;
   internalIp: string;
-  loops: Loop[];
+  loops: Loops;
   metrics: VkubeletMetrics;
 }
 
@@ -243,32 +252,43 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
       health: side.health,
       log: getLogger(["vkubelet", "metrics"]).with({ node: config.nodeName }),
     }, signal);
-    loops.push({ name: "metrics listener", done: listener.done });
+    loops.add("metrics listener", listener.done);
   }
   // The kubelet API first, so the apiserver can reach it once the node says where it is.
-  loops.push({ name: "kubelet API", done: api.run(signal) });
-  loops.push({ name: "node", done: side.run(signal) });
+  loops.add("kubelet API", api.run(signal));
+  loops.add("node", side.run(signal));
   await withStartupTimeout(config, clock, side.ready, "the node to be registered");
-  loops.push({ name: "pods", done: pods.run(signal) });
+  loops.add("pods", pods.run(signal));
   await withStartupTimeout(config, clock, pods.ready, "the pod caches to sync");
 }
 
 /**
  * One term of a leader under `--leader-elect`: the writers as {@link start} starts them (the
- * metrics listener runs for the whole process instead), until `deps.signal` aborts.
+ * metrics listener runs for the whole process instead), until `deps.signal` aborts or one of
+ * them fails (then the term ends with that failure).
  */
 async function leadTerm(
   config: Config,
   deps: RunDeps,
   parts: Omit<Parts, "loops">,
 ): Promise<void> {
-  const loops: Loop[] = [];
+  const term = new AbortController();
+  const onAbort = () => term.abort(deps.signal.reason);
+  deps.signal.addEventListener("abort", onAbort, { once: true });
+  if (deps.signal.aborted) onAbort();
+  const loops = new Loops(term, getLogger(["vkubelet"]).with({ node: config.nodeName }));
   try {
-    await start({ ...config, metricsAddr: undefined }, deps, { ...parts, loops });
-    await abortion(deps.signal);
+    await start({ ...config, metricsAddr: undefined }, { ...deps, signal: term.signal }, {
+      ...parts,
+      loops,
+    });
+    await abortion(term.signal);
   } finally {
-    await drain(loops, deps.drainTimeoutMs ?? 10_000, deps.clock);
+    term.abort();
+    deps.signal.removeEventListener("abort", onAbort);
+    await drain(loops.all, deps.drainTimeoutMs ?? 10_000, deps.clock);
   }
+  if (loops.failure) throw loops.failure;
 }
 
 /** Waits for `ready`, but no longer than `--startup-timeout` when one is set. */
@@ -307,34 +327,6 @@ function abortion(signal: AbortSignal): Promise<void> {
     if (signal.aborted) return resolve();
     signal.addEventListener("abort", () => resolve(), { once: true });
   });
-}
-
-/** Waits for every loop to finish, but no longer than `timeoutMs`. */
-async function drain(loops: Loop[], timeoutMs: number, clock: Clock): Promise<void> {
-  const log = getLogger(["vkubelet"]);
-  const giveUp = new AbortController();
-  const timeout = clock.sleep(timeoutMs, giveUp.signal).then(
-    () => "timeout" as const,
-    () => "done" as const,
-  );
-  const pending = new Set(loops.map((l) => l.name));
-  const settled = Promise.all(loops.map(async ({ name, done }) => {
-    try {
-      await done;
-    } catch (err) {
-      log.error("{loop} failed while stopping: {err}", { loop: name, err });
-    } finally {
-      pending.delete(name);
-    }
-  })).then(() => "done" as const);
-  const outcome = await Promise.race([settled, timeout]);
-  giveUp.abort();
-  if (outcome === "timeout") {
-    log.warn("gave up waiting for {loops} to stop after {ms} ms", {
-      loops: [...pending].join(", "),
-      ms: timeoutMs,
-    });
-  }
 }
 
 /** The first non-internal IPv4 address of this host, else 127.0.0.1. */

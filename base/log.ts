@@ -30,10 +30,16 @@ export interface LoggingOptions {
 
 const encoder = new TextEncoder();
 
-/** Sends every `vkubelet` record at `level` or above to stderr. Call once, from `main.ts`. */
+/**
+ * Sends every `vkubelet` record at `level` or above to stderr. Call once, from `main.ts`.
+ * Errors in a record read as one line (their message and causes) unless the level is debug or
+ * trace: a failing connection is one line per retry, not a stack trace.
+ */
 export async function setupLogging(options: LoggingOptions): Promise<void> {
   await reset();
-  const format = options.format === "json" ? jsonLinesFormatter : defaultTextFormatter;
+  const base = options.format === "json" ? jsonLinesFormatter : defaultTextFormatter;
+  const stacks = options.level === "debug" || options.level === "trace";
+  const format = stacks ? base : (record: LogRecord) => base(withoutStacks(record));
   const stderr = (record: LogRecord) => {
     try {
       Deno.stderr.writeSync(encoder.encode(format(record)));
@@ -48,4 +54,32 @@ export async function setupLogging(options: LoggingOptions): Promise<void> {
       { category: ["logtape", "meta"], lowestLevel: "warning", sinks: ["stderr"] },
     ],
   });
+}
+
+/** `record` with every Error among its values replaced by {@link errorSummary}. */
+export function withoutStacks(record: LogRecord): LogRecord {
+  const summarise = (value: unknown) => value instanceof Error ? errorSummary(value) : value;
+  if (!record.message.some((v) => v instanceof Error)) {
+    if (!Object.values(record.properties).some((v) => v instanceof Error)) return record;
+  }
+  return {
+    ...record,
+    message: record.message.map(summarise),
+    properties: Object.fromEntries(
+      Object.entries(record.properties).map(([key, value]) => [key, summarise(value)]),
+    ),
+  };
+}
+
+/** An error on one line: its message, then each cause's (`message: cause: cause`). */
+export function errorSummary(err: Error): string {
+  const parts: string[] = [];
+  const seen = new Set<unknown>();
+  for (let current: unknown = err; current !== undefined && !seen.has(current);) {
+    seen.add(current);
+    const text = current instanceof Error ? current.message || current.name : String(current);
+    if (!parts.some((p) => p.includes(text))) parts.push(text);
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return parts.join(": ").replace(/\s*\n\s*/g, " ");
 }

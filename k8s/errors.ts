@@ -156,6 +156,15 @@ export function isForbidden(err: unknown): boolean {
   return hasCode(err, 403, "Forbidden");
 }
 
+/**
+ * The namespace is being deleted, so nothing new may be created in it (the apiserver's
+ * Forbidden with cause `NamespaceTerminating`, as client-go's `HasStatusCause` checks).
+ */
+export function isNamespaceTerminating(err: unknown): boolean {
+  return err instanceof KubeApiError && err.code === 403 &&
+    (err.status?.details?.causes ?? []).some((c) => c.reason === "NamespaceTerminating");
+}
+
 /** The credentials were missing, wrong or expired. */
 export function isUnauthorized(err: unknown): boolean {
   return hasCode(err, 401, "Unauthorized");

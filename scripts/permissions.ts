@@ -9,7 +9,7 @@
  * - `--allow-read`: the kubeconfig, certificates, config files and the provider module are
  *   wherever the user puts them; the process provider reads `/proc` and cgroup files for stats.
  * - `--allow-write`: unscoped, though only the process provider writes from vkubelet's own code
- *   (its `stateDir`, default `/var/lib/vkubelet/process`; its cgroup tree under
+ *   (its `stateDir`, default `/var/lib/vkubelet/process` or the user's state directory; its cgroup tree under
  *   `/sys/fs/cgroup`; a probe directory in the temp dir; hostPath volumes it is told to
  *   create). It writes ConfigMap, Secret and projected volumes the way the kubelet's AtomicWriter
  *   does, swapping a `..data` symlink, and `Deno.symlink` refuses path-scoped write grants (a

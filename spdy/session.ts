@@ -31,6 +31,11 @@ export interface SpdySessionOptions {
   maxPendingAccepts?: number;
   /** Bytes buffered per stream before the reader pauses the connection. Default 1 MiB. */
   streamHighWaterMark?: number;
+  /**
+   * Bytes buffered across all streams before the reader pauses the connection, so that many
+   * streams each just under their own mark cannot pile up memory. Default 8 MiB.
+   */
+  maxBufferedBytes?: number;
   /** Largest DATA payload this side sends per frame. Default 32 KiB. */
   maxWriteFrame?: number;
   /** Send WINDOW_UPDATE as data is consumed, for flow-controlled peers. Default true. */
@@ -64,6 +69,9 @@ export class SpdySession {
   #error?: Error;
   #reader?: ReadableStreamDefaultReader<Uint8Array>;
   #readLoopDone: Promise<void>;
+  readonly #maxBuffered: number;
+  #buffered = 0;
+  #bufferRoom?: PromiseWithResolvers<void>;
 
   constructor(duplex: ByteDuplex, options: SpdySessionOptions) {
     this.role = options.role;
@@ -74,6 +82,7 @@ export class SpdySession {
     this.#log = options.log ?? getLogger(["vkubelet", "spdy"]);
     this.#replyTimeoutMs = options.replyTimeoutMs ?? 30_000;
     this.#nextPingId = this.role === "client" ? 1 : 2;
+    this.#maxBuffered = options.maxBufferedBytes ?? 8 << 20;
     this.#streams = new SpdyStreamTable({
       role: this.role,
       maxStreams: options.maxStreams ?? 1000,
@@ -95,6 +104,10 @@ export class SpdySession {
       sendReply: (id, headers, fin) => writer.sendHeaders("syn_reply", id, headers, fin),
       sendReset: (id, status) => writer.sendControl({ type: "rst_stream", streamId: id, status }),
       streamDone: (stream) => this.#streams.done(stream),
+      buffered: (delta) => {
+        this.#buffered += delta;
+        if (this.#buffered < this.#maxBuffered) this.#wakeBufferRoom();
+      },
       maxWriteFrame: options.maxWriteFrame ?? 32 * 1024,
       highWaterMark: options.streamHighWaterMark ?? 1 << 20,
       windowUpdates: options.windowUpdates ?? true,
@@ -111,6 +124,11 @@ export class SpdySession {
   /** True once the transport is closed. */
   get isClosed(): boolean {
     return this.#ended;
+  }
+
+  /** Bytes received on all streams and not yet read (at most `maxBufferedBytes` + one frame). */
+  get bufferedBytes(): number {
+    return this.#buffered;
   }
 
   /** Open streams (not yet finished in both directions). */
@@ -270,6 +288,11 @@ export class SpdySession {
         const room = stream.deliver(frame.data);
         if (frame.fin) stream.markRemoteFinished();
         else if (room) await room;
+        // The connection's budget: stop reading until the streams' readers catch up.
+        if (this.#buffered >= this.#maxBuffered && !this.#ended) {
+          this.#bufferRoom ??= Promise.withResolvers<void>();
+          await this.#bufferRoom.promise;
+        }
         return;
       }
       case "syn_stream":
@@ -324,11 +347,17 @@ export class SpdySession {
     this.#streams.queueAccept(stream);
   }
 
+  #wakeBufferRoom(): void {
+    this.#bufferRoom?.resolve();
+    this.#bufferRoom = undefined;
+  }
+
   /** Ends the connection once; `abrupt` drops frames still queued instead of flushing them. */
   #terminate(abrupt: boolean): void {
     if (this.#ended) return;
     this.#ended = true;
     this.#streams.closeAll();
+    this.#wakeBufferRoom();
     for (const resolve of this.#pings.values()) resolve();
     this.#pings.clear();
     this.#reader?.cancel().catch(() => {});

@@ -18,6 +18,8 @@ export interface SpdyStreamHost {
   sendReset(streamId: number, status: number): void;
   /** The stream finished in both directions or was reset; forget it. */
   streamDone(stream: SpdyStream): void;
+  /** Bytes from the peer now buffered (positive) or handed to the reader or dropped (negative). */
+  buffered(delta: number): void;
   readonly maxWriteFrame: number;
   readonly highWaterMark: number;
   readonly windowUpdates: boolean;
@@ -47,6 +49,11 @@ export class SpdyStream {
   #replied: boolean;
   #replyWaiter = Promise.withResolvers<SpdyHeaders>();
   #room?: PromiseWithResolvers<void>;
+  /** Peer data not yet read: kept here, not in the ReadableStream, so it can be counted. */
+  #queue: Uint8Array[] = [];
+  #queuedBytes = 0;
+  /** A read waiting for data. */
+  #pullWaiting?: PromiseWithResolvers<void>;
   #localFin = false;
   #remoteFin = false;
   #readCancelled = false;
@@ -71,9 +78,10 @@ export class SpdyStream {
       pull: () => this.#onPull(),
       cancel: () => {
         this.#readCancelled = true;
+        this.#dropQueue();
         this.#wake();
       },
-    }, { highWaterMark: host.highWaterMark, size: (chunk) => chunk.byteLength });
+    }, { highWaterMark: 0 });
     this.writable = new WritableStream<Uint8Array>({
       write: (chunk) => this.#write(chunk),
       close: () => this.closeWrite(),
@@ -109,6 +117,11 @@ export class SpdyStream {
   reset(status: number = RstStatus.cancel): void {
     if (this.#failure || (this.#localFin && this.#remoteFin)) return;
     this.#host.sendReset(this.id, status);
+    // Whatever the peer sent and nobody read is abandoned with the stream.
+    if (this.#remoteFin && !this.#readCancelled) {
+      this.#dropQueue();
+      this.#closeReadable();
+    }
     this.#fail(
       new SpdyStreamError("reset_locally", this.id, `Stream ${this.id} was reset`, status),
     );
@@ -141,17 +154,33 @@ export class SpdyStream {
     if (this.#remoteFin || this.#failure) return;
     this.#received += data.length;
     if (this.#readCancelled || data.length === 0) return;
-    this.#controller.enqueue(data);
-    if ((this.#controller.desiredSize ?? 1) > 0) return;
+    if (this.#pullWaiting && this.#queue.length === 0) {
+      // A read is waiting: hand the data over without buffering it.
+      this.#controller.enqueue(data);
+      this.#pullWaiting.resolve();
+      this.#pullWaiting = undefined;
+      this.#acknowledge();
+      return;
+    }
+    this.#queue.push(data);
+    this.#queuedBytes += data.length;
+    this.#host.buffered(data.length);
+    if (this.#queuedBytes < this.#host.highWaterMark) return;
     this.#room ??= Promise.withResolvers<void>();
     return this.#room.promise;
+  }
+
+  /** Bytes received and not yet read. */
+  get bufferedBytes(): number {
+    return this.#queuedBytes;
   }
 
   /** @internal The peer sent FIN. */
   markRemoteFinished(): void {
     if (this.#remoteFin || this.#failure) return;
     this.#remoteFin = true;
-    if (!this.#readCancelled) this.#controller.close();
+    // Data still queued is read first; the last pull closes the readable.
+    if (!this.#readCancelled && this.#queue.length === 0) this.#closeReadable();
     this.#wake();
     this.#maybeDone();
   }
@@ -165,11 +194,33 @@ export class SpdyStream {
   #fail(error: SpdyStreamError): void {
     this.#failure = error;
     this.#replyWaiter.reject(error);
-    if (!this.#remoteFin && !this.#readCancelled) this.#controller.error(error);
+    if (!this.#remoteFin && !this.#readCancelled) {
+      this.#controller.error(error);
+      this.#dropQueue();
+      this.#pullWaiting?.resolve();
+      this.#pullWaiting = undefined;
+    }
     this.#remoteFin = true;
     this.#localFin = true;
     this.#wake();
     this.#done();
+  }
+
+  #closeReadable(): undefined {
+    try {
+      this.#controller.close();
+    } catch {
+      // Already closed or errored.
+    }
+    this.#pullWaiting?.resolve();
+    this.#pullWaiting = undefined;
+  }
+
+  /** Forgets unread data (the reader cancelled, or the stream failed). */
+  #dropQueue(): void {
+    if (this.#queuedBytes > 0) this.#host.buffered(-this.#queuedBytes);
+    this.#queue = [];
+    this.#queuedBytes = 0;
   }
 
   #wake(): void {
@@ -177,12 +228,28 @@ export class SpdyStream {
     this.#room = undefined;
   }
 
-  #onPull(): void {
-    this.#wake();
+  #onPull(): Promise<void> | undefined {
+    const chunk = this.#queue.shift();
+    if (!chunk) {
+      if (this.#remoteFin) return this.#closeReadable();
+      this.#pullWaiting = Promise.withResolvers<void>();
+      return this.#pullWaiting.promise;
+    }
+    this.#queuedBytes -= chunk.length;
+    this.#host.buffered(-chunk.length);
+    this.#controller.enqueue(chunk);
+    if (this.#queue.length === 0 && this.#remoteFin) this.#closeReadable();
+    if (this.#queuedBytes < this.#host.highWaterMark) this.#wake();
+    this.#acknowledge();
+  }
+
+  /**
+   * Flow-controlled SPDY/3 peers need WINDOW_UPDATE for what was read to keep sending;
+   * spdystream ignores it.
+   */
+  #acknowledge(): void {
     if (!this.#host.windowUpdates || this.#remoteFin) return;
-    const queued = this.#host.highWaterMark - (this.#controller.desiredSize ?? 0);
-    const consumed = this.#received - Math.max(0, queued);
-    // Flow-controlled SPDY/3 peers need WINDOW_UPDATE to keep sending; spdystream ignores it.
+    const consumed = this.#received - this.#queuedBytes;
     if (consumed - this.#acknowledged >= WINDOW_UPDATE_STEP) {
       const delta = consumed - this.#acknowledged;
       this.#acknowledged = consumed;

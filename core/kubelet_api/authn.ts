@@ -3,7 +3,10 @@
  * pkg/authentication/authenticatorfactory/delegating.go, with kubernetes/kubernetes
  * cmd/kubelet/app/auth.go): a client certificate verified against the client CA (user = CN,
  * groups = O), else a bearer token checked with a TokenReview (cached), else — only when enabled
- * — `system:anonymous`. A token that fails is a 401 even with anonymous enabled.
+ * — `system:anonymous`. Like upstream's union authenticator built with `NewFailOnError`
+ * (apiserver pkg/authentication/request/union), a credential that is offered but fails is a
+ * 401 even with anonymous enabled: a client certificate that fails verification, a token the
+ * TokenReview rejects, a WebSocket bearer token that does not decode.
  * @module
  */
 import type { Clock } from "../../base/clock.ts";
@@ -43,7 +46,10 @@ export class Authenticator {
   ): Promise<Authentication> {
     const fromCert = certificateUser(socket);
     if (fromCert) return { user: withAuthenticated(fromCert) };
-    const token = bearerToken(request.headers);
+    const badCert = certificateFailure(socket);
+    if (badCert) return { reason: badCert };
+    const token = requestToken(request.headers);
+    if (typeof token === "object") return { reason: token.invalid };
     if (token !== undefined) return await this.#fromToken(token, options.signal);
     if (this.#options.anonymous) {
       return { user: { username: "system:anonymous", groups: ["system:unauthenticated"] } };
@@ -84,22 +90,46 @@ export function certificateUser(socket: PeerSocket | undefined): UserInfo | unde
   return { username, groups };
 }
 
+/**
+ * Why a client certificate was offered and failed verification, if it was. Node lets such a
+ * connection in (`rejectUnauthorized: false`, so that token and anonymous requests work) and
+ * reports the failure in `authorized`; the kubelet's x509 authenticator fails the request.
+ */
+export function certificateFailure(socket: PeerSocket | undefined): string | undefined {
+  if (!socket || socket.authorized) return undefined;
+  const peer = socket.getPeerCertificate?.();
+  if (!peer || Object.keys(peer).length === 0) return undefined; // None offered.
+  const why = socket.authorizationError;
+  return `client certificate failed verification${why ? `: ${String(why)}` : ""}`;
+}
+
 /** The bearer token of a request: `Authorization: Bearer`, or the WebSocket protocol form. */
 export function bearerToken(headers: Headers): string | undefined {
+  const token = requestToken(headers);
+  return typeof token === "string" ? token : undefined;
+}
+
+/** The offered token, or why the offered WebSocket token is not one. */
+function requestToken(headers: Headers): string | { invalid: string } | undefined {
   const authorization = headers.get("authorization");
   const match = authorization?.match(/^\s*bearer\s+(\S+)\s*$/i);
   if (match) return match[1];
   // Browsers cannot set headers on WebSockets; Kubernetes clients then send the token as a
-  // sub-protocol (kubernetes/apiserver pkg/authentication/request/websocket/protocol.go).
+  // sub-protocol (kubernetes/apiserver pkg/authentication/request/websocket/protocol.go, which
+  // fails the request when that protocol does not decode to a token).
   const protocols = headers.get("sec-websocket-protocol")?.split(",") ?? [];
   for (const protocol of protocols.map((p) => p.trim())) {
     if (!protocol.startsWith(WS_TOKEN_PREFIX)) continue;
+    let token: string;
     try {
       const encoded = protocol.slice(WS_TOKEN_PREFIX.length).replace(/-/g, "+").replace(/_/g, "/");
-      return new TextDecoder().decode(Uint8Array.from(atob(encoded), (c) => c.charCodeAt(0)));
+      const bytes = Uint8Array.from(atob(encoded), (c) => c.charCodeAt(0));
+      token = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
     } catch {
-      return undefined;
+      return { invalid: "invalid base64.websocket.bearer.authorization token encoding" };
     }
+    if (token.length === 0) return { invalid: "invalid bearer token" };
+    return token;
   }
   return undefined;
 }

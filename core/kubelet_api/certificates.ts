@@ -6,7 +6,7 @@
  * included; the server starts listening after the first.
  * @module
  */
-import { createPrivateKey, X509Certificate } from "node:crypto";
+import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import { createSelfSignedCertificate, generateKeyPair, privateKeyPem } from "./x509.ts";
@@ -68,22 +68,36 @@ async function readPair(options: FileCertificateOptions): Promise<KeyPair> {
   };
 }
 
-/** Throws unless `pair` holds a parseable certificate whose key is the given private key. */
-export function checkPair(pair: KeyPair, source: string): void {
+/**
+ * Throws unless `pair` holds a parseable certificate and a parseable private key that belongs
+ * to it. `source` names where they came from (a file, or the option of each).
+ */
+export function checkPair(pair: KeyPair, source: string | { cert: string; key: string }): void {
+  const names = typeof source === "string" ? { cert: source, key: source } : source;
   let cert: X509Certificate;
   try {
     cert = new X509Certificate(pair.certPem);
   } catch (err) {
-    throw new TypeError(`${source} does not hold a PEM certificate`, { cause: err });
+    throw new TypeError(`${names.cert} does not hold a PEM certificate`, { cause: err });
+  }
+  let key: KeyObject;
+  try {
+    key = createPrivateKey(pair.keyPem);
+  } catch (err) {
+    throw new TypeError(`${names.key} does not hold a PEM private key`, { cause: err });
   }
   let matches = true;
   try {
-    matches = cert.checkPrivateKey(createPrivateKey(pair.keyPem));
+    matches = cert.checkPrivateKey(key);
   } catch {
     // This runtime cannot compare keys: the TLS layer will refuse a mismatch instead.
   }
   if (!matches) {
-    throw new TypeError(`the private key does not belong to the certificate in ${source}`);
+    throw new TypeError(
+      typeof source === "string"
+        ? `the private key does not belong to the certificate in ${source}`
+        : `${names.key} does not belong to the certificate in ${names.cert}; give the key the certificate was issued for`,
+    );
   }
 }
 

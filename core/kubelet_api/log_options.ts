@@ -87,11 +87,25 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:
 function parseTime(value: string | undefined): Date | undefined {
   if (value === undefined || value === "") return undefined;
   const date = new Date(value);
-  if (!RFC3339.test(value) || Number.isNaN(date.getTime())) {
+  if (!RFC3339.test(value) || Number.isNaN(date.getTime()) || !fieldsInRange(value)) {
     throw new HttpError(
       400,
       `Unable to decode query: sinceTime=${JSON.stringify(value)} is not RFC 3339`,
     );
   }
   return date;
+}
+
+/**
+ * Go's time.Parse refuses a day past the month's end (`2020-02-30`), hour 24, minute or second
+ * 60 and offsets past 23:59; JavaScript's Date would roll them over into a valid date.
+ */
+function fieldsInRange(value: string): boolean {
+  const [year, month, day, hour, minute, second] = value.match(/\d+/g)!.slice(0, 6).map(Number);
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const daysInMonth = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1];
+  const offset = value.match(/([+-])(\d{2}):(\d{2})$/);
+  const offsetOk = !offset || (Number(offset[2]) <= 23 && Number(offset[3]) <= 59);
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth && hour <= 23 &&
+    minute <= 59 && second <= 59 && offsetOk;
 }

@@ -2,7 +2,7 @@
  * `GET /containerLogs/{namespace}/{pod}/{container}`: a container's log from the provider,
  * streamed as it is read (chunked), with every `PodLogOptions` query parameter the kubelet
  * takes. With `follow` the stream lasts until the provider ends it (the container stopped),
- * the client goes away or the server shuts down.
+ * the client goes away or the server shuts down. HEAD checks the same and opens no stream.
  * @module
  */
 import type { Hono } from "hono";
@@ -22,15 +22,16 @@ export function registerLogRoutes(app: Hono<KubeletEnv>, deps: KubeletApiDeps): 
     if (!getLogs) {
       throw new HttpError(501, "container logs are not supported by this node's provider");
     }
+    const headers = { "content-type": "text/plain; charset=utf-8" };
+    // Hono answers HEAD through this GET route and drops the body without cancelling it: a
+    // follow stream opened here would never end. The pod and container are checked; no stream.
+    if (c.req.raw.method === "HEAD") return new Response(null, { status: 200, headers });
     const signals = [c.req.raw.signal, ...(deps.signal ? [deps.signal] : [])];
     const stream = await getLogs({ namespace, pod: name, container }, {
       ...options,
       signal: AbortSignal.any(signals),
     });
-    return new Response(stream, {
-      status: 200,
-      headers: { "content-type": "text/plain; charset=utf-8" },
-    });
+    return new Response(stream, { status: 200, headers });
   });
   // The kubelet's answers for paths with a part missing (server.go getContainerLogs).
   app.get("/containerLogs/*", (c) => {

@@ -99,6 +99,8 @@ export interface KubeletApiDeps {
 /** The part of a TLS socket authentication reads (a `node:tls` `TLSSocket`). */
 export interface PeerSocket {
   authorized?: boolean;
+  /** Why the peer's certificate failed verification (Node's `TLSSocket.authorizationError`). */
+  authorizationError?: Error | string | null;
   getPeerCertificate?(): { subject?: Record<string, string | string[] | undefined> } | null;
 }
 

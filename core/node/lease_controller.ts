@@ -176,15 +176,17 @@ export class LeaseController {
   /** Reads the lease, creating it if absent; retries with backoff until it works or aborts. */
   async #backoffEnsure(signal: AbortSignal): Promise<{ lease: Lease; created: boolean }> {
     for (let attempt = 0;; attempt++) {
+      const started = this.#deps.clock.now();
       try {
         return await this.#ensure(signal);
       } catch (err) {
         if (signal.aborted) throw err;
         const delay = backoffDelay(attempt);
         this.#deps.log.error(
-          "ensuring lease of node {node} failed, retrying in {delay} ms: {err}",
+          "ensuring lease of node {node} failed after {elapsed} ms: {err}; trying again in {delay} ms",
           {
             node: this.#deps.nodeName,
+            elapsed: Math.round(this.#deps.clock.now() - started),
             delay: Math.round(delay),
             err: message(err),
           },

@@ -136,6 +136,7 @@ export class NodeController implements NodeOwner {
   /** Creates or adopts the Node, retrying with backoff until it works or `signal` aborts. */
   async #register(signal: AbortSignal): Promise<void> {
     for (let attempt = 0;; attempt++) {
+      const started = this.#deps.clock.now();
       try {
         const server = await this.#call(signal, (s) => this.#api.getNode(this.#name, { signal: s }))
           .catch((err) => (isKubeNotFound(err) ? undefined : Promise.reject(err)));
@@ -145,9 +146,15 @@ export class NodeController implements NodeOwner {
       } catch (err) {
         if (signal.aborted) throw err;
         const delay = backoffDelay(attempt);
+        // The attempt itself may have taken seconds (the client retries reads): say so, so
+        // that the time to the next line adds up.
         this.#deps.log.error(
-          "registering node {node} failed, retrying in {delay} ms: {err}",
-          { ...this.#fields(err), delay: Math.round(delay) },
+          "registering node {node} failed after {elapsed} ms: {err}; trying again in {delay} ms",
+          {
+            ...this.#fields(err),
+            elapsed: Math.round(this.#deps.clock.now() - started),
+            delay: Math.round(delay),
+          },
         );
         await this.#deps.clock.sleep(delay, signal);
       }

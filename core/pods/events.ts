@@ -18,7 +18,7 @@
  */
 import type { Event, Pod } from "kubernetes-types/core/v1.d.ts";
 import { formatTime } from "../../k8s/micro_time.ts";
-import { isKubeNotFound } from "../../k8s/errors.ts";
+import { isKubeNotFound, isNamespaceTerminating } from "../../k8s/errors.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import type { EventsApi } from "./api.ts";
@@ -96,6 +96,8 @@ export class EventRecorder {
   #unheldUntil = 0;
   /** Wakes a hold at once when flush begins. */
   #holdWake = new AbortController();
+  /** Namespaces found being deleted, and when: events recorded before then are not sent. */
+  #terminating = new Map<string, number>();
 
   constructor(options: EventRecorderOptions) {
     this.#o = {
@@ -177,10 +179,16 @@ export class EventRecorder {
         this.#queue = this.#queue.slice(this.#head);
         this.#head = 0;
       }
+      const terminatingSince = this.#terminating.get(item.pod.namespace);
+      if (terminatingSince !== undefined && item.now <= terminatingSince) continue;
       await this.#hold();
       try {
         await this.#send(item);
       } catch (err) {
+        if (isNamespaceTerminating(err)) {
+          this.#namespaceTerminating(item);
+          continue;
+        }
         this.#o.log.warn("could not record event {reason} for {pod}: {err}", {
           reason: item.event.reason,
           pod: `${item.pod.namespace}/${item.pod.name}`,
@@ -190,6 +198,29 @@ export class EventRecorder {
     }
     this.#queue = [];
     this.#head = 0;
+  }
+
+  /**
+   * One line per namespace being deleted, not one per pod (client-go's recorder logs these at
+   * V(5) only); the events already queued for it are dropped without another request.
+   */
+  #namespaceTerminating(item: Queued): void {
+    const namespace = item.pod.namespace;
+    if (!this.#terminating.has(namespace)) {
+      this.#o.log.info(
+        "namespace {namespace} is being deleted: its pods' events are not recorded",
+        {
+          namespace,
+        },
+      );
+    }
+    this.#o.log.debug("event {reason} for {pod} not recorded: namespace is being deleted", {
+      reason: item.event.reason,
+      pod: `${namespace}/${item.pod.name}`,
+    });
+    this.#terminating.delete(namespace);
+    this.#terminating.set(namespace, this.#o.clock.now());
+    trim(this.#terminating);
   }
 
   /**

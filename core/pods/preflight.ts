@@ -7,7 +7,7 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { isNotFound } from "../../k8s/errors.ts";
+import { isKubeNotFound } from "../../k8s/errors.ts";
 import type { PodContext } from "./pod_context.ts";
 import { invalidImageMessage } from "./image_reference.ts";
 import { controllerStatus } from "./pod_status.ts";
@@ -50,7 +50,7 @@ function volumeSources(ctx: PodContext): VolumeSources {
       try {
         return await ctx.api.persistentVolumeClaims.get(ns, name, o);
       } catch (err) {
-        if (isNotFound(err)) return undefined;
+        if (isKubeNotFound(err)) return undefined;
         throw err;
       }
     },

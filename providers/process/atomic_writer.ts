@@ -7,6 +7,7 @@
  * @module
  */
 import { dirname, join } from "node:path";
+import { InvalidInputError } from "../../provider/mod.ts";
 
 /** One file of a volume: its path relative to the volume, content and mode. */
 export interface VolumeFile {
@@ -15,13 +16,19 @@ export interface VolumeFile {
   mode: number;
 }
 
-/** Rejects absolute paths, `..` components and the writer's own `..`-prefixed names. */
+/**
+ * Rejects absolute paths, `..` components, the writer's own `..`-prefixed names and names too
+ * long for a file system (upstream atomic_writer.go : validatePath).
+ */
 export function checkRelativePath(path: string): string | undefined {
   if (path === "" || path.startsWith("/")) return `path ${JSON.stringify(path)} must be relative`;
+  if (path.length > 4096) return "a path must be at most 4096 characters";
+  if (path.includes("\0")) return `path ${JSON.stringify(path)} must not contain NUL`;
   const parts = path.split("/");
   if (parts.some((p) => p === ".." || p === "")) {
     return `path ${JSON.stringify(path)} must not contain '..' or empty parts`;
   }
+  if (parts.some((p) => p.length > 255)) return "a file name must be at most 255 characters";
   if (parts[0].startsWith("..")) return `path ${JSON.stringify(path)} must not start with '..'`;
   return undefined;
 }
@@ -60,6 +67,11 @@ export async function writeAtomically(
   files: VolumeFile[],
   nowMs: number,
 ): Promise<boolean> {
+  // Every path, whoever built the list (keys without `items`, token paths): none may leave `dir`.
+  for (const file of files) {
+    const problem = checkRelativePath(file.path);
+    if (problem) throw new InvalidInputError(`volume file ${problem}; nothing was written`);
+  }
   await Deno.mkdir(dir, { recursive: true });
   if (await sameContent(dir, files)) return false;
   const stamp = new Date(nowMs).toISOString().replace(/[-:]/g, "_").replace("T", "_")

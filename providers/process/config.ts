@@ -3,7 +3,9 @@
  * every problem names its field. All fields are optional:
  *
  * ```yaml
- * stateDir: /var/lib/vkubelet/process   # pod directories, logs, volumes and state files
+ * stateDir: /var/lib/vkubelet/process   # pod directories, logs, volumes and state files;
+ *                                      # default: $STATE_DIRECTORY/process, this, then
+ *                                      # ~/.local/state/vkubelet/process (see state_dir.ts)
  * podIP: 127.0.0.1                       # default: the node's InternalIP
  * imageCommands:                         # images run without `command` use this argv
  *   nginx:1.27: [nginx, -g, "daemon off;"]
@@ -47,7 +49,7 @@ const mode = z.enum(["auto", "required", "off"]);
 
 /** The process provider's config schema. */
 export const processConfigSchema = z.strictObject({
-  stateDir: absolutePath.default("/var/lib/vkubelet/process"),
+  stateDir: absolutePath.optional(),
   podIP: z.ipv4().or(z.ipv6()).optional(),
   imageCommands: z.record(z.string().min(1), z.array(z.string()).min(1)).default({}),
   mountNamespace: mode.default("auto"),
@@ -72,13 +74,16 @@ export const processConfigSchema = z.strictObject({
   })).default([]),
 });
 
-/** The validated config; durations in milliseconds. */
-export type ProcessConfig = z.output<typeof processConfigSchema>;
+/** The config as parsed: `stateDir` is chosen later (./state_dir.ts) when not given. */
+export type ParsedProcessConfig = z.output<typeof processConfigSchema>;
+
+/** The validated config with its state directory; durations in milliseconds. */
+export type ProcessConfig = ParsedProcessConfig & { stateDir: string };
 
 /** Validates a parsed config file with defaults filled in; returns every problem with its field. */
 export function parseProcessConfig(
   input: unknown,
-): { ok: true; config: ProcessConfig } | { ok: false; errors: string[] } {
+): { ok: true; config: ParsedProcessConfig } | { ok: false; errors: string[] } {
   const parsed = processConfigSchema.safeParse(input ?? {});
   if (parsed.success) return { ok: true, config: parsed.data };
   const errors = parsed.error.issues.map((issue) => {

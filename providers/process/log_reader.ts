@@ -72,17 +72,27 @@ async function readAll(source: LogFileSource): Promise<{ lines: LogLine[]; size:
   return { lines, size: encoder.encode(current).length };
 }
 
+/**
+ * The time of the oldest line to send. A `sinceSeconds` or `sinceTime` before 1970 (the API
+ * allows up to 2^63 seconds) means every line: clamped, never an invalid date.
+ */
+function sinceTimestamp(options: ContainerLogOptions, now: number): string | undefined {
+  const ms = options.sinceTime
+    ? options.sinceTime.getTime()
+    : options.sinceSeconds !== undefined
+    ? now - options.sinceSeconds * 1000
+    : undefined;
+  if (ms === undefined || Number.isNaN(ms)) return undefined;
+  return logTimestamp(Math.min(Math.max(0, ms), 8.64e15));
+}
+
 /** The log stream for `options` (see the module doc). */
 export async function containerLogStream(
   source: LogFileSource,
   options: ContainerLogOptions,
 ): Promise<ReadableStream<Uint8Array>> {
   const { lines, size } = await readAll(source);
-  const since = options.sinceTime
-    ? logTimestamp(options.sinceTime.getTime())
-    : options.sinceSeconds !== undefined
-    ? logTimestamp(source.now() - options.sinceSeconds * 1000)
-    : undefined;
+  const since = sinceTimestamp(options, source.now());
   let selected = since === undefined ? lines : lines.filter((l) => l.time >= since);
   if (options.tailLines !== undefined) {
     selected = options.tailLines <= 0 ? [] : selected.slice(-options.tailLines);

@@ -17,6 +17,7 @@
 import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
 import { probeCgroups } from "./cgroups.ts";
 import { parseProcessConfig } from "./config.ts";
+import { chooseStateDir, defaultStateDirs } from "./state_dir.ts";
 import { kubeVolumeSource } from "./kube_source.ts";
 import { probeMountNamespace } from "./mount_ns.ts";
 import { ProcessProvider, type ProcessProviderOptions } from "./provider.ts";
@@ -35,8 +36,13 @@ export async function createProvider(
   if (!parsed.ok) {
     throw new InvalidInputError(`invalid process provider config: ${parsed.errors.join("; ")}`);
   }
-  const cfg = parsed.config;
+  const stateDir = parsed.config.stateDir ??
+    await chooseStateDir(defaultStateDirs(Deno.env.toObject())).catch((err) => {
+      throw new InvalidInputError(err.message, { cause: err });
+    });
+  const cfg = { ...parsed.config, stateDir };
   await Deno.mkdir(`${cfg.stateDir}/pods`, { recursive: true, mode: 0o700 });
+  if (parsed.config.stateDir === undefined) deps.log.info("pods are kept in {stateDir}", cfg);
   const mountNamespace = overrides.mountNamespace ??
     (cfg.mountNamespace === "off"
       ? { ok: false, reason: "mountNamespace is off" }

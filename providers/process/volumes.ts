@@ -22,6 +22,7 @@ import {
   TransientError,
 } from "../../provider/mod.ts";
 import { checkRelativePath, type VolumeFile, writeAtomically } from "./atomic_writer.ts";
+import { hostPathPrefixProblem, hostPathSyntaxProblem, isUnderPrefix } from "./host_path.ts";
 import { TokenCache } from "./token_cache.ts";
 import type { PodPaths } from "./state.ts";
 
@@ -75,7 +76,9 @@ export function validateVolume(volume: Volume, ctx: Pick<VolumeContext, "hostPat
         `volume ${volume.name}: hostPath volumes are disabled; set hostPath.enabled in the provider config`,
       );
     }
-    if (allowed.length > 0 && !allowed.some((p) => path === p || path.startsWith(p + "/"))) {
+    const syntax = hostPathSyntaxProblem(path);
+    if (syntax) throw new InvalidInputError(`volume ${volume.name}: ${syntax}`);
+    if (allowed.length > 0 && !allowed.some((p) => isUnderPrefix(path, p))) {
       throw new InvalidInputError(
         `volume ${volume.name}: hostPath ${path} is outside hostPath.allowedPrefixes (${
           allowed.join(", ")
@@ -153,6 +156,10 @@ export class VolumeSet {
 
   async #hostPath(volume: Volume): Promise<void> {
     const { path, type } = volume.hostPath!;
+    // Checked again on the file system, before anything is created: a symlink under an
+    // allowed prefix may point anywhere.
+    const outside = await hostPathPrefixProblem(path, this.#ctx.hostPath.allowedPrefixes);
+    if (outside) throw new InvalidInputError(`volume ${volume.name}: ${outside}`);
     if (type === "DirectoryOrCreate") await Deno.mkdir(path, { recursive: true, mode: 0o755 });
     if (type === "FileOrCreate") {
       await Deno.writeFile(path, new Uint8Array(), { append: true, create: true, mode: 0o644 });

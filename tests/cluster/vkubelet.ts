@@ -29,6 +29,11 @@ export interface StartVkubeletOptions {
   env?: Record<string, string>;
   /** Wait until the node is Ready; default true. */
   waitReady?: boolean;
+  /**
+   * Run in its own process group, so that a terminal's Ctrl-C (SIGINT to the caller's group)
+   * does not reach it: the caller cleans up through it first, then stops it.
+   */
+  detached?: boolean;
 }
 
 /** A vkubelet process. */
@@ -99,6 +104,7 @@ export async function startVkubelet(
       ...(options.args ?? []),
     ],
     env: { NO_COLOR: "1", ...options.env },
+    detached: options.detached ?? false,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

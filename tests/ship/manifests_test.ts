@@ -111,6 +111,39 @@ Deno.test("the Deployment's config file is valid and the pod IP comes from the d
   });
 });
 
+Deno.test("the Deployment survives a CSR waiting for approval and the measured memory peak", async () => {
+  const [deployment] = await readManifests("deployment.yaml");
+  const [configMap] = await readManifests("configmap.yaml");
+  // deno-lint-ignore no-explicit-any
+  const spec = (deployment as any).spec.template.spec;
+  const container = spec.containers[0];
+  // The liveness probe must not need the kubelet API, which listens only with a certificate.
+  const probePort = container.livenessProbe.tcpSocket?.port ??
+    container.livenessProbe.httpGet?.port;
+  const port = container.ports.find((p: { name: string }) => p.name === probePort);
+  assert.notEqual(
+    port.containerPort,
+    10250,
+    "probing the kubelet API restarts a pod whose CSR waits",
+  );
+  const config = (configMap.data as Record<string, string>)["config.yaml"];
+  assert.match(config, new RegExp(`^\\s*metricsAddr: "?:${port.containerPort}"?$`, "m"));
+  // Peak RSS at 10,000 pods: 556 MiB (bench/RESULTS.md).
+  const limit = container.resources.limits.memory as string;
+  const mib = Number(limit.replace(/Gi$/, "")) * (limit.endsWith("Gi") ? 1024 : 1) ||
+    Number(limit.replace(/Mi$/, ""));
+  assert.ok(mib >= 768, `memory limit ${limit}`);
+  const tls = spec.volumes.find((v: { name: string }) => v.name === "serving-tls");
+  assert.equal(tls.secret.optional, true, "without the Secret (CSR mode) the pod still starts");
+});
+
+Deno.test("the systemd unit's stop leaves the process provider's pods to be re-adopted", async () => {
+  const unit = await Deno.readTextFile(`${root}deploy/systemd/vkubelet.service`);
+  const killMode = unit.match(/^KillMode=(\S+)$/m)?.[1];
+  // mixed and control-group SIGKILL what is left in the unit's cgroup: the pods.
+  assert.equal(killMode, "process");
+});
+
 /** Applies the ClusterRole under a test name, bound to a fresh ServiceAccount in `ns`. */
 async function bindTestRole(cluster: TestCluster, ns: string, name: string) {
   const objects = await readManifests("rbac.yaml");

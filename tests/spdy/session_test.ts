@@ -235,3 +235,67 @@ Deno.test("a peer flooding PINGs without reading loses its connection", async ()
   a.close();
   await writer;
 });
+
+Deno.test("a connection buffers at most maxBufferedBytes across streams nobody reads", async () => {
+  const [a, b] = memoryDuplexPair(64 * 1024);
+  const client = new SpdySession(a, { role: "client" });
+  // Each stream may hold 1 MiB; the connection as a whole only 64 KiB.
+  const server = new SpdySession(b, { role: "server", maxBufferedBytes: 64 * 1024 });
+  const chunk = pseudoRandomBytes(16 * 1024, 3);
+  const opened = [];
+  const accepted = [];
+  for (let i = 0; i < 16; i++) {
+    const [stream, peer] = await Promise.all([
+      client.openStream(spdyHeaders({ streamtype: "data" })),
+      server.accept().then(async (s) => {
+        await s!.reply();
+        return s!;
+      }),
+    ]);
+    opened.push(stream);
+    accepted.push(peer);
+  }
+  const writes = opened.map((stream) => {
+    const writer = stream.writable.getWriter();
+    return writer.write(chunk).catch(() => {}).finally(() => writer.releaseLock());
+  });
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.ok(
+    server.bufferedBytes >= 64 * 1024 && server.bufferedBytes < 64 * 1024 + chunk.length,
+    `buffered ${server.bufferedBytes} bytes of ${16 * chunk.length} sent`,
+  );
+  // Reading one stream makes room: the connection moves again.
+  const reader = accepted[0].readable.getReader();
+  assert.equal((await reader.read()).value?.length, chunk.length);
+  reader.releaseLock();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.ok(server.bufferedBytes >= 64 * 1024, "the next stream's data came in");
+  client.close();
+  server.close();
+  await Promise.all([client.closed, server.closed, ...writes]);
+});
+
+Deno.test("data read as it arrives is acknowledged with WINDOW_UPDATE", async () => {
+  const [a, b] = memoryDuplexPair();
+  const client = new SpdySession(a, { role: "client" });
+  const server = new SpdySession(b, { role: "server" });
+  const [opened, accepted] = await Promise.all([
+    client.openStream(spdyHeaders({ streamtype: "stdin" })),
+    server.accept().then(async (s) => {
+      await s!.reply();
+      return s!;
+    }),
+  ]);
+  // The server's reader is always waiting, so every chunk is handed over at once.
+  const received = readAll(accepted.readable);
+  await writeAll(opened.writable, pseudoRandomBytes(256 * 1024, 4));
+  assert.equal((await received).length, 256 * 1024);
+  const parser = new SpdyFrameParser();
+  const acknowledged = [...parser.push(concatBytes(b.written))]
+    .flatMap((f) => f.type === "window_update" && f.streamId === opened.id ? [f.delta] : [])
+    .reduce((n, d) => n + d, 0);
+  assert.ok(acknowledged >= 224 * 1024, `${acknowledged} of 256 KiB acknowledged`);
+  client.close();
+  server.close();
+  await Promise.all([client.closed, server.closed]);
+});

@@ -11,7 +11,8 @@ import { remoteCommandVersion } from "./negotiation.ts";
 import type { SpdySession } from "../../../spdy/session.ts";
 import type { SpdyStream } from "../../../spdy/stream.ts";
 import { headerValue } from "../../../spdy/headers.ts";
-import { decodeResizeMessages, type TerminalSize } from "./resize.ts";
+import { RstStatus } from "../../../spdy/frames.ts";
+import { latestResizes, type TerminalSize } from "./resize.ts";
 import { deadline } from "../../../base/deadline.ts";
 
 export type { TerminalSize };
@@ -59,8 +60,9 @@ type StreamType = typeof STREAM_TYPES[number];
 /**
  * Collects the client's streams (each answered with SYN_REPLY as it arrives, in any order) and
  * returns them once all expected ones are there: error, plus stdin/stdout/stderr as asked, plus
- * resize for a TTY on v3 and later. Unknown stream types are accepted and ignored, as the
- * kubelet does. On timeout or a closed connection it closes the session and throws
+ * resize for a TTY on v3 and later. A stream of an unknown type, a second stream of a type, or
+ * any stream opened after these is refused with RST_STREAM (the kubelet logs and ignores
+ * them; unread, they would hold what the client sends). On timeout or a closed connection it closes the session and throws
  * {@link RemoteCommandError}.
  */
 export async function acceptRemoteCommand(
@@ -88,11 +90,16 @@ export async function acceptRemoteCommand(
           )
           : new RemoteCommandError("connection_closed", "the client closed the connection early");
       }
-      await stream.reply();
       const type = headerValue(stream.headers, "streamtype") as StreamType;
-      if (!STREAM_TYPES.includes(type) || found.has(type)) continue;
+      if (!STREAM_TYPES.includes(type) || found.has(type)) {
+        // Nobody would read it: refuse it rather than buffer what the client sends on it.
+        stream.reset(RstStatus.refusedStream);
+        continue;
+      }
+      await stream.reply();
       found.set(type, stream);
     }
+    void refuseLaterStreams(session);
   } catch (err) {
     session.close();
     throw err;
@@ -107,7 +114,7 @@ export async function acceptRemoteCommand(
     stdin: stdin?.readable,
     stdout: stdout?.writable,
     stderr: stderr?.writable,
-    resize: resize ? decodeResizeMessages(resize.readable) : undefined,
+    resize: resize ? latestResizes(resize.readable) : undefined,
     finish: async (result) => {
       await Promise.all([stdout, stderr].map((s) => s?.closeWrite().catch(() => {})));
       const error = found.get("error")!;
@@ -119,6 +126,15 @@ export async function acceptRemoteCommand(
       await session.shutdown({ timeoutMs: options.lingerMs ?? 10_000 });
     },
   };
+}
+
+/** Streams opened once the command runs are not used: refuse each until the session ends. */
+async function refuseLaterStreams(session: SpdySession): Promise<void> {
+  for (;;) {
+    const stream = await session.accept();
+    if (!stream) return;
+    stream.reset(RstStatus.refusedStream);
+  }
 }
 
 async function writeAll(stream: SpdyStream, bytes: Uint8Array): Promise<void> {

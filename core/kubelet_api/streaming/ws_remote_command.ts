@@ -11,7 +11,7 @@ import type { WebSocket } from "ws";
 import type { Logger } from "../../../base/log.ts";
 import type { CommandChannels } from "./command_session.ts";
 import type { RemoteCommandResult } from "./remote_command.ts";
-import { decodeResizeMessages } from "./resize.ts";
+import { LatestResize, ResizeDecoder } from "./resize.ts";
 import {
   decodeChannelMessage,
   encodeChannelMessage,
@@ -85,23 +85,11 @@ export function wsCommandChannels(ws: WebSocket, options: WsCommandOptions): Com
     stdinController?.close();
   };
 
-  let resizeController: ReadableStreamDefaultController<Uint8Array> | undefined;
-  let resizeOpen = options.tty;
-  const resizeBytes = options.tty
-    ? new ReadableStream<Uint8Array>({
-      start: (c) => {
-        resizeController = c;
-      },
-      cancel: () => {
-        resizeOpen = false;
-      },
-    })
-    : undefined;
-  const endResize = () => {
-    if (!resizeOpen) return;
-    resizeOpen = false;
-    resizeController?.close();
-  };
+  // Resizes are decoded as they arrive and only the latest is kept: a client flooding channel 4
+  // holds one size and at most one partial message, whether or not the container reads them.
+  const resize = options.tty ? new LatestResize() : undefined;
+  const resizeDecoder = new ResizeDecoder();
+  const endResize = () => resize?.end();
 
   ws.on("message", (data: Uint8Array, isBinary: boolean) => {
     touch();
@@ -124,8 +112,10 @@ export function wsCommandChannels(ws: WebSocket, options: WsCommandOptions): Com
     if (message.channel === WsChannel.stdin && stdinOpen) {
       stdinController!.enqueue(message.payload.slice());
       if ((stdinController!.desiredSize ?? 1) <= 0) ws.pause();
-    } else if (message.channel === WsChannel.resize && resizeOpen) {
-      resizeController!.enqueue(message.payload.slice());
+    } else if (message.channel === WsChannel.resize && resize && !resize.ended) {
+      const sizes = resizeDecoder.push(message.payload);
+      for (const size of sizes ?? []) resize.offer(size);
+      if (!sizes || resizeDecoder.failed) endResize();
     }
   });
   ws.on("ping", touch);
@@ -142,7 +132,7 @@ export function wsCommandChannels(ws: WebSocket, options: WsCommandOptions): Com
     ...(stdin ? { stdin } : {}),
     ...(options.stdout ? { stdout: output(WsChannel.stdout) } : {}),
     ...(options.stderr && !options.tty ? { stderr: output(WsChannel.stderr) } : {}),
-    ...(resizeBytes ? { resize: decodeResizeMessages(resizeBytes) } : {}),
+    ...(resize ? { resize } : {}),
     async finish(result: RemoteCommandResult) {
       // Everything already written goes out before the status, then the close frame.
       const status = encodeStatusMessage(info, result);

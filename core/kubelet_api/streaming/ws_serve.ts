@@ -41,6 +41,9 @@ export function isWebSocketRequest(request: Request): boolean {
   return (request.headers.get("upgrade") ?? "").toLowerCase().includes("websocket");
 }
 
+/** The prefix of the sub-protocol that carries a bearer token (see `../authn.ts`). */
+const WS_TOKEN_PROTOCOL = "base64url.bearer.authorization.k8s.io.";
+
 /** The sub-protocol to speak, or the 400 answer when the client offers none we speak. */
 export function chooseWsProtocol(
   request: Request,
@@ -49,8 +52,10 @@ export function chooseWsProtocol(
   const offered = splitProtocolHeader(request.headers.get("sec-websocket-protocol"));
   const chosen = chooseWebSocketProtocol(offered, supported);
   if (chosen !== undefined) return chosen;
+  // The offer may carry the bearer token as a sub-protocol: never echo it.
+  const shown = offered.map((p) => p.startsWith(WS_TOKEN_PROTOCOL) ? `${WS_TOKEN_PROTOCOL}…` : p);
   return new Response(
-    `unable to upgrade: unable to negotiate protocol: client supports [${offered.join(" ")}], ` +
+    `unable to upgrade: unable to negotiate protocol: client supports [${shown.join(" ")}], ` +
       `server accepts [${supported.filter((p) => p).join(" ")}]\n`,
     { status: 400, headers: { "content-type": "text/plain; charset=utf-8" } },
   );

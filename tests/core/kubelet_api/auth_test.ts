@@ -197,3 +197,30 @@ Deno.test("a bearer token in the WebSocket protocol header is accepted", async (
   assert.equal(res.status, 200);
   await res.body?.cancel();
 });
+
+Deno.test("with anonymous enabled, a client certificate that fails verification is 401", async () => {
+  await using t = await setup({ auth: { anonymous: true } as never });
+  t.access.rules["system:anonymous"] = ["*"];
+  const res = await t.app.request("/healthz", {}, certEnv("admin", ["system:masters"], false));
+  assert.equal(res.status, 401);
+  await res.body?.cancel();
+  assert.equal(t.access.reviews.length, 0, "never reviewed as system:anonymous");
+  const none = await t.app.request("/healthz");
+  assert.equal(none.status, 200, "no credentials at all is still anonymous");
+  await none.body?.cancel();
+});
+
+Deno.test("with anonymous enabled, a WebSocket bearer token that does not decode is 401", async () => {
+  await using t = await setup({ auth: { anonymous: true } as never });
+  t.access.rules["system:anonymous"] = ["*"];
+  for (const bad of ["%%%not-base64", "", "_w"]) {
+    const res = await t.app.request("/healthz", {
+      headers: {
+        "sec-websocket-protocol": `v5.channel.k8s.io, base64url.bearer.authorization.k8s.io.${bad}`,
+      },
+    });
+    assert.equal(res.status, 401, bad);
+    await res.body?.cancel();
+  }
+  assert.equal(t.access.reviews.length, 0);
+});

@@ -288,3 +288,32 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "with anonymous enabled, a certificate from another CA is 401 and no certificate is anonymous",
+  ...sanitize,
+  async fn() {
+    const cluster = await useCluster();
+    await using s = await startClusterServer(cluster, {
+      nodeName: `vk-anon-${crypto.randomUUID().slice(0, 6)}`,
+      auth: {
+        anonymous: true,
+        accessReviewer: { review: () => Promise.resolve({ allowed: true }) },
+      },
+    });
+    const dir = await Deno.makeTempDir({ prefix: "vk-other-ca-" });
+    try {
+      await run(cluster.binary, ["pki", dir]);
+      await run(cluster.binary, ["cert", `--ca=${dir}/ca`, `--out=${dir}/rogue`, "--cn=rogue"]);
+      const rogue = await call(s, "/healthz", {
+        cert: { certFile: `${dir}/rogue.crt`, keyFile: `${dir}/rogue.key` },
+      });
+      assert.equal(rogue.status, 401, rogue.body);
+      const anonymous = await call(s, "/healthz");
+      assert.equal(anonymous.status, 200, anonymous.body);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

@@ -32,6 +32,9 @@ Deno.test("log query parameters decode like v1 PodLogOptions", () => {
     sinceTime: new Date("2026-01-01T00:00:00Z"),
   });
   assert.deepEqual(parse("tailLines=0"), { tailLines: 0 });
+  assert.deepEqual(parse("sinceTime=2020-02-29T23:59:59.5%2B01:00"), {
+    sinceTime: new Date("2020-02-29T22:59:59.500Z"),
+  });
   // Legacy `tail`: a number, or "all" for everything.
   assert.deepEqual(parse("tail=5"), { tailLines: 5 });
   assert.deepEqual(parse("tail=all&tailLines=3"), {});
@@ -45,6 +48,15 @@ Deno.test("undecodable log queries are 400, invalid ones 422", () => {
     ["sinceSeconds=1e3", 400],
     ["sinceTime=yesterday", 400],
     ["sinceTime=2026-01-01", 400],
+    // Dates Go's time.Parse refuses, which JavaScript would roll over.
+    ["sinceTime=2020-02-30T00:00:00Z", 400],
+    ["sinceTime=2021-02-29T00:00:00Z", 400],
+    ["sinceTime=2026-04-31T00:00:00Z", 400],
+    ["sinceTime=2026-13-01T00:00:00Z", 400],
+    ["sinceTime=2026-01-01T24:00:00Z", 400],
+    ["sinceTime=2026-01-01T00:60:00Z", 400],
+    ["sinceTime=2026-01-01T00:00:60Z", 400],
+    ["sinceTime=2026-01-01T00:00:00+24:00", 400],
     ["tailLines=-1", 422],
     ["limitBytes=0", 422],
     ["sinceSeconds=0", 422],
@@ -159,4 +171,25 @@ Deno.test("follow ends when the server shuts down", async () => {
   await flush();
   await t[Symbol.asyncDispose]();
   assert.equal(await pending, "<end>");
+});
+
+Deno.test("HEAD on container logs answers without opening a log stream", async () => {
+  const pod = testPod("default", "web");
+  let opened = 0;
+  const provider = {
+    ...bareProvider([pod]),
+    getContainerLogs: () => {
+      opened++;
+      // A follow stream that never ends by itself.
+      return Promise.resolve(new ReadableStream<Uint8Array>({ pull: () => new Promise(() => {}) }));
+    },
+  };
+  await using t = await setup({ provider, pods: [pod] });
+  const head = await t.get("/containerLogs/default/web/app?follow=true", { method: "HEAD" });
+  assert.equal(head.status, 200);
+  assert.match(head.headers.get("content-type") ?? "", /^text\/plain/);
+  assert.equal(head.body, null);
+  assert.equal(opened, 0, "no stream was opened for HEAD");
+  const missing = await t.get("/containerLogs/default/nope/app", { method: "HEAD" });
+  assert.equal(missing.status, 404, "HEAD still checks the pod");
 });

@@ -353,3 +353,35 @@ Deno.test("an apiserver that drops declaredFeatures does not get a status write 
     await side.stop();
   }
 });
+
+Deno.test("a registration failure says how long the attempt took and when the next starts", async () => {
+  const clock = new FakeClock();
+  const api = new FakeNodeApi(() => clock.now());
+  const { apiError } = await import("./fakes.ts");
+  const getNode = api.getNode.bind(api);
+  let slow = 1;
+  // The first attempt fails only after 8 s, as a read the client retried for that long.
+  api.getNode = async (name: string) => {
+    if (slow-- > 0) {
+      await clock.sleep(8_000);
+      throw apiError(503, "ServiceUnavailable", "down");
+    }
+    return await getNode(name);
+  };
+  const side = await startNodeSide({ clock, api });
+  try {
+    await advanceBy(clock, 10_000, 100);
+    await side.node.ready;
+    const failure = side.records.find((r) => /registering node/.test(r.message));
+    assert.ok(failure, JSON.stringify(side.records));
+    assert.equal(failure.properties?.elapsed, 8_000);
+    const delay = failure.properties?.delay as number;
+    assert.ok(delay >= 80 && delay <= 100, `next attempt in ${delay} ms`);
+    assert.match(
+      failure.message,
+      /failed after \{elapsed\} ms: \{err\}; trying again in \{delay\} ms/,
+    );
+  } finally {
+    await side.stop();
+  }
+});

@@ -4,6 +4,7 @@ import { getLogger } from "../../../base/log.ts";
 import { EventRecorder } from "../../../core/pods/events.ts";
 import { FakeClock } from "../../fakes/clock.ts";
 import { FakeEventsApi } from "./_fake_api.ts";
+import { KubeApiError } from "../../../k8s/errors.ts";
 
 const log = getLogger(["vkubelet", "test"]);
 const pod: Pod = {
@@ -178,4 +179,41 @@ Deno.test("flush sends held events at once (shutdown does not wait for the statu
   recorder.record(pod, { type: "Normal", reason: "Killing", message: "Stopping container main" });
   await recorder.flush();
   assert.equal(api.events.size, 1);
+});
+
+Deno.test("events in a namespace being deleted are one info line, not a warning per pod", async () => {
+  const { api, clock, recorder } = setup();
+  const records: Array<{ level: string; message: string }> = [];
+  const logger = (level: string) => (message: string) => records.push({ level, message });
+  const quiet = new EventRecorder({
+    api,
+    clock,
+    nodeName: "vk-1",
+    log: { debug: logger("debug"), info: logger("info"), warn: logger("warning") } as never,
+  });
+  let creates = 0;
+  api.create = (namespace: string) => {
+    creates++;
+    return Promise.reject(
+      new KubeApiError(403, {
+        method: "POST",
+        path: `/api/v1/namespaces/${namespace}/events`,
+        status: {
+          reason: "Forbidden",
+          message:
+            `events is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
+          details: { causes: [{ reason: "NamespaceTerminating", field: "metadata.namespace" }] },
+        },
+      }),
+    );
+  };
+  for (let i = 0; i < 450; i++) {
+    const member = { metadata: { name: `p-${i}`, namespace: "gone", uid: `u-${i}` } };
+    quiet.record(member, { type: "Normal", reason: "Killing", message: "Stopping container" });
+  }
+  await quiet.flush();
+  assert.deepEqual(records.filter((r) => r.level !== "debug").map((r) => r.level), ["info"]);
+  assert.match(records.find((r) => r.level === "info")!.message, /is being deleted/);
+  assert.equal(creates, 1, "the queued events of that namespace are not sent one by one");
+  await recorder.flush();
 });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { cleanup, collector, makePod, readAll, startProvider, waitFor } from "./_helpers.ts";
+import { containerLogStream } from "../../../providers/process/log_reader.ts";
 
 Deno.test("logs honour tail, timestamps, since, limitBytes, previous and follow", async () => {
   const t = await startProvider();
@@ -123,5 +124,35 @@ Deno.test("port-forward carries bytes to and from the pod's port", async () => {
   } finally {
     await cleanup(t.provider, pod);
     await t.close();
+  }
+});
+
+Deno.test("a sinceSeconds or sinceTime before 1970 means every line, not an error", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "vk-process-logs-" });
+  try {
+    await Deno.writeTextFile(
+      `${dir}/0.log`,
+      "2026-01-01T00:00:00.000000000Z stdout F one\n2026-01-01T00:00:01.000000000Z stdout F two\n",
+    );
+    const source = {
+      path: `${dir}/0.log`,
+      maxFiles: 1,
+      isRunning: () => false,
+      now: () => Date.parse("2026-01-01T00:00:02Z"),
+      stopped: new AbortController().signal,
+    };
+    for (
+      const options of [
+        { sinceSeconds: 9_000_000_000_000 },
+        { sinceSeconds: Number.MAX_SAFE_INTEGER },
+        { sinceTime: new Date("1900-01-01T00:00:00Z") },
+      ]
+    ) {
+      assert.equal(await readAll(await containerLogStream(source, options)), "one\ntwo\n");
+    }
+    const recent = await containerLogStream(source, { sinceSeconds: 1 });
+    assert.equal(await readAll(recent), "two\n");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });

@@ -3,12 +3,18 @@ import type { Pod, Secret, Volume } from "kubernetes-types/core/v1.d.ts";
 import { isInvalidInput, isTransient } from "../../../provider/mod.ts";
 import { PodPaths } from "../../../providers/process/state.ts";
 import { VolumeSet, type VolumeSource } from "../../../providers/process/volumes.ts";
+import { writeAtomically } from "../../../providers/process/atomic_writer.ts";
 
 const b64 = (text: string) => btoa(text);
 
 /** A VolumeSet on a temporary pod directory, with Secrets the test changes. */
-async function volumeSet(pod: Pod, secrets: Map<string, Secret> = new Map()) {
-  const dir = await Deno.makeTempDir({ prefix: "vk-process-volumes-" });
+async function volumeSet(
+  pod: Pod,
+  secrets: Map<string, Secret> = new Map(),
+  hostPath = { enabled: false, allowedPrefixes: [] as string[] },
+  dir?: string,
+) {
+  dir ??= await Deno.makeTempDir({ prefix: "vk-process-volumes-" });
   const source: VolumeSource = {
     getConfigMap: () => Promise.resolve(undefined),
     getSecret: (_ns, name) => Promise.resolve(structuredClone(secrets.get(name))),
@@ -18,7 +24,7 @@ async function volumeSet(pod: Pod, secrets: Map<string, Secret> = new Map()) {
   const volumes = new VolumeSet(pod, {
     paths,
     source,
-    hostPath: { enabled: false, allowedPrefixes: [] },
+    hostPath,
     tokenExpirationSeconds: 3600,
     allocatable: { cpu: "4", memory: "8Gi" },
     now: () => Date.now(),
@@ -33,7 +39,7 @@ async function volumeSet(pod: Pod, secrets: Map<string, Secret> = new Map()) {
       Deno.lstat(file(volume, path)).then(() => true, () => false),
     list: async (volume: string) =>
       (await Array.fromAsync(Deno.readDir(paths.volume(volume)))).map((e) => e.name).sort(),
-    [Symbol.asyncDispose]: () => Deno.remove(dir, { recursive: true }),
+    [Symbol.asyncDispose]: () => Deno.remove(dir!, { recursive: true }),
   };
 }
 
@@ -159,4 +165,75 @@ Deno.test("a downwardAPI volume writes fields and resources with modes, and foll
     v.volumes.sync(escaping),
     (err) => isInvalidInput(err) && /'\.\.'/.test(err.message),
   );
+});
+
+Deno.test("a secret key that is a path out of the volume is refused, nothing written", async () => {
+  // The apiserver refuses such keys; the writer checks anyway, as upstream's AtomicWriter.
+  const secrets = new Map<string, Secret>([["evil", {
+    data: { fine: b64("1"), "../../escaped": b64("pwned") },
+  }]]);
+  const pod = podWith([{ name: "evil", secret: { secretName: "evil" } }]);
+  await using v = await volumeSet(pod, secrets);
+  await assert.rejects(v.volumes.sync(pod), (err) => {
+    assert.ok(isInvalidInput(err), String(err));
+    assert.match(String(err), /must not contain '\.\.'/);
+    return true;
+  });
+  const podDir = v.volumes.hostPathOf("evil").split("/").slice(0, -2).join("/");
+  assert.deepEqual(
+    (await Array.fromAsync(Deno.readDir(podDir))).map((e) => e.name).filter((n) => n === "escaped"),
+    [],
+  );
+  assert.equal(await v.exists("evil", "fine"), false);
+});
+
+Deno.test("writeAtomically refuses every path that could leave the volume", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "vk-atomic-" });
+  try {
+    const file = (path: string) => ({ path, data: new Uint8Array([1]), mode: 0o644 });
+    for (const path of ["../x", "a/../../x", "/etc/x", "..data/x", "", "a//b", "x".repeat(256)]) {
+      await assert.rejects(
+        writeAtomically(`${dir}/vol`, [file("ok"), file(path)], Date.now()),
+        (err) => isInvalidInput(err),
+        JSON.stringify(path),
+      );
+    }
+    assert.deepEqual((await Array.fromAsync(Deno.readDir(dir))).map((e) => e.name), []);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("hostPath allowedPrefixes compare path segments after resolving symlinks", async () => {
+  const root = await Deno.realPath(await Deno.makeTempDir({ prefix: "vk-hostpath-" }));
+  try {
+    await Deno.mkdir(`${root}/allowed`);
+    await Deno.mkdir(`${root}/outside`);
+    await Deno.mkdir(`${root}/allowed-not`);
+    await Deno.mkdir(`${root}/pod`);
+    await Deno.symlink(`${root}/outside`, `${root}/allowed/link`);
+    const hostPath = { enabled: true, allowedPrefixes: [`${root}/allowed`] };
+    const volume = (path: string): Volume => ({
+      name: "h",
+      hostPath: { path, type: "DirectoryOrCreate" },
+    });
+    const refused = [
+      `${root}/allowed/link/made`, // a symlink under the prefix pointing out of it
+      `${root}/allowed/../outside/made`,
+      `${root}/allowed-not/made`,
+    ];
+    for (const path of refused) {
+      const pod = podWith([volume(path)]);
+      const v = await volumeSet(pod, new Map(), hostPath, `${root}/pod`);
+      const err = await v.volumes.sync(pod).then(() => undefined, (e) => e);
+      assert.ok(isInvalidInput(err), `${path}: ${err}`);
+    }
+    assert.deepEqual(await Array.fromAsync(Deno.readDir(`${root}/outside`)), []);
+    assert.deepEqual(await Array.fromAsync(Deno.readDir(`${root}/allowed-not`)), []);
+    const inside = podWith([volume(`${root}/allowed/data`)]);
+    await (await volumeSet(inside, new Map(), hostPath, `${root}/pod`)).volumes.sync(inside);
+    assert.ok((await Deno.stat(`${root}/allowed/data`)).isDirectory);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
 });

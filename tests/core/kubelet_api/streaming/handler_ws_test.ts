@@ -20,6 +20,7 @@ import {
 } from "./_handler_server.ts";
 import { sha256 } from "./_memory_duplex.ts";
 import { rawWebSocket } from "./_raw_ws_client.ts";
+import { chooseWsProtocol } from "../../../../core/kubelet_api/streaming/ws_serve.ts";
 
 const sanitize = { sanitizeOps: true, sanitizeResources: true };
 const encoder = new TextEncoder();
@@ -146,9 +147,10 @@ Deno.test({
       provider: (mock) =>
         overrideProvider(mock, {
           async runInContainer(_ref: ContainerRef, options: ExecOptions) {
+            // Sizes not yet read are coalesced: the last one always arrives.
             for await (const size of options.io.resize!) {
               seen.push(size);
-              if (seen.length === 2) break;
+              if (size.width === 132) break;
             }
             return 0;
           },
@@ -164,7 +166,73 @@ Deno.test({
     ws.send(concat([Uint8Array.of(4), encoder.encode('{"Width":132,"Height":50}')]));
     const t = await done;
     assert.equal(JSON.parse(channelText(t, 3)).status, "Success");
-    assert.deepEqual(seen, [{ width: 80, height: 24 }, { width: 132, height: 50 }]);
+    assert.deepEqual(seen.at(-1), { width: 132, height: 50 });
+    assert.ok(seen.length <= 2);
+  },
+});
+
+Deno.test({
+  name: "WebSocket exec: a flood of resizes the container does not read holds only the latest",
+  ...sanitize,
+  async fn() {
+    const seen: TerminalSize[] = [];
+    await using s = await startHandlerServer({
+      provider: (mock) =>
+        overrideProvider(mock, {
+          async runInContainer(_ref: ContainerRef, options: ExecOptions) {
+            // Read nothing until stdin says so; by then every resize has arrived.
+            const reader = options.io.stdin!.getReader();
+            await reader.read();
+            reader.releaseLock();
+            for await (const size of options.io.resize!) {
+              seen.push(size);
+              if (size.width === 1000) break;
+            }
+            return 0;
+          },
+        }),
+    });
+    const ws = await openWebSocket(
+      s.port,
+      execPath(["probe"], { input: "1", output: "1", tty: "1" }),
+      ["v5.channel.k8s.io"],
+    );
+    const done = transcript(ws);
+    for (let width = 1; width <= 1000; width++) {
+      ws.send(concat([Uint8Array.of(4), encoder.encode(`{"Width":${width},"Height":24}`)]));
+    }
+    ws.send(concat([Uint8Array.of(0), encoder.encode("go\n")]));
+    const t = await done;
+    assert.equal(JSON.parse(channelText(t, 3)).status, "Success");
+    assert.deepEqual(seen, [{ width: 1000, height: 24 }], "one size held, not 1000");
+  },
+});
+
+Deno.test({
+  name: "WebSocket exec: an oversized resize message ends resizes, the session carries on",
+  ...sanitize,
+  async fn() {
+    let ended = false;
+    await using s = await startHandlerServer({
+      provider: (mock) =>
+        overrideProvider(mock, {
+          async runInContainer(_ref: ContainerRef, options: ExecOptions) {
+            for await (const _ of options.io.resize!) { /* none expected */ }
+            ended = true;
+            return 0;
+          },
+        }),
+    });
+    const ws = await openWebSocket(
+      s.port,
+      execPath(["probe"], { input: "1", output: "1", tty: "1" }),
+      ["v5.channel.k8s.io"],
+    );
+    const done = transcript(ws);
+    ws.send(concat([Uint8Array.of(4), new Uint8Array(1 << 20).fill(0x20)]));
+    const t = await done;
+    assert.equal(JSON.parse(channelText(t, 3)).status, "Success");
+    assert.ok(ended);
   },
 });
 
@@ -321,4 +389,25 @@ Deno.test({
     await s.handler.drained();
     assert.equal(s.handler.activeSessions, 0);
   },
+});
+
+Deno.test("a refused WebSocket sub-protocol offer is not echoed with its bearer token", async () => {
+  const token = btoa("secret-token-value").replace(/=+$/, "");
+  const answer = chooseWsProtocol(
+    new Request("https://node/exec/default/web/app", {
+      headers: {
+        "sec-websocket-protocol":
+          `v9.channel.k8s.io, base64url.bearer.authorization.k8s.io.${token}`,
+      },
+    }),
+    ["v5.channel.k8s.io"],
+  );
+  assert.ok(answer instanceof Response);
+  assert.equal(answer.status, 400);
+  const body = await answer.text();
+  assert.ok(!body.includes(token), body);
+  assert.match(
+    body,
+    /client supports \[v9\.channel\.k8s\.io base64url\.bearer\.authorization\.k8s\.io\.…\]/,
+  );
 });

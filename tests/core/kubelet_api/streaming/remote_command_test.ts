@@ -8,10 +8,13 @@ import {
   acceptRemoteCommand,
   encodeRemoteCommandStatus,
 } from "../../../../core/kubelet_api/streaming/remote_command.ts";
-import { decodeResizeMessages } from "../../../../core/kubelet_api/streaming/resize.ts";
+import {
+  decodeResizeMessages,
+  latestResizes,
+} from "../../../../core/kubelet_api/streaming/resize.ts";
 import { SpdySession } from "../../../../spdy/session.ts";
 import { spdyHeaders } from "../../../../spdy/headers.ts";
-import { isRemoteCommandError } from "../../../../spdy/errors.ts";
+import { isRemoteCommandError, isSpdyStreamError } from "../../../../spdy/errors.ts";
 import { FakeClock } from "../../../fakes/clock.ts";
 import { memoryDuplexPair, readAll } from "./_memory_duplex.ts";
 
@@ -126,6 +129,24 @@ Deno.test("resize messages are read from a stream of JSON objects, split anywher
   assert.deepEqual(tooBig, []);
 });
 
+Deno.test("resizes nobody reads yet are coalesced to the latest, read as they arrive", async () => {
+  let pulled = 0;
+  const sizes = Array.from({ length: 500 }, (_, i) => `{"Width":${i + 1},"Height":9}`);
+  const source = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (pulled === sizes.length) return controller.close();
+      controller.enqueue(new TextEncoder().encode(sizes[pulled++]));
+    },
+  }, { highWaterMark: 0 });
+  const latest = latestResizes(source);
+  // The source is drained without anyone iterating (an unread SPDY stream would back up).
+  for (let i = 0; i < 50 && pulled < sizes.length; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  assert.equal(pulled, sizes.length);
+  assert.deepEqual(await Array.fromAsync(latest), [{ width: 500, height: 9 }]);
+});
+
 function sessions() {
   const [a, b] = memoryDuplexPair();
   return {
@@ -146,12 +167,16 @@ Deno.test("streams are collected by streamtype in any order, then the exit code 
   });
   const open = (type: string) => client.openStream(spdyHeaders({ streamtype: type }));
   const stdout = await open("stdout");
-  const bogus = await open("bogus");
+  // Streams nobody would read are refused, so what the client sends on them is not kept.
+  const refused = (err: unknown) => isSpdyStreamError(err) && err.code === "reset_by_peer";
+  await assert.rejects(open("bogus"), refused);
+  await assert.rejects(open("stdout"), refused, "a second stdout");
   const error = await open("error");
   const stderr = await open("stderr");
   const stdin = await open("stdin");
   const command = await accepting;
   assert.equal(command.resize, undefined);
+  await assert.rejects(open("stdin"), refused, "a stream opened after the set-up");
   const echo = command.stdin!.pipeTo(command.stdout!);
   const writer = stdin.writable.getWriter();
   await writer.write(new TextEncoder().encode("hello"));
@@ -167,7 +192,6 @@ Deno.test("streams are collected by streamtype in any order, then the exit code 
   assert.equal(text(out), "hello");
   assert.equal(err.length, 0);
   assert.equal(JSON.parse(text(status)).details.causes[0].message, "3");
-  assert.ok(bogus.id > 0);
   client.close();
   await finished;
   await Promise.all([client.closed, server.closed]);

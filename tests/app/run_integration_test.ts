@@ -1,0 +1,59 @@
+import assert from "node:assert/strict";
+import { useCluster } from "../cluster/harness.ts";
+import { loadConfig } from "../../app/config.ts";
+import { LoopFailedError, runVkubelet } from "../../app/run.ts";
+import { loadProvider } from "../../app/provider_loader.ts";
+import { realClock } from "../../base/clock.ts";
+
+Deno.test("a loop that fails after start-up shuts everything down in order and rejects", async () => {
+  const cluster = await useCluster();
+  const nodeName = `run-loop-fails-${Deno.pid}`;
+  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (probe.addr as Deno.NetAddr).port;
+  probe.close();
+  const loaded = await loadConfig({
+    args: [
+      "--provider=mock",
+      `--kubeconfig=${await cluster.nodeKubeconfig(nodeName)}`,
+      `--nodename=${nodeName}`,
+      "--listen-address=127.0.0.1",
+      `--port=${port}`,
+      "--tls-self-signed",
+    ],
+    env: {},
+    readFile: Deno.readTextFile,
+  });
+  assert.ok(loaded.ok, JSON.stringify(loaded));
+  let squatter: Deno.Listener | undefined;
+  let closed = 0;
+  const stop = new AbortController();
+  try {
+    const run = runVkubelet(loaded.config, {
+      signal: stop.signal,
+      clock: realClock,
+      detectInternalIp: () => "127.0.0.1",
+      drainTimeoutMs: 5_000,
+      loadProvider: async (options) => {
+        const provider = await loadProvider(options);
+        // The port passed the checks; someone takes it before the kubelet API listens.
+        squatter = Deno.listen({ hostname: "127.0.0.1", port });
+        const close = provider.close?.bind(provider);
+        provider.close = async () => {
+          closed++;
+          await close?.();
+        };
+        return provider;
+      },
+    });
+    await assert.rejects(run, (err: unknown) => {
+      assert.ok(err instanceof LoopFailedError, String(err));
+      assert.match(err.message, /^kubelet API failed: .*(in use|EADDRINUSE)/i);
+      return true;
+    });
+    assert.equal(closed, 1, "provider.close() is called once on the way out");
+  } finally {
+    stop.abort();
+    squatter?.close();
+    await cluster.kubectl(["delete", "node", nodeName, "--ignore-not-found", "--wait=false"]);
+  }
+});
