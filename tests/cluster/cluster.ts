@@ -152,6 +152,16 @@ export async function healthy(paths: ClusterPaths, url: string): Promise<boolean
   }
 }
 
+/** True once `url` is {@link healthy}, asking every second for at most `withinMs`. */
+async function healthyWithin(paths: ClusterPaths, url: string, withinMs: number): Promise<boolean> {
+  const deadline = Date.now() + withinMs;
+  while (!(await healthy(paths, url))) {
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  return true;
+}
+
 function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
@@ -373,7 +383,9 @@ export async function up(
   const clusterDir = paths.dir;
   const previous = readState(paths);
   if (previous && Object.values(running(previous)).every(Boolean)) {
-    if (await healthy(paths, `${previous.server}/readyz`)) {
+    // Every process runs: a slow /readyz on a loaded machine is not a dead cluster, and
+    // restarting it would pull it from under whoever else uses it. Give it 30 s.
+    if (await healthyWithin(paths, `${previous.server}/readyz`, 30_000)) {
       if ((previous.options.tokenAuthFile ?? "") !== (options.tokenAuthFile ?? "")) {
         throw new Error(
           `cluster ${paths.name} is up with token file ${
