@@ -45,3 +45,38 @@ Deno.test("a Running pod from another replica keeps its IP, start times and rest
   assert.equal(fresh.containerStatuses![0].state?.running?.startedAt, "2026-01-01T00:00:00Z");
   await provider.close();
 });
+
+Deno.test("resume holds the IPs of running pods: a pod bound during the takeover and created first gets another", async () => {
+  const { provider, options } = mockProvider();
+  // A pod another replica's mock ran, holding the address a fresh mock hands out first.
+  const first = "127.80.0.1";
+  const running = {
+    ...samplePod("web"),
+    metadata: { ...samplePod("web").metadata, uid: "u-web" },
+    status: { phase: "Running", podIP: first },
+  };
+  provider.resume([running]);
+  const late = samplePod("late");
+  await provider.createPod({ ...late, metadata: { ...late.metadata, uid: "u-late" } }, options);
+  assert.notEqual((await provider.getPod("default", "late", options))!.status!.podIP, first);
+  await provider.createPod(running, options);
+  assert.equal((await provider.getPod("default", "web", options))!.status!.podIP, first);
+  await provider.close();
+});
+
+Deno.test("standby lets go of the IPs held for pods that were never created", async () => {
+  const { provider, options } = mockProvider();
+  const running = {
+    ...samplePod("web"),
+    metadata: { ...samplePod("web").metadata, uid: "u-web" },
+    status: { phase: "Running", podIP: "127.80.0.9" },
+  };
+  provider.resume([running]);
+  provider.standby();
+  await provider.createPod(
+    { ...samplePod("other"), status: { phase: "Running", podIP: "127.80.0.9" } },
+    options,
+  );
+  assert.equal((await provider.getPod("default", "other", options))!.status!.podIP, "127.80.0.9");
+  await provider.close();
+});
