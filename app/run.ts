@@ -19,7 +19,7 @@ import { parseHostPort } from "./config_schema.ts";
 import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import denoJson from "../deno.json" with { type: "json" };
 import { LeadershipFence } from "./leader_fence.ts";
-import { highAvailabilityProblem, runLeaderElected } from "./leader_run.ts";
+import { highAvailabilityProblem, runLeaderElected, type WarmStandby } from "./leader_run.ts";
 
 /** What {@link runVkubelet} needs besides the config; `main.ts` picks the real ones. */
 export interface RunDeps {
@@ -85,12 +85,13 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
         fence,
         metrics,
         onReady: () => deps.onReady?.(provider),
-        lead: (signal, fenced) =>
+        lead: (signal, fenced, warm) =>
           leadTerm({ ...config, port }, { ...deps, signal }, {
             kube,
             provider: fenced,
             internalIp,
             metrics,
+            warm,
           }),
       });
       log.info("shutting down");
@@ -194,11 +195,15 @@ interface Parts {
   internalIp: string;
   loops: Loop[];
   metrics: VkubeletMetrics;
+  /** A standby's caches and provider health (`--leader-elect`); default their own. */
+  warm?: WarmStandby;
+  /** Filled with what to undo when the parts stop (a term's metrics collector). */
+  cleanups?: (() => void)[];
 }
 
 /** Starts the kubelet API, the node side and the pods, in that order, each awaited ready. */
 async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void> {
-  const { kube, provider, internalIp, loops, metrics } = parts;
+  const { kube, provider, internalIp, loops, metrics, warm } = parts;
   const { signal, clock } = deps;
   const side = createNodeSide(config, {
     client: kube,
@@ -211,6 +216,7 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     declaredFeatures: declaredFeatures(),
     onLeaseRenewal: (seconds, ok) =>
       metrics.leaseRenewalLatency.observe({ result: ok ? "success" : "error" }, seconds),
+    health: warm?.health,
   });
   const pods = new PodController({
     api: kube,
@@ -225,6 +231,7 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
       metrics.syncLatency.observe({ result: ok ? "success" : "error" }, seconds),
     nodeIps: () => [internalIp],
     allocatable: () => side.node.node?.status?.allocatable ?? {},
+    caches: warm?.caches,
   });
   const api = await createKubeletApiServer(config, {
     kube,
@@ -235,7 +242,7 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     port: config.port,
     podCache: () => pods.pods(),
   });
-  observePodController(metrics, pods);
+  parts.cleanups?.push(observePodController(metrics, pods));
   if (config.metricsAddr) {
     const listener = await serveMetrics({
       address: parseHostPort(config.metricsAddr)!,
@@ -263,11 +270,13 @@ async function leadTerm(
   parts: Omit<Parts, "loops">,
 ): Promise<void> {
   const loops: Loop[] = [];
+  const cleanups: (() => void)[] = [];
   try {
-    await start({ ...config, metricsAddr: undefined }, deps, { ...parts, loops });
+    await start({ ...config, metricsAddr: undefined }, deps, { ...parts, loops, cleanups });
     await abortion(deps.signal);
   } finally {
     await drain(loops, deps.drainTimeoutMs ?? 10_000, deps.clock);
+    for (const cleanup of cleanups) cleanup();
   }
 }
 
