@@ -104,7 +104,7 @@ function summary(values: number[]): string {
   const s = (ms: number) => (ms / 1000).toFixed(2);
   return `min ${s(sorted[0])} s, median ${s(sorted[Math.floor(sorted.length / 2)])} s, max ${
     s(sorted.at(-1)!)
-  } s (n = ${sorted.length})`;
+  } s (n = ${sorted.length}: ${values.map(s).join(", ")})`;
 }
 
 /** Successful writes (2xx answers to POST, PUT, PATCH, DELETE) in a replica's /metrics. */
