@@ -242,7 +242,8 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     port: config.port,
     podCache: () => pods.pods(),
   });
-  parts.cleanups?.push(observePodController(metrics, pods));
+  const unobserve = observePodController(metrics, pods);
+  parts.cleanups?.push(unobserve);
   if (config.metricsAddr) {
     const listener = await serveMetrics({
       address: parseHostPort(config.metricsAddr)!,

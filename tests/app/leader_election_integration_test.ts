@@ -399,6 +399,14 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
         }, 30_000);
         await new Promise((r) => setTimeout(r, 3_000));
         assert.equal(await healthz(paused.metricsPort), "ok: standby");
+        const metricsText = async (port: number) =>
+          await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        assert.match(await metricsText(next.metricsPort), /^vkubelet_pods\{phase="Running"\} /m);
+        assert.doesNotMatch(
+          await metricsText(paused.metricsPort),
+          /^vkubelet_pods\{/m,
+          "the ended term's pods-by-phase collector is gone",
+        );
         assert.equal(
           await successfulWrites(paused.metricsPort),
           writesBefore,
