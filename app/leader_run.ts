@@ -1,25 +1,38 @@
 /**
  * vkubelet under `--leader-elect` (issue 21): several replicas of one node, one leader. Every
  * replica is a warm standby — config validated, provider loaded and pinged, the cluster client
- * connected, `/healthz` and `/metrics` served — and campaigns for the Lease
+ * connected, this node's pods, the Services and the pods' ConfigMaps and Secrets cached and
+ * synced ({@link PodCaches}), `/healthz` and `/metrics` served — and campaigns for the Lease
  * `<namespace>/vkubelet-<node>` ({@link LeaderElector}). Only while it leads does it run the
  * writers (`lead`: the kubelet API, node controller, node Lease, pods, events), with a provider
- * whose create/update/delete and a client whose writes are fenced ({@link LeadershipFence}).
- * When the term ends — lost lease, or a SIGTERM that releases it — the writers stop and the
- * replica stands by again (on SIGTERM it exits).
+ * whose create/update/delete and a client whose writes are fenced ({@link LeadershipFence}),
+ * from the standby's caches and provider health ({@link WarmStandby}): a new leader lists
+ * nothing and pings nothing before it writes. The provider is told when a term starts
+ * (`resume`, with the cached pods) and ends (`standby`). When the term ends — lost lease, or a
+ * SIGTERM that releases it — the writers stop and the replica stands by again (on SIGTERM it
+ * exits).
  * @module
  */
 import type { Clock } from "../base/clock.ts";
 import { getLogger } from "../base/log.ts";
 import type { Provider } from "../provider/mod.ts";
 import { KubeClient } from "../k8s/mod.ts";
-import { HealthMonitor } from "../core/node/mod.ts";
+import { HealthMonitor, type HealthSource } from "../core/node/mod.ts";
+import { PodCaches } from "../core/pods/mod.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
 import type { Config } from "./config.ts";
 import { parseHostPort } from "./config_schema.ts";
 import { type MetricsListener, serveMetrics } from "./metrics_server.ts";
 import { LeaderElector } from "./leader_elector.ts";
 import { fenceProvider, type LeadershipFence } from "./leader_fence.ts";
+
+/** What a standby keeps warm for its terms: read-only, run for the whole process. */
+export interface WarmStandby {
+  /** This node's pods, the Services, the pods' ConfigMaps and Secrets; synced. */
+  caches: PodCaches;
+  /** The provider's health, pinged already. */
+  health: HealthSource;
+}
 
 /** What {@link runLeaderElected} needs. */
 export interface LeaderElectedDeps {
@@ -31,8 +44,8 @@ export interface LeaderElectedDeps {
   provider: Provider;
   fence: LeadershipFence;
   metrics: VkubeletMetrics;
-  /** Runs the writers with `provider` until `signal` aborts, then drains them. */
-  lead(signal: AbortSignal, provider: Provider): Promise<void>;
+  /** Runs the writers with `provider`, from `warm`, until `signal` aborts; then drains them. */
+  lead(signal: AbortSignal, provider: Provider, warm: WarmStandby): Promise<void>;
   /** Called once the standby is warm. */
   onReady?(): void;
   /** `holderIdentity`; default `$POD_NAME` or `$HOSTNAME` plus a random suffix. */
@@ -69,9 +82,18 @@ export async function runLeaderElected(config: Config, deps: LeaderElectedDeps):
   const identity = deps.identity ?? defaultIdentity();
   const provider = fenceProvider(deps.provider, fence);
   metrics.leader.set(0);
-  // The standby's own view of the provider, for /healthz; each term's node side has its own.
+  // The standby's view of the provider (/healthz) and its caches, handed to each term.
   const health = new HealthMonitor({ provider, clock, log });
   const healthDone = health.run(signal);
+  const caches = new PodCaches({
+    api: kube,
+    clock,
+    log: getLogger(["vkubelet", "pods"]).with({ node: config.nodeName }),
+    nodeName: config.nodeName,
+  });
+  const cachesDone = caches.run(signal);
+  // A replica that never led keeps nothing current in the provider's name either.
+  deps.provider.standby?.();
   let listener: MetricsListener | undefined;
   // Lease requests on a client of their own: never queued behind pod status writes.
   const electorClient = new KubeClient(kube.config, { clock, qps: 0, retry: { maxRetries: 0 } });
@@ -88,9 +110,13 @@ export async function runLeaderElected(config: Config, deps: LeaderElectedDeps):
     retryPeriodMs: config.leaderElectRetryPeriod,
     onStartedLeading: (term) => {
       metrics.leader.set(1);
-      return deps.lead(term, provider);
+      deps.provider.resume?.(caches.pods.store.list());
+      return deps.lead(term, provider, { caches, health });
     },
-    onStoppedLeading: () => metrics.leader.set(0),
+    onStoppedLeading: () => {
+      metrics.leader.set(0);
+      deps.provider.standby?.();
+    },
   });
   try {
     if (config.metricsAddr) {
@@ -102,7 +128,8 @@ export async function runLeaderElected(config: Config, deps: LeaderElectedDeps):
         log: getLogger(["vkubelet", "metrics"]).with({ node: config.nodeName }),
       }, signal);
     }
-    await Promise.race([health.ready, abortion(signal)]);
+    // Warm before ready: pinged, and the caches synced (they keep retrying until they are).
+    await Promise.race([Promise.all([health.ready, caches.synced]), abortion(signal)]);
     if (signal.aborted) return;
     log.info("standing by as {identity} for lease {namespace}/{name}", {
       identity,
@@ -113,7 +140,7 @@ export async function runLeaderElected(config: Config, deps: LeaderElectedDeps):
     await elector.run(signal);
   } finally {
     stop.abort();
-    await Promise.all([healthDone, listener?.done]);
+    await Promise.all([healthDone, cachesDone, listener?.done]);
     electorClient.close();
   }
 }

@@ -148,9 +148,15 @@ export interface PodControllerView {
 
 const PHASES = ["Pending", "Running", "Succeeded", "Failed", "Unknown"];
 
-/** Sets `vkubelet_pods` by phase and `vkubelet_workqueue_depth` from the pod controller. */
-export function observePodController(metrics: VkubeletMetrics, pods: PodControllerView): void {
-  metrics.onCollect(() => {
+/**
+ * Sets `vkubelet_pods` by phase and `vkubelet_workqueue_depth` from the pod controller until the
+ * returned function is called (a `--leader-elect` term ended), which also clears them.
+ */
+export function observePodController(
+  metrics: VkubeletMetrics,
+  pods: PodControllerView,
+): () => void {
+  const stop = metrics.onCollect(() => {
     const counts = new Map(PHASES.map((phase) => [phase, 0]));
     for (const pod of pods.pods()) {
       const phase = pod.status?.phase ?? "Pending";
@@ -162,4 +168,9 @@ export function observePodController(metrics: VkubeletMetrics, pods: PodControll
     metrics.workQueueDepth.set({ name: "pods" }, sync);
     metrics.workQueueDepth.set({ name: "pod-status" }, status);
   });
+  return () => {
+    stop();
+    metrics.podsByPhase.reset();
+    metrics.workQueueDepth.reset();
+  };
 }

@@ -17,13 +17,13 @@ import { drain, LoopFailedError, Loops } from "./run_loops.ts";
 
 export { LoopFailedError };
 import { preflight } from "./preflight.ts";
-import { LeadershipFence } from "./leader_fence.ts";
-import { highAvailabilityProblem, runLeaderElected } from "./leader_run.ts";
 import { VkubeletMetrics } from "../core/metrics.ts";
 import { observePodController, serveMetrics } from "./metrics_server.ts";
 import { parseHostPort } from "./config_schema.ts";
 import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import denoJson from "../deno.json" with { type: "json" };
+import { LeadershipFence } from "./leader_fence.ts";
+import { highAvailabilityProblem, runLeaderElected, type WarmStandby } from "./leader_run.ts";
 
 /** What {@link runVkubelet} needs besides the config; `main.ts` picks the real ones. */
 export interface RunDeps {
@@ -89,12 +89,13 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
         fence,
         metrics,
         onReady: () => deps.onReady?.(provider),
-        lead: (signal, fenced) =>
+        lead: (signal, fenced, warm) =>
           leadTerm({ ...config, port }, { ...deps, signal }, {
             kube,
             provider: fenced,
             internalIp,
             metrics,
+            warm,
           }),
       });
       log.info("shutting down");
@@ -203,11 +204,15 @@ interface Parts {
   internalIp: string;
   loops: Loops;
   metrics: VkubeletMetrics;
+  /** A standby's caches and provider health (`--leader-elect`); default their own. */
+  warm?: WarmStandby;
+  /** Filled with what to undo when the parts stop (a term's metrics collector). */
+  cleanups?: (() => void)[];
 }
 
 /** Starts the kubelet API, the node side and the pods, in that order, each awaited ready. */
 async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void> {
-  const { kube, provider, internalIp, loops, metrics } = parts;
+  const { kube, provider, internalIp, loops, metrics, warm } = parts;
   const { signal, clock } = deps;
   const side = createNodeSide(config, {
     client: kube,
@@ -220,6 +225,7 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     declaredFeatures: declaredFeatures(),
     onLeaseRenewal: (seconds, ok) =>
       metrics.leaseRenewalLatency.observe({ result: ok ? "success" : "error" }, seconds),
+    health: warm?.health,
   });
   const pods = new PodController({
     api: kube,
@@ -234,6 +240,7 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
       metrics.syncLatency.observe({ result: ok ? "success" : "error" }, seconds),
     nodeIps: () => [internalIp],
     allocatable: () => side.node.node?.status?.allocatable ?? {},
+    caches: warm?.caches,
   });
   const api = await createKubeletApiServer(config, {
     kube,
@@ -244,7 +251,8 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     port: config.port,
     podCache: () => pods.pods(),
   });
-  observePodController(metrics, pods);
+  const unobserve = observePodController(metrics, pods);
+  parts.cleanups?.push(unobserve);
   if (config.metricsAddr) {
     const listener = await serveMetrics({
       address: parseHostPort(config.metricsAddr)!,
@@ -277,16 +285,19 @@ async function leadTerm(
   deps.signal.addEventListener("abort", onAbort, { once: true });
   if (deps.signal.aborted) onAbort();
   const loops = new Loops(term, getLogger(["vkubelet"]).with({ node: config.nodeName }));
+  const cleanups: (() => void)[] = [];
   try {
     await start({ ...config, metricsAddr: undefined }, { ...deps, signal: term.signal }, {
       ...parts,
       loops,
+      cleanups,
     });
     await abortion(term.signal);
   } finally {
     term.abort();
     deps.signal.removeEventListener("abort", onAbort);
     await drain(loops.all, deps.drainTimeoutMs ?? 10_000, deps.clock);
+    for (const cleanup of cleanups) cleanup();
   }
   if (loops.failure) throw loops.failure;
 }

@@ -40,7 +40,7 @@ export class VkubeletMetrics {
   readonly kubeletApiRequests: Counter<"route" | "method" | "code">;
   /** 1 while this replica leads (always, without `--leader-elect`), 0 while it stands by. */
   readonly leader: Gauge;
-  readonly #collectors: Array<() => void> = [];
+  readonly #collectors = new Set<() => void>();
 
   constructor(registry: Registry = new Registry()) {
     this.registry = registry;
@@ -97,9 +97,14 @@ export class VkubeletMetrics {
     collectDefaultMetrics({ register: registry });
   }
 
-  /** Runs `collect` before every render (for values read on demand, like pods by phase). */
-  onCollect(collect: () => void): void {
-    this.#collectors.push(collect);
+  /**
+   * Runs `collect` before every render (for values read on demand, like pods by phase); returns
+   * a function that stops it.
+   */
+  onCollect(collect: () => void): () => void {
+    const entry = () => collect();
+    this.#collectors.add(entry);
+    return () => this.#collectors.delete(entry);
   }
 
   /** Every metric in the Prometheus text format. */

@@ -189,6 +189,20 @@ export interface Provider {
    * restart counts), so a takeover restarts nothing. Without it `--leader-elect` is refused.
    */
   readonly highAvailability?: boolean;
+  /**
+   * `--leader-elect`: this replica starts leading. `pods` are the pods bound to the node as the
+   * API has them (the standby's synced cache), told before the term's first `createPod`, so a
+   * provider that adopts pods from their status can reserve what they hold (the mock: their
+   * IPs, which a pod bound during the takeover must not get).
+   */
+  resume?(pods: readonly Pod[]): void;
+  /**
+   * `--leader-elect`: this replica stopped leading (it stands by again). Stop the work done in
+   * the background for a leader — copies kept in step, tokens renewed — without undoing any of
+   * it (no deletes): the pods keep running and the new leader takes them over. Creates, updates
+   * and deletes are refused to a standby anyway; {@link resume} is told when it leads again.
+   */
+  standby?(): void;
 }
 
 /** What the core hands a provider factory. */
@@ -238,6 +252,8 @@ export function providerCapabilities(provider: Provider): string[] {
     "portForward",
     "getStatsSummary",
     "getMetricsResource",
+    "resume",
+    "standby",
   ] as const;
   return optional.filter((name) => typeof provider[name] === "function");
 }

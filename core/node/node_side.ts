@@ -7,7 +7,7 @@
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import type { Provider } from "../../provider/mod.ts";
-import { HealthMonitor } from "./health_monitor.ts";
+import { HealthMonitor, type HealthSource } from "./health_monitor.ts";
 import { LeaseController } from "./lease_controller.ts";
 import type { NodeApi, NodeApiClient } from "./node_api.ts";
 import { NodeController, type NodeControllerDeps } from "./node_controller.ts";
@@ -54,11 +54,16 @@ export interface NodeSideDeps {
   declaredFeatures?: string[];
   /** Told how long each lease renewal took and whether it worked; for metrics. */
   onLeaseRenewal?: (seconds: number, ok: boolean) => void;
+  /**
+   * The provider's health from a monitor someone else runs (a `--leader-elect` standby's, which
+   * has pinged already); default a monitor of the node side's own, run by `run`.
+   */
+  health?: HealthSource;
 }
 
 /** The three parts, and one `run` for all of them. */
 export interface NodeSide {
-  health: HealthMonitor;
+  health: HealthSource;
   node: NodeController;
   lease: LeaseController;
   /** Resolves once the Node is registered with our status (the node controller's `ready`). */
@@ -89,7 +94,8 @@ export function nodeOptionsFromConfig(
 /** Builds the node side from the config; nothing talks to the API until `run`. */
 export function createNodeSide(config: NodeSideConfig, deps: NodeSideDeps): NodeSide {
   const { api, client, provider, clock, log } = deps;
-  const health = new HealthMonitor({ provider, clock, log });
+  const own = deps.health ? undefined : new HealthMonitor({ provider, clock, log });
+  const health = deps.health ?? own!;
   const node = new NodeController({
     ...nodeOptionsFromConfig(config),
     api,
@@ -121,7 +127,7 @@ export function createNodeSide(config: NodeSideConfig, deps: NodeSideDeps): Node
     lease,
     ready: node.ready,
     async run(signal) {
-      await Promise.all([health.run(signal), node.run(signal), lease.run(signal)]);
+      await Promise.all([own?.run(signal), node.run(signal), lease.run(signal)]);
     },
   };
 }

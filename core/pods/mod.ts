@@ -4,7 +4,8 @@
  * {@link WorkQueue}, environment resolution as the kubelet does it ({@link resolvePodEnv}:
  * `$(VAR)` expansion, ConfigMaps, Secrets, the downward API, resources, service links), per-name
  * watches of referenced ConfigMaps and Secrets ({@link ConfigSources}) and an
- * {@link EventRecorder}.
+ * {@link EventRecorder}. The read-only caches it works from are {@link PodCaches}, which a
+ * `--leader-elect` standby runs from start-up and hands to each term's controller.
  *
  * ```ts
  * const pods = new PodController({ api: kube, provider, clock: realClock, log, nodeName });
@@ -14,6 +15,7 @@
  * @module
  */
 export { PodController, type PodControllerDeps } from "./pod_controller.ts";
+export { PodCaches, type PodCachesDeps } from "./pod_caches.ts";
 export type { DaemonSetPodPolicy } from "./pod_context.ts";
 export * from "./api.ts";
 export { WorkQueue, type WorkQueueOptions } from "./work_queue.ts";

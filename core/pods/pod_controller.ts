@@ -7,12 +7,13 @@
  * pods (elotl/kip#107). One record per pod (`pod_state.ts`), forgotten in one place.
  * @module
  */
-import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import { isTransient, type Provider } from "../../provider/mod.ts";
 import { type InformerLike, type PodControllerApi, podKey } from "./api.ts";
-import { ConfigSources } from "./config_sources.ts";
+import type { ConfigSources } from "./config_sources.ts";
+import { PodCaches } from "./pod_caches.ts";
 import type { EnvSources, PodAddresses, ResourceList } from "./env.ts";
 import { withEphemeralContainers } from "./ephemeral.ts";
 import { EventRecorder } from "./events.ts";
@@ -56,6 +57,11 @@ export interface PodControllerDeps {
   daemonSetPods?: DaemonSetPodPolicy;
   /** Defaults to a recorder writing through `api.events`. */
   recorder?: EventRecorder;
+  /**
+   * Caches someone else runs (a `--leader-elect` standby's): the controller starts from them,
+   * synced, with no watch of its own. Default: it builds its own and runs them in `run`.
+   */
+  caches?: PodCaches;
 }
 
 /** Runs this node's pods in the provider; see the module doc. */
@@ -64,7 +70,9 @@ export class PodController {
   readonly ready: Promise<void>;
   #ctx: PodContext;
   #deps: PodControllerDeps;
-  #services: InformerLike<Service>;
+  #caches: PodCaches;
+  /** The caches are ours to run (none were injected). */
+  #ownsCaches: boolean;
   #resolveReady!: () => void;
   #rejectReady!: (reason: unknown) => void;
 
@@ -75,17 +83,10 @@ export class PodController {
       this.#rejectReady = reject;
     });
     this.ready.catch(() => {});
-    const { api, clock, nodeName } = deps;
-    const pods = api.pods.informer({
-      fieldSelector: `spec.nodeName=${nodeName}`,
-      clock,
-      name: "pods",
-    });
-    this.#services = api.services.informer({ clock, name: "services" });
-    this.#ctx = this.#buildContext(pods);
-    pods.on("add", (pod) => this.#onAdd(pod));
-    pods.on("update", (pod, old) => this.#onUpdate(pod, old));
-    pods.on("delete", (pod) => this.#ctx.syncQueue.add(podKey(pod)));
+    this.#ownsCaches = !deps.caches;
+    // Caches of its own track only what the controller runs (pod_sync.ts), as before.
+    this.#caches = deps.caches ?? new PodCaches({ ...deps, trackConfigSources: false });
+    this.#ctx = this.#buildContext(this.#caches.pods);
   }
 
   /** This node's pods as the API has them (the informer's cache); empty until synced. */
@@ -110,17 +111,25 @@ export class PodController {
   /** Runs until `signal` aborts, then waits for work in progress to finish. */
   async run(signal: AbortSignal): Promise<void> {
     const ctx = this.#ctx;
-    ctx.provider.notifyPods?.((pod) => this.#onProviderStatus(pod));
-    const informers = Promise.all([ctx.pods.run(signal), this.#services.run(signal)]);
-    const tasks = [ctx.configSources.run(signal)];
+    const caches = this.#caches;
+    // The contract has no unsubscribe: a controller that stopped (a term that ended) ignores.
+    let live = true;
+    ctx.provider.notifyPods?.((pod) => live && this.#onProviderStatus(pod));
+    const unsubscribe: (() => void)[] = [];
+    // Our own caches tell us about every pod as they list it; shared ones are told below.
+    if (this.#ownsCaches) unsubscribe.push(...this.#subscribe());
+    const informers = this.#ownsCaches ? caches.run(signal) : undefined;
+    const tasks: Promise<void>[] = [];
     const aborted = new Promise<void>((r) =>
       signal.addEventListener("abort", () => r(), { once: true })
     );
-    const synced = Promise.all([ctx.pods.synced, this.#services.synced]).then(
-      () => true,
-      () => false,
-    );
+    const synced = caches.synced.then(() => true, () => false);
     if (await Promise.race([synced, aborted.then(() => false)]) && !signal.aborted) {
+      if (!this.#ownsCaches) {
+        // Synced already: the cached pods are this controller's first adds (no relist).
+        unsubscribe.push(...this.#subscribe());
+        for (const pod of ctx.pods.store.list()) this.#onAdd(pod);
+      }
       await sweepOrphans(ctx, signal);
       this.#resolveReady();
       ctx.log.info("pod controller ready: {count} pods bound to this node", {
@@ -138,8 +147,21 @@ export class PodController {
       this.#rejectReady(signal.reason ?? new Error("pod informer stopped before it synced"));
     }
     await Promise.all(tasks);
-    await this.#awaitInformers(informers);
+    live = false;
+    for (const off of unsubscribe) off();
+    if (informers) await this.#awaitInformers(informers);
     await this.#flushEvents();
+  }
+
+  /** Handlers on the pod cache and the ConfigMap/Secret watches; returns their removers. */
+  #subscribe(): (() => void)[] {
+    const { pods, syncQueue } = this.#ctx;
+    return [
+      pods.on("add", (pod) => this.#onAdd(pod)),
+      pods.on("update", (pod, old) => this.#onUpdate(pod, old)),
+      pods.on("delete", (pod) => syncQueue.add(podKey(pod))),
+      this.#caches.onConfigChange((keys) => keys.forEach((k) => syncQueue.add(k))),
+    ];
   }
 
   /** Sends the queued events, for at most 5 s: shutdown must not wait on a long event queue. */
@@ -184,12 +206,7 @@ export class PodController {
         // or their status write; a single pod's events are not held back.
         holdWhile: () => ctx.syncQueue.length + ctx.statusQueue.length >= EVENT_HOLD_BACKLOG,
       }),
-      configSources: new ConfigSources({
-        api: d.api,
-        clock: d.clock,
-        log: d.log,
-        onChange: (keys) => keys.forEach((k) => ctx.syncQueue.add(k)),
-      }),
+      configSources: this.#caches.configSources,
       envSources: this.#envSources(() => ctx.configSources),
       daemonSetPods: d.daemonSetPods ?? "skip",
       nodeIps: d.nodeIps ?? (() => []),
@@ -270,7 +287,7 @@ export class PodController {
       configMap: (ns, name, o) => sources().configMap(ns, name, o),
       secret: (ns, name, o) => sources().secret(ns, name, o),
       services: (ns) =>
-        this.#services.store.list().filter((s) =>
+        this.#caches.services.store.list().filter((s) =>
           s.metadata?.namespace === ns || s.metadata?.namespace === "default"
         ),
       allocatable: this.#deps.allocatable ?? (() => ({})),

@@ -44,6 +44,8 @@ export class DependencyMirror {
   #o: DependencyMirrorOptions;
   #mirrored = new Map<string, Mirrored>();
   #byPod = new Map<string, string[]>();
+  /** Watches stopped by {@link standby}, awaited by {@link close}. */
+  #stopping = new Set<Promise<void>>();
 
   constructor(options: DependencyMirrorOptions) {
     this.#o = options;
@@ -82,10 +84,26 @@ export class DependencyMirror {
     this.#byPod.delete(podKey);
   }
 
+  /**
+   * Stops every watch and forgets every pod, leaving the copies in B to the pods that use them
+   * (`--leader-elect`: this replica stopped leading; the new leader keeps them in step).
+   */
+  standby(): void {
+    for (const m of this.#mirrored.values()) {
+      m.stop.abort();
+      const running = m.running.catch(() => {});
+      this.#stopping.add(running);
+      running.finally(() => this.#stopping.delete(running));
+    }
+    this.#mirrored.clear();
+    this.#byPod.clear();
+  }
+
   /** Waits for every watch to stop (after the provider's signal aborted). */
   async close(): Promise<void> {
     for (const m of this.#mirrored.values()) m.stop.abort();
     await Promise.all([...this.#mirrored.values()].map((m) => m.running));
+    await Promise.all(this.#stopping);
   }
 
   #acquire(key: string, dep: Dependency, podKey: string): void {

@@ -68,6 +68,8 @@ export class KubernetesProvider implements Provider {
   readonly #cpuCounters: CpuCounters = new Map();
   /** `profile: cci`: B's namespace checked before the first pod. */
   readonly #cci?: CciNamespaceCheck;
+  /** `--leader-elect`: this replica does not lead, so it keeps nothing in B current. */
+  #standingBy = false;
 
   constructor(config: KubernetesConfig, deps: ProviderDeps, clients: KubernetesClients) {
     this.#config = config;
@@ -293,6 +295,49 @@ export class KubernetesProvider implements Provider {
     return downstreamMetricsText(this.#b, this.#statsOptions(options));
   }
 
+  /**
+   * `--leader-elect`: a new term. The core adopts pods that run in B without a createPod, so
+   * their ConfigMap and Secret copies and token renewals start here (once per term).
+   */
+  resume(pods: readonly Pod[]): void {
+    this.#standingBy = false;
+    for (const pod of pods) {
+      const { namespace, name, uid } = pod.metadata ?? {};
+      if (!namespace || !name || pod.metadata?.deletionTimestamp) continue;
+      const twin = this.#ours.store.get(this.#config.namespace, downstreamName(namespace, name));
+      if (twin?.metadata?.labels?.[MARKS.uid] !== uid) continue; // createPod will do it.
+      const k = key(namespace, name);
+      try {
+        const t = translatePod(pod, { config: this.#config, nodeName: this.#deps.nodeName });
+        void this.#mirror.track(k, t.dependencies).catch(() => {});
+        if (t.tokenSecret) {
+          this.#tokens.start(pod, t.tokenSecret).catch((err) =>
+            this.#deps.log.warn("could not renew the token of {pod}: {err}", {
+              pod: k,
+              err: String(err),
+            })
+          );
+        }
+      } catch (err) {
+        this.#deps.log.warn("not keeping the copies for {pod} current: {err}", {
+          pod: k,
+          err: String(err),
+        });
+      }
+    }
+  }
+
+  /**
+   * `--leader-elect`: the term ended. Stop mirroring ConfigMaps and Secrets and renewing tokens
+   * into B (the copies and token Secrets stay: the pods still use them, and the new leader
+   * keeps them current), and delete nothing there when a pod leaves B.
+   */
+  standby(): void {
+    this.#standingBy = true;
+    this.#mirror.standby();
+    this.#tokens.close();
+  }
+
   async close(): Promise<void> {
     this.#stop.abort();
     this.#node.close();
@@ -333,6 +378,7 @@ export class KubernetesProvider implements Provider {
 
   /** The pod has left B: stop keeping its ConfigMaps, Secrets and token current. */
   #release(k: string, pod: Pod): void {
+    if (this.#standingBy) return; // The leader removes what the pod held.
     this.#mirror.untrack(k);
     const translationName = downstreamName(pod.metadata!.namespace!, `${pod.metadata!.name}.token`);
     if (this.#config.serviceAccountToken === "upstream") {

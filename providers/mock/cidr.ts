@@ -80,6 +80,18 @@ export class IpPool {
     throw new RangeError(`pod CIDR ${this.#cidr.text} has no free address left`);
   }
 
+  /** Takes `ip` if it is a usable address of the CIDR and free; false otherwise. */
+  claim(ip: string): boolean {
+    const octets = ip.split(".").map(Number);
+    if (octets.length !== 4 || octets.some((o) => !Number.isInteger(o) || o < 0 || o > 255)) {
+      return false;
+    }
+    const offset = octets.reduce((n, o) => n * 256 + o, 0) - this.#cidr.base;
+    if (offset < 1 || offset > this.#cidr.size - 2 || this.#used.has(offset)) return false;
+    this.#used.add(offset);
+    return true;
+  }
+
   /** Returns an address to the pool; unknown addresses are ignored. */
   release(ip: string): void {
     const offset = this.#offset(ip);

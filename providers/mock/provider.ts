@@ -79,6 +79,8 @@ export class MockProvider implements Provider {
   readonly #deps: ProviderDeps;
   readonly #pods = new Map<string, MockPod>();
   readonly #ips: IpPool;
+  /** Pod IPs held for running pods (by uid) from `resume` until their createPod. */
+  readonly #reserved = new Map<string, string>();
   readonly #podCallbacks = new Set<(pod: Pod) => void>();
   readonly #startMs: number;
   /** Exit scripts in progress (see hooks.ts), awaited by close. */
@@ -93,6 +95,26 @@ export class MockProvider implements Provider {
     if (typeof cidr === "string") throw new InvalidInputError(`podCIDR: ${cidr}`);
     this.#ips = new IpPool(cidr);
     this.#startMs = deps.clock.now();
+  }
+
+  /**
+   * `--leader-elect`: a new term. Holds the IP of every Running pod this mock does not run yet,
+   * so that a pod bound during the takeover, created first, cannot take an IP a running pod
+   * still has (see adopt.ts).
+   */
+  resume(pods: readonly Pod[]): void {
+    for (const pod of pods) {
+      const { namespace, name, uid } = pod.metadata ?? {};
+      const ip = adoptedFromStatus(pod).podIp;
+      if (!uid || !ip || this.#pods.get(key(namespace, name))?.pod.metadata?.uid === uid) continue;
+      if (this.#ips.claim(ip)) this.#reserved.set(uid, ip);
+    }
+  }
+
+  /** `--leader-elect`: the term ended; IPs held for pods never created are free again. */
+  standby(): void {
+    for (const ip of this.#reserved.values()) this.#ips.release(ip);
+    this.#reserved.clear();
   }
 
   /** Makes {@link ping} fail with `error` (or succeed again with `undefined`); for tests. */
@@ -123,6 +145,10 @@ export class MockProvider implements Provider {
     if (existing) this.#remove(existing);
     const usage = this.#usageOf(pod);
     const hooks = parseHooks(pod);
+    // An IP resume() held for this pod goes back to the pool, to be taken again just below.
+    const reserved = uid ? this.#reserved.get(uid) : undefined;
+    if (reserved) this.#ips.release(reserved);
+    this.#reserved.delete(uid ?? "");
     let podIp: string;
     try {
       podIp = this.#ips.allocate({ uid, previous: pod.status?.podIP });

@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import { KubeClient } from "../../k8s/mod.ts";
 import { type TestCluster, useCluster } from "../cluster/harness.ts";
 import { type RunningVkubelet, startVkubelet } from "../cluster/vkubelet.ts";
 
@@ -103,7 +104,7 @@ function summary(values: number[]): string {
   const s = (ms: number) => (ms / 1000).toFixed(2);
   return `min ${s(sorted[0])} s, median ${s(sorted[Math.floor(sorted.length / 2)])} s, max ${
     s(sorted.at(-1)!)
-  } s (n = ${sorted.length})`;
+  } s (n = ${sorted.length}: ${values.map(s).join(", ")})`;
 }
 
 /** Successful writes (2xx answers to POST, PUT, PATCH, DELETE) in a replica's /metrics. */
@@ -116,6 +117,17 @@ async function successfulWrites(metricsPort: number): Promise<number> {
     if (/verb="(POST|PUT|PATCH|DELETE)"/.test(m[1]) && /code="2\d\d"/.test(m[1])) {
       total += Number(m[2]);
     }
+  }
+  return total;
+}
+
+/** Requests other than reads (GET, WATCH) in a replica's /metrics, whatever their answer. */
+async function nonReadRequests(metricsPort: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  let total = 0;
+  for (const line of text.split("\n")) {
+    const m = /^vkubelet_kube_api_requests_total\{(.*)\} (\d+)/.exec(line);
+    if (m && !/verb="(GET|WATCH)"/.test(m[1])) total += Number(m[2]);
   }
   return total;
 }
@@ -174,6 +186,34 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
     ]);
     return res.code === 0 ? Date.parse(res.stdout) : NaN;
   };
+  /** When the leader election Lease was last acquired (ms since the epoch). */
+  const leaderAcquired = async () => {
+    const res = await cluster.kubectl([
+      "-n",
+      "kube-node-lease",
+      "get",
+      "lease",
+      `vkubelet-${nodeName}`,
+      "-o",
+      "jsonpath={.spec.acquireTime}",
+    ]);
+    return res.code === 0 ? Date.parse(res.stdout) : NaN;
+  };
+  const leaderAcquireTime = (since: number) =>
+    eventually("the leader election Lease to be acquired again", async () => {
+      const at = await leaderAcquired();
+      return at > since ? at : undefined;
+    }, 30_000);
+  // When a pod's status changed, as a watch of the namespace sees it: the first change after a
+  // takeover is the new leader's first pod status write.
+  using admin = await KubeClient.fromConfig({ kubeconfig: cluster.kubeconfigPath, env: {} });
+  const statusWrites: number[] = [];
+  const watching = new AbortController();
+  const podWatch = admin.pods.informer({ namespace: ns, name: "test pods" });
+  podWatch.on("update", (pod, old) => {
+    if (JSON.stringify(pod.status) !== JSON.stringify(old.status)) statusWrites.push(Date.now());
+  });
+  const watched = podWatch.run(watching.signal);
   const daemonPort = async () =>
     Number(
       (await cluster.kubectl([
@@ -226,6 +266,12 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
         containers: [{ name: "main", image: "busybox", command: ["sleep", "inf"] }],
       },
     }));
+    /** A pod bound to the node by name (no scheduler, so no status but the node's). */
+    const boundPod = (name: string) => ({
+      ...items[0],
+      metadata: { name, namespace: ns },
+      spec: { ...items[0].spec, nodeName },
+    });
     await kubectl(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items }));
     await eventually(`${PODS} pods Running`, async () => {
       const pods = await podsNow();
@@ -236,12 +282,18 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
 
     const killTimes: number[] = [];
     const leaseTimes: number[] = [];
+    const acquireTimes: number[] = [];
+    const acquiredToLease: number[] = [];
+    const acquiredToStatus: number[] = [];
     await t.step("kill -9 the leader: the standby renews the node Lease within 15 s", async () => {
       for (let run = 0; run < 3; run++) {
+        const next = standby;
+        assert.equal(await nonReadRequests(next.metricsPort), 0, "a standby sends no writes");
         const killedAt = Date.now();
         await leader.vk.stop("SIGKILL");
         replicas.delete(leader);
-        const next = standby;
+        // A pod bound while no one leads: the new leader writes its status.
+        await kubectl(["apply", "-f", "-"], JSON.stringify(boundPod(`during-${run}`)));
         await eventually("the standby to take over", () => leads(next) || undefined, 30_000);
         killTimes.push(Date.now() - killedAt);
         const renewed = await eventually("the node Lease to be renewed", async () => {
@@ -249,6 +301,15 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
           return at > killedAt ? at : undefined;
         }, 30_000);
         leaseTimes.push(renewed - killedAt);
+        const acquired = await leaderAcquireTime(killedAt);
+        acquireTimes.push(acquired - killedAt);
+        acquiredToLease.push(renewed - acquired);
+        const written = await eventually(
+          "the new leader's first pod status write",
+          () => statusWrites.find((at) => at >= acquired),
+          30_000,
+        );
+        acquiredToStatus.push(written - acquired);
         assert.ok(
           renewed - killedAt <= 15_000,
           `node Lease renewed ${renewed - killedAt} ms after the kill`,
@@ -260,13 +321,19 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
       }
       console.log(`kill -9 → new leader: ${summary(killTimes)}`);
       console.log(`kill -9 → node Lease renewed: ${summary(leaseTimes)}`);
+      console.log(`kill -9 → leader lease acquired: ${summary(acquireTimes)}`);
+      console.log(`leader lease acquired → node Lease renewed: ${summary(acquiredToLease)}`);
+      console.log(`leader lease acquired → first pod status write: ${summary(acquiredToStatus)}`);
     });
 
     await t.step("after the takeovers: no pod restarted, re-created or with a new IP", async () => {
       // Give the new leader time to write whatever it would change.
       await new Promise((r) => setTimeout(r, 3_000));
-      const after = podFacts(await podsNow());
+      const pods = await podsNow();
+      const after = podFacts(pods.filter((p) => p.metadata?.name?.startsWith("web-")));
       assert.deepEqual(after, before);
+      const during = pods.filter((p) => p.metadata?.name?.startsWith("during-"));
+      assert.deepEqual(during.map((p) => p.status?.phase), ["Running", "Running", "Running"]);
     });
 
     await t.step("kubectl logs and exec go through the new leader; a new pod runs", async () => {
@@ -287,6 +354,7 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
       const times: number[] = [];
       for (let run = 0; run < 3; run++) {
         const next = standby;
+        assert.equal(await nonReadRequests(next.metricsPort), 0, "a standby sends no writes");
         const stoppedAt = Date.now();
         const stopping = leader.vk.stop("SIGTERM");
         await eventually("the standby to take over", () => leads(next) || undefined, 30_000);
@@ -331,6 +399,14 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
         }, 30_000);
         await new Promise((r) => setTimeout(r, 3_000));
         assert.equal(await healthz(paused.metricsPort), "ok: standby");
+        const metricsText = async (port: number) =>
+          await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        assert.match(await metricsText(next.metricsPort), /^vkubelet_pods\{phase="Running"\} /m);
+        assert.doesNotMatch(
+          await metricsText(paused.metricsPort),
+          /^vkubelet_pods\{/m,
+          "the ended term's pods-by-phase collector is gone",
+        );
         assert.equal(
           await successfulWrites(paused.metricsPort),
           writesBefore,
@@ -346,8 +422,8 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
       assert.ok(readiness.length > 10, "the Ready condition was sampled");
       assert.deepEqual([...new Set(readiness)], ["True"], `Ready was ${readiness.join(",")}`);
       const pods = await podsNow();
-      assert.equal(pods.filter((p) => p.status?.phase === "Running").length, PODS + 1);
-      const now = podFacts(pods.filter((p) => p.metadata?.name !== "late"));
+      assert.equal(pods.filter((p) => p.status?.phase === "Running").length, PODS + 4);
+      const now = podFacts(pods.filter((p) => p.metadata?.name?.startsWith("web-")));
       assert.deepEqual(now, before);
     });
   } catch (err) {
@@ -358,6 +434,8 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
   } finally {
     sampling.abort();
     await sampler;
+    watching.abort();
+    await watched;
     for (const r of replicas) await r.vk.stop("SIGKILL");
     await cluster.kubectl(["delete", "namespace", ns, "--wait=false"]);
     await cluster.kubectl(["delete", "node", nodeName, "--wait=false"]);

@@ -171,3 +171,18 @@ Deno.test("under --leader-elect /healthz names the role and vkubelet_leader says
   assert.equal((await handle("GET", "/healthz")).body, "ok: leader\n");
   assert.match((await handle("GET", "/metrics")).body, /^vkubelet_leader 1$/m);
 });
+
+Deno.test("a term's pod collector, once stopped, no longer reads its controller and its series go", async () => {
+  const metrics = new VkubeletMetrics();
+  let reads = 0;
+  const stop = observePodController(metrics, {
+    pods: () => (reads++, [pod("a", "Running")]),
+    queueLengths: { sync: 2, status: 0 },
+  });
+  assert.match(await metrics.render(), /vkubelet_pods\{phase="Running"\} 1/);
+  stop();
+  const text = await metrics.render();
+  assert.equal(reads, 1, "the ended term's controller is not read again");
+  assert.doesNotMatch(text, /vkubelet_pods\{/);
+  assert.doesNotMatch(text, /vkubelet_workqueue_depth\{/);
+});

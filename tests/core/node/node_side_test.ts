@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { FakeClock, flush } from "../../fakes/clock.ts";
-import { createNodeSide, type NodeSideConfig } from "../../../core/node/mod.ts";
+import {
+  createNodeSide,
+  type Health,
+  type HealthSource,
+  type NodeSideConfig,
+} from "../../../core/node/mod.ts";
 import { FakeNodeApi, FakeNodeProvider, recordingLogger } from "./fakes.ts";
 
 const config: NodeSideConfig = {
@@ -68,4 +73,43 @@ Deno.test("disableTaint registers the node without a taint", async () => {
   controller.abort();
   await running;
   assert.deepEqual(api.node?.spec?.taints, []);
+});
+
+Deno.test("a node side given a health source registers without a ping of its own and follows that source", async () => {
+  const clock = new FakeClock();
+  const api = new FakeNodeApi(() => clock.now());
+  const provider = new FakeNodeProvider();
+  const listeners = new Set<(h: Health) => void>();
+  let healthy = true;
+  const health: HealthSource = {
+    current: () => healthy ? { healthy, since: 0 } : { healthy, message: "down", since: 0 },
+    onChange: (listener) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    ready: Promise.resolve(),
+  };
+  const side = createNodeSide(config, {
+    api,
+    provider,
+    clock,
+    log: recordingLogger().log,
+    internalIp: "10.1.2.3",
+    version: "9.9.9",
+    health,
+  });
+  const controller = new AbortController();
+  const running = side.run(controller.signal);
+  await side.ready;
+  await flush();
+  assert.equal(provider.pings, 0, "the injected source has pinged already");
+  assert.equal(side.health, health);
+  healthy = false;
+  for (const listener of listeners) listener(health.current());
+  await flush();
+  const ready = api.node?.status?.conditions?.find((c) => c.type === "Ready");
+  assert.equal(ready?.status, "False", "Ready follows the injected source");
+  controller.abort();
+  await running;
+  assert.equal(listeners.size, 0, "the node side lets go of the source when it stops");
 });
