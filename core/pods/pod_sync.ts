@@ -56,7 +56,10 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
   ctx.configSources.track(key, pod);
   let resolved;
   try {
-    resolved = await resolvePodEnv(pod, ctx.envSources, ctx.addresses(key, pod), { signal });
+    resolved = await resolvePodEnv(pod, ctx.envSources, ctx.addresses(key, pod), {
+      signal,
+      deferredFieldPaths: ctx.provider.deferredFieldPaths,
+    });
   } catch (err) {
     if (!isEnvResolutionError(err)) throw err;
     // The kubelet's CreateContainerConfigError: event, waiting container, retry with backoff.

@@ -37,7 +37,7 @@ import { downstreamError } from "./errors.ts";
 import { downstreamName, MARKS, nodeSelector, upstreamOf } from "./names.ts";
 import { StatusRelay } from "./status_relay.ts";
 import { TokenMirror } from "./tokens.ts";
-import { translatePod } from "./translate.ts";
+import { DEFERRED_FIELD_PATHS, translatePod } from "./translate.ts";
 import { type CpuCounters, downstreamMetricsText, downstreamStatsSummary } from "./stats.ts";
 import { attachDownstream, execDownstream, portForwardDownstream } from "./streaming.ts";
 import { key, raceSignal, withMutableFields } from "./_private.ts";
@@ -63,6 +63,8 @@ export class KubernetesProvider implements Provider {
   readonly #signal: AbortSignal;
   readonly #running: Promise<void>[] = [];
   readonly #cpuCounters: CpuCounters = new Map();
+  /** B assigns the pod and host IPs: env fieldRefs to them are resolved by B's kubelet. */
+  readonly deferredFieldPaths = DEFERRED_FIELD_PATHS;
 
   constructor(config: KubernetesConfig, deps: ProviderDeps, clients: KubernetesClients) {
     this.#config = config;

@@ -13,11 +13,14 @@
  * - the service-account token: with `downstream`, A's generated `kube-api-access-*` volume goes
  *   and B mounts its own default account's; with `upstream`, its token source becomes a Secret
  *   of B that the provider fills with a TokenRequest of A (see `tokens.ts`);
- * - `enableServiceLinks` is off: the core already put A's service variables in the env.
+ * - `enableServiceLinks` is off: the core already put A's service variables in the env;
+ * - env stays as the core resolved it, with `$` escaped for B's second expansion; the pod and
+ *   host IP fieldRefs are left for B's kubelet (B assigns the IP), see {@link escapedEnv}.
  * @module
  */
 import type {
   Container,
+  EnvVar,
   Pod,
   PodSpec,
   Toleration,
@@ -90,8 +93,8 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
   const spec: PodSpec = {
     ...source,
     volumes: volumes.length > 0 ? volumes : undefined,
-    containers: source.containers.map((c) => withoutMounts(c, dropped)),
-    initContainers: source.initContainers?.map((c) => withoutMounts(c, dropped)),
+    containers: source.containers.map((c) => forB(c, dropped)),
+    initContainers: source.initContainers?.map((c) => forB(c, dropped)),
     imagePullSecrets: source.imagePullSecrets?.map((s) => ({
       name: s.name ? need("secrets", s.name) : s.name,
     })),
@@ -228,10 +231,46 @@ function projectedSource(source: VolumeProjection, ctx: VolumeContext): VolumePr
   return [source];
 }
 
-function withoutMounts(container: Container, dropped: Set<string>): Container {
-  if (dropped.size === 0 || !container.volumeMounts) return container;
-  return { ...container, volumeMounts: container.volumeMounts.filter((m) => !dropped.has(m.name)) };
+/** The container without the dropped volumes' mounts, its env ready for B's kubelet. */
+function forB(container: Container, dropped: Set<string>): Container {
+  const env = container.env ? escapedEnv(container.env) : undefined;
+  if (dropped.size === 0 || !container.volumeMounts) return { ...container, env };
+  return {
+    ...container,
+    env,
+    volumeMounts: container.volumeMounts.filter((m) => !dropped.has(m.name)),
+  };
 }
+
+/**
+ * The env as B's kubelet must read it. Values come resolved and expanded by the core; B's kubelet
+ * expands `$(NAME)` and `$$` once more (third_party/forked/golang/expansion), so every `$` is
+ * doubled — except in `$(NAME)` of an earlier var left as a fieldRef (`status.podIP` and the
+ * like, in DEFERRED_FIELD_PATHS), which is B's to expand.
+ */
+export function escapedEnv(env: EnvVar[]): EnvVar[] {
+  const deferred = new Set<string>();
+  return env.map((v) => {
+    if (v.value === undefined) {
+      if (v.valueFrom?.fieldRef) deferred.add(v.name);
+      return v;
+    }
+    deferred.delete(v.name);
+    const value = v.value.replaceAll("$", "$$$$").replace(
+      /\$\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g,
+      (match, name) => deferred.has(name) ? match.slice(1) : match,
+    );
+    return { ...v, value };
+  });
+}
+
+/** fieldRefs whose value only B knows: the core leaves them to B's kubelet. */
+export const DEFERRED_FIELD_PATHS: readonly string[] = [
+  "status.podIP",
+  "status.podIPs",
+  "status.hostIP",
+  "status.hostIPs",
+];
 
 function translateTolerations(
   tolerations: Toleration[] | undefined,

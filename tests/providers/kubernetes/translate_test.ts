@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import { parseKubernetesConfig } from "../../../providers/kubernetes/config.ts";
 import { isInvalidInput } from "../../../provider/mod.ts";
-import { translatePod } from "../../../providers/kubernetes/translate.ts";
+import { escapedEnv, translatePod } from "../../../providers/kubernetes/translate.ts";
 import { downstreamName, upstreamOf } from "../../../providers/kubernetes/names.ts";
 import { goneStatus, upstreamStatus } from "../../../providers/kubernetes/status.ts";
 import { freeCapacity, toQuantities } from "../../../providers/kubernetes/capacity.ts";
@@ -254,5 +254,21 @@ Deno.test("the exit code comes from the v4 error stream", () => {
   assert.throws(
     () => exitCodeOf('{"status":"Failure","message":"container not found"}'),
     /container not found/,
+  );
+});
+
+Deno.test("env for B: $ escaped against B's second expansion, $(NAME) of a deferred fieldRef kept", () => {
+  const ip = { valueFrom: { fieldRef: { fieldPath: "status.podIP" } } };
+  assert.deepEqual(
+    escapedEnv([
+      { name: "PRICE", value: "$(PLAIN) costs $5 $$" },
+      { name: "POD_IP", ...ip },
+      { name: "LISTEN", value: "$(POD_IP):80 $(PRICE)" },
+    ]),
+    [
+      { name: "PRICE", value: "$$(PLAIN) costs $$5 $$$$" },
+      { name: "POD_IP", ...ip },
+      { name: "LISTEN", value: "$(POD_IP):80 $$(PRICE)" },
+    ],
   );
 });
