@@ -155,6 +155,14 @@ export class KubernetesProvider implements Provider {
     const k = key(pod.metadata?.namespace, pod.metadata?.name);
     const translation = translatePod(pod, { config: this.#config, nodeName: this.#deps.nodeName });
     this.#relay.remember(k, pod);
+    // After a restart the core reaches the pods already in B through here, not createPod: the
+    // per-name watches and the token renewal must start again (issue 24).
+    await this.#mirror.track(k, translation.dependencies, options);
+    if (translation.tokenSecret && !this.#tokens.renews(k)) {
+      await this.#tokens.start(pod, translation.tokenSecret, options).catch((err) => {
+        throw downstreamError("writing the service-account token Secret", err);
+      });
+    }
     const name = translation.pod.metadata!.name!;
     for (let attempt = 0; attempt < 3; attempt++) {
       const current = this.#ours.store.get(this.#config.namespace, name) ??

@@ -51,6 +51,11 @@ export class TokenMirror {
     void this.#renewLoop(pod, secret, renewInMs, signal);
   }
 
+  /** Whether the token Secret of the upstream pod `ns/name` is being renewed. */
+  renews(key: string): boolean {
+    return this.#renewals.has(key);
+  }
+
   /** Stops renewing and deletes the Secret. */
   async stop(pod: Pod, name: string, options: { signal?: AbortSignal } = {}): Promise<void> {
     const key = `${pod.metadata!.namespace}/${pod.metadata!.name}`;

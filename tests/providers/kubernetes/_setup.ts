@@ -90,6 +90,8 @@ export interface TwoClusters {
   virtualNode: RunningVkubelet;
   /** B's own node (process provider). */
   nodeB: RunningVkubelet;
+  /** Stops the virtual node's vkubelet and starts it again with the same identity and config. */
+  restartVirtualNode(): Promise<void>;
   /** Where forwarded pods go in B. */
   namespaceB: string;
   /** Where the test's pods live in A. */
@@ -99,8 +101,14 @@ export interface TwoClusters {
   close(): Promise<void>;
 }
 
+/** Options for {@link twoClusters}. */
+export interface TwoClustersOptions {
+  /** More provider config fields (over kubeconfig, namespace, nodeSelector, tolerations). */
+  providerConfig?: Record<string, unknown>;
+}
+
 /** Brings up B's node, the provider's identity and the virtual node in A. */
-export async function twoClusters(): Promise<TwoClusters> {
+export async function twoClusters(options: TwoClustersOptions = {}): Promise<TwoClusters> {
   const [a, b] = await Promise.all([useCluster(), useCluster("b")]);
   const suffix = crypto.randomUUID().slice(0, 6);
   const namespaceB = await b.newNamespace("offload");
@@ -134,6 +142,7 @@ export async function twoClusters(): Promise<TwoClusters> {
       namespace: namespaceB,
       nodeSelector: { "kubernetes.io/hostname": nodeB.nodeName },
       tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
+      ...options.providerConfig,
     }),
   }).catch(async (err) => {
     await nodeB.stop();
@@ -141,7 +150,7 @@ export async function twoClusters(): Promise<TwoClusters> {
   });
   const adminA = await KubeClient.fromConfig({ kubeconfig: a.kubeconfigPath });
   const adminB = await KubeClient.fromConfig({ kubeconfig: b.kubeconfigPath });
-  return {
+  const env: TwoClusters = {
     a,
     b,
     adminA,
@@ -154,14 +163,24 @@ export async function twoClusters(): Promise<TwoClusters> {
       nodeSelector: { "kubernetes.io/hostname": virtualNode.nodeName },
       tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
     },
+    async restartVirtualNode() {
+      await env.virtualNode.stop();
+      env.virtualNode = await startVkubelet(a, {
+        nodeName: env.virtualNode.nodeName,
+        like: env.virtualNode,
+        logFile: logDir ? `${logDir}/virtual-node.log` : undefined,
+        provider: "kubernetes",
+      });
+    },
     async close() {
-      await virtualNode.stop();
+      await env.virtualNode.stop();
       await nodeB.stop();
       adminA.close();
       adminB.close();
-      await a.kubectl(["delete", "node", virtualNode.nodeName, "--wait=false"]);
+      await a.kubectl(["delete", "node", env.virtualNode.nodeName, "--wait=false"]);
       await b.kubectl(["delete", "node", nodeB.nodeName, "--wait=false"]);
       await b.kubectl(["delete", "clusterrole,clusterrolebinding", `${user}-capacity`]);
     },
   };
+  return env;
 }
