@@ -11,7 +11,7 @@
  * @module
  */
 import type { TokenRequest } from "kubernetes-types/authentication/v1.d.ts";
-import type { ConfigMap, Secret } from "kubernetes-types/core/v1.d.ts";
+import type { ConfigMap, Event, Secret } from "kubernetes-types/core/v1.d.ts";
 import type {
   InformerHandlers,
   InNamespace,
@@ -57,6 +57,18 @@ export interface ProviderServiceAccountsApi {
   ): Promise<TokenRequest>;
 }
 
+/** Events: create one, or merge-patch its count and times (as a kubelet's recorder does). */
+export interface ProviderEventsApi {
+  /** Creates the Event in `namespace`. */
+  create(namespace: string, event: Event, options?: CallOptions): Promise<Event>;
+  /** Merge-patches the Event `namespace/name` (`type: "merge"`, `body` the patch). */
+  patch(
+    namespace: string,
+    name: string,
+    options: { type: "merge"; body: unknown } & CallOptions,
+  ): Promise<Event>;
+}
+
 /**
  * vkubelet's client of the cluster the virtual node is in, as a provider sees it. A node's
  * credentials may read only the ConfigMaps and Secrets its pods refer to (watch them by name).
@@ -65,6 +77,8 @@ export interface ProviderKubeClient {
   configMaps: ProviderObjectApi<ConfigMap>;
   secrets: ProviderObjectApi<Secret>;
   serviceAccounts: ProviderServiceAccountsApi;
+  /** Events on the node's pods (the kubelet's right under the Node authorizer); optional. */
+  events?: ProviderEventsApi;
 }
 
 /** True when a {@link ProviderKubeClient} call failed because the object does not exist. */

@@ -20,6 +20,7 @@ export {
 } from "./downward_api.ts";
 export {
   isKubeNotFound,
+  type ProviderEventsApi,
   type ProviderInformer,
   type ProviderKubeClient,
   type ProviderObjectApi,

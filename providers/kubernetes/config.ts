@@ -12,6 +12,7 @@
  * tokenExpirationSeconds: 3600      # upstream tokens' lifetime; renewed at 80 %
  * persistentVolumeClaims: { "team-a/data": data-in-b }   # PVCs of A mapped to claims in B
  * pingTimeout: 5s
+ * unschedulableTimeout: 5m   # a pod B cannot schedule this long is failed upstream, to be replaced
  * ```
  * @module
  */
@@ -59,9 +60,10 @@ export const kubernetesConfigSchema = z.strictObject({
     z.string().min(1),
   ).default({}),
   pingTimeout: duration("5s"),
+  unschedulableTimeout: duration("5m"),
 });
 
-/** The validated config; `pingTimeout` in milliseconds. */
+/** The validated config; `pingTimeout` and `unschedulableTimeout` in milliseconds. */
 export type KubernetesConfig = z.output<typeof kubernetesConfigSchema>;
 
 /** Validates a parsed config file; returns every problem, each with its field. */

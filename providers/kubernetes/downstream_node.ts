@@ -8,9 +8,10 @@ import type { Node, NodeStatus, Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Informer, KubeClient } from "../../k8s/mod.ts";
 import { type CallOptions, TransientError } from "../../provider/mod.ts";
 import { freeCapacity, toQuantities } from "./capacity.ts";
+import { type Fit, fitOnSomeNode } from "./fit.ts";
 import type { KubernetesConfig } from "./config.ts";
 import { MARKS, nodeSelector } from "./names.ts";
-import { raceTimeout } from "./_private.ts";
+import { raceSignal, raceTimeout } from "./_private.ts";
 
 /** What {@link DownstreamNode} needs. */
 export interface DownstreamNodeDeps {
@@ -77,6 +78,12 @@ export class DownstreamNode {
       { type: "Hostname", address: this.#deps.nodeName },
     ];
     status.daemonEndpoints = { kubeletEndpoint: { Port: this.#deps.daemonPort } };
+  }
+
+  /** Whether one selected node of B can take the (translated) pod now; see `fit.ts`. */
+  async fit(pod: Pod, options: CallOptions): Promise<Fit> {
+    await raceSignal(Promise.all([this.#nodes.synced, this.#allPods.synced]), options.signal);
+    return fitOnSomeNode(pod, this.#nodes.store.list(), this.#allPods.store.list());
   }
 
   /** Calls `callback` whenever the capacity changed. */

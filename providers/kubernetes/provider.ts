@@ -21,6 +21,7 @@ import {
   type ContainerLogOptions,
   type ContainerRef,
   type ExecOptions,
+  InvalidInputError,
   NotFoundError,
   type PodRef,
   type PortForwardOptions,
@@ -32,6 +33,8 @@ import {
 } from "../../provider/mod.ts";
 import type { KubernetesConfig } from "./config.ts";
 import { DependencyMirror } from "./dependencies.ts";
+import { EventRelay } from "./event_relay.ts";
+import { UnschedulableWatch } from "./unschedulable.ts";
 import { DownstreamNode } from "./downstream_node.ts";
 import { downstreamError } from "./errors.ts";
 import { downstreamName, MARKS, nodeSelector, upstreamOf } from "./names.ts";
@@ -58,6 +61,7 @@ export class KubernetesProvider implements Provider {
   readonly #relay: StatusRelay;
   readonly #mirror: DependencyMirror;
   readonly #tokens: TokenMirror;
+  readonly #unschedulable: UnschedulableWatch;
   readonly #stop = new AbortController();
   /** Held here: a signal from AbortSignal.any must stay referenced while work listens to it. */
   readonly #signal: AbortSignal;
@@ -107,15 +111,45 @@ export class KubernetesProvider implements Provider {
       log: deps.log,
       release: (k, pod) => this.#release(k, pod),
     });
-    this.#ours.on("add", (p) => this.#relay.onDownstream(p));
-    this.#ours.on("update", (p) => this.#relay.onDownstream(p));
-    this.#ours.on("delete", (p) => this.#relay.onDownstreamGone(p));
-    this.#running.push(this.#ours.run(signal), this.#node.run(signal));
+    this.#unschedulable = new UnschedulableWatch({
+      timeoutMs: config.unschedulableTimeout,
+      clock: deps.clock,
+      fail: (p, message) => this.#failUnschedulable(p, message),
+    });
+    for (const event of ["add", "update"] as const) {
+      this.#ours.on(event, (p: Pod) => {
+        this.#relay.onDownstream(p);
+        this.#unschedulable.observe(p);
+      });
+    }
+    this.#ours.on("delete", (p) => {
+      this.#unschedulable.forget(p);
+      this.#relay.onDownstreamGone(p);
+    });
+    this.#running.push(
+      this.#ours.run(signal),
+      this.#node.run(signal),
+      this.#unschedulable.run(signal),
+    );
+    if (clients.upstream.events) {
+      const events = new EventRelay({
+        downstream: clients.downstream,
+        upstream: clients.upstream.events,
+        namespace: config.namespace,
+        nodeName: deps.nodeName,
+        log: deps.log,
+        downstreamPod: (name) => this.#ours.store.get(config.namespace, name),
+      });
+      this.#running.push(events.run(signal));
+    }
   }
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
     const k = key(pod.metadata?.namespace, pod.metadata?.name);
     const translation = translatePod(pod, { config: this.#config, nodeName: this.#deps.nodeName });
+    // Admission, as a kubelet's (pkg/kubelet/lifecycle/predicate.go): one node of B must fit.
+    const fit = await this.#node.fit(translation.pod, options);
+    if (!fit.ok) throw new InvalidInputError(`Pod was rejected: ${fit.message}`);
     this.#relay.remember(k, pod);
     this.#relay.setDeleting(k, false);
     await this.#mirror.track(k, translation.dependencies, options);
@@ -327,6 +361,25 @@ export class KubernetesProvider implements Provider {
       pod: this.#downstreamPodName(container),
       container: container.container,
     };
+  }
+
+  /** B cannot schedule the pod: fail it upstream (A's controllers replace it), remove it in B. */
+  #failUnschedulable(downstream: Pod, message: string): void {
+    const up = upstreamOf(downstream.metadata);
+    if (!up) return;
+    this.#deps.log.warn("failing {pod}: {message}", { pod: key(up.namespace, up.name), message });
+    this.#relay.fail(key(up.namespace, up.name), downstream, "DownstreamUnschedulable", message);
+    this.#b.pods.delete(this.#config.namespace, downstream.metadata!.name!, {
+      gracePeriodSeconds: 0,
+      preconditions: { uid: downstream.metadata?.uid },
+      signal: this.#signal,
+    }).catch((err) => {
+      if (isKubeNotFound(err) || isConflict(err)) return;
+      this.#deps.log.warn("could not remove unschedulable pod {pod} from B: {err}", {
+        pod: downstream.metadata?.name,
+        err: String(err),
+      });
+    });
   }
 
   /** The pod has left B: stop keeping its ConfigMaps, Secrets and token current. */

@@ -62,6 +62,7 @@ export function downstreamRbac(user: string, namespace: string): unknown[] {
           resources: ["pods", "configmaps", "secrets"],
           verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
         },
+        { apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"] },
         { apiGroups: [""], resources: ["pods/log"], verbs: ["get"] },
         {
           apiGroups: [""],
@@ -88,8 +89,10 @@ export interface TwoClusters {
   adminB: KubeClient;
   /** The virtual node in A. */
   virtualNode: RunningVkubelet;
-  /** B's own node (process provider). */
+  /** B's own node (process provider); the first of {@link nodesB}. */
   nodeB: RunningVkubelet;
+  /** Every node of B the provider selects. */
+  nodesB: RunningVkubelet[];
   /** Stops the virtual node's vkubelet and starts it again with the same identity and config. */
   restartVirtualNode(): Promise<void>;
   /** Where forwarded pods go in B. */
@@ -105,6 +108,11 @@ export interface TwoClusters {
 export interface TwoClustersOptions {
   /** More provider config fields (over kubeconfig, namespace, nodeSelector, tolerations). */
   providerConfig?: Record<string, unknown>;
+  /**
+   * B's nodes (process provider), each with its capacity and labels; default one node with the
+   * host's capacity. With several, the provider selects them by a pool label they share.
+   */
+  nodesB?: { capacity?: Record<string, string>; labels?: Record<string, string> }[];
 }
 
 /** Brings up B's node, the provider's identity and the virtual node in A. */
@@ -113,15 +121,30 @@ export async function twoClusters(options: TwoClustersOptions = {}): Promise<Two
   const suffix = crypto.randomUUID().slice(0, 6);
   const namespaceB = await b.newNamespace("offload");
   const namespaceA = await a.newNamespace("kprov");
-  const stateDir = await Deno.makeTempDir({ prefix: "vk-kprov-b-" });
-  const nodeB = await startVkubelet(b, {
-    nodeName: `kb-${suffix}`,
-    logFile: Deno.env.get("KPROV_LOG_DIR")
-      ? `${Deno.env.get("KPROV_LOG_DIR")}/node-b.log`
-      : undefined,
-    provider: "process",
-    providerConfig: JSON.stringify({ stateDir, cgroups: "off" }),
-  });
+  const pool = { "vkubelet-test/pool": `kb-${suffix}` };
+  const nodesB: RunningVkubelet[] = [];
+  for (const [i, node] of (options.nodesB ?? [{}]).entries()) {
+    const stateDir = await Deno.makeTempDir({ prefix: "vk-kprov-b-" });
+    nodesB.push(
+      await startVkubelet(b, {
+        nodeName: i === 0 ? `kb-${suffix}` : `kb-${suffix}-${i}`,
+        logFile: Deno.env.get("KPROV_LOG_DIR")
+          ? `${Deno.env.get("KPROV_LOG_DIR")}/node-b${i || ""}.log`
+          : undefined,
+        provider: "process",
+        providerConfig: JSON.stringify({
+          stateDir,
+          cgroups: "off",
+          ...(node.capacity ? { capacity: node.capacity } : {}),
+          labels: { ...pool, ...node.labels },
+        }),
+      }).catch(async (err) => {
+        for (const n of nodesB) await n.stop();
+        throw err;
+      }),
+    );
+  }
+  const nodeB = nodesB[0];
   const user = `vkubelet-forwarder-${suffix}`;
   const apply = await b.kubectl(["apply", "-f", "-"], {
     stdin: JSON.stringify({
@@ -140,12 +163,12 @@ export async function twoClusters(options: TwoClustersOptions = {}): Promise<Two
     providerConfig: JSON.stringify({
       kubeconfig: kubeconfigB,
       namespace: namespaceB,
-      nodeSelector: { "kubernetes.io/hostname": nodeB.nodeName },
+      nodeSelector: options.nodesB ? pool : { "kubernetes.io/hostname": nodeB.nodeName },
       tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
       ...options.providerConfig,
     }),
   }).catch(async (err) => {
-    await nodeB.stop();
+    for (const n of nodesB) await n.stop();
     throw err;
   });
   const adminA = await KubeClient.fromConfig({ kubeconfig: a.kubeconfigPath });
@@ -157,6 +180,7 @@ export async function twoClusters(options: TwoClustersOptions = {}): Promise<Two
     adminB,
     virtualNode,
     nodeB,
+    nodesB,
     namespaceA,
     namespaceB,
     placement: {
@@ -174,11 +198,11 @@ export async function twoClusters(options: TwoClustersOptions = {}): Promise<Two
     },
     async close() {
       await env.virtualNode.stop();
-      await nodeB.stop();
+      for (const n of nodesB) await n.stop();
       adminA.close();
       adminB.close();
       await a.kubectl(["delete", "node", env.virtualNode.nodeName, "--wait=false"]);
-      await b.kubectl(["delete", "node", nodeB.nodeName, "--wait=false"]);
+      await b.kubectl(["delete", "node", ...nodesB.map((n) => n.nodeName), "--wait=false"]);
       await b.kubectl(["delete", "clusterrole,clusterrolebinding", `${user}-capacity`]);
     },
   };
