@@ -7,7 +7,9 @@
  *   no owner references, finalizers or uid (they mean nothing in B);
  * - scheduling meant for the virtual node goes (nodeName, nodeSelector, node affinity, the
  *   virtual-kubelet toleration and the defaults A's admission added); the config's
- *   nodeSelector and tolerations come in; priority and schedulerName are left to B;
+ *   nodeSelector and tolerations come in, and the B-side constraints of the annotations
+ *   `vkubelet.io/downstream-node-selector` and `vkubelet.io/downstream-affinity` (JSON), as
+ *   tensile-kube does; priority and schedulerName are left to B;
  * - ConfigMaps, Secrets and image pull secrets are renamed to their copies;
  * - PersistentVolumeClaims need a mapping in the config, else the pod is refused;
  * - the service-account token: with `downstream`, A's generated `kube-api-access-*` volume goes
@@ -19,6 +21,7 @@
  * @module
  */
 import type {
+  Affinity,
   Container,
   EnvVar,
   Pod,
@@ -29,7 +32,7 @@ import type {
 } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError } from "../../provider/mod.ts";
 import type { KubernetesConfig } from "./config.ts";
-import { downstreamName, markLabels, MARKS } from "./names.ts";
+import { AIM, downstreamName, markLabels, MARKS } from "./names.ts";
 
 /** An object of A a downstream pod refers to. */
 export interface Dependency {
@@ -81,6 +84,14 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
     deps.set(`${kind}/${ref}`, { kind, namespace, name: ref });
     return downstreamName(namespace, ref);
   };
+  const aim = aimedAtB(pod.metadata?.annotations ?? {});
+  // The config's selector keeps the pod on the selected nodes; the annotation narrows it.
+  const selector = { ...aim.nodeSelector, ...options.config.nodeSelector };
+  const affinity = dropUndefined({
+    ...source.affinity,
+    nodeAffinity: undefined, // meant for the virtual node
+    ...aim.affinity,
+  });
   const tokenSecretName = downstreamName(namespace, `${name}.token`);
   const tokens: TokenNeed[] = [];
   const volumes: Volume[] = [];
@@ -98,13 +109,9 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
     imagePullSecrets: source.imagePullSecrets?.map((s) => ({
       name: s.name ? need("secrets", s.name) : s.name,
     })),
-    nodeSelector: Object.keys(options.config.nodeSelector).length > 0
-      ? { ...options.config.nodeSelector }
-      : undefined,
+    nodeSelector: Object.keys(selector).length > 0 ? selector : undefined,
     tolerations: translateTolerations(source.tolerations, options.config.tolerations),
-    affinity: source.affinity?.nodeAffinity
-      ? { ...source.affinity, nodeAffinity: undefined }
-      : source.affinity,
+    affinity: affinity && Object.keys(affinity).length > 0 ? affinity : undefined,
     enableServiceLinks: false,
     hostname: source.hostname ??
       (/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name) ? name : undefined),
@@ -147,6 +154,44 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
     tokenSecret: tokens.length > 0 ? { name: tokenSecretName, needs: tokens } : undefined,
   };
 }
+
+/** The B-side constraints the pod's annotations ask for ({@link AIM}); throws when malformed. */
+function aimedAtB(
+  annotations: Record<string, string>,
+): { nodeSelector?: Record<string, string>; affinity?: Affinity } {
+  const parse = (name: string, check: (v: unknown) => boolean, example: string) => {
+    const text = annotations[name];
+    if (text === undefined) return undefined;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      value = undefined;
+    }
+    if (!value || typeof value !== "object" || Array.isArray(value) || !check(value)) {
+      throw new InvalidInputError(
+        `annotation ${name}: expected a JSON object such as ${example}, got ${
+          JSON.stringify(text)
+        }`,
+      );
+    }
+    return value;
+  };
+  return {
+    nodeSelector: parse(
+      AIM.nodeSelector,
+      (v) => Object.values(v as object).every((x) => typeof x === "string"),
+      '{"example.com/gpu":"a100"}',
+    ) as Record<string, string> | undefined,
+    affinity: parse(
+      AIM.affinity,
+      (v) => Object.keys(v as object).every((k) => AFFINITY_KINDS.has(k)),
+      '{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{...}}}',
+    ) as Affinity | undefined,
+  };
+}
+
+const AFFINITY_KINDS = new Set(["nodeAffinity", "podAffinity", "podAntiAffinity"]);
 
 interface VolumeContext {
   namespace: string;

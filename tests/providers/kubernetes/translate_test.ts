@@ -272,3 +272,27 @@ Deno.test("env for B: $ escaped against B's second expansion, $(NAME) of a defer
     ],
   );
 });
+
+Deno.test("the downstream-node-selector and downstream-affinity annotations apply in B", () => {
+  const up = upstreamPod();
+  const nodeAffinity = {
+    requiredDuringSchedulingIgnoredDuringExecution: {
+      nodeSelectorTerms: [{ matchExpressions: [{ key: "zone", operator: "In", values: ["z1"] }] }],
+    },
+  };
+  up.metadata!.annotations = {
+    "vkubelet.io/downstream-node-selector": '{"gpu":"a100","pool":"mine"}',
+    "vkubelet.io/downstream-affinity": JSON.stringify({ nodeAffinity }),
+  };
+  const { pod } = translatePod(up, {
+    config: config({ nodeSelector: { pool: "spare" } }),
+    nodeName: "vk-1",
+  });
+  assert.deepEqual(pod.spec?.nodeSelector, { gpu: "a100", pool: "spare" }, "the config's wins");
+  assert.deepEqual(pod.spec?.affinity?.nodeAffinity, nodeAffinity);
+  up.metadata!.annotations = { "vkubelet.io/downstream-node-selector": '{"gpu":1}' };
+  assert.throws(
+    () => translatePod(up, { config: config(), nodeName: "vk-1" }),
+    /annotation vkubelet.io\/downstream-node-selector: expected a JSON object such as/,
+  );
+});
