@@ -10,6 +10,7 @@
  * tolerations: [{ key: example.com/spare, operator: Exists }]   # added to every forwarded pod
  * serviceAccountToken: downstream   # or upstream: a token of A's service account, mounted in B
  * tokenExpirationSeconds: 3600      # upstream tokens' lifetime; renewed at 80 %
+ * upstreamApiServer: https://a.example:6443   # upstream mode: A's apiserver as B's pods reach it
  * persistentVolumeClaims: { "team-a/data": data-in-b }   # PVCs of A mapped to claims in B
  * pingTimeout: 5s
  * unschedulableTimeout: 5m   # a pod B cannot schedule this long is failed upstream, to be replaced
@@ -59,6 +60,10 @@ export const kubernetesConfigSchema = z.strictObject({
     z.string().regex(/^[^/]+\/[^/]+$/, { error: 'keys are "namespace/claim" of cluster A' }),
     z.string().min(1),
   ).default({}),
+  upstreamApiServer: z.url({
+    protocol: /^https$/,
+    error: "must be an https URL of cluster A's apiserver that B's pods can reach",
+  }).optional(),
   pingTimeout: duration("5s"),
   unschedulableTimeout: duration("5m"),
 });

@@ -14,7 +14,8 @@
  * - PersistentVolumeClaims need a mapping in the config, else the pod is refused;
  * - the service-account token: with `downstream`, A's generated `kube-api-access-*` volume goes
  *   and B mounts its own default account's; with `upstream`, its token source becomes a Secret
- *   of B that the provider fills with a TokenRequest of A (see `tokens.ts`);
+ *   of B that the provider fills with a TokenRequest of A (see `tokens.ts`), and with
+ *   `upstreamApiServer` the `kubernetes` Service variables name A's apiserver (`apiserver_env.ts`);
  * - `enableServiceLinks` is off: the core already put A's service variables in the env;
  * - env stays as the core resolved it, with `$` escaped for B's second expansion; the pod and
  *   host IP fieldRefs are left for B's kubelet (B assigns the IP), see {@link escapedEnv}.
@@ -33,6 +34,7 @@ import type {
 import { InvalidInputError } from "../../provider/mod.ts";
 import type { KubernetesConfig } from "./config.ts";
 import { AIM, downstreamName, markLabels, MARKS } from "./names.ts";
+import { apiServerAddress, withApiServerEnv } from "./apiserver_env.ts";
 
 /** An object of A a downstream pod refers to. */
 export interface Dependency {
@@ -61,10 +63,16 @@ export interface Translation {
 
 /** What translation needs besides the pod. */
 export interface TranslateOptions {
-  config: Pick<
-    KubernetesConfig,
-    "namespace" | "nodeSelector" | "tolerations" | "serviceAccountToken" | "persistentVolumeClaims"
-  >;
+  config:
+    & Pick<
+      KubernetesConfig,
+      | "namespace"
+      | "nodeSelector"
+      | "tolerations"
+      | "serviceAccountToken"
+      | "persistentVolumeClaims"
+    >
+    & Partial<Pick<KubernetesConfig, "upstreamApiServer">>;
   nodeName: string;
 }
 
@@ -93,6 +101,10 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
     ...aim.affinity,
   });
   const tokenSecretName = downstreamName(namespace, `${name}.token`);
+  const { serviceAccountToken, upstreamApiServer } = options.config;
+  const apiServer = serviceAccountToken === "upstream" && upstreamApiServer
+    ? apiServerAddress(upstreamApiServer)
+    : undefined;
   const tokens: TokenNeed[] = [];
   const volumes: Volume[] = [];
   const dropped = new Set<string>();
@@ -104,8 +116,8 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
   const spec: PodSpec = {
     ...source,
     volumes: volumes.length > 0 ? volumes : undefined,
-    containers: source.containers.map((c) => forB(c, dropped)),
-    initContainers: source.initContainers?.map((c) => forB(c, dropped)),
+    containers: source.containers.map((c) => forB(c, dropped, apiServer)),
+    initContainers: source.initContainers?.map((c) => forB(c, dropped, apiServer)),
     imagePullSecrets: source.imagePullSecrets?.map((s) => ({
       name: s.name ? need("secrets", s.name) : s.name,
     })),
@@ -277,7 +289,12 @@ function projectedSource(source: VolumeProjection, ctx: VolumeContext): VolumePr
 }
 
 /** The container without the dropped volumes' mounts, its env ready for B's kubelet. */
-function forB(container: Container, dropped: Set<string>): Container {
+function forB(
+  original: Container,
+  dropped: Set<string>,
+  apiServer: { host: string; port: string } | undefined,
+): Container {
+  const container = apiServer ? withApiServerEnv(original, apiServer) : original;
   const env = container.env ? escapedEnv(container.env) : undefined;
   if (dropped.size === 0 || !container.volumeMounts) return { ...container, env };
   return {

@@ -296,3 +296,35 @@ Deno.test("the downstream-node-selector and downstream-affinity annotations appl
     /annotation vkubelet.io\/downstream-node-selector: expected a JSON object such as/,
   );
 });
+
+Deno.test("upstream mode with upstreamApiServer: the kubernetes Service variables name A's apiserver", () => {
+  const up = upstreamPod();
+  up.spec!.containers[0].env = [
+    { name: "KUBERNETES_SERVICE_HOST", value: "10.96.0.1" },
+    { name: "KUBERNETES_PORT_443_TCP_ADDR", value: "10.96.0.1" },
+    { name: "MINE", value: "x" },
+  ];
+  const { pod } = translatePod(up, {
+    config: config({
+      serviceAccountToken: "upstream",
+      upstreamApiServer: "https://[fd00::1]:6443",
+    }),
+    nodeName: "vk-1",
+  });
+  const env = Object.fromEntries(pod.spec!.containers[0].env!.map((e) => [e.name, e.value]));
+  assert.deepEqual(env, {
+    MINE: "x",
+    KUBERNETES_SERVICE_HOST: "fd00::1",
+    KUBERNETES_SERVICE_PORT: "6443",
+    KUBERNETES_SERVICE_PORT_HTTPS: "6443",
+    KUBERNETES_PORT: "tcp://[fd00::1]:6443",
+    KUBERNETES_PORT_6443_TCP: "tcp://[fd00::1]:6443",
+    KUBERNETES_PORT_6443_TCP_PROTO: "tcp",
+    KUBERNETES_PORT_6443_TCP_PORT: "6443",
+    KUBERNETES_PORT_6443_TCP_ADDR: "fd00::1",
+  });
+  assert.equal(
+    parseKubernetesConfig({ kubeconfig: "k", namespace: "n", upstreamApiServer: "http://a" }).ok,
+    false,
+  );
+});
