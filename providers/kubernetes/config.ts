@@ -5,7 +5,8 @@
  * ```yaml
  * kubeconfig: /etc/vkubelet/cluster-b.kubeconfig   # required: how to reach cluster B
  * context: b                                       # optional: a context of that file
- * namespace: offload-from-a                        # required: B's namespace for forwarded pods
+ * namespace: offload-from-a                        # B's namespace for forwarded pods
+ * namespaces: one                   # or same: each pod in B's namespace named as its own in A
  * nodeSelector: { pool: spare }     # which of B's nodes count for capacity; also put on the pods
  * tolerations: [{ key: example.com/spare, operator: Exists }]   # added to every forwarded pod
  * serviceAccountToken: downstream   # or upstream: a token of A's service account, mounted in B
@@ -49,7 +50,8 @@ const toleration = z.strictObject({
 export const kubernetesConfigSchema = z.strictObject({
   kubeconfig: z.string({ error: "is required: the path of a kubeconfig for cluster B" }).min(1),
   context: z.string().min(1).optional(),
-  namespace: dnsLabel,
+  namespace: dnsLabel.optional(),
+  namespaces: z.enum(["one", "same"]).default("one"),
   nodeSelector: z.record(z.string(), z.string()).default({}),
   tolerations: z.array(toleration).default([]),
   serviceAccountToken: z.enum(["downstream", "upstream"]).default("downstream"),
@@ -66,6 +68,15 @@ export const kubernetesConfigSchema = z.strictObject({
   }).optional(),
   pingTimeout: duration("5s"),
   unschedulableTimeout: duration("5m"),
+}).superRefine((config, ctx) => {
+  if (config.namespaces === "one" && !config.namespace) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["namespace"],
+      message:
+        "is required: B's namespace for all forwarded pods (or namespaces: same to keep A's namespace names in B)",
+    });
+  }
 });
 
 /** The validated config; `pingTimeout` and `unschedulableTimeout` in milliseconds. */

@@ -74,8 +74,9 @@ export class DownstreamNode {
       "node.kubernetes.io/exclude-from-external-load-balancers": "true",
     };
     node.spec ??= {};
-    node.spec.providerID ??=
-      `vkubelet-kubernetes://${this.#deps.config.namespace}/${this.#deps.nodeName}`;
+    node.spec.providerID ??= `vkubelet-kubernetes://${
+      this.#deps.config.namespace ?? "-"
+    }/${this.#deps.nodeName}`;
     const status: NodeStatus = (node as { status?: NodeStatus }).status ??= {};
     const capacity = this.#currentCapacity();
     status.capacity = { ...capacity };
@@ -91,6 +92,11 @@ export class DownstreamNode {
   async fit(pod: Pod, options: CallOptions): Promise<Fit> {
     await raceSignal(Promise.all([this.#nodes.synced, this.#allPods.synced]), options.signal);
     return fitOnSomeNode(pod, this.#nodes.store.list(), this.#allPods.store.list());
+  }
+
+  /** Every pod of B that has not finished, on any node or none (from the capacity informer). */
+  podsOfB(): Pod[] {
+    return this.#allPods.store.list();
   }
 
   /** Calls `callback` whenever the capacity changed. */

@@ -1,7 +1,7 @@
 /**
  * B's Warning events for a forwarded pod, shown in A on the upstream pod (liqo#1781: users had to
  * log into B to see ImagePullBackOff or FailedScheduling). An informer of B's Warning events in
- * the provider's namespace; each one about a pod this node forwarded becomes one Event of A on
+ * the provider's namespace (every namespace with `namespaces: same`); each one about a pod this node forwarded becomes one Event of A on
  * the upstream pod, named after B's event, so a repeat in B (its `count` going up) updates the
  * same Event in A instead of adding one: deduplicated as B's own recorder aggregates them.
  * @module
@@ -17,11 +17,12 @@ import { upstreamOf } from "./names.ts";
 export interface EventRelayDeps {
   downstream: KubeClient;
   upstream: ProviderEventsApi;
-  namespace: string;
+  /** B's namespace of the forwarded pods; `undefined`: every namespace. */
+  namespace: string | undefined;
   nodeName: string;
   log: Logger;
-  /** The downstream pod of this node named `name` in B, if there is one. */
-  downstreamPod: (name: string) => Pod | undefined;
+  /** The downstream pod of this node `namespace/name` in B, if there is one. */
+  downstreamPod: (namespace: string, name: string) => Pod | undefined;
 }
 
 /** Copies B's Warning events about forwarded pods to A. */
@@ -54,7 +55,10 @@ export class EventRelay {
     const uid = event.metadata?.uid ?? "";
     const count = event.count ?? event.series?.count ?? 1;
     if ((this.#copied.get(uid) ?? 0) >= count) return;
-    const pod = this.#deps.downstreamPod(event.involvedObject.name ?? "");
+    const pod = this.#deps.downstreamPod(
+      event.involvedObject.namespace ?? event.metadata?.namespace ?? "",
+      event.involvedObject.name ?? "",
+    );
     const up = upstreamOf(pod?.metadata);
     if (!pod || !up?.uid || pod.metadata?.uid !== event.involvedObject.uid) return;
     const first = !this.#copied.has(uid);

@@ -37,7 +37,8 @@ import { EventRelay } from "./event_relay.ts";
 import { UnschedulableWatch } from "./unschedulable.ts";
 import { DownstreamNode } from "./downstream_node.ts";
 import { downstreamError } from "./errors.ts";
-import { downstreamName, MARKS, nodeSelector, upstreamOf } from "./names.ts";
+import { MARKS, nodeSelector, upstreamOf } from "./names.ts";
+import { Placement } from "./placement.ts";
 import { StatusRelay } from "./status_relay.ts";
 import { TokenMirror } from "./tokens.ts";
 import { DEFERRED_FIELD_PATHS, translatePod } from "./translate.ts";
@@ -62,6 +63,7 @@ export class KubernetesProvider implements Provider {
   readonly #mirror: DependencyMirror;
   readonly #tokens: TokenMirror;
   readonly #unschedulable: UnschedulableWatch;
+  readonly #place: Placement;
   readonly #stop = new AbortController();
   /** Held here: a signal from AbortSignal.any must stay referenced while work listens to it. */
   readonly #signal: AbortSignal;
@@ -75,8 +77,9 @@ export class KubernetesProvider implements Provider {
     this.#deps = deps;
     this.#b = clients.downstream;
     const signal = this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
+    const place = this.#place = new Placement(config, deps.nodeName);
     this.#ours = this.#b.pods.informer({
-      namespace: config.namespace,
+      namespace: place.watched,
       labelSelector: nodeSelector(deps.nodeName),
       name: "downstream pods",
     });
@@ -90,7 +93,7 @@ export class KubernetesProvider implements Provider {
     this.#mirror = new DependencyMirror({
       upstream: clients.upstream,
       downstream: clients.downstream,
-      namespace: config.namespace,
+      placement: place,
       nodeName: deps.nodeName,
       log: deps.log,
       signal,
@@ -98,7 +101,7 @@ export class KubernetesProvider implements Provider {
     this.#tokens = new TokenMirror({
       upstream: clients.upstream,
       downstream: clients.downstream,
-      namespace: config.namespace,
+      placement: place,
       nodeName: deps.nodeName,
       expirationSeconds: config.tokenExpirationSeconds,
       clock: deps.clock,
@@ -135,10 +138,10 @@ export class KubernetesProvider implements Provider {
       const events = new EventRelay({
         downstream: clients.downstream,
         upstream: clients.upstream.events,
-        namespace: config.namespace,
+        namespace: place.watched,
         nodeName: deps.nodeName,
         log: deps.log,
-        downstreamPod: (name) => this.#ours.store.get(config.namespace, name),
+        downstreamPod: (namespace, name) => this.#ours.store.get(namespace, name),
       });
       this.#running.push(events.run(signal));
     }
@@ -146,12 +149,16 @@ export class KubernetesProvider implements Provider {
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
     const k = key(pod.metadata?.namespace, pod.metadata?.name);
-    const translation = translatePod(pod, { config: this.#config, nodeName: this.#deps.nodeName });
+    const translation = this.#translate(pod);
     // Admission, as a kubelet's (pkg/kubelet/lifecycle/predicate.go): one node of B must fit.
     const fit = await this.#node.fit(translation.pod, options);
     if (!fit.ok) throw new InvalidInputError(`Pod was rejected: ${fit.message}`);
     this.#relay.remember(k, pod);
     this.#relay.setDeleting(k, false);
+    const where = translation.pod.metadata!.namespace!;
+    await this.#place.ensure(this.#b, where, options).catch((err) => {
+      throw downstreamError(`creating namespace ${where}`, err);
+    });
     await this.#mirror.track(k, translation.dependencies, options);
     if (translation.tokenSecret) {
       await this.#tokens.start(pod, translation.tokenSecret, options).catch((err) => {
@@ -160,19 +167,19 @@ export class KubernetesProvider implements Provider {
     }
     const target = translation.pod;
     try {
-      await this.#b.pods.create(this.#config.namespace, target, { signal: options.signal });
+      await this.#b.pods.create(where, target, { signal: options.signal });
       return;
     } catch (err) {
       if (!isAlreadyExists(err)) throw downstreamError(`creating pod ${k}`, err);
     }
     // Already there: ours from an earlier try (done), or an older pod of the same name.
-    const existing = await this.#b.pods.get(this.#config.namespace, target.metadata!.name!, {
+    const existing = await this.#b.pods.get(where, target.metadata!.name!, {
       signal: options.signal,
     }).catch((err) => {
       throw downstreamError(`reading pod ${k}`, err);
     });
     if (existing.metadata?.labels?.[MARKS.uid] === pod.metadata?.uid) return;
-    await this.#b.pods.delete(this.#config.namespace, target.metadata!.name!, {
+    await this.#b.pods.delete(where, target.metadata!.name!, {
       gracePeriodSeconds: 0,
       preconditions: { uid: existing.metadata?.uid },
       signal: options.signal,
@@ -187,7 +194,7 @@ export class KubernetesProvider implements Provider {
 
   async updatePod(pod: Pod, options: CallOptions): Promise<void> {
     const k = key(pod.metadata?.namespace, pod.metadata?.name);
-    const translation = translatePod(pod, { config: this.#config, nodeName: this.#deps.nodeName });
+    const translation = this.#translate(pod);
     this.#relay.remember(k, pod);
     // After a restart the core reaches the pods already in B through here, not createPod: the
     // per-name watches and the token renewal must start again (issue 24).
@@ -197,10 +204,13 @@ export class KubernetesProvider implements Provider {
         throw downstreamError("writing the service-account token Secret", err);
       });
     }
-    const name = translation.pod.metadata!.name!;
+    const { name, namespace: where } = translation.pod.metadata as {
+      name: string;
+      namespace: string;
+    };
     for (let attempt = 0; attempt < 3; attempt++) {
-      const current = this.#ours.store.get(this.#config.namespace, name) ??
-        await this.#b.pods.get(this.#config.namespace, name, options).catch((err) => {
+      const current = this.#ours.store.get(where, name) ??
+        await this.#b.pods.get(where, name, options).catch((err) => {
           throw downstreamError(`reading pod ${k}`, err);
         });
       const next = withMutableFields(current, translation.pod);
@@ -210,7 +220,7 @@ export class KubernetesProvider implements Provider {
         return;
       } catch (err) {
         if (!isConflict(err)) throw downstreamError(`updating pod ${k}`, err);
-        const fresh = await this.#b.pods.get(this.#config.namespace, name, options);
+        const fresh = await this.#b.pods.get(where, name, options);
         if (fresh.metadata?.resourceVersion === current.metadata?.resourceVersion) throw err;
       }
     }
@@ -220,16 +230,13 @@ export class KubernetesProvider implements Provider {
     const { namespace, name, uid } = pod.metadata ?? {};
     const k = key(namespace, name);
     this.#relay.setDeleting(k, true);
-    const downstream = this.#ours.store.get(
-      this.#config.namespace,
-      downstreamName(namespace!, name!),
-    );
+    const downstream = this.#downstreamOf(namespace!, name!);
     if (!downstream || (uid && downstream.metadata?.labels?.[MARKS.uid] !== uid)) {
       this.#relay.finish(k, pod, undefined);
       return;
     }
     try {
-      await this.#b.pods.delete(this.#config.namespace, downstream.metadata!.name!, {
+      await this.#b.pods.delete(downstream.metadata!.namespace!, downstream.metadata!.name!, {
         gracePeriodSeconds: pod.metadata?.deletionGracePeriodSeconds ?? 0,
         preconditions: { uid: downstream.metadata?.uid },
         signal: options.signal,
@@ -244,10 +251,7 @@ export class KubernetesProvider implements Provider {
   }
 
   getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {
-    const downstream = this.#ours.store.get(
-      this.#config.namespace,
-      downstreamName(namespace, name),
-    );
+    const downstream = this.#downstreamOf(namespace, name);
     return Promise.resolve(downstream ? this.#relay.toUpstream(downstream) : undefined);
   }
 
@@ -279,10 +283,10 @@ export class KubernetesProvider implements Provider {
     container: ContainerRef,
     options: ContainerLogOptions,
   ): Promise<ReadableStream<Uint8Array>> {
-    const name = this.#downstreamPodName(container);
+    const { namespace, pod: name } = this.#downstreamRef(container.namespace, container.pod);
     try {
       return await this.#b.request({
-        path: this.#b.pods.path(this.#config.namespace, name, "log"),
+        path: this.#b.pods.path(namespace, name, "log"),
         query: {
           container: container.container,
           follow: options.follow || undefined,
@@ -311,10 +315,7 @@ export class KubernetesProvider implements Provider {
   }
 
   portForward(pod: PodRef, options: PortForwardOptions): Promise<void> {
-    return portForwardDownstream(this.#b, {
-      namespace: this.#config.namespace,
-      pod: this.#downstreamPodName(pod.namespace, pod.name),
-    }, options);
+    return portForwardDownstream(this.#b, this.#downstreamRef(pod.namespace, pod.name), options);
   }
 
   getStatsSummary(options: CallOptions): Promise<StatsSummary> {
@@ -337,7 +338,7 @@ export class KubernetesProvider implements Provider {
   #statsOptions(options: CallOptions) {
     return {
       nodeName: this.#deps.nodeName,
-      namespace: this.#config.namespace,
+      namespace: this.#place.watched,
       pods: this.#ours.store.list(),
       toUpstream: (p: Pod) => upstreamOf(p.metadata),
       counters: this.#cpuCounters,
@@ -346,19 +347,28 @@ export class KubernetesProvider implements Provider {
     };
   }
 
-  #downstreamPodName(ref: ContainerRef | string, name?: string): string {
-    const [namespace, pod] = typeof ref === "string" ? [ref, name!] : [ref.namespace, ref.pod];
-    const downstream = this.#ours.store.get(this.#config.namespace, downstreamName(namespace, pod));
+  #translate(pod: Pod) {
+    const { nodeName } = this.#deps;
+    return translatePod(pod, { config: this.#config, nodeName, placement: this.#place });
+  }
+
+  /** The downstream pod of the upstream pod `namespace/name`, if B has it. */
+  #downstreamOf(namespace: string, name: string): Pod | undefined {
+    const place = this.#place;
+    return this.#ours.store.get(place.namespaceOf(namespace), place.nameOf(namespace, name));
+  }
+
+  #downstreamRef(namespace: string, pod: string): { namespace: string; pod: string } {
+    const downstream = this.#downstreamOf(namespace, pod);
     if (!downstream) {
       throw new NotFoundError(`pod ${namespace}/${pod} does not run in the downstream cluster`);
     }
-    return downstream.metadata!.name!;
+    return { namespace: downstream.metadata!.namespace!, pod: downstream.metadata!.name! };
   }
 
   #streamTarget(container: ContainerRef) {
     return {
-      namespace: this.#config.namespace,
-      pod: this.#downstreamPodName(container),
+      ...this.#downstreamRef(container.namespace, container.pod),
       container: container.container,
     };
   }
@@ -369,7 +379,7 @@ export class KubernetesProvider implements Provider {
     if (!up) return;
     this.#deps.log.warn("failing {pod}: {message}", { pod: key(up.namespace, up.name), message });
     this.#relay.fail(key(up.namespace, up.name), downstream, "DownstreamUnschedulable", message);
-    this.#b.pods.delete(this.#config.namespace, downstream.metadata!.name!, {
+    this.#b.pods.delete(downstream.metadata!.namespace!, downstream.metadata!.name!, {
       gracePeriodSeconds: 0,
       preconditions: { uid: downstream.metadata?.uid },
       signal: this.#signal,
@@ -382,12 +392,31 @@ export class KubernetesProvider implements Provider {
     });
   }
 
-  /** The pod has left B: stop keeping its ConfigMaps, Secrets and token current. */
+  /**
+   * The pod has left B: stop keeping its ConfigMaps, Secrets and token current; with
+   * `namespaces: same`, remove B's namespace once nothing runs there.
+   */
   #release(k: string, pod: Pod): void {
     this.#mirror.untrack(k);
-    const translationName = downstreamName(pod.metadata!.namespace!, `${pod.metadata!.name}.token`);
-    if (this.#config.serviceAccountToken === "upstream") {
-      void this.#tokens.stop(pod, translationName);
-    }
+    const namespace = pod.metadata!.namespace!;
+    const tokenSecret = this.#place.nameOf(namespace, `${pod.metadata!.name}.token`);
+    const stopped = this.#config.serviceAccountToken === "upstream"
+      ? this.#tokens.stop(pod, tokenSecret)
+      : Promise.resolve();
+    const where = this.#place.namespaceOf(namespace);
+    // Ours from our own informer (which has dropped this pod already), the rest from B's.
+    const ours = nodeSelector(this.#deps.nodeName).split("=")[1];
+    const pods = () => [
+      ...this.#ours.store.list(),
+      ...this.#node.podsOfB().filter((p) => p.metadata?.labels?.[MARKS.node] !== ours),
+    ];
+    void stopped.then(() =>
+      this.#place.removeIfUnused(this.#b, where, pods(), { signal: this.#signal })
+    ).catch((err) => {
+      this.#deps.log.warn("could not remove namespace {namespace} from B: {err}", {
+        namespace: where,
+        err: String(err),
+      });
+    });
   }
 }

@@ -33,7 +33,8 @@ import type {
 } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError } from "../../provider/mod.ts";
 import type { KubernetesConfig } from "./config.ts";
-import { AIM, downstreamName, markLabels, MARKS } from "./names.ts";
+import { AIM, markLabels, MARKS } from "./names.ts";
+import { Placement } from "./placement.ts";
 import { apiServerAddress, withApiServerEnv } from "./apiserver_env.ts";
 
 /** An object of A a downstream pod refers to. */
@@ -72,8 +73,10 @@ export interface TranslateOptions {
       | "serviceAccountToken"
       | "persistentVolumeClaims"
     >
-    & Partial<Pick<KubernetesConfig, "upstreamApiServer">>;
+    & Partial<Pick<KubernetesConfig, "upstreamApiServer" | "namespaces">>;
   nodeName: string;
+  /** Where objects go in B; by default from `config` (`namespaces`, `namespace`). */
+  placement?: Pick<Placement, "namespaceOf" | "nameOf">;
 }
 
 const DROPPED_ANNOTATIONS = new Set(["kubectl.kubernetes.io/last-applied-configuration"]);
@@ -87,10 +90,11 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
   const { namespace, name, uid } = pod.metadata ?? {};
   if (!namespace || !name || !uid) throw new InvalidInputError("pod has no namespace, name or uid");
   const source = structuredClone(pod.spec ?? { containers: [] }) as PodSpec;
+  const place = options.placement ?? new Placement(options.config, options.nodeName);
   const deps = new Map<string, Dependency>();
   const need = (kind: Dependency["kind"], ref: string) => {
     deps.set(`${kind}/${ref}`, { kind, namespace, name: ref });
-    return downstreamName(namespace, ref);
+    return place.nameOf(namespace, ref);
   };
   const aim = aimedAtB(pod.metadata?.annotations ?? {});
   // The config's selector keeps the pod on the selected nodes; the annotation narrows it.
@@ -100,7 +104,7 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
     nodeAffinity: undefined, // meant for the virtual node
     ...aim.affinity,
   });
-  const tokenSecretName = downstreamName(namespace, `${name}.token`);
+  const tokenSecretName = place.nameOf(namespace, `${name}.token`);
   const { serviceAccountToken, upstreamApiServer } = options.config;
   const apiServer = serviceAccountToken === "upstream" && upstreamApiServer
     ? apiServerAddress(upstreamApiServer)
@@ -146,8 +150,8 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
     apiVersion: "v1",
     kind: "Pod",
     metadata: {
-      name: downstreamName(namespace, name),
-      namespace: options.config.namespace,
+      name: place.nameOf(namespace, name),
+      namespace: place.namespaceOf(namespace),
       labels: { ...pod.metadata?.labels, ...markLabels(options.nodeName, namespace, uid) },
       annotations: {
         ...Object.fromEntries(

@@ -29,8 +29,12 @@ export async function eventually<T>(
   throw new Error(`timed out after ${ms / 1000} s waiting for ${what}${last ? `: ${last}` : ""}`);
 }
 
-/** The RBAC the provider's identity needs in B: nothing more. */
-export function downstreamRbac(user: string, namespace: string): unknown[] {
+/**
+ * The RBAC the provider's identity needs in B: nothing more. With `namespaces: same` the
+ * namespaced rules hold in every namespace, and namespaces may be created and deleted.
+ */
+export function downstreamRbac(user: string, namespace: string, same = false): unknown[] {
+  if (same) return sameNamespacesRbac(user);
   return [
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
@@ -79,6 +83,42 @@ export function downstreamRbac(user: string, namespace: string): unknown[] {
       subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: user }],
     },
   ];
+}
+
+function sameNamespacesRbac(user: string): unknown[] {
+  const subjects = [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: user }];
+  return [{
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRole",
+    metadata: { name: `${user}-capacity` },
+    rules: [
+      { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch"] },
+      { apiGroups: ["metrics.k8s.io"], resources: ["pods"], verbs: ["get", "list"] },
+      { apiGroups: [""], resources: ["namespaces"], verbs: ["get", "create", "delete"] },
+      {
+        apiGroups: [""],
+        resources: ["pods", "configmaps", "secrets", "services"],
+        verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+      },
+      { apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"] },
+      { apiGroups: [""], resources: ["pods/log"], verbs: ["get"] },
+      {
+        apiGroups: [""],
+        resources: ["pods/exec", "pods/attach", "pods/portforward"],
+        verbs: ["get", "create"],
+      },
+    ],
+  }, {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: { name: `${user}-capacity` },
+    roleRef: {
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "ClusterRole",
+      name: `${user}-capacity`,
+    },
+    subjects,
+  }];
 }
 
 /** Both clusters, both nodes and admin clients. */
@@ -150,7 +190,7 @@ export async function twoClusters(options: TwoClustersOptions = {}): Promise<Two
     stdin: JSON.stringify({
       apiVersion: "v1",
       kind: "List",
-      items: downstreamRbac(user, namespaceB),
+      items: downstreamRbac(user, namespaceB, options.providerConfig?.namespaces === "same"),
     }),
   });
   assert.equal(apply.code, 0, apply.stderr);
