@@ -11,7 +11,7 @@
  * @module
  */
 import type { TokenRequest } from "kubernetes-types/authentication/v1.d.ts";
-import type { ConfigMap, Event, Secret } from "kubernetes-types/core/v1.d.ts";
+import type { ConfigMap, Event, Secret, Service } from "kubernetes-types/core/v1.d.ts";
 import type {
   InformerHandlers,
   InNamespace,
@@ -77,6 +77,8 @@ export interface ProviderKubeClient {
   configMaps: ProviderObjectApi<ConfigMap>;
   secrets: ProviderObjectApi<Secret>;
   serviceAccounts: ProviderServiceAccountsApi;
+  /** Services (a kubelet reads them all for service links); optional. */
+  services?: ProviderObjectApi<Service>;
   /** Events on the node's pods (the kubelet's right under the Node authorizer); optional. */
   events?: ProviderEventsApi;
 }

@@ -7,6 +7,7 @@
  * context: b                                       # optional: a context of that file
  * namespace: offload-from-a                        # B's namespace for forwarded pods
  * namespaces: one                   # or same: each pod in B's namespace named as its own in A
+ * syncServices: false               # with namespaces: same, copy the pods' namespaces' Services
  * nodeSelector: { pool: spare }     # which of B's nodes count for capacity; also put on the pods
  * tolerations: [{ key: example.com/spare, operator: Exists }]   # added to every forwarded pod
  * serviceAccountToken: downstream   # or upstream: a token of A's service account, mounted in B
@@ -68,7 +69,15 @@ export const kubernetesConfigSchema = z.strictObject({
   }).optional(),
   pingTimeout: duration("5s"),
   unschedulableTimeout: duration("5m"),
+  syncServices: z.boolean().default(false),
 }).superRefine((config, ctx) => {
+  if (config.syncServices && config.namespaces !== "same") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["syncServices"],
+      message: "needs namespaces: same (a Service keeps its name and namespace in B)",
+    });
+  }
   if (config.namespaces === "one" && !config.namespace) {
     ctx.addIssue({
       code: "custom",

@@ -39,6 +39,7 @@ import { DownstreamNode } from "./downstream_node.ts";
 import { downstreamError } from "./errors.ts";
 import { MARKS, nodeSelector, upstreamOf } from "./names.ts";
 import { Placement } from "./placement.ts";
+import { ServiceMirror } from "./services.ts";
 import { StatusRelay } from "./status_relay.ts";
 import { TokenMirror } from "./tokens.ts";
 import { DEFERRED_FIELD_PATHS, translatePod } from "./translate.ts";
@@ -64,6 +65,7 @@ export class KubernetesProvider implements Provider {
   readonly #tokens: TokenMirror;
   readonly #unschedulable: UnschedulableWatch;
   readonly #place: Placement;
+  readonly #services?: ServiceMirror;
   readonly #stop = new AbortController();
   /** Held here: a signal from AbortSignal.any must stay referenced while work listens to it. */
   readonly #signal: AbortSignal;
@@ -108,6 +110,15 @@ export class KubernetesProvider implements Provider {
       log: deps.log,
       signal,
     });
+    if (config.syncServices && clients.upstream.services) {
+      this.#services = new ServiceMirror({
+        upstream: clients.upstream.services,
+        downstream: clients.downstream,
+        nodeName: deps.nodeName,
+        log: deps.log,
+        signal,
+      });
+    }
     this.#relay = new StatusRelay({
       internalIp: deps.internalIp,
       clock: deps.clock,
@@ -165,7 +176,9 @@ export class KubernetesProvider implements Provider {
         throw downstreamError("writing the service-account token Secret", err);
       });
     }
-    const target = translation.pod;
+    // Copied before the pod starts: B's kubelet sets service links from what exists then.
+    await this.#services?.track(k, pod.metadata!.namespace!, options.signal);
+    const target = this.#services ? this.#translate(pod).pod : translation.pod;
     try {
       await this.#b.pods.create(where, target, { signal: options.signal });
       return;
@@ -199,6 +212,7 @@ export class KubernetesProvider implements Provider {
     // After a restart the core reaches the pods already in B through here, not createPod: the
     // per-name watches and the token renewal must start again (issue 24).
     await this.#mirror.track(k, translation.dependencies, options);
+    await this.#services?.track(k, pod.metadata!.namespace!, options.signal);
     if (translation.tokenSecret && !this.#tokens.renews(k)) {
       await this.#tokens.start(pod, translation.tokenSecret, options).catch((err) => {
         throw downstreamError("writing the service-account token Secret", err);
@@ -332,6 +346,7 @@ export class KubernetesProvider implements Provider {
     this.#tokens.close();
     await Promise.allSettled(this.#running);
     await this.#mirror.close();
+    await this.#services?.close();
     this.#b.close();
   }
 
@@ -349,7 +364,8 @@ export class KubernetesProvider implements Provider {
 
   #translate(pod: Pod) {
     const { nodeName } = this.#deps;
-    return translatePod(pod, { config: this.#config, nodeName, placement: this.#place });
+    const services = this.#services?.names(pod.metadata!.namespace!);
+    return translatePod(pod, { config: this.#config, nodeName, placement: this.#place, services });
   }
 
   /** The downstream pod of the upstream pod `namespace/name`, if B has it. */
@@ -399,6 +415,7 @@ export class KubernetesProvider implements Provider {
   #release(k: string, pod: Pod): void {
     this.#mirror.untrack(k);
     const namespace = pod.metadata!.namespace!;
+    this.#services?.untrack(k, namespace);
     const tokenSecret = this.#place.nameOf(namespace, `${pod.metadata!.name}.token`);
     const stopped = this.#config.serviceAccountToken === "upstream"
       ? this.#tokens.stop(pod, tokenSecret)

@@ -35,6 +35,7 @@ import { InvalidInputError } from "../../provider/mod.ts";
 import type { KubernetesConfig } from "./config.ts";
 import { AIM, markLabels, MARKS } from "./names.ts";
 import { Placement } from "./placement.ts";
+import { isServiceLinkOf } from "./services.ts";
 import { apiServerAddress, withApiServerEnv } from "./apiserver_env.ts";
 
 /** An object of A a downstream pod refers to. */
@@ -77,6 +78,11 @@ export interface TranslateOptions {
   nodeName: string;
   /** Where objects go in B; by default from `config` (`namespaces`, `namespace`). */
   placement?: Pick<Placement, "namespaceOf" | "nameOf">;
+  /**
+   * With `syncServices`: the names of the pod namespace's Services, copied to B. Their
+   * service-link variables leave the env and B's kubelet sets them from the copies.
+   */
+  services?: string[];
 }
 
 const DROPPED_ANNOTATIONS = new Set(["kubectl.kubernetes.io/last-applied-configuration"]);
@@ -105,6 +111,7 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
     ...aim.affinity,
   });
   const tokenSecretName = place.nameOf(namespace, `${name}.token`);
+  const isLink = options.services ? isServiceLinkOf(options.services) : () => false;
   const { serviceAccountToken, upstreamApiServer } = options.config;
   const apiServer = serviceAccountToken === "upstream" && upstreamApiServer
     ? apiServerAddress(upstreamApiServer)
@@ -120,15 +127,15 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
   const spec: PodSpec = {
     ...source,
     volumes: volumes.length > 0 ? volumes : undefined,
-    containers: source.containers.map((c) => forB(c, dropped, apiServer)),
-    initContainers: source.initContainers?.map((c) => forB(c, dropped, apiServer)),
+    containers: source.containers.map((c) => forB(c, dropped, apiServer, isLink)),
+    initContainers: source.initContainers?.map((c) => forB(c, dropped, apiServer, isLink)),
     imagePullSecrets: source.imagePullSecrets?.map((s) => ({
       name: s.name ? need("secrets", s.name) : s.name,
     })),
     nodeSelector: Object.keys(selector).length > 0 ? selector : undefined,
     tolerations: translateTolerations(source.tolerations, options.config.tolerations),
     affinity: affinity && Object.keys(affinity).length > 0 ? affinity : undefined,
-    enableServiceLinks: false,
+    enableServiceLinks: options.services ? (source.enableServiceLinks ?? true) : false,
     hostname: source.hostname ??
       (/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name) ? name : undefined),
   };
@@ -297,9 +304,10 @@ function forB(
   original: Container,
   dropped: Set<string>,
   apiServer: { host: string; port: string } | undefined,
+  isLink: (name: string) => boolean,
 ): Container {
   const container = apiServer ? withApiServerEnv(original, apiServer) : original;
-  const env = container.env ? escapedEnv(container.env) : undefined;
+  const env = container.env ? escapedEnv(container.env.filter((v) => !isLink(v.name))) : undefined;
   if (dropped.size === 0 || !container.volumeMounts) return { ...container, env };
   return {
     ...container,

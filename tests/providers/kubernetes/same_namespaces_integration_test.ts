@@ -67,3 +67,67 @@ Deno.test("kubernetes provider: namespaces: same keeps A's names in B, the names
     await env.close();
   }
 });
+
+Deno.test("kubernetes provider: syncServices copies the namespace's Services to B; service env comes from B's copies", async () => {
+  const env = await twoClusters({ providerConfig: { namespaces: "same", syncServices: true } });
+  const kubectlA = env.a.kubectlIn(env.namespaceA);
+  const ns = env.namespaceA;
+  try {
+    await kubectlA(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "db", namespace: ns },
+        spec: { selector: { app: "db" }, ports: [{ name: "pg", port: 5432, targetPort: 5432 }] },
+      }),
+    );
+    await kubectlA(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "db-0", namespace: ns, labels: { app: "db" } },
+        spec: {
+          ...env.placement,
+          terminationGracePeriodSeconds: 0,
+          containers: [{ name: "main", image: "busybox", command: ["sleep", "3600"] }],
+        },
+      }),
+    );
+    await eventually("the pod Running in A", async () => {
+      const pod = await env.adminA.pods.get(ns, "db-0");
+      return pod.status?.phase === "Running";
+    }, 90_000);
+    const copy = await env.adminB.services.get(ns, "db");
+    assert.equal(copy.metadata?.labels?.["vkubelet.io/role"], "service");
+    assert.deepEqual(copy.spec?.selector, { app: "db" });
+    const clusterIpB = copy.spec?.clusterIP;
+    assert.ok(clusterIpB && clusterIpB !== "None");
+    // No DNS runs in the local clusters: the synced object and the env B's kubelet sets show it.
+    const out = await kubectlA([
+      "exec",
+      "db-0",
+      "--",
+      "sh",
+      "-c",
+      'echo "$DB_SERVICE_HOST:$DB_SERVICE_PORT_PG"',
+    ]);
+    assert.equal(out.trim(), `${clusterIpB}:5432`, "service env from B's copy");
+    // B's endpoint controllers select the pod through the copy's selector, but refuse its
+    // address here: the process provider's pod IPs are loopback, which Endpoints may not hold.
+    await kubectlA(["delete", "service", "db"]);
+    await eventually("the copy gone from B", async () => {
+      try {
+        await env.adminB.services.get(ns, "db");
+        return false;
+      } catch {
+        return true;
+      }
+    }, 30_000);
+  } finally {
+    await env.a.kubectl(["delete", "namespace", ns, "--wait=false"]);
+    await env.b.kubectl(["delete", "namespace", ns, "--wait=false", "--ignore-not-found"]);
+    await env.close();
+  }
+});
