@@ -22,7 +22,6 @@ import {
   type ContainerRef,
   type ExecOptions,
   InvalidInputError,
-  NotFoundError,
   type PodRef,
   type PortForwardOptions,
   type Provider,
@@ -43,8 +42,7 @@ import { ServiceMirror } from "./services.ts";
 import { StatusRelay } from "./status_relay.ts";
 import { TokenMirror } from "./tokens.ts";
 import { DEFERRED_FIELD_PATHS, translatePod } from "./translate.ts";
-import { type CpuCounters, downstreamMetricsText, downstreamStatsSummary } from "./stats.ts";
-import { attachDownstream, execDownstream, portForwardDownstream } from "./streaming.ts";
+import { DownstreamAccess } from "./access.ts";
 import { key, raceSignal, withMutableFields } from "./_private.ts";
 
 /** The two clusters: A (where the virtual node is, vkubelet's client) and B (where pods run). */
@@ -70,7 +68,7 @@ export class KubernetesProvider implements Provider {
   /** Held here: a signal from AbortSignal.any must stay referenced while work listens to it. */
   readonly #signal: AbortSignal;
   readonly #running: Promise<void>[] = [];
-  readonly #cpuCounters: CpuCounters = new Map();
+  readonly #access: DownstreamAccess;
   /** B assigns the pod and host IPs: env fieldRefs to them are resolved by B's kubelet. */
   readonly deferredFieldPaths = DEFERRED_FIELD_PATHS;
 
@@ -119,6 +117,15 @@ export class KubernetesProvider implements Provider {
         signal,
       });
     }
+    this.#access = new DownstreamAccess({
+      downstream: clients.downstream,
+      nodeName: deps.nodeName,
+      namespace: place.watched,
+      clock: deps.clock,
+      signal,
+      pods: () => this.#ours.store.list(),
+      find: (namespace, name) => this.#downstreamOf(namespace, name),
+    });
     this.#relay = new StatusRelay({
       internalIp: deps.internalIp,
       clock: deps.clock,
@@ -293,51 +300,31 @@ export class KubernetesProvider implements Provider {
     return this.#node.ping(options);
   }
 
-  async getContainerLogs(
+  getContainerLogs(
     container: ContainerRef,
     options: ContainerLogOptions,
   ): Promise<ReadableStream<Uint8Array>> {
-    const { namespace, pod: name } = this.#downstreamRef(container.namespace, container.pod);
-    try {
-      return await this.#b.request({
-        path: this.#b.pods.path(namespace, name, "log"),
-        query: {
-          container: container.container,
-          follow: options.follow || undefined,
-          tailLines: options.tailLines,
-          timestamps: options.timestamps || undefined,
-          sinceSeconds: options.sinceSeconds,
-          sinceTime: options.sinceTime?.toISOString(),
-          limitBytes: options.limitBytes,
-          previous: options.previous || undefined,
-        },
-        stream: true,
-        // Ends follow streams when vkubelet stops, too.
-        signal: AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]),
-      });
-    } catch (err) {
-      throw downstreamError(`reading the log of ${container.namespace}/${container.pod}`, err);
-    }
+    return this.#access.logs(container, options);
   }
 
   runInContainer(container: ContainerRef, options: ExecOptions): Promise<number> {
-    return execDownstream(this.#b, this.#streamTarget(container), options);
+    return this.#access.exec(container, options);
   }
 
   attachToContainer(container: ContainerRef, options: AttachOptions): Promise<void> {
-    return attachDownstream(this.#b, this.#streamTarget(container), options);
+    return this.#access.attach(container, options);
   }
 
   portForward(pod: PodRef, options: PortForwardOptions): Promise<void> {
-    return portForwardDownstream(this.#b, this.#downstreamRef(pod.namespace, pod.name), options);
+    return this.#access.portForward(pod, options);
   }
 
   getStatsSummary(options: CallOptions): Promise<StatsSummary> {
-    return downstreamStatsSummary(this.#b, this.#statsOptions(options));
+    return this.#access.statsSummary(options);
   }
 
   getMetricsResource(options: CallOptions): Promise<string> {
-    return downstreamMetricsText(this.#b, this.#statsOptions(options));
+    return this.#access.metrics(options);
   }
 
   async close(): Promise<void> {
@@ -350,18 +337,6 @@ export class KubernetesProvider implements Provider {
     this.#b.close();
   }
 
-  #statsOptions(options: CallOptions) {
-    return {
-      nodeName: this.#deps.nodeName,
-      namespace: this.#place.watched,
-      pods: this.#ours.store.list(),
-      toUpstream: (p: Pod) => upstreamOf(p.metadata),
-      counters: this.#cpuCounters,
-      nowMs: this.#deps.clock.now(),
-      signal: options.signal,
-    };
-  }
-
   #translate(pod: Pod) {
     const { nodeName } = this.#deps;
     const services = this.#services?.names(pod.metadata!.namespace!);
@@ -372,21 +347,6 @@ export class KubernetesProvider implements Provider {
   #downstreamOf(namespace: string, name: string): Pod | undefined {
     const place = this.#place;
     return this.#ours.store.get(place.namespaceOf(namespace), place.nameOf(namespace, name));
-  }
-
-  #downstreamRef(namespace: string, pod: string): { namespace: string; pod: string } {
-    const downstream = this.#downstreamOf(namespace, pod);
-    if (!downstream) {
-      throw new NotFoundError(`pod ${namespace}/${pod} does not run in the downstream cluster`);
-    }
-    return { namespace: downstream.metadata!.namespace!, pod: downstream.metadata!.name! };
-  }
-
-  #streamTarget(container: ContainerRef) {
-    return {
-      ...this.#downstreamRef(container.namespace, container.pod),
-      container: container.container,
-    };
   }
 
   /** B cannot schedule the pod: fail it upstream (A's controllers replace it), remove it in B. */

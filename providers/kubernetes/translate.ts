@@ -22,9 +22,7 @@
  * @module
  */
 import type {
-  Affinity,
   Container,
-  EnvVar,
   Pod,
   PodSpec,
   Toleration,
@@ -33,9 +31,13 @@ import type {
 } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError } from "../../provider/mod.ts";
 import type { KubernetesConfig } from "./config.ts";
-import { AIM, markLabels, MARKS } from "./names.ts";
+import { markLabels, MARKS } from "./names.ts";
 import { Placement } from "./placement.ts";
 import { isServiceLinkOf } from "./services.ts";
+import { aimedAtB } from "./aim.ts";
+import { escapedEnv } from "./env_for_b.ts";
+
+export { DEFERRED_FIELD_PATHS, escapedEnv } from "./env_for_b.ts";
 import { apiServerAddress, withApiServerEnv } from "./apiserver_env.ts";
 
 /** An object of A a downstream pod refers to. */
@@ -178,44 +180,6 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
   };
 }
 
-/** The B-side constraints the pod's annotations ask for ({@link AIM}); throws when malformed. */
-function aimedAtB(
-  annotations: Record<string, string>,
-): { nodeSelector?: Record<string, string>; affinity?: Affinity } {
-  const parse = (name: string, check: (v: unknown) => boolean, example: string) => {
-    const text = annotations[name];
-    if (text === undefined) return undefined;
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      value = undefined;
-    }
-    if (!value || typeof value !== "object" || Array.isArray(value) || !check(value)) {
-      throw new InvalidInputError(
-        `annotation ${name}: expected a JSON object such as ${example}, got ${
-          JSON.stringify(text)
-        }`,
-      );
-    }
-    return value;
-  };
-  return {
-    nodeSelector: parse(
-      AIM.nodeSelector,
-      (v) => Object.values(v as object).every((x) => typeof x === "string"),
-      '{"example.com/gpu":"a100"}',
-    ) as Record<string, string> | undefined,
-    affinity: parse(
-      AIM.affinity,
-      (v) => Object.keys(v as object).every((k) => AFFINITY_KINDS.has(k)),
-      '{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{...}}}',
-    ) as Affinity | undefined,
-  };
-}
-
-const AFFINITY_KINDS = new Set(["nodeAffinity", "podAffinity", "podAntiAffinity"]);
-
 interface VolumeContext {
   namespace: string;
   options: TranslateOptions;
@@ -315,36 +279,6 @@ function forB(
     volumeMounts: container.volumeMounts.filter((m) => !dropped.has(m.name)),
   };
 }
-
-/**
- * The env as B's kubelet must read it. Values come resolved and expanded by the core; B's kubelet
- * expands `$(NAME)` and `$$` once more (third_party/forked/golang/expansion), so every `$` is
- * doubled — except in `$(NAME)` of an earlier var left as a fieldRef (`status.podIP` and the
- * like, in DEFERRED_FIELD_PATHS), which is B's to expand.
- */
-export function escapedEnv(env: EnvVar[]): EnvVar[] {
-  const deferred = new Set<string>();
-  return env.map((v) => {
-    if (v.value === undefined) {
-      if (v.valueFrom?.fieldRef) deferred.add(v.name);
-      return v;
-    }
-    deferred.delete(v.name);
-    const value = v.value.replaceAll("$", "$$$$").replace(
-      /\$\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g,
-      (match, name) => deferred.has(name) ? match.slice(1) : match,
-    );
-    return { ...v, value };
-  });
-}
-
-/** fieldRefs whose value only B knows: the core leaves them to B's kubelet. */
-export const DEFERRED_FIELD_PATHS: readonly string[] = [
-  "status.podIP",
-  "status.podIPs",
-  "status.hostIP",
-  "status.hostIPs",
-];
 
 function translateTolerations(
   tolerations: Toleration[] | undefined,
