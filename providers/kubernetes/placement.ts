@@ -17,6 +17,8 @@ import { downstreamName, markLabels, MARKS } from "./names.ts";
 export class Placement {
   readonly #config: Pick<Partial<KubernetesConfig>, "namespace" | "namespaces">;
   readonly #nodeName: string;
+  /** Namespaces known to exist in B: one create per namespace, not one per pod. */
+  readonly #ensured = new Set<string>();
 
   constructor(
     config: Pick<Partial<KubernetesConfig>, "namespace" | "namespaces">,
@@ -48,7 +50,7 @@ export class Placement {
 
   /** `same`: makes sure B has the namespace for A's `namespace` (marked as ours if created). */
   async ensure(b: KubeClient, namespace: string, options: CallOptions): Promise<void> {
-    if (!this.same) return;
+    if (!this.same || this.#ensured.has(namespace)) return;
     const object: Namespace = {
       apiVersion: "v1",
       kind: "Namespace",
@@ -62,6 +64,12 @@ export class Placement {
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
     }
+    this.#ensured.add(namespace);
+  }
+
+  /** Forgets that `namespace` exists (B answered that it does not): the next pod creates it. */
+  forget(namespace: string): void {
+    this.#ensured.delete(namespace);
   }
 
   /**
@@ -83,6 +91,7 @@ export class Placement {
       if (isKubeNotFound(err)) return;
       throw err;
     }
+    this.#ensured.delete(namespace);
     const ours = markLabels(this.#nodeName, "")[MARKS.node];
     if (current.metadata?.labels?.[MARKS.node] !== ours || current.metadata?.deletionTimestamp) {
       return;

@@ -190,6 +190,7 @@ export class KubernetesProvider implements Provider {
       await this.#b.pods.create(where, target, { signal: options.signal });
       return;
     } catch (err) {
+      if (isKubeNotFound(err)) this.#place.forget(where); // the namespace went away
       if (!isAlreadyExists(err)) throw downstreamError(`creating pod ${k}`, err);
     }
     // Already there: ours from an earlier try (done), or an older pod of the same name.

@@ -55,12 +55,31 @@ Deno.test("kubernetes provider: namespaces: same keeps A's names in B, the names
     await kubectlA(["delete", "pod", "reader"]);
     await eventually("B's namespace gone with its last pod", async () => {
       try {
-        const left = await env.adminB.namespaces.get(ns);
-        return left.metadata?.deletionTimestamp !== undefined;
+        await env.adminB.namespaces.get(ns);
+        return false;
       } catch {
         return true;
       }
-    }, 60_000);
+    }, 90_000);
+
+    // A new pod brings the namespace back.
+    await kubectlA(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "again", namespace: ns },
+        spec: {
+          ...env.placement,
+          terminationGracePeriodSeconds: 0,
+          containers: [{ name: "main", image: "busybox", command: ["sleep", "3600"] }],
+        },
+      }),
+    );
+    await eventually("the new pod Running in B's recreated namespace", async () => {
+      const pod = await env.adminB.pods.get(ns, "again");
+      return pod.status?.phase === "Running";
+    }, 90_000);
   } finally {
     await env.a.kubectl(["delete", "namespace", ns, "--wait=false"]);
     await env.b.kubectl(["delete", "namespace", ns, "--wait=false", "--ignore-not-found"]);
