@@ -146,6 +146,12 @@ export interface Provider {
    * Must not block. Without it the core polls {@link getPodStatus}.
    */
   notifyPods?(callback: (pod: Pod) => void): void;
+  /**
+   * fieldRef paths (such as `status.podIP`) that this provider's runtime resolves itself, because
+   * their value is known only once the pod runs there: the core leaves env vars using them as
+   * `valueFrom.fieldRef`, and `$(NAME)` references to such vars unexpanded in later values.
+   */
+  readonly deferredFieldPaths?: readonly string[];
   /** The pod's current status, or `undefined` if unknown. Used only when polling. */
   getPodStatus?(
     namespace: string,

@@ -12,7 +12,7 @@
  * @module
  */
 import type { TokenRequest } from "kubernetes-types/authentication/v1.d.ts";
-import type { ConfigMap, Event, Secret } from "kubernetes-types/core/v1.d.ts";
+import type { ConfigMap, Event, Secret, Service } from "kubernetes-types/core/v1.d.ts";
 import type {
   InformerHandlers,
   InNamespace,
@@ -58,10 +58,19 @@ export interface ProviderServiceAccountsApi {
   ): Promise<TokenRequest>;
 }
 
-/** Events: a provider that changes a pod to fit where it runs says so on the pod. */
+/**
+ * Events: a provider says what it changed or saw on a pod; create one, or merge-patch its
+ * count and times (as a kubelet's recorder does).
+ */
 export interface ProviderEventsApi {
-  /** Creates an Event in `namespace`. */
+  /** Creates the Event in `namespace`. */
   create(namespace: string, event: Event, options?: SignalOptions): Promise<Event>;
+  /** Merge-patches the Event `namespace/name` (`type: "merge"`, `body` the patch). */
+  patch(
+    namespace: string,
+    name: string,
+    options: { type: "merge"; body: unknown } & SignalOptions,
+  ): Promise<Event>;
 }
 
 /**
@@ -72,7 +81,9 @@ export interface ProviderKubeClient {
   configMaps: ProviderObjectApi<ConfigMap>;
   secrets: ProviderObjectApi<Secret>;
   serviceAccounts: ProviderServiceAccountsApi;
-  /** Absent in fakes that give none. */
+  /** Services (a kubelet reads them all for service links); optional. */
+  services?: ProviderObjectApi<Service>;
+  /** Events on the node's pods (the kubelet's right under the Node authorizer); optional. */
   events?: ProviderEventsApi;
 }
 

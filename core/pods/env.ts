@@ -90,12 +90,21 @@ export function isEnvResolutionError(err: unknown): err is EnvResolutionError {
 type ContainerList = "containers" | "initContainers" | "ephemeralContainers";
 const LISTS: ContainerList[] = ["initContainers", "containers", "ephemeralContainers"];
 
+/** How {@link resolvePodEnv} runs. */
+export interface ResolveEnvOptions extends CallOptions {
+  /**
+   * fieldRef paths the provider's runtime resolves ({@link Provider.deferredFieldPaths}): env
+   * vars using them stay fieldRefs, and `$(NAME)` references to them stay unexpanded.
+   */
+  deferredFieldPaths?: readonly string[];
+}
+
 /** Resolves the env of every container of `pod` (a deep copy is returned; `pod` is not changed). */
 export async function resolvePodEnv(
   pod: Pod,
   sources: EnvSources,
   addresses: PodAddresses,
-  options: CallOptions = {},
+  options: ResolveEnvOptions = {},
 ): Promise<ResolvedEnv> {
   const resolved = structuredClone(pod);
   const namespace = pod.metadata?.namespace ?? "";
@@ -135,21 +144,36 @@ class Resolution {
     readonly sources: EnvSources,
     readonly addresses: PodAddresses,
     readonly links: Map<string, string>,
-    readonly options: CallOptions,
+    readonly options: ResolveEnvOptions,
   ) {}
 
   async containerEnv(container: Container, fieldPath: string): Promise<EnvVar[]> {
     const vars = new Map<string, string>();
+    // Vars left for the provider's runtime; `$(NAME)` of them is kept for it to expand.
+    const deferred = new Map<string, EnvVar>();
     for (const from of container.envFrom ?? []) await this.#envFrom(from, vars, fieldPath);
-    const lookup = (name: string) => vars.get(name) ?? this.links.get(name);
+    const lookup = (name: string) =>
+      deferred.has(name) ? undefined : vars.get(name) ?? this.links.get(name);
+    const deferredPaths = this.options.deferredFieldPaths ?? [];
     for (const envVar of container.env ?? []) {
+      const path = envVar.value ? undefined : envVar.valueFrom?.fieldRef?.fieldPath;
+      if (path && deferredPaths.includes(path)) {
+        vars.set(envVar.name, "");
+        deferred.set(envVar.name, {
+          name: envVar.name,
+          valueFrom: structuredClone(envVar.valueFrom),
+        });
+        continue;
+      }
       let value: string | undefined = envVar.value ?? "";
       if (value !== "") value = expandVars(value, lookup);
       else if (envVar.valueFrom) value = await this.#valueFrom(container, envVar, fieldPath);
-      if (value !== undefined) vars.set(envVar.name, value);
+      if (value === undefined) continue;
+      vars.set(envVar.name, value);
+      deferred.delete(envVar.name);
     }
     for (const [name, value] of this.links) if (!vars.has(name)) vars.set(name, value);
-    return [...vars].map(([name, value]) => ({ name, value }));
+    return [...vars].map(([name, value]) => deferred.get(name) ?? { name, value });
   }
 
   async #envFrom(from: EnvFromSource, vars: Map<string, string>, fieldPath: string) {

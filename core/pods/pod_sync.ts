@@ -58,7 +58,10 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
   if (!await preflight(ctx, pod, signal)) return;
   let resolved;
   try {
-    resolved = await resolvePodEnv(pod, ctx.envSources, ctx.addresses(key, pod), { signal });
+    resolved = await resolvePodEnv(pod, ctx.envSources, ctx.addresses(key, pod), {
+      signal,
+      deferredFieldPaths: ctx.provider.deferredFieldPaths,
+    });
   } catch (err) {
     if (!isEnvResolutionError(err)) throw err;
     // The kubelet's CreateContainerConfigError: event, waiting container, retry with backoff.

@@ -5,14 +5,18 @@
  * ```yaml
  * kubeconfig: /etc/vkubelet/cluster-b.kubeconfig   # required: how to reach cluster B
  * context: b                                       # optional: a context of that file
- * namespace: offload-from-a                        # required: B's namespace for forwarded pods
+ * namespace: offload-from-a                        # B's namespace for forwarded pods
+ * namespaces: one                   # or same: each pod in B's namespace named as its own in A
+ * syncServices: false               # with namespaces: same, copy the pods' namespaces' Services
  * nodeSelector: { pool: spare }     # which of B's nodes count for capacity; also put on the pods
  * tolerations: [{ key: example.com/spare, operator: Exists }]   # added to every forwarded pod
  * serviceAccountToken: downstream   # or upstream: a token of A's service account, mounted in B
  * tokenExpirationSeconds: 3600      # upstream tokens' lifetime; renewed at 80 %
+ * upstreamApiServer: https://a.example:6443   # upstream mode: A's apiserver as B's pods reach it
  * persistentVolumeClaims: { "team-a/data": data-in-b }   # PVCs of A mapped to claims in B
  * pingTimeout: 5s
  * profile: cci                      # shape pods to Huawei CCI's rules (see ./cci_profile.ts)
+ * unschedulableTimeout: 5m   # a pod B cannot schedule this long is failed upstream, to be replaced
  * ```
  * @module
  */
@@ -49,7 +53,8 @@ const toleration = z.strictObject({
 export const kubernetesConfigSchema = z.strictObject({
   kubeconfig: z.string({ error: "is required: the path of a kubeconfig for cluster B" }).min(1),
   context: z.string().min(1).optional(),
-  namespace: dnsLabel,
+  namespace: dnsLabel.optional(),
+  namespaces: z.enum(["one", "same"]).default("one"),
   nodeSelector: z.record(z.string(), z.string()).default({}),
   tolerations: z.array(toleration).default([]),
   serviceAccountToken: z.enum(["downstream", "upstream"]).default("downstream"),
@@ -60,11 +65,41 @@ export const kubernetesConfigSchema = z.strictObject({
     z.string().regex(/^[^/]+\/[^/]+$/, { error: 'keys are "namespace/claim" of cluster A' }),
     z.string().min(1),
   ).default({}),
+  upstreamApiServer: z.url({
+    protocol: /^https$/,
+    error: "must be an https URL of cluster A's apiserver that B's pods can reach",
+  }).optional(),
   pingTimeout: duration("5s"),
   profile: z.enum(PROFILES).optional(),
+  unschedulableTimeout: duration("5m"),
+  syncServices: z.boolean().default(false),
+}).superRefine((config, ctx) => {
+  if (config.syncServices && config.namespaces !== "same") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["syncServices"],
+      message: "needs namespaces: same (a Service keeps its name and namespace in B)",
+    });
+  }
+  if (config.profile === "cci" && config.namespaces === "same") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["profile"],
+      message:
+        "cci needs namespaces: one (a namespace prepared for CCI's networking, checked before the first pod)",
+    });
+  }
+  if (config.namespaces === "one" && !config.namespace) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["namespace"],
+      message:
+        "is required: B's namespace for all forwarded pods (or namespaces: same to keep A's namespace names in B)",
+    });
+  }
 });
 
-/** The validated config; `pingTimeout` in milliseconds. */
+/** The validated config; `pingTimeout` and `unschedulableTimeout` in milliseconds. */
 export type KubernetesConfig = z.output<typeof kubernetesConfigSchema>;
 
 /** Validates a parsed config file; returns every problem, each with its field. */

@@ -11,15 +11,16 @@ import type { ConfigMap, Secret } from "kubernetes-types/core/v1.d.ts";
 import { isAlreadyExists, isConflict, isKubeNotFound, type KubeClient } from "../../k8s/mod.ts";
 import type { Logger } from "../../base/log.ts";
 import type { ProviderKubeClient } from "../../provider/mod.ts";
-import { downstreamName, markLabels, MARKS } from "./names.ts";
+import { markLabels, MARKS } from "./names.ts";
+import type { Placement } from "./placement.ts";
 import type { Dependency } from "./translate.ts";
 
 /** What {@link DependencyMirror} needs. */
 export interface DependencyMirrorOptions {
   upstream: Pick<ProviderKubeClient, "configMaps" | "secrets">;
   downstream: Pick<KubeClient, "configMaps" | "secrets">;
-  /** B's namespace for copies. */
-  namespace: string;
+  /** Where copies go in B. */
+  placement: Placement;
   nodeName: string;
   log: Logger;
   signal: AbortSignal;
@@ -167,13 +168,18 @@ export class DependencyMirror {
   async #copy(dep: Dependency, source: Object, signal: AbortSignal): Promise<void> {
     const copy = this.#copyOf(dep, source);
     const api = this.#o.downstream[dep.kind] as unknown as KindApi;
-    await upsert(api, this.#o.namespace, copy, signal);
+    await upsert(api, this.#o.placement.namespaceOf(dep.namespace), copy, signal);
   }
 
   async #remove(dep: Dependency, signal: AbortSignal): Promise<void> {
     const api = this.#o.downstream[dep.kind];
     try {
-      await api.delete(this.#o.namespace, downstreamName(dep.namespace, dep.name), { signal });
+      const { placement } = this.#o;
+      await api.delete(
+        placement.namespaceOf(dep.namespace),
+        placement.nameOf(dep.namespace, dep.name),
+        { signal },
+      );
     } catch (err) {
       if (!isKubeNotFound(err)) throw err;
     }
@@ -181,8 +187,8 @@ export class DependencyMirror {
 
   #copyOf(dep: Dependency, source: Object): Object {
     const metadata = {
-      name: downstreamName(dep.namespace, dep.name),
-      namespace: this.#o.namespace,
+      name: this.#o.placement.nameOf(dep.namespace, dep.name),
+      namespace: this.#o.placement.namespaceOf(dep.namespace),
       labels: { ...markLabels(this.#o.nodeName, dep.namespace), [MARKS.role]: "dependency" },
       annotations: { [MARKS.name]: dep.name },
     };

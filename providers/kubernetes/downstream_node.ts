@@ -1,16 +1,21 @@
 /**
  * The virtual node as cluster B makes it: capacity from two informers of B (the selected nodes,
- * and non-terminated pods everywhere), announced to the core debounced and only when it changed;
+ * and non-terminated pods everywhere) and the labels all selected nodes share, announced to the
+ * core debounced and only when they changed;
  * the node's registration fields; and the ping that tells whether B's apiserver answers.
  * @module
  */
 import type { Node, NodeStatus, Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Informer, KubeClient } from "../../k8s/mod.ts";
 import { type CallOptions, TransientError } from "../../provider/mod.ts";
-import { freeCapacity, toQuantities } from "./capacity.ts";
+import { freeCapacity, isUsableNode, toQuantities } from "./capacity.ts";
+import { type Fit, fitOnSomeNode } from "./fit.ts";
 import type { KubernetesConfig } from "./config.ts";
 import { MARKS, nodeSelector } from "./names.ts";
-import { raceTimeout } from "./_private.ts";
+import { raceSignal, raceTimeout } from "./_private.ts";
+
+/** Labels of B's nodes that are not true of the virtual node: their names and roles. */
+const NOT_SHARED = /^(kubernetes\.io\/hostname|node-role\.kubernetes\.io\/.*)$/;
 
 /** What {@link DownstreamNode} needs. */
 export interface DownstreamNodeDeps {
@@ -62,12 +67,16 @@ export class DownstreamNode {
     await raceTimeout(Promise.all([this.#nodes.synced, this.#allPods.synced]), 5_000);
     node.metadata ??= {};
     node.metadata.labels = {
+      // The labels every selected node of B has, so A's scheduler can match on them
+      // (admiralty#84); the virtual node's own labels win.
+      ...this.#sharedLabels(),
       ...node.metadata.labels,
       "node.kubernetes.io/exclude-from-external-load-balancers": "true",
     };
     node.spec ??= {};
-    node.spec.providerID ??=
-      `vkubelet-kubernetes://${this.#deps.config.namespace}/${this.#deps.nodeName}`;
+    node.spec.providerID ??= `vkubelet-kubernetes://${
+      this.#deps.config.namespace ?? "-"
+    }/${this.#deps.nodeName}`;
     const status: NodeStatus = (node as { status?: NodeStatus }).status ??= {};
     const capacity = this.#currentCapacity();
     status.capacity = { ...capacity };
@@ -77,6 +86,17 @@ export class DownstreamNode {
       { type: "Hostname", address: this.#deps.nodeName },
     ];
     status.daemonEndpoints = { kubeletEndpoint: { Port: this.#deps.daemonPort } };
+  }
+
+  /** Whether one selected node of B can take the (translated) pod now; see `fit.ts`. */
+  async fit(pod: Pod, options: CallOptions): Promise<Fit> {
+    await raceSignal(Promise.all([this.#nodes.synced, this.#allPods.synced]), options.signal);
+    return fitOnSomeNode(pod, this.#nodes.store.list(), this.#allPods.store.list());
+  }
+
+  /** Every pod of B that has not finished, on any node or none (from the capacity informer). */
+  podsOfB(): Pod[] {
+    return this.#allPods.store.list();
   }
 
   /** Calls `callback` whenever the capacity changed. */
@@ -118,12 +138,25 @@ export class DownstreamNode {
     return toQuantities(free);
   }
 
+  #sharedLabels(): Record<string, string> {
+    const nodes = this.#nodes.store.list().filter(isUsableNode);
+    if (nodes.length === 0) return {};
+    const shared: Record<string, string> = { ...nodes[0].metadata?.labels };
+    for (const node of nodes.slice(1)) {
+      for (const [k, v] of Object.entries(shared)) {
+        if (node.metadata?.labels?.[k] !== v) delete shared[k];
+      }
+    }
+    for (const k of Object.keys(shared)) if (NOT_SHARED.test(k)) delete shared[k];
+    return shared;
+  }
+
   #capacityChanged(): void {
     if (this.#capacityTimer !== undefined) return;
     // Debounced: a burst of pod events in B becomes one node update.
     this.#capacityTimer = setTimeout(() => {
       this.#capacityTimer = undefined;
-      const next = JSON.stringify(this.#currentCapacity());
+      const next = JSON.stringify([this.#currentCapacity(), this.#sharedLabels()]);
       if (next === this.#capacity) return;
       this.#capacity = next;
       for (const callback of this.#callbacks) callback();

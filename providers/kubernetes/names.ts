@@ -22,6 +22,14 @@ export const MARKS = {
   role: "vkubelet.io/role",
 } as const;
 
+/** Annotations of the upstream pod aiming it at nodes of B (tensile-kube's approach). */
+export const AIM = {
+  /** A JSON object of node labels, added to the pod's nodeSelector in B. */
+  nodeSelector: "vkubelet.io/downstream-node-selector",
+  /** A JSON `Affinity` (node, pod, anti) for the pod in B. */
+  affinity: "vkubelet.io/downstream-affinity",
+} as const;
+
 const MAX_NAME = 253;
 
 /** The name in B of the object `namespace/name` of A. */

@@ -21,7 +21,7 @@ import {
   type ContainerLogOptions,
   type ContainerRef,
   type ExecOptions,
-  NotFoundError,
+  InvalidInputError,
   type PodRef,
   type PortForwardOptions,
   type Provider,
@@ -33,14 +33,17 @@ import {
 import { CciNamespaceCheck, recordShaping } from "./cci_namespace.ts";
 import type { KubernetesConfig } from "./config.ts";
 import { DependencyMirror } from "./dependencies.ts";
+import { EventRelay } from "./event_relay.ts";
+import { UnschedulableWatch } from "./unschedulable.ts";
 import { DownstreamNode } from "./downstream_node.ts";
 import { downstreamError } from "./errors.ts";
-import { downstreamName, MARKS, nodeSelector, upstreamOf } from "./names.ts";
+import { MARKS, nodeSelector, upstreamOf } from "./names.ts";
+import { Placement } from "./placement.ts";
+import { ServiceMirror } from "./services.ts";
 import { StatusRelay } from "./status_relay.ts";
 import { TokenMirror } from "./tokens.ts";
-import { translatePod } from "./translate.ts";
-import { type CpuCounters, downstreamMetricsText, downstreamStatsSummary } from "./stats.ts";
-import { attachDownstream, execDownstream, portForwardDownstream } from "./streaming.ts";
+import { DEFERRED_FIELD_PATHS, translatePod } from "./translate.ts";
+import { DownstreamAccess } from "./access.ts";
 import { key, raceSignal, withMutableFields } from "./_private.ts";
 
 /** The two clusters: A (where the virtual node is, vkubelet's client) and B (where pods run). */
@@ -61,24 +64,32 @@ export class KubernetesProvider implements Provider {
   readonly #relay: StatusRelay;
   readonly #mirror: DependencyMirror;
   readonly #tokens: TokenMirror;
+  readonly #unschedulable: UnschedulableWatch;
+  readonly #place: Placement;
+  readonly #services?: ServiceMirror;
   readonly #stop = new AbortController();
   /** Held here: a signal from AbortSignal.any must stay referenced while work listens to it. */
   readonly #signal: AbortSignal;
   readonly #running: Promise<void>[] = [];
-  readonly #cpuCounters: CpuCounters = new Map();
   /** `profile: cci`: B's namespace checked before the first pod. */
   readonly #cci?: CciNamespaceCheck;
   /** `--leader-elect`: this replica does not lead, so it keeps nothing in B current. */
   #standingBy = false;
+  readonly #access: DownstreamAccess;
+  /** B assigns the pod and host IPs: env fieldRefs to them are resolved by B's kubelet. */
+  readonly deferredFieldPaths = DEFERRED_FIELD_PATHS;
 
   constructor(config: KubernetesConfig, deps: ProviderDeps, clients: KubernetesClients) {
     this.#config = config;
     this.#deps = deps;
     this.#b = clients.downstream;
-    if (config.profile === "cci") this.#cci = new CciNamespaceCheck(this.#b, config.namespace);
+    if (config.profile === "cci" && config.namespace) {
+      this.#cci = new CciNamespaceCheck(this.#b, config.namespace);
+    }
     const signal = this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
+    const place = this.#place = new Placement(config, deps.nodeName);
     this.#ours = this.#b.pods.informer({
-      namespace: config.namespace,
+      namespace: place.watched,
       labelSelector: nodeSelector(deps.nodeName),
       name: "downstream pods",
     });
@@ -92,7 +103,7 @@ export class KubernetesProvider implements Provider {
     this.#mirror = new DependencyMirror({
       upstream: clients.upstream,
       downstream: clients.downstream,
-      namespace: config.namespace,
+      placement: place,
       nodeName: deps.nodeName,
       log: deps.log,
       signal,
@@ -100,12 +111,30 @@ export class KubernetesProvider implements Provider {
     this.#tokens = new TokenMirror({
       upstream: clients.upstream,
       downstream: clients.downstream,
-      namespace: config.namespace,
+      placement: place,
       nodeName: deps.nodeName,
       expirationSeconds: config.tokenExpirationSeconds,
       clock: deps.clock,
       log: deps.log,
       signal,
+    });
+    if (config.syncServices && clients.upstream.services) {
+      this.#services = new ServiceMirror({
+        upstream: clients.upstream.services,
+        downstream: clients.downstream,
+        nodeName: deps.nodeName,
+        log: deps.log,
+        signal,
+      });
+    }
+    this.#access = new DownstreamAccess({
+      downstream: clients.downstream,
+      nodeName: deps.nodeName,
+      namespace: place.watched,
+      clock: deps.clock,
+      signal,
+      pods: () => this.#ours.store.list(),
+      find: (namespace, name) => this.#downstreamOf(namespace, name),
     });
     this.#relay = new StatusRelay({
       internalIp: deps.internalIp,
@@ -113,27 +142,63 @@ export class KubernetesProvider implements Provider {
       log: deps.log,
       release: (k, pod) => this.#release(k, pod),
     });
-    this.#ours.on("add", (p) => this.#relay.onDownstream(p));
-    this.#ours.on("update", (p) => this.#relay.onDownstream(p));
-    this.#ours.on("delete", (p) => this.#relay.onDownstreamGone(p));
-    this.#running.push(this.#ours.run(signal), this.#node.run(signal));
+    this.#unschedulable = new UnschedulableWatch({
+      timeoutMs: config.unschedulableTimeout,
+      clock: deps.clock,
+      fail: (p, message) => this.#failUnschedulable(p, message),
+    });
+    for (const event of ["add", "update"] as const) {
+      this.#ours.on(event, (p: Pod) => {
+        this.#relay.onDownstream(p);
+        this.#unschedulable.observe(p);
+      });
+    }
+    this.#ours.on("delete", (p) => {
+      this.#unschedulable.forget(p);
+      this.#relay.onDownstreamGone(p);
+    });
+    this.#running.push(
+      this.#ours.run(signal),
+      this.#node.run(signal),
+      this.#unschedulable.run(signal),
+    );
+    if (clients.upstream.events) {
+      const events = new EventRelay({
+        downstream: clients.downstream,
+        upstream: clients.upstream.events,
+        namespace: place.watched,
+        nodeName: deps.nodeName,
+        log: deps.log,
+        downstreamPod: (namespace, name) => this.#ours.store.get(namespace, name),
+      });
+      this.#running.push(events.run(signal));
+    }
   }
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
     const k = key(pod.metadata?.namespace, pod.metadata?.name);
-    const translation = translatePod(pod, { config: this.#config, nodeName: this.#deps.nodeName });
+    const translation = this.#translate(pod);
+    // Admission, as a kubelet's (pkg/kubelet/lifecycle/predicate.go): one node of B must fit.
+    const fit = await this.#node.fit(translation.pod, options);
+    if (!fit.ok) throw new InvalidInputError(`Pod was rejected: ${fit.message}`);
     await this.#cci?.check(options);
     this.#relay.remember(k, pod);
     this.#relay.setDeleting(k, false);
+    const where = translation.pod.metadata!.namespace!;
+    await this.#place.ensure(this.#b, where, options).catch((err) => {
+      throw downstreamError(`creating namespace ${where}`, err);
+    });
     await this.#mirror.track(k, translation.dependencies, options);
     if (translation.tokenSecret) {
       await this.#tokens.start(pod, translation.tokenSecret, options).catch((err) => {
         throw downstreamError("writing the service-account token Secret", err);
       });
     }
-    const target = translation.pod;
+    // Copied before the pod starts: B's kubelet sets service links from what exists then.
+    await this.#services?.track(k, pod.metadata!.namespace!, options.signal);
+    const target = this.#services ? this.#translate(pod).pod : translation.pod;
     try {
-      await this.#b.pods.create(this.#config.namespace, target, { signal: options.signal });
+      await this.#b.pods.create(where, target, { signal: options.signal });
       await recordShaping(this.#deps.kube, pod, translation.shaped ?? [], {
         nodeName: this.#deps.nodeName,
         nowMs: this.#deps.clock.now(),
@@ -141,16 +206,17 @@ export class KubernetesProvider implements Provider {
       });
       return;
     } catch (err) {
+      if (isKubeNotFound(err)) this.#place.forget(where); // the namespace went away
       if (!isAlreadyExists(err)) throw downstreamError(`creating pod ${k}`, err);
     }
     // Already there: ours from an earlier try (done), or an older pod of the same name.
-    const existing = await this.#b.pods.get(this.#config.namespace, target.metadata!.name!, {
+    const existing = await this.#b.pods.get(where, target.metadata!.name!, {
       signal: options.signal,
     }).catch((err) => {
       throw downstreamError(`reading pod ${k}`, err);
     });
     if (existing.metadata?.labels?.[MARKS.uid] === pod.metadata?.uid) return;
-    await this.#b.pods.delete(this.#config.namespace, target.metadata!.name!, {
+    await this.#b.pods.delete(where, target.metadata!.name!, {
       gracePeriodSeconds: 0,
       preconditions: { uid: existing.metadata?.uid },
       signal: options.signal,
@@ -165,12 +231,24 @@ export class KubernetesProvider implements Provider {
 
   async updatePod(pod: Pod, options: CallOptions): Promise<void> {
     const k = key(pod.metadata?.namespace, pod.metadata?.name);
-    const translation = translatePod(pod, { config: this.#config, nodeName: this.#deps.nodeName });
+    const translation = this.#translate(pod);
     this.#relay.remember(k, pod);
-    const name = translation.pod.metadata!.name!;
+    // After a restart the core reaches the pods already in B through here, not createPod: the
+    // per-name watches and the token renewal must start again (issue 24).
+    await this.#mirror.track(k, translation.dependencies, options);
+    await this.#services?.track(k, pod.metadata!.namespace!, options.signal);
+    if (translation.tokenSecret && !this.#tokens.renews(k)) {
+      await this.#tokens.start(pod, translation.tokenSecret, options).catch((err) => {
+        throw downstreamError("writing the service-account token Secret", err);
+      });
+    }
+    const { name, namespace: where } = translation.pod.metadata as {
+      name: string;
+      namespace: string;
+    };
     for (let attempt = 0; attempt < 3; attempt++) {
-      const current = this.#ours.store.get(this.#config.namespace, name) ??
-        await this.#b.pods.get(this.#config.namespace, name, options).catch((err) => {
+      const current = this.#ours.store.get(where, name) ??
+        await this.#b.pods.get(where, name, options).catch((err) => {
           throw downstreamError(`reading pod ${k}`, err);
         });
       const next = withMutableFields(current, translation.pod);
@@ -180,7 +258,7 @@ export class KubernetesProvider implements Provider {
         return;
       } catch (err) {
         if (!isConflict(err)) throw downstreamError(`updating pod ${k}`, err);
-        const fresh = await this.#b.pods.get(this.#config.namespace, name, options);
+        const fresh = await this.#b.pods.get(where, name, options);
         if (fresh.metadata?.resourceVersion === current.metadata?.resourceVersion) throw err;
       }
     }
@@ -190,16 +268,13 @@ export class KubernetesProvider implements Provider {
     const { namespace, name, uid } = pod.metadata ?? {};
     const k = key(namespace, name);
     this.#relay.setDeleting(k, true);
-    const downstream = this.#ours.store.get(
-      this.#config.namespace,
-      downstreamName(namespace!, name!),
-    );
+    const downstream = this.#downstreamOf(namespace!, name!);
     if (!downstream || (uid && downstream.metadata?.labels?.[MARKS.uid] !== uid)) {
       this.#relay.finish(k, pod, undefined);
       return;
     }
     try {
-      await this.#b.pods.delete(this.#config.namespace, downstream.metadata!.name!, {
+      await this.#b.pods.delete(downstream.metadata!.namespace!, downstream.metadata!.name!, {
         gracePeriodSeconds: pod.metadata?.deletionGracePeriodSeconds ?? 0,
         preconditions: { uid: downstream.metadata?.uid },
         signal: options.signal,
@@ -214,10 +289,7 @@ export class KubernetesProvider implements Provider {
   }
 
   getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {
-    const downstream = this.#ours.store.get(
-      this.#config.namespace,
-      downstreamName(namespace, name),
-    );
+    const downstream = this.#downstreamOf(namespace, name);
     return Promise.resolve(downstream ? this.#relay.toUpstream(downstream) : undefined);
   }
 
@@ -245,54 +317,31 @@ export class KubernetesProvider implements Provider {
     return this.#node.ping(options);
   }
 
-  async getContainerLogs(
+  getContainerLogs(
     container: ContainerRef,
     options: ContainerLogOptions,
   ): Promise<ReadableStream<Uint8Array>> {
-    const name = this.#downstreamPodName(container);
-    try {
-      return await this.#b.request({
-        path: this.#b.pods.path(this.#config.namespace, name, "log"),
-        query: {
-          container: container.container,
-          follow: options.follow || undefined,
-          tailLines: options.tailLines,
-          timestamps: options.timestamps || undefined,
-          sinceSeconds: options.sinceSeconds,
-          sinceTime: options.sinceTime?.toISOString(),
-          limitBytes: options.limitBytes,
-          previous: options.previous || undefined,
-        },
-        stream: true,
-        // Ends follow streams when vkubelet stops, too.
-        signal: AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]),
-      });
-    } catch (err) {
-      throw downstreamError(`reading the log of ${container.namespace}/${container.pod}`, err);
-    }
+    return this.#access.logs(container, options);
   }
 
   runInContainer(container: ContainerRef, options: ExecOptions): Promise<number> {
-    return execDownstream(this.#b, this.#streamTarget(container), options);
+    return this.#access.exec(container, options);
   }
 
   attachToContainer(container: ContainerRef, options: AttachOptions): Promise<void> {
-    return attachDownstream(this.#b, this.#streamTarget(container), options);
+    return this.#access.attach(container, options);
   }
 
   portForward(pod: PodRef, options: PortForwardOptions): Promise<void> {
-    return portForwardDownstream(this.#b, {
-      namespace: this.#config.namespace,
-      pod: this.#downstreamPodName(pod.namespace, pod.name),
-    }, options);
+    return this.#access.portForward(pod, options);
   }
 
   getStatsSummary(options: CallOptions): Promise<StatsSummary> {
-    return downstreamStatsSummary(this.#b, this.#statsOptions(options));
+    return this.#access.statsSummary(options);
   }
 
   getMetricsResource(options: CallOptions): Promise<string> {
-    return downstreamMetricsText(this.#b, this.#statsOptions(options));
+    return this.#access.metrics(options);
   }
 
   /**
@@ -304,11 +353,14 @@ export class KubernetesProvider implements Provider {
     for (const pod of pods) {
       const { namespace, name, uid } = pod.metadata ?? {};
       if (!namespace || !name || pod.metadata?.deletionTimestamp) continue;
-      const twin = this.#ours.store.get(this.#config.namespace, downstreamName(namespace, name));
+      const twin = this.#ours.store.get(
+        this.#place.namespaceOf(namespace),
+        this.#place.nameOf(namespace, name),
+      );
       if (twin?.metadata?.labels?.[MARKS.uid] !== uid) continue; // createPod will do it.
       const k = key(namespace, name);
       try {
-        const t = translatePod(pod, { config: this.#config, nodeName: this.#deps.nodeName });
+        const t = this.#translate(pod);
         void this.#mirror.track(k, t.dependencies).catch(() => {});
         if (t.tokenSecret) {
           this.#tokens.start(pod, t.tokenSecret).catch((err) =>
@@ -344,45 +396,68 @@ export class KubernetesProvider implements Provider {
     this.#tokens.close();
     await Promise.allSettled(this.#running);
     await this.#mirror.close();
+    await this.#services?.close();
     this.#b.close();
   }
 
-  #statsOptions(options: CallOptions) {
-    return {
-      nodeName: this.#deps.nodeName,
-      namespace: this.#config.namespace,
-      pods: this.#ours.store.list(),
-      toUpstream: (p: Pod) => upstreamOf(p.metadata),
-      counters: this.#cpuCounters,
-      nowMs: this.#deps.clock.now(),
-      signal: options.signal,
-    };
+  #translate(pod: Pod) {
+    const { nodeName } = this.#deps;
+    const services = this.#services?.names(pod.metadata!.namespace!);
+    return translatePod(pod, { config: this.#config, nodeName, placement: this.#place, services });
   }
 
-  #downstreamPodName(ref: ContainerRef | string, name?: string): string {
-    const [namespace, pod] = typeof ref === "string" ? [ref, name!] : [ref.namespace, ref.pod];
-    const downstream = this.#ours.store.get(this.#config.namespace, downstreamName(namespace, pod));
-    if (!downstream) {
-      throw new NotFoundError(`pod ${namespace}/${pod} does not run in the downstream cluster`);
-    }
-    return downstream.metadata!.name!;
+  /** The downstream pod of the upstream pod `namespace/name`, if B has it. */
+  #downstreamOf(namespace: string, name: string): Pod | undefined {
+    const place = this.#place;
+    return this.#ours.store.get(place.namespaceOf(namespace), place.nameOf(namespace, name));
   }
 
-  #streamTarget(container: ContainerRef) {
-    return {
-      namespace: this.#config.namespace,
-      pod: this.#downstreamPodName(container),
-      container: container.container,
-    };
+  /** B cannot schedule the pod: fail it upstream (A's controllers replace it), remove it in B. */
+  #failUnschedulable(downstream: Pod, message: string): void {
+    const up = upstreamOf(downstream.metadata);
+    if (!up) return;
+    this.#deps.log.warn("failing {pod}: {message}", { pod: key(up.namespace, up.name), message });
+    this.#relay.fail(key(up.namespace, up.name), downstream, "DownstreamUnschedulable", message);
+    this.#b.pods.delete(downstream.metadata!.namespace!, downstream.metadata!.name!, {
+      gracePeriodSeconds: 0,
+      preconditions: { uid: downstream.metadata?.uid },
+      signal: this.#signal,
+    }).catch((err) => {
+      if (isKubeNotFound(err) || isConflict(err)) return;
+      this.#deps.log.warn("could not remove unschedulable pod {pod} from B: {err}", {
+        pod: downstream.metadata?.name,
+        err: String(err),
+      });
+    });
   }
 
-  /** The pod has left B: stop keeping its ConfigMaps, Secrets and token current. */
+  /**
+   * The pod has left B: stop keeping its ConfigMaps, Secrets and token current; with
+   * `namespaces: same`, remove B's namespace once nothing runs there.
+   */
   #release(k: string, pod: Pod): void {
     if (this.#standingBy) return; // The leader removes what the pod held.
     this.#mirror.untrack(k);
-    const translationName = downstreamName(pod.metadata!.namespace!, `${pod.metadata!.name}.token`);
-    if (this.#config.serviceAccountToken === "upstream") {
-      void this.#tokens.stop(pod, translationName);
-    }
+    const namespace = pod.metadata!.namespace!;
+    this.#services?.untrack(k, namespace);
+    const tokenSecret = this.#place.nameOf(namespace, `${pod.metadata!.name}.token`);
+    const stopped = this.#config.serviceAccountToken === "upstream"
+      ? this.#tokens.stop(pod, tokenSecret)
+      : Promise.resolve();
+    const where = this.#place.namespaceOf(namespace);
+    // Ours from our own informer (which has dropped this pod already), the rest from B's.
+    const ours = nodeSelector(this.#deps.nodeName).split("=")[1];
+    const pods = () => [
+      ...this.#ours.store.list(),
+      ...this.#node.podsOfB().filter((p) => p.metadata?.labels?.[MARKS.node] !== ours),
+    ];
+    void stopped.then(() =>
+      this.#place.removeIfUnused(this.#b, where, pods(), { signal: this.#signal })
+    ).catch((err) => {
+      this.#deps.log.warn("could not remove namespace {namespace} from B: {err}", {
+        namespace: where,
+        err: String(err),
+      });
+    });
   }
 }

@@ -31,7 +31,8 @@ export type CpuCounters = Map<string, { coreNs: number; atMs: number; nanoCores:
 /** What a summary is built from. */
 export interface DownstreamStatsOptions {
   nodeName: string;
-  namespace: string;
+  /** B's namespace of the forwarded pods; `undefined`: every namespace. */
+  namespace: string | undefined;
   /** This node's downstream pods. */
   pods: Pod[];
   toUpstream: (pod: Pod) => { namespace: string; name: string; uid?: string } | undefined;
@@ -59,12 +60,14 @@ export async function downstreamMetricsText(
 
 async function readPodMetrics(
   kube: Pick<KubeClient, "request">,
-  namespace: string,
+  namespace: string | undefined,
   signal?: AbortSignal,
 ): Promise<PodMetrics[]> {
   try {
     const list = await kube.request<{ items?: PodMetrics[] }>({
-      path: `/apis/metrics.k8s.io/v1beta1/namespaces/${namespace}/pods`,
+      path: namespace
+        ? `/apis/metrics.k8s.io/v1beta1/namespaces/${namespace}/pods`
+        : "/apis/metrics.k8s.io/v1beta1/pods",
       signal,
     });
     return list?.items ?? [];
@@ -81,12 +84,14 @@ async function readPodMetrics(
 
 /** Builds the summary from metrics readings (exported for tests). */
 export function summarize(metrics: PodMetrics[], options: DownstreamStatsOptions): StatsSummary {
-  const byName = new Map(options.pods.map((p) => [p.metadata?.name, p]));
+  const byName = new Map(
+    options.pods.map((p) => [`${p.metadata?.namespace}/${p.metadata?.name}`, p]),
+  );
   const nowIso = new Date(options.nowMs).toISOString();
   const pods: PodStats[] = [];
   let nodeCores = 0, nodeCoreNs = 0, nodeBytes = 0;
   for (const item of metrics) {
-    const pod = byName.get(item.metadata.name);
+    const pod = byName.get(`${item.metadata.namespace}/${item.metadata.name}`);
     const up = pod && options.toUpstream(pod);
     if (!pod || !up) continue;
     const time = item.timestamp || nowIso;

@@ -27,6 +27,8 @@ export class StatusRelay {
   readonly #deleting = new Set<string>();
   readonly #callbacks = new Set<(pod: Pod) => void>();
   readonly #lastNotified = new Map<string, string>();
+  /** Pods failed on purpose (unschedulable in B), by `ns/name`: the reason their end reports. */
+  readonly #failures = new Map<string, { reason: string; message: string }>();
 
   constructor(deps: StatusRelayDeps) {
     this.#deps = deps;
@@ -72,6 +74,23 @@ export class StatusRelay {
     if (pod) this.#notify(pod);
   }
 
+  /**
+   * Fails the upstream pod with `reason` now (its twin in B is being removed), so that A's
+   * controllers replace it; the report when the twin is gone keeps the reason.
+   */
+  fail(k: string, downstream: Pod, reason: string, message: string): void {
+    this.#failures.set(k, { reason, message });
+    const up = this.toUpstream(downstream);
+    if (!up) return;
+    const status = goneStatus(up.status, {
+      deleting: false,
+      reason,
+      message,
+      nowIso: this.#nowIso(),
+    });
+    this.#notify({ ...up, status });
+  }
+
   /** A downstream pod is gone from B. */
   onDownstreamGone(downstream: Pod): void {
     const up = upstreamOf(downstream.metadata);
@@ -84,15 +103,17 @@ export class StatusRelay {
 
   /** The pod has left B: report every container terminated, release what it held. */
   finish(k: string, pod: Pod, downstream: Pod | undefined): void {
-    const deleting = this.#deleting.has(k);
+    const failure = this.#failures.get(k);
+    const deleting = this.#deleting.has(k) && !failure;
     const last = downstream ? upstreamStatus(downstream, this.#deps.internalIp) : pod.status;
     const status = goneStatus(last, {
       deleting,
-      reason: deleting ? "Terminated" : "DownstreamPodDeleted",
-      message: deleting
-        ? "The pod was deleted in the downstream cluster"
-        : "The pod's twin in the downstream cluster was deleted there",
-      nowIso: new Date(this.#deps.clock.now()).toISOString().replace(/\.\d+Z$/, "Z"),
+      reason: failure?.reason ?? (deleting ? "Terminated" : "DownstreamPodDeleted"),
+      message: failure?.message ??
+        (deleting
+          ? "The pod was deleted in the downstream cluster"
+          : "The pod's twin in the downstream cluster was deleted there"),
+      nowIso: this.#nowIso(),
     });
     const record = this.#upstream.get(k);
     this.#notify({
@@ -106,6 +127,11 @@ export class StatusRelay {
     this.#upstream.delete(k);
     this.#deleting.delete(k);
     this.#lastNotified.delete(k);
+    this.#failures.delete(k);
+  }
+
+  #nowIso(): string {
+    return new Date(this.#deps.clock.now()).toISOString().replace(/\.\d+Z$/, "Z");
   }
 
   #notify(pod: Pod): void {

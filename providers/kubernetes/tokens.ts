@@ -14,12 +14,14 @@ import type { ProviderKubeClient } from "../../provider/mod.ts";
 import { type KindApi, upsert } from "./dependencies.ts";
 import { markLabels, MARKS } from "./names.ts";
 import type { TokenNeed } from "./translate.ts";
+import type { Placement } from "./placement.ts";
 
 /** What {@link TokenMirror} needs. */
 export interface TokenMirrorOptions {
   upstream: Pick<ProviderKubeClient, "serviceAccounts">;
   downstream: Pick<KubeClient, "secrets">;
-  namespace: string;
+  /** Where the token Secrets go in B. */
+  placement: Placement;
   nodeName: string;
   expirationSeconds: number;
   clock: Clock;
@@ -51,12 +53,18 @@ export class TokenMirror {
     void this.#renewLoop(pod, secret, renewInMs, signal);
   }
 
+  /** Whether the token Secret of the upstream pod `ns/name` is being renewed. */
+  renews(key: string): boolean {
+    return this.#renewals.has(key);
+  }
+
   /** Stops renewing and deletes the Secret. */
   async stop(pod: Pod, name: string, options: { signal?: AbortSignal } = {}): Promise<void> {
     const key = `${pod.metadata!.namespace}/${pod.metadata!.name}`;
     this.#renewals.get(key)?.abort();
     this.#renewals.delete(key);
-    await this.#o.downstream.secrets.delete(this.#o.namespace, name, options).catch(() => {});
+    const namespace = this.#o.placement.namespaceOf(pod.metadata!.namespace!);
+    await this.#o.downstream.secrets.delete(namespace, name, options).catch(() => {});
   }
 
   /** Stops every renewal (vkubelet is shutting down; the Secrets stay for the next run). */
@@ -120,7 +128,7 @@ export class TokenMirror {
       kind: "Secret",
       metadata: {
         name: secret.name,
-        namespace: this.#o.namespace,
+        namespace: this.#o.placement.namespaceOf(namespace!),
         labels: { ...markLabels(this.#o.nodeName, namespace!, uid), [MARKS.role]: "token" },
         annotations: { [MARKS.name]: name! },
       },
@@ -128,7 +136,8 @@ export class TokenMirror {
       data,
     };
     const api = this.#o.downstream.secrets as unknown as KindApi;
-    await upsert(api, this.#o.namespace, object, signal ?? this.#o.signal);
+    const where = this.#o.placement.namespaceOf(namespace!);
+    await upsert(api, where, object, signal ?? this.#o.signal);
     return Number.isFinite(renewMs) ? renewMs : 3_600_000;
   }
 }

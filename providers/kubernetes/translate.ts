@@ -7,13 +7,18 @@
  *   no owner references, finalizers or uid (they mean nothing in B);
  * - scheduling meant for the virtual node goes (nodeName, nodeSelector, node affinity, the
  *   virtual-kubelet toleration and the defaults A's admission added); the config's
- *   nodeSelector and tolerations come in; priority and schedulerName are left to B;
+ *   nodeSelector and tolerations come in, and the B-side constraints of the annotations
+ *   `vkubelet.io/downstream-node-selector` and `vkubelet.io/downstream-affinity` (JSON), as
+ *   tensile-kube does; priority and schedulerName are left to B;
  * - ConfigMaps, Secrets and image pull secrets are renamed to their copies;
  * - PersistentVolumeClaims need a mapping in the config, else the pod is refused;
  * - the service-account token: with `downstream`, A's generated `kube-api-access-*` volume goes
  *   and B mounts its own default account's; with `upstream`, its token source becomes a Secret
- *   of B that the provider fills with a TokenRequest of A (see `tokens.ts`);
+ *   of B that the provider fills with a TokenRequest of A (see `tokens.ts`), and with
+ *   `upstreamApiServer` the `kubernetes` Service variables name A's apiserver (`apiserver_env.ts`);
  * - `enableServiceLinks` is off: the core already put A's service variables in the env;
+ * - env stays as the core resolved it, with `$` escaped for B's second expansion; the pod and
+ *   host IP fieldRefs are left for B's kubelet (B assigns the IP), see {@link escapedEnv}.
  * - with `profile: cci`, the result is shaped to CCI's rules (`cci_profile.ts`).
  * @module
  */
@@ -28,7 +33,14 @@ import type {
 import { InvalidInputError } from "../../provider/mod.ts";
 import { shapePodForCci } from "./cci_profile.ts";
 import type { KubernetesConfig } from "./config.ts";
-import { downstreamName, markLabels, MARKS } from "./names.ts";
+import { markLabels, MARKS } from "./names.ts";
+import { Placement } from "./placement.ts";
+import { isServiceLinkOf } from "./services.ts";
+import { aimedAtB } from "./aim.ts";
+import { escapedEnv } from "./env_for_b.ts";
+
+export { DEFERRED_FIELD_PATHS, escapedEnv } from "./env_for_b.ts";
+import { apiServerAddress, withApiServerEnv } from "./apiserver_env.ts";
 
 /** An object of A a downstream pod refers to. */
 export interface Dependency {
@@ -59,16 +71,25 @@ export interface Translation {
 
 /** What translation needs besides the pod. */
 export interface TranslateOptions {
-  config: Pick<
-    KubernetesConfig,
-    | "namespace"
-    | "nodeSelector"
-    | "tolerations"
-    | "serviceAccountToken"
-    | "persistentVolumeClaims"
-    | "profile"
-  >;
+  config:
+    & Pick<
+      KubernetesConfig,
+      | "namespace"
+      | "nodeSelector"
+      | "tolerations"
+      | "serviceAccountToken"
+      | "persistentVolumeClaims"
+      | "profile"
+    >
+    & Partial<Pick<KubernetesConfig, "upstreamApiServer" | "namespaces">>;
   nodeName: string;
+  /** Where objects go in B; by default from `config` (`namespaces`, `namespace`). */
+  placement?: Pick<Placement, "namespaceOf" | "nameOf">;
+  /**
+   * With `syncServices`: the names of the pod namespace's Services, copied to B. Their
+   * service-link variables leave the env and B's kubelet sets them from the copies.
+   */
+  services?: string[];
 }
 
 const DROPPED_ANNOTATIONS = new Set(["kubectl.kubernetes.io/last-applied-configuration"]);
@@ -82,12 +103,26 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
   const { namespace, name, uid } = pod.metadata ?? {};
   if (!namespace || !name || !uid) throw new InvalidInputError("pod has no namespace, name or uid");
   const source = structuredClone(pod.spec ?? { containers: [] }) as PodSpec;
+  const place = options.placement ?? new Placement(options.config, options.nodeName);
   const deps = new Map<string, Dependency>();
   const need = (kind: Dependency["kind"], ref: string) => {
     deps.set(`${kind}/${ref}`, { kind, namespace, name: ref });
-    return downstreamName(namespace, ref);
+    return place.nameOf(namespace, ref);
   };
-  const tokenSecretName = downstreamName(namespace, `${name}.token`);
+  const aim = aimedAtB(pod.metadata?.annotations ?? {});
+  // The config's selector keeps the pod on the selected nodes; the annotation narrows it.
+  const selector = { ...aim.nodeSelector, ...options.config.nodeSelector };
+  const affinity = dropUndefined({
+    ...source.affinity,
+    nodeAffinity: undefined, // meant for the virtual node
+    ...aim.affinity,
+  });
+  const tokenSecretName = place.nameOf(namespace, `${name}.token`);
+  const isLink = options.services ? isServiceLinkOf(options.services) : () => false;
+  const { serviceAccountToken, upstreamApiServer } = options.config;
+  const apiServer = serviceAccountToken === "upstream" && upstreamApiServer
+    ? apiServerAddress(upstreamApiServer)
+    : undefined;
   const tokens: TokenNeed[] = [];
   const volumes: Volume[] = [];
   const dropped = new Set<string>();
@@ -99,19 +134,15 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
   const spec: PodSpec = {
     ...source,
     volumes: volumes.length > 0 ? volumes : undefined,
-    containers: source.containers.map((c) => withoutMounts(c, dropped)),
-    initContainers: source.initContainers?.map((c) => withoutMounts(c, dropped)),
+    containers: source.containers.map((c) => forB(c, dropped, apiServer, isLink)),
+    initContainers: source.initContainers?.map((c) => forB(c, dropped, apiServer, isLink)),
     imagePullSecrets: source.imagePullSecrets?.map((s) => ({
       name: s.name ? need("secrets", s.name) : s.name,
     })),
-    nodeSelector: Object.keys(options.config.nodeSelector).length > 0
-      ? { ...options.config.nodeSelector }
-      : undefined,
+    nodeSelector: Object.keys(selector).length > 0 ? selector : undefined,
     tolerations: translateTolerations(source.tolerations, options.config.tolerations),
-    affinity: source.affinity?.nodeAffinity
-      ? { ...source.affinity, nodeAffinity: undefined }
-      : source.affinity,
-    enableServiceLinks: false,
+    affinity: affinity && Object.keys(affinity).length > 0 ? affinity : undefined,
+    enableServiceLinks: options.services ? (source.enableServiceLinks ?? true) : false,
     hostname: source.hostname ??
       (/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name) ? name : undefined),
   };
@@ -133,8 +164,8 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
     apiVersion: "v1",
     kind: "Pod",
     metadata: {
-      name: downstreamName(namespace, name),
-      namespace: options.config.namespace,
+      name: place.nameOf(namespace, name),
+      namespace: place.namespaceOf(namespace),
       labels: { ...pod.metadata?.labels, ...markLabels(options.nodeName, namespace, uid) },
       annotations: {
         ...Object.fromEntries(
@@ -238,9 +269,21 @@ function projectedSource(source: VolumeProjection, ctx: VolumeContext): VolumePr
   return [source];
 }
 
-function withoutMounts(container: Container, dropped: Set<string>): Container {
-  if (dropped.size === 0 || !container.volumeMounts) return container;
-  return { ...container, volumeMounts: container.volumeMounts.filter((m) => !dropped.has(m.name)) };
+/** The container without the dropped volumes' mounts, its env ready for B's kubelet. */
+function forB(
+  original: Container,
+  dropped: Set<string>,
+  apiServer: { host: string; port: string } | undefined,
+  isLink: (name: string) => boolean,
+): Container {
+  const container = apiServer ? withApiServerEnv(original, apiServer) : original;
+  const env = container.env ? escapedEnv(container.env.filter((v) => !isLink(v.name))) : undefined;
+  if (dropped.size === 0 || !container.volumeMounts) return { ...container, env };
+  return {
+    ...container,
+    env,
+    volumeMounts: container.volumeMounts.filter((m) => !dropped.has(m.name)),
+  };
 }
 
 function translateTolerations(

@@ -100,12 +100,12 @@ export class MockProvider implements Provider {
   /**
    * `--leader-elect`: a new term. Holds the IP of every Running pod this mock does not run yet,
    * so that a pod bound during the takeover, created first, cannot take an IP a running pod
-   * still has (see adopt.ts).
+   * still has; createPod then takes it back (written_starts.ts keeps the start times).
    */
   resume(pods: readonly Pod[]): void {
     for (const pod of pods) {
       const { namespace, name, uid } = pod.metadata ?? {};
-      const ip = adoptedFromStatus(pod).podIp;
+      const ip = pod.status?.phase === "Running" ? pod.status.podIP : undefined;
       if (!uid || !ip || this.#pods.get(key(namespace, name))?.pod.metadata?.uid === uid) continue;
       if (this.#ips.claim(ip)) this.#reserved.set(uid, ip);
     }

@@ -42,16 +42,38 @@ export function expand(text: string, env: Record<string, string>): string {
   });
 }
 
-/** The container's environment: its resolved `env` over kubelet-like defaults. */
+/** The fieldRefs the core leaves to this provider: the pod IP is known once the pod is created. */
+export const POD_IP_FIELD_PATHS = ["status.podIP", "status.podIPs"] as const;
+
+/**
+ * The container's environment: its resolved `env` over kubelet-like defaults. The core leaves
+ * `status.podIP(s)` fieldRefs (and `$(NAME)` of them) to the provider; they take the pod IP
+ * recorded in `pod.status`, as pkg/kubelet/kubelet_pods.go `podFieldSelectorRuntimeValue` does.
+ */
 export function containerEnv(pod: Pod, container: Container): Record<string, string> {
   const env: Record<string, string> = {
     PATH: DEFAULT_PATH,
     HOSTNAME: pod.spec?.hostname ?? pod.metadata?.name ?? "",
     HOME: "/root",
   };
+  const podIps = pod.status?.podIPs?.map((p) => p.ip) ??
+    (pod.status?.podIP ? [pod.status.podIP] : []);
+  const deferred: Record<string, string> = {};
   for (const variable of container.env ?? []) {
-    // The core has resolved valueFrom already; anything left unresolved is dropped.
-    if (variable.value !== undefined) env[variable.name] = variable.value;
+    const path = variable.valueFrom?.fieldRef?.fieldPath;
+    if (variable.value === undefined && (path === "status.podIP" || path === "status.podIPs")) {
+      env[variable.name] = deferred[variable.name] = path === "status.podIP"
+        ? podIps[0] ?? ""
+        : podIps.join(",");
+      continue;
+    }
+    // The core has resolved every other valueFrom; anything left unresolved is dropped.
+    if (variable.value === undefined) continue;
+    delete deferred[variable.name];
+    env[variable.name] = variable.value.replace(
+      /\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g,
+      (match, name) => Object.hasOwn(deferred, name) ? deferred[name] : match,
+    );
   }
   if (container.tty && !env.TERM) env.TERM = "xterm";
   return env;

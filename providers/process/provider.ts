@@ -23,7 +23,12 @@ import { join } from "node:path";
 import type { CgroupSupport } from "./cgroups.ts";
 import type { ProcessConfig } from "./config.ts";
 import { attachSession } from "./attach.ts";
-import { allContainers, containerArgv, containerEnv } from "./container_spec.ts";
+import {
+  allContainers,
+  containerArgv,
+  containerEnv,
+  POD_IP_FIELD_PATHS,
+} from "./container_spec.ts";
 import { runInteractive } from "./exec.ts";
 import { validateAction } from "./handlers.ts";
 import { containerLogStream } from "./log_reader.ts";
@@ -57,6 +62,9 @@ export class ProcessProvider implements Provider {
   );
   readonly #startMs: number;
   readonly #capacity: Record<string, string>;
+
+  /** The pod IP is this provider's to give: env fieldRefs to it are resolved here. */
+  readonly deferredFieldPaths: readonly string[] = POD_IP_FIELD_PATHS;
 
   constructor(config: ProcessConfig, deps: ProviderDeps, options: ProcessProviderOptions) {
     this.#config = config;
@@ -93,10 +101,12 @@ export class ProcessProvider implements Provider {
     if (existing) await this.deletePod(existing.record.pod, options);
     const paths = new PodPaths(join(this.#config.stateDir, "pods", podDirName(pod)));
     await Deno.mkdir(paths.dir, { recursive: true, mode: 0o700 });
+    const podIp = this.#config.podIP ?? this.#deps.internalIp;
     const record: PodRecord = {
       version: 1,
-      pod: structuredClone(pod),
-      podIp: this.#config.podIP ?? this.#deps.internalIp,
+      // The pod IP in status is what containerEnv gives status.podIP fieldRefs.
+      pod: { ...structuredClone(pod), status: { podIP: podIp, podIPs: [{ ip: podIp }] } },
+      podIp,
       startTimeMs: this.#deps.clock.now(),
       containers: {},
       initialized: (pod.spec?.initContainers ?? []).length === 0,

@@ -402,3 +402,26 @@ Deno.test("quantities are read exactly and rounded up", () => {
   assert.throws(() => parseQuantity("1.2.3"), RangeError);
   assert.throws(() => parseQuantity("abc"), RangeError);
 });
+
+Deno.test("env: fieldRefs the provider defers stay fieldRefs, and $(NAME) of them unexpanded", async () => {
+  const ip = { valueFrom: { fieldRef: { fieldPath: "status.podIP" } } };
+  const { pod } = await resolvePodEnv(
+    podWith({
+      env: [
+        { name: "POD_IP", ...ip },
+        { name: "LISTEN", value: "$(POD_IP):80" },
+        { name: "NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+        { name: "AGAIN", value: "$(NAME)" },
+      ],
+    }),
+    sources,
+    addresses,
+    { deferredFieldPaths: ["status.podIP"] },
+  );
+  assert.deepEqual(pod.spec!.containers[0].env!.slice(0, 4), [
+    { name: "POD_IP", ...ip },
+    { name: "LISTEN", value: "$(POD_IP):80" },
+    { name: "NAME", value: "web-0" },
+    { name: "AGAIN", value: "web-0" },
+  ]);
+});

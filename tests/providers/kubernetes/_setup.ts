@@ -29,8 +29,12 @@ export async function eventually<T>(
   throw new Error(`timed out after ${ms / 1000} s waiting for ${what}${last ? `: ${last}` : ""}`);
 }
 
-/** The RBAC the provider's identity needs in B: nothing more. */
-export function downstreamRbac(user: string, namespace: string): unknown[] {
+/**
+ * The RBAC the provider's identity needs in B: nothing more. With `namespaces: same` the
+ * namespaced rules hold in every namespace, and namespaces may be created and deleted.
+ */
+export function downstreamRbac(user: string, namespace: string, same = false): unknown[] {
+  if (same) return sameNamespacesRbac(user);
   return [
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
@@ -62,6 +66,7 @@ export function downstreamRbac(user: string, namespace: string): unknown[] {
           resources: ["pods", "configmaps", "secrets"],
           verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
         },
+        { apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"] },
         { apiGroups: [""], resources: ["pods/log"], verbs: ["get"] },
         {
           apiGroups: [""],
@@ -78,6 +83,170 @@ export function downstreamRbac(user: string, namespace: string): unknown[] {
       subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: user }],
     },
   ];
+}
+
+function sameNamespacesRbac(user: string): unknown[] {
+  const subjects = [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: user }];
+  return [{
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRole",
+    metadata: { name: `${user}-capacity` },
+    rules: [
+      { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch"] },
+      { apiGroups: ["metrics.k8s.io"], resources: ["pods"], verbs: ["get", "list"] },
+      { apiGroups: [""], resources: ["namespaces"], verbs: ["get", "create", "delete"] },
+      {
+        apiGroups: [""],
+        resources: ["pods", "configmaps", "secrets", "services"],
+        verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+      },
+      { apiGroups: [""], resources: ["events"], verbs: ["get", "list", "watch"] },
+      { apiGroups: [""], resources: ["pods/log"], verbs: ["get"] },
+      {
+        apiGroups: [""],
+        resources: ["pods/exec", "pods/attach", "pods/portforward"],
+        verbs: ["get", "create"],
+      },
+    ],
+  }, {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: { name: `${user}-capacity` },
+    roleRef: {
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "ClusterRole",
+      name: `${user}-capacity`,
+    },
+    subjects,
+  }];
+}
+
+/** Both clusters, both nodes and admin clients. */
+export interface TwoClusters {
+  a: TestCluster;
+  b: TestCluster;
+  adminA: KubeClient;
+  adminB: KubeClient;
+  /** The virtual node in A. */
+  virtualNode: RunningVkubelet;
+  /** B's own node (process provider); the first of {@link nodesB}. */
+  nodeB: RunningVkubelet;
+  /** Every node of B the provider selects. */
+  nodesB: RunningVkubelet[];
+  /** Stops the virtual node's vkubelet and starts it again with the same identity and config. */
+  restartVirtualNode(): Promise<void>;
+  /** Where forwarded pods go in B. */
+  namespaceB: string;
+  /** Where the test's pods live in A. */
+  namespaceA: string;
+  /** Scheduling for A pods: onto the virtual node. */
+  placement: { nodeSelector: Record<string, string>; tolerations: unknown[] };
+  close(): Promise<void>;
+}
+
+/** Options for {@link twoClusters}. */
+export interface TwoClustersOptions {
+  /** More provider config fields (over kubeconfig, namespace, nodeSelector, tolerations). */
+  providerConfig?: Record<string, unknown>;
+  /**
+   * B's nodes (process provider), each with its capacity and labels; default one node with the
+   * host's capacity. With several, the provider selects them by a pool label they share.
+   */
+  nodesB?: { capacity?: Record<string, string>; labels?: Record<string, string> }[];
+}
+
+/** Brings up B's node, the provider's identity and the virtual node in A. */
+export async function twoClusters(options: TwoClustersOptions = {}): Promise<TwoClusters> {
+  const [a, b] = await Promise.all([useCluster(), useCluster("b")]);
+  const suffix = crypto.randomUUID().slice(0, 6);
+  const namespaceB = await b.newNamespace("offload");
+  const namespaceA = await a.newNamespace("kprov");
+  const pool = { "vkubelet-test/pool": `kb-${suffix}` };
+  const nodesB: RunningVkubelet[] = [];
+  for (const [i, node] of (options.nodesB ?? [{}]).entries()) {
+    const stateDir = await Deno.makeTempDir({ prefix: "vk-kprov-b-" });
+    nodesB.push(
+      await startVkubelet(b, {
+        nodeName: i === 0 ? `kb-${suffix}` : `kb-${suffix}-${i}`,
+        logFile: Deno.env.get("KPROV_LOG_DIR")
+          ? `${Deno.env.get("KPROV_LOG_DIR")}/node-b${i || ""}.log`
+          : undefined,
+        provider: "process",
+        providerConfig: JSON.stringify({
+          stateDir,
+          cgroups: "off",
+          ...(node.capacity ? { capacity: node.capacity } : {}),
+          labels: { ...pool, ...node.labels },
+        }),
+      }).catch(async (err) => {
+        for (const n of nodesB) await n.stop();
+        throw err;
+      }),
+    );
+  }
+  const nodeB = nodesB[0];
+  const user = `vkubelet-forwarder-${suffix}`;
+  const apply = await b.kubectl(["apply", "-f", "-"], {
+    stdin: JSON.stringify({
+      apiVersion: "v1",
+      kind: "List",
+      items: downstreamRbac(user, namespaceB, options.providerConfig?.namespaces === "same"),
+    }),
+  });
+  assert.equal(apply.code, 0, apply.stderr);
+  const kubeconfigB = await b.userKubeconfig(user);
+  const logDir = Deno.env.get("KPROV_LOG_DIR"); // set to keep both vkubelets' logs
+  const virtualNode = await startVkubelet(a, {
+    nodeName: `vk-k8s-${suffix}`,
+    logFile: logDir ? `${logDir}/virtual-node.log` : undefined,
+    provider: "kubernetes",
+    providerConfig: JSON.stringify({
+      kubeconfig: kubeconfigB,
+      namespace: namespaceB,
+      nodeSelector: options.nodesB ? pool : { "kubernetes.io/hostname": nodeB.nodeName },
+      tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
+      ...options.providerConfig,
+    }),
+  }).catch(async (err) => {
+    for (const n of nodesB) await n.stop();
+    throw err;
+  });
+  const adminA = await KubeClient.fromConfig({ kubeconfig: a.kubeconfigPath });
+  const adminB = await KubeClient.fromConfig({ kubeconfig: b.kubeconfigPath });
+  const env: TwoClusters = {
+    a,
+    b,
+    adminA,
+    adminB,
+    virtualNode,
+    nodeB,
+    nodesB,
+    namespaceA,
+    namespaceB,
+    placement: {
+      nodeSelector: { "kubernetes.io/hostname": virtualNode.nodeName },
+      tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
+    },
+    async restartVirtualNode() {
+      await env.virtualNode.stop();
+      env.virtualNode = await startVkubelet(a, {
+        nodeName: env.virtualNode.nodeName,
+        like: env.virtualNode,
+        logFile: logDir ? `${logDir}/virtual-node.log` : undefined,
+        provider: "kubernetes",
+      });
+    },
+    async close() {
+      await env.virtualNode.stop();
+      for (const n of nodesB) await n.stop();
+      adminA.close();
+      adminB.close();
+      await a.kubectl(["delete", "node", env.virtualNode.nodeName, "--wait=false"]);
+      await b.kubectl(["delete", "node", ...nodesB.map((n) => n.nodeName), "--wait=false"]);
+      await b.kubectl(["delete", "clusterrole,clusterrolebinding", `${user}-capacity`]);
+    },
+  };
+  return env;
 }
 
 /** Cluster B as the kubernetes provider sees it: a real node to run pods, a namespace, an identity. */
@@ -133,66 +302,6 @@ export async function downstreamCluster(suffix: string): Promise<Downstream> {
       await b.kubectl(["delete", "clusterrole,clusterrolebinding", `${user}-capacity`]);
       await b.kubectl(["delete", "namespace", namespaceB, "--wait=false"]);
       await Deno.remove(stateDir, { recursive: true }).catch(() => {});
-    },
-  };
-}
-
-/** Both clusters, both nodes and admin clients. */
-export interface TwoClusters {
-  a: TestCluster;
-  b: TestCluster;
-  adminA: KubeClient;
-  adminB: KubeClient;
-  /** The virtual node in A. */
-  virtualNode: RunningVkubelet;
-  /** B's own node (process provider). */
-  nodeB: RunningVkubelet;
-  /** Where forwarded pods go in B. */
-  namespaceB: string;
-  /** Where the test's pods live in A. */
-  namespaceA: string;
-  /** Scheduling for A pods: onto the virtual node. */
-  placement: { nodeSelector: Record<string, string>; tolerations: unknown[] };
-  close(): Promise<void>;
-}
-
-/** Brings up B's node, the provider's identity and the virtual node in A. */
-export async function twoClusters(): Promise<TwoClusters> {
-  const suffix = crypto.randomUUID().slice(0, 6);
-  const [a, down] = await Promise.all([useCluster(), downstreamCluster(suffix)]);
-  const { b, nodeB, namespaceB } = down;
-  const namespaceA = await a.newNamespace("kprov");
-  const logDir = Deno.env.get("KPROV_LOG_DIR"); // set to keep both vkubelets' logs
-  const virtualNode = await startVkubelet(a, {
-    nodeName: `vk-k8s-${suffix}`,
-    logFile: logDir ? `${logDir}/virtual-node.log` : undefined,
-    provider: "kubernetes",
-    providerConfig: JSON.stringify(down.providerConfig),
-  }).catch(async (err) => {
-    await down.close();
-    throw err;
-  });
-  const adminA = await KubeClient.fromConfig({ kubeconfig: a.kubeconfigPath });
-  const adminB = await KubeClient.fromConfig({ kubeconfig: b.kubeconfigPath });
-  return {
-    a,
-    b,
-    adminA,
-    adminB,
-    virtualNode,
-    nodeB,
-    namespaceA,
-    namespaceB,
-    placement: {
-      nodeSelector: { "kubernetes.io/hostname": virtualNode.nodeName },
-      tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
-    },
-    async close() {
-      await virtualNode.stop();
-      adminA.close();
-      adminB.close();
-      await a.kubectl(["delete", "node", virtualNode.nodeName, "--wait=false"]);
-      await down.close();
     },
   };
 }

@@ -6,6 +6,7 @@ import {
   DependencyMirror,
   type DependencyMirrorOptions,
 } from "../../../providers/kubernetes/dependencies.ts";
+import { Placement } from "../../../providers/kubernetes/placement.ts";
 
 /** Cluster A's ConfigMaps: a list and a watch a test feeds, behind the real Informer. */
 class UpstreamConfigMaps {
@@ -93,7 +94,7 @@ Deno.test("a mirror told to stand by stops copying changes into B and deletes no
     } as unknown as DependencyMirrorOptions[
       "downstream"
     ],
-    namespace: "b-ns",
+    placement: new Placement({ namespace: "b-ns" }, "vk-1"),
     nodeName: "vk-1",
     log: getLogger(["vkubelet", "test"]),
     signal: stop.signal,

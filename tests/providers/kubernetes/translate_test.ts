@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import { parseKubernetesConfig } from "../../../providers/kubernetes/config.ts";
 import { isInvalidInput } from "../../../provider/mod.ts";
-import { translatePod } from "../../../providers/kubernetes/translate.ts";
+import { escapedEnv, translatePod } from "../../../providers/kubernetes/translate.ts";
 import { downstreamName, upstreamOf } from "../../../providers/kubernetes/names.ts";
 import { goneStatus, upstreamStatus } from "../../../providers/kubernetes/status.ts";
 import { freeCapacity, toQuantities } from "../../../providers/kubernetes/capacity.ts";
@@ -254,5 +254,77 @@ Deno.test("the exit code comes from the v4 error stream", () => {
   assert.throws(
     () => exitCodeOf('{"status":"Failure","message":"container not found"}'),
     /container not found/,
+  );
+});
+
+Deno.test("env for B: $ escaped against B's second expansion, $(NAME) of a deferred fieldRef kept", () => {
+  const ip = { valueFrom: { fieldRef: { fieldPath: "status.podIP" } } };
+  assert.deepEqual(
+    escapedEnv([
+      { name: "PRICE", value: "$(PLAIN) costs $5 $$" },
+      { name: "POD_IP", ...ip },
+      { name: "LISTEN", value: "$(POD_IP):80 $(PRICE)" },
+    ]),
+    [
+      { name: "PRICE", value: "$$(PLAIN) costs $$5 $$$$" },
+      { name: "POD_IP", ...ip },
+      { name: "LISTEN", value: "$(POD_IP):80 $$(PRICE)" },
+    ],
+  );
+});
+
+Deno.test("the downstream-node-selector and downstream-affinity annotations apply in B", () => {
+  const up = upstreamPod();
+  const nodeAffinity = {
+    requiredDuringSchedulingIgnoredDuringExecution: {
+      nodeSelectorTerms: [{ matchExpressions: [{ key: "zone", operator: "In", values: ["z1"] }] }],
+    },
+  };
+  up.metadata!.annotations = {
+    "vkubelet.io/downstream-node-selector": '{"gpu":"a100","pool":"mine"}',
+    "vkubelet.io/downstream-affinity": JSON.stringify({ nodeAffinity }),
+  };
+  const { pod } = translatePod(up, {
+    config: config({ nodeSelector: { pool: "spare" } }),
+    nodeName: "vk-1",
+  });
+  assert.deepEqual(pod.spec?.nodeSelector, { gpu: "a100", pool: "spare" }, "the config's wins");
+  assert.deepEqual(pod.spec?.affinity?.nodeAffinity, nodeAffinity);
+  up.metadata!.annotations = { "vkubelet.io/downstream-node-selector": '{"gpu":1}' };
+  assert.throws(
+    () => translatePod(up, { config: config(), nodeName: "vk-1" }),
+    /annotation vkubelet.io\/downstream-node-selector: expected a JSON object such as/,
+  );
+});
+
+Deno.test("upstream mode with upstreamApiServer: the kubernetes Service variables name A's apiserver", () => {
+  const up = upstreamPod();
+  up.spec!.containers[0].env = [
+    { name: "KUBERNETES_SERVICE_HOST", value: "10.96.0.1" },
+    { name: "KUBERNETES_PORT_443_TCP_ADDR", value: "10.96.0.1" },
+    { name: "MINE", value: "x" },
+  ];
+  const { pod } = translatePod(up, {
+    config: config({
+      serviceAccountToken: "upstream",
+      upstreamApiServer: "https://[fd00::1]:6443",
+    }),
+    nodeName: "vk-1",
+  });
+  const env = Object.fromEntries(pod.spec!.containers[0].env!.map((e) => [e.name, e.value]));
+  assert.deepEqual(env, {
+    MINE: "x",
+    KUBERNETES_SERVICE_HOST: "fd00::1",
+    KUBERNETES_SERVICE_PORT: "6443",
+    KUBERNETES_SERVICE_PORT_HTTPS: "6443",
+    KUBERNETES_PORT: "tcp://[fd00::1]:6443",
+    KUBERNETES_PORT_6443_TCP: "tcp://[fd00::1]:6443",
+    KUBERNETES_PORT_6443_TCP_PROTO: "tcp",
+    KUBERNETES_PORT_6443_TCP_PORT: "6443",
+    KUBERNETES_PORT_6443_TCP_ADDR: "fd00::1",
+  });
+  assert.equal(
+    parseKubernetesConfig({ kubeconfig: "k", namespace: "n", upstreamApiServer: "http://a" }).ok,
+    false,
   );
 });
