@@ -49,3 +49,11 @@ export {
 export { isSidecar, isTerminalPhase } from "./pod_phase.ts";
 export { qosClass } from "./qos.ts";
 export { formatTime } from "../k8s/micro_time.ts";
+export {
+  type ConfigIssue,
+  type ConfigSchema,
+  formatConfigIssues,
+  type ParseConfigOptions,
+  type ParsedConfig,
+  parseProviderConfig,
+} from "./config.ts";

@@ -21,6 +21,7 @@
  */
 import { z } from "zod";
 import { parseDuration } from "../../base/duration.ts";
+import { type ParsedConfig, parseProviderConfig } from "../../provider/mod.ts";
 import { quantityToNumber } from "../../k8s/quantity.ts";
 
 const quantity = (fallback: string) =>
@@ -78,25 +79,9 @@ export const fargateConfigSchema = z.strictObject({
 export type FargateConfig = z.output<typeof fargateConfigSchema>;
 
 /** Validates a parsed config file; returns every problem, each with its field. */
-export function parseFargateConfig(
-  input: unknown,
-): { ok: true; config: FargateConfig } | { ok: false; errors: string[] } {
-  if (input === undefined) {
-    return {
-      ok: false,
-      errors: [
-        "(top level): the fargate provider needs a config file (--provider-config) naming at least region, subnets and executionRoleArn",
-      ],
-    };
-  }
-  const parsed = fargateConfigSchema.safeParse(input);
-  if (parsed.success) return { ok: true, config: parsed.data };
-  return {
-    ok: false,
-    errors: parsed.error.issues.map((issue) => {
-      const path = issue.path.map(String).join(".") || "(top level)";
-      const keys = issue.code === "unrecognized_keys" ? `: ${issue.keys.join(", ")}` : "";
-      return `${path}: ${issue.message}${keys}`;
-    }),
-  };
+export function parseFargateConfig(input: unknown): ParsedConfig<FargateConfig> {
+  return parseProviderConfig(fargateConfigSchema, input, {
+    provider: "fargate",
+    required: "naming at least region, subnets and executionRoleArn",
+  });
 }

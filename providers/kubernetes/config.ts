@@ -22,6 +22,7 @@
  */
 import { z } from "zod";
 import { parseDuration } from "../../base/duration.ts";
+import { type ParsedConfig, parseProviderConfig } from "../../provider/mod.ts";
 import { PROFILES } from "./cci_profile.ts";
 
 const duration = (fallback: string) =>
@@ -103,25 +104,9 @@ export const kubernetesConfigSchema = z.strictObject({
 export type KubernetesConfig = z.output<typeof kubernetesConfigSchema>;
 
 /** Validates a parsed config file; returns every problem, each with its field. */
-export function parseKubernetesConfig(
-  input: unknown,
-): { ok: true; config: KubernetesConfig } | { ok: false; errors: string[] } {
-  if (input === undefined) {
-    return {
-      ok: false,
-      errors: [
-        "(top level): the kubernetes provider needs a config file (--provider-config) naming at least kubeconfig and namespace",
-      ],
-    };
-  }
-  const parsed = kubernetesConfigSchema.safeParse(input);
-  if (parsed.success) return { ok: true, config: parsed.data };
-  return {
-    ok: false,
-    errors: parsed.error.issues.map((issue) => {
-      const path = issue.path.map(String).join(".") || "(top level)";
-      const keys = issue.code === "unrecognized_keys" ? `: ${issue.keys.join(", ")}` : "";
-      return `${path}: ${issue.message}${keys}`;
-    }),
-  };
+export function parseKubernetesConfig(input: unknown): ParsedConfig<KubernetesConfig> {
+  return parseProviderConfig(kubernetesConfigSchema, input, {
+    provider: "kubernetes",
+    required: "naming at least kubeconfig and namespace",
+  });
 }

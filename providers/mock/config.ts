@@ -21,6 +21,7 @@
  */
 import { z } from "zod";
 import { parseDuration } from "../../base/duration.ts";
+import { formatConfigIssues } from "../../provider/mod.ts";
 import { parseLoopbackCidr } from "./cidr.ts";
 import { quantityToNumber } from "../../k8s/quantity.ts";
 
@@ -91,12 +92,7 @@ export function parseMockConfig(
     const capacity = { ...DEFAULT_CAPACITY, ...parsed.data.capacity };
     return { ok: true, config: { ...parsed.data, capacity } };
   }
-  const errors = parsed.error.issues.map((issue) => {
-    const path = issue.path.map(String).join(".") || "(top level)";
-    const keys = issue.code === "unrecognized_keys" ? `: ${issue.keys.join(", ")}` : "";
-    return `${path}: ${issue.message}${keys}`;
-  });
-  return { ok: false, errors };
+  return { ok: false, errors: formatConfigIssues(parsed.error.issues) };
 }
 
 const VK_KEYS = new Set(["cpu", "memory", "pods", "others", "providerID"]);

@@ -24,6 +24,7 @@
  */
 import { z } from "zod";
 import { parseDuration } from "../../base/duration.ts";
+import { type ParsedConfig, parseProviderConfig } from "../../provider/mod.ts";
 import { quantityToNumber } from "../../k8s/quantity.ts";
 
 const quantity = z.union([z.string(), z.number()]).refine(
@@ -81,17 +82,8 @@ export type ParsedProcessConfig = z.output<typeof processConfigSchema>;
 export type ProcessConfig = ParsedProcessConfig & { stateDir: string };
 
 /** Validates a parsed config file with defaults filled in; returns every problem with its field. */
-export function parseProcessConfig(
-  input: unknown,
-): { ok: true; config: ParsedProcessConfig } | { ok: false; errors: string[] } {
-  const parsed = processConfigSchema.safeParse(input ?? {});
-  if (parsed.success) return { ok: true, config: parsed.data };
-  const errors = parsed.error.issues.map((issue) => {
-    const path = issue.path.map(String).join(".") || "(top level)";
-    const keys = issue.code === "unrecognized_keys" ? `: ${issue.keys.join(", ")}` : "";
-    return `${path}: ${issue.message}${keys}`;
-  });
-  return { ok: false, errors };
+export function parseProcessConfig(input: unknown): ParsedConfig<ParsedProcessConfig> {
+  return parseProviderConfig(processConfigSchema, input);
 }
 
 /** The config's log size cap in bytes. */
