@@ -52,7 +52,8 @@ async function provisionB(
   }
 }
 
-Deno.test("kubernetes provider: a 3-replica StatefulSet with volumeClaimTemplates runs in B and keeps its data", async () => {
+/** Two clusters with storage classes on both sides and B's test provisioner running. */
+async function storageClusters(providerConfig: Record<string, unknown> = {}) {
   const suffix = crypto.randomUUID().slice(0, 6);
   const classA = `vk-${suffix}`, classB = `local-b-${suffix}`;
   const root = await Deno.makeTempDir({ prefix: "vk-kprov-pv-" });
@@ -61,6 +62,7 @@ Deno.test("kubernetes provider: a 3-replica StatefulSet with volumeClaimTemplate
       persistentVolumeClaims: "copy",
       storageClassName: classB,
       upstreamProvisioner: PROVISIONER,
+      ...providerConfig,
     },
     nodesB: [{ providerConfig: { hostPath: { allowedPrefixes: [root] } } }],
     rulesB: [{
@@ -73,8 +75,6 @@ Deno.test("kubernetes provider: a 3-replica StatefulSet with volumeClaimTemplate
       { apiGroups: [""], resources: ["persistentvolumes"], verbs: ["get", "create", "delete"] },
     ],
   });
-  const ns = env.namespaceA;
-  const kubectlA = env.a.kubectlIn(ns);
   const stop = new AbortController();
   const madeB: string[] = [];
   const provisioner = provisionB(env.adminB, {
@@ -83,33 +83,36 @@ Deno.test("kubernetes provider: a 3-replica StatefulSet with volumeClaimTemplate
     made: madeB,
     signal: stop.signal,
   });
-  try {
-    await env.b.kubectl(["apply", "-f", "-"], {
-      stdin: JSON.stringify({
-        apiVersion: "storage.k8s.io/v1",
-        kind: "StorageClass",
-        metadata: { name: classB },
-        provisioner: "kubernetes.io/no-provisioner",
-        volumeBindingMode: "Immediate",
-      }),
-    });
-    await env.a.kubectl(["apply", "-f", "-"], {
-      stdin: JSON.stringify({
-        apiVersion: "storage.k8s.io/v1",
-        kind: "StorageClass",
-        metadata: { name: classA },
-        provisioner: PROVISIONER,
-        volumeBindingMode: "WaitForFirstConsumer",
-      }),
-    });
-    await kubectlA(
-      ["apply", "-f", "-"],
+  await env.b.kubectl(["apply", "-f", "-"], {
+    stdin: JSON.stringify({
+      apiVersion: "storage.k8s.io/v1",
+      kind: "StorageClass",
+      metadata: { name: classB },
+      provisioner: "kubernetes.io/no-provisioner",
+      volumeBindingMode: "Immediate",
+    }),
+  });
+  await env.a.kubectl(["apply", "-f", "-"], {
+    stdin: JSON.stringify({
+      apiVersion: "storage.k8s.io/v1",
+      kind: "StorageClass",
+      metadata: { name: classA },
+      provisioner: PROVISIONER,
+      volumeBindingMode: "WaitForFirstConsumer",
+    }),
+  });
+  return {
+    env,
+    classA,
+    classB,
+    /** A StatefulSet `web` of `replicas` pods on the virtual node, each writing its name. */
+    statefulSet: (replicas: number) =>
       JSON.stringify({
         apiVersion: "apps/v1",
         kind: "StatefulSet",
-        metadata: { name: "web", namespace: ns },
+        metadata: { name: "web", namespace: env.namespaceA },
         spec: {
-          replicas: 3,
+          replicas,
           podManagementPolicy: "Parallel",
           serviceName: "web",
           selector: { matchLabels: { app: "web" } },
@@ -140,7 +143,58 @@ Deno.test("kubernetes provider: a 3-replica StatefulSet with volumeClaimTemplate
           }],
         },
       }),
-    );
+    async close() {
+      stop.abort();
+      await provisioner.catch(() => {});
+      const same = providerConfig.namespaces === "same";
+      await env.a.kubectl(["delete", "namespace", env.namespaceA, "--wait=false"]);
+      await env.close();
+      await env.b.kubectl(["delete", "namespace", env.namespaceB, "--wait=false"]);
+      if (same) {
+        await env.b.kubectl([
+          "delete",
+          "namespace",
+          env.namespaceA,
+          "--wait=false",
+          "--ignore-not-found",
+        ]);
+      }
+      await env.a.kubectl(["delete", "storageclass", classA, "--ignore-not-found"]);
+      await env.b.kubectl(["delete", "storageclass", classB, "--ignore-not-found"]);
+      if (madeB.length > 0) {
+        await env.b.kubectl(["delete", "pv", ...madeB, "--wait=false", "--ignore-not-found"]);
+      }
+      await env.a.kubectl([
+        "delete",
+        "pv",
+        "-l",
+        `vkubelet.io/virtual-node=${env.virtualNode.nodeName}`,
+        "--wait=false",
+      ]);
+      await Deno.remove(root, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** Resolves true once `get` fails (the object is gone). */
+function gone(get: () => Promise<unknown>): () => Promise<boolean> {
+  return async () => {
+    try {
+      await get();
+      return false;
+    } catch {
+      return true;
+    }
+  };
+}
+
+Deno.test("kubernetes provider: a 3-replica StatefulSet with volumeClaimTemplates runs in B and keeps its data", async () => {
+  const s = await storageClusters();
+  const { env, classB } = s;
+  const ns = env.namespaceA;
+  const kubectlA = env.a.kubectlIn(ns);
+  try {
+    await kubectlA(["apply", "-f", "-"], s.statefulSet(3));
     const pods = ["web-0", "web-1", "web-2"];
     await eventually("all 3 replicas Running in A", async () => {
       const list = await env.adminA.pods.list({ namespace: ns });
@@ -189,42 +243,63 @@ Deno.test("kubernetes provider: a 3-replica StatefulSet with volumeClaimTemplate
       return list.items.length === 1;
     }, 60_000);
     await kubectlA(["delete", "pvc", "data-web-1", "--wait=false"]);
-    await eventually("the copy of data-web-1 gone from B", async () => {
-      try {
-        await env.adminB.persistentVolumeClaims.get(env.namespaceB, `${ns}.data-web-1`);
-        return false;
-      } catch {
-        return true;
-      }
-    }, 60_000);
-    await eventually("A's volume of data-web-1 gone", async () => {
-      try {
-        await env.adminA.persistentVolumes.get(volumeA.metadata!.name!);
-        return false;
-      } catch {
-        return true;
-      }
-    }, 60_000);
+    await eventually(
+      "the copy of data-web-1 gone from B",
+      gone(() => env.adminB.persistentVolumeClaims.get(env.namespaceB, `${ns}.data-web-1`)),
+      60_000,
+    );
+    await eventually(
+      "A's volume of data-web-1 gone",
+      gone(() => env.adminA.persistentVolumes.get(volumeA.metadata!.name!)),
+      60_000,
+    );
     const kept = await env.adminB.persistentVolumeClaims.get(env.namespaceB, `${ns}.data-web-2`);
     assert.equal(kept.status?.phase, "Bound", "a claim still in A keeps its copy");
   } finally {
-    stop.abort();
-    await provisioner.catch(() => {});
-    await env.a.kubectl(["delete", "namespace", ns, "--wait=false"]);
-    await env.close();
-    await env.b.kubectl(["delete", "namespace", env.namespaceB, "--wait=false"]);
-    await env.a.kubectl(["delete", "storageclass", classA, "--ignore-not-found"]);
-    await env.b.kubectl(["delete", "storageclass", classB, "--ignore-not-found"]);
-    if (madeB.length > 0) {
-      await env.b.kubectl(["delete", "pv", ...madeB, "--wait=false", "--ignore-not-found"]);
-    }
-    await env.a.kubectl([
-      "delete",
-      "pv",
-      "-l",
-      `vkubelet.io/virtual-node=${env.virtualNode.nodeName}`,
-      "--wait=false",
-    ]);
-    await Deno.remove(root, { recursive: true }).catch(() => {});
+    await s.close();
+  }
+});
+
+Deno.test("kubernetes provider: namespaces: same keeps B's namespace while it holds a claim copy", async () => {
+  const s = await storageClusters({ namespaces: "same" });
+  const { env } = s;
+  const ns = env.namespaceA;
+  const kubectlA = env.a.kubectlIn(ns);
+  try {
+    await kubectlA(["apply", "-f", "-"], s.statefulSet(1));
+    await eventually("web-0 Running in A", async () => {
+      const pod = await env.adminA.pods.get(ns, "web-0");
+      return pod.status?.phase === "Running";
+    }, 120_000);
+    assert.equal(
+      (await env.adminB.persistentVolumeClaims.get(ns, "data-web-0")).status?.phase,
+      "Bound",
+    );
+
+    // No pod left in the namespace: B's namespace (and the copy, and the data) stay.
+    await kubectlA(["scale", "statefulset", "web", "--replicas=0"]);
+    await eventually("web-0 gone from B", gone(() => env.adminB.pods.get(ns, "web-0")), 60_000);
+    await new Promise((r) => setTimeout(r, 2000)); // the namespace would go within this
+    assert.equal((await env.adminB.namespaces.get(ns)).metadata?.deletionTimestamp, undefined);
+    await kubectlA(["scale", "statefulset", "web", "--replicas=1"]);
+    const written = await eventually("web-0 back, with its first line", async () => {
+      const pod = await env.adminA.pods.get(ns, "web-0");
+      if (pod.status?.phase !== "Running") return false;
+      const out = (await kubectlA(["exec", "web-0", "--", "cat", "/data/written"])).trim();
+      return out.split("\n").length === 2 && out;
+    }, 120_000);
+    assert.equal(written, "web-0\nweb-0");
+
+    // The StatefulSet and its claim deleted in A: the copy goes, then B's namespace.
+    await kubectlA(["delete", "statefulset", "web"]);
+    await eventually("web-0 gone from B", gone(() => env.adminB.pods.get(ns, "web-0")), 60_000);
+    await kubectlA(["delete", "pvc", "data-web-0", "--wait=false"]);
+    await eventually(
+      "B's namespace gone with the last copy",
+      gone(() => env.adminB.namespaces.get(ns)),
+      90_000,
+    );
+  } finally {
+    await s.close();
   }
 });
