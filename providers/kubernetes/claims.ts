@@ -127,7 +127,7 @@ export class ClaimCopies {
     for (const event of ["add", "update"] as const) {
       this.#upstreamInformer.on(event, (c: PersistentVolumeClaim) => {
         this.#upstream.set(key(c.metadata?.namespace, c.metadata?.name), c);
-        deps.provisioner?.observe(c);
+        if (deps.leading()) deps.provisioner?.observe(c);
       });
     }
     this.#copies.on("delete", (c: PersistentVolumeClaim) => {
@@ -161,6 +161,11 @@ export class ClaimCopies {
       for (const uid of new Set(stale)) await this.#removeCopiesOf(uid);
     }
     await Promise.allSettled(running);
+  }
+
+  /** `--leader-elect`: a new term; claims that waited for a provisioner meanwhile get one now. */
+  resume(): void {
+    for (const claim of this.#upstream.values()) this.#deps.provisioner?.observe(claim);
   }
 
   /** True when B's `namespace` holds a copy (it must stay while A has the claim). */

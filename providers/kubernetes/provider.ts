@@ -370,6 +370,7 @@ export class KubernetesProvider implements Provider {
    */
   resume(pods: readonly Pod[]): void {
     this.#standingBy = false;
+    this.#claims?.resume();
     for (const pod of pods) {
       const { namespace, name, uid } = pod.metadata ?? {};
       if (!namespace || !name || pod.metadata?.deletionTimestamp) continue;
