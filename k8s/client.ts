@@ -72,6 +72,7 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
   readonly secrets: KubeApis["secrets"];
   readonly services: KubeApis["services"];
   readonly persistentVolumeClaims: KubeApis["persistentVolumeClaims"];
+  readonly persistentVolumes: KubeApis["persistentVolumes"];
   readonly namespaces: KubeApis["namespaces"];
   readonly serviceAccounts: KubeApis["serviceAccounts"];
   readonly tokenReviews: KubeApis["tokenReviews"];
@@ -124,6 +125,7 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
     this.secrets = apis.secrets;
     this.services = apis.services;
     this.persistentVolumeClaims = apis.persistentVolumeClaims;
+    this.persistentVolumes = apis.persistentVolumes;
     this.namespaces = apis.namespaces;
     this.serviceAccounts = apis.serviceAccounts;
     this.tokenReviews = apis.tokenReviews;

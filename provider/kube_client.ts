@@ -12,7 +12,14 @@
  * @module
  */
 import type { TokenRequest } from "kubernetes-types/authentication/v1.d.ts";
-import type { ConfigMap, Event, Secret, Service } from "kubernetes-types/core/v1.d.ts";
+import type {
+  ConfigMap,
+  Event,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  Secret,
+  Service,
+} from "kubernetes-types/core/v1.d.ts";
 import type {
   InformerHandlers,
   InNamespace,
@@ -45,6 +52,22 @@ export interface ProviderObjectApi<T extends KubeObject> {
   watch(options?: InNamespace<ResumableWatchOptions>): AsyncIterable<WatchEvent<T>>;
   /** A list+watch cache, e.g. of one object by `fieldSelector: metadata.name=<name>`. */
   informer(options?: ResourceInformerOptions<T>): ProviderInformer<T>;
+}
+
+/**
+ * PersistentVolumes (cluster-scoped). A node may `get` those bound to its pods' claims; `create`
+ * and `delete` need rights beyond a kubelet's (the kubernetes provider's upstream provisioner).
+ */
+export interface ProviderPersistentVolumesApi {
+  /** One PersistentVolume; rejects with a 404 error when it does not exist. */
+  get(name: string, options?: SignalOptions): Promise<PersistentVolume>;
+  /** Creates the PersistentVolume. */
+  create(volume: PersistentVolume, options?: SignalOptions): Promise<PersistentVolume>;
+  /** Deletes it, only while it still has `preconditions.uid` when given. */
+  delete(
+    name: string,
+    options?: { preconditions?: { uid?: string } } & SignalOptions,
+  ): Promise<unknown>;
 }
 
 /** Service accounts: the TokenRequest subresource. */
@@ -85,6 +108,10 @@ export interface ProviderKubeClient {
   services?: ProviderObjectApi<Service>;
   /** Events on the node's pods (the kubelet's right under the Node authorizer); optional. */
   events?: ProviderEventsApi;
+  /** PersistentVolumeClaims (a node reads those its pods use); optional. */
+  persistentVolumeClaims?: ProviderObjectApi<PersistentVolumeClaim>;
+  /** PersistentVolumes (a node reads those of its pods' claims); optional. */
+  persistentVolumes?: ProviderPersistentVolumesApi;
 }
 
 /** True when a {@link ProviderKubeClient} call failed because the object does not exist. */

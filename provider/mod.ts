@@ -24,6 +24,7 @@ export {
   type ProviderInformer,
   type ProviderKubeClient,
   type ProviderObjectApi,
+  type ProviderPersistentVolumesApi,
   type ProviderServiceAccountsApi,
 } from "./kube_client.ts";
 export { applyProviderNode, type ProviderNodeFields } from "./node.ts";

@@ -14,8 +14,10 @@ import type {
   NamespaceList,
   Node,
   NodeList,
+  PersistentVolume,
   PersistentVolumeClaim,
   PersistentVolumeClaimList,
+  PersistentVolumeList,
   Pod,
   PodList,
   Secret,
@@ -85,6 +87,8 @@ export interface KubeApis {
   services: NamespacedApi<Service, ServiceList>;
   /** PersistentVolumeClaims; a node may read those its pods use (the Node authorizer's graph). */
   persistentVolumeClaims: NamespacedApi<PersistentVolumeClaim, PersistentVolumeClaimList>;
+  /** PersistentVolumes; a node may read those of its pods' claims (the Node authorizer's graph). */
+  persistentVolumes: ClusterApi<PersistentVolume, PersistentVolumeList>;
   namespaces: ClusterApi<Namespace, NamespaceList>;
   serviceAccounts: ServiceAccountsApi;
   tokenReviews: ReviewApi<TokenReview>;
@@ -114,6 +118,7 @@ export function createApis(requester: KubeRequester, options: CreateApisOptions 
     secrets: new NamespacedApi(requester, core("secrets")),
     services: new NamespacedApi(requester, core("services")),
     persistentVolumeClaims: new NamespacedApi(requester, core("persistentvolumeclaims")),
+    persistentVolumes: new ClusterApi(requester, core("persistentvolumes")),
     namespaces: new ClusterApi(requester, core("namespaces")),
     serviceAccounts: new ServiceAccountsApi(requester, core("serviceaccounts")),
     tokenReviews: new ReviewApi(

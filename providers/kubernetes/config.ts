@@ -13,7 +13,11 @@
  * serviceAccountToken: downstream   # or upstream: a token of A's service account, mounted in B
  * tokenExpirationSeconds: 3600      # upstream tokens' lifetime; renewed at 80 %
  * upstreamApiServer: https://a.example:6443   # upstream mode: A's apiserver as B's pods reach it
- * persistentVolumeClaims: { "team-a/data": data-in-b }   # PVCs of A mapped to claims in B
+ * persistentVolumeClaims: { "team-a/data": data-in-b }   # PVCs of A mapped to claims in B,
+ *                                   # or `copy`: each claim copied to B (./claims.ts)
+ * storageClassName: fast-b          # with copy: the copies' class in B (default: B's default)
+ * upstreamProvisioner: downstream.vkubelet.io   # with copy: provision A's claims of classes
+ *                                   # naming this provisioner (./upstream_provisioner.ts)
  * pingTimeout: 5s
  * profile: cci                      # shape pods to Huawei CCI's rules (see ./cci_profile.ts)
  * unschedulableTimeout: 5m   # a pod B cannot schedule this long is failed upstream, to be replaced
@@ -62,10 +66,16 @@ export const kubernetesConfigSchema = z.strictObject({
   tokenExpirationSeconds: z.number().int().min(600, {
     error: "must be at least 600 (the apiserver's minimum for TokenRequest)",
   }).default(3600),
-  persistentVolumeClaims: z.record(
-    z.string().regex(/^[^/]+\/[^/]+$/, { error: 'keys are "namespace/claim" of cluster A' }),
-    z.string().min(1),
+  persistentVolumeClaims: z.literal("copy").or(
+    z.record(
+      z.string().regex(/^[^/]+\/[^/]+$/, { error: 'keys are "namespace/claim" of cluster A' }),
+      z.string().min(1),
+    ),
   ).default({}),
+  storageClassName: z.string().min(1).optional(),
+  upstreamProvisioner: z.string().regex(/^[a-zA-Z0-9][-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9]$/, {
+    error: "must be a provisioner name usable as a CSI driver name, such as downstream.vkubelet.io",
+  }).optional(),
   upstreamApiServer: z.url({
     protocol: /^https$/,
     error: "must be an https URL of cluster A's apiserver that B's pods can reach",
@@ -89,6 +99,15 @@ export const kubernetesConfigSchema = z.strictObject({
       message:
         "cci needs namespaces: one (a namespace prepared for CCI's networking, checked before the first pod)",
     });
+  }
+  for (const field of ["storageClassName", "upstreamProvisioner"] as const) {
+    if (config[field] !== undefined && config.persistentVolumeClaims !== "copy") {
+      ctx.addIssue({
+        code: "custom",
+        path: [field],
+        message: "needs persistentVolumeClaims: copy (it is about the claims copied to B)",
+      });
+    }
   }
   if (config.namespaces === "one" && !config.namespace) {
     ctx.addIssue({

@@ -31,6 +31,7 @@ import {
   TransientError,
 } from "../../provider/mod.ts";
 import { CciNamespaceCheck, recordShaping } from "./cci_namespace.ts";
+import { type ClaimCopies, claimCopiesFor } from "./claims.ts";
 import type { KubernetesConfig } from "./config.ts";
 import { DependencyMirror } from "./dependencies.ts";
 import { EventRelay } from "./event_relay.ts";
@@ -67,6 +68,10 @@ export class KubernetesProvider implements Provider {
   readonly #unschedulable: UnschedulableWatch;
   readonly #place: Placement;
   readonly #services?: ServiceMirror;
+  /** `persistentVolumeClaims: copy`: the claims' copies in B (and A's binding). */
+  readonly #claims?: ClaimCopies;
+  /** The virtual node's `kubernetes.io/hostname` label, once the node is configured. */
+  #hostname?: string;
   readonly #stop = new AbortController();
   /** Held here: a signal from AbortSignal.any must stay referenced while work listens to it. */
   readonly #signal: AbortSignal;
@@ -127,6 +132,19 @@ export class KubernetesProvider implements Provider {
         signal,
       });
     }
+    this.#claims = claimCopiesFor(config, {
+      upstream: clients.upstream,
+      downstream: clients.downstream,
+      placement: place,
+      nodeName: deps.nodeName,
+      hostname: () => this.#hostname ?? deps.nodeName,
+      leading: () => !this.#standingBy,
+      onNamespaceEmptied: (namespace) => void this.#removeNamespaceIfUnused(namespace),
+      clock: deps.clock,
+      log: deps.log,
+      signal,
+    });
+    if (this.#claims) this.#running.push(this.#claims.run(signal));
     this.#access = new DownstreamAccess({
       downstream: clients.downstream,
       nodeName: deps.nodeName,
@@ -194,6 +212,7 @@ export class KubernetesProvider implements Provider {
         throw downstreamError("writing the service-account token Secret", err);
       });
     }
+    await this.#claims?.ensure(pod, translation.claims, options);
     // Copied before the pod starts: B's kubelet sets service links from what exists then.
     await this.#services?.track(k, pod.metadata!.namespace!, options.signal);
     const target = this.#services ? this.#translate(pod).pod : translation.pod;
@@ -306,6 +325,7 @@ export class KubernetesProvider implements Provider {
   }
 
   configureNode(node: Node): Promise<void> {
+    this.#hostname = node.metadata?.labels?.["kubernetes.io/hostname"] ?? this.#hostname;
     return this.#node.configureNode(node);
   }
 
@@ -350,6 +370,7 @@ export class KubernetesProvider implements Provider {
    */
   resume(pods: readonly Pod[]): void {
     this.#standingBy = false;
+    this.#claims?.resume();
     for (const pod of pods) {
       const { namespace, name, uid } = pod.metadata ?? {};
       if (!namespace || !name || pod.metadata?.deletionTimestamp) continue;
@@ -444,20 +465,25 @@ export class KubernetesProvider implements Provider {
     const stopped = this.#config.serviceAccountToken === "upstream"
       ? this.#tokens.stop(pod, tokenSecret)
       : Promise.resolve();
-    const where = this.#place.namespaceOf(namespace);
+    void stopped.then(() => this.#removeNamespaceIfUnused(this.#place.namespaceOf(namespace)));
+  }
+
+  /** `namespaces: same`: B's namespace goes once no pod runs and no claim copy is kept there. */
+  async #removeNamespaceIfUnused(where: string): Promise<void> {
+    if (this.#claims?.holds(where)) return; // the data of A's claims outlives the pods
     // Ours from our own informer (which has dropped this pod already), the rest from B's.
     const ours = nodeSelector(this.#deps.nodeName).split("=")[1];
     const pods = () => [
       ...this.#ours.store.list(),
       ...this.#node.podsOfB().filter((p) => p.metadata?.labels?.[MARKS.node] !== ours),
     ];
-    void stopped.then(() =>
-      this.#place.removeIfUnused(this.#b, where, pods(), { signal: this.#signal })
-    ).catch((err) => {
-      this.#deps.log.warn("could not remove namespace {namespace} from B: {err}", {
-        namespace: where,
-        err: String(err),
-      });
-    });
+    await this.#place.removeIfUnused(this.#b, where, pods(), { signal: this.#signal }).catch(
+      (err) => {
+        this.#deps.log.warn("could not remove namespace {namespace} from B: {err}", {
+          namespace: where,
+          err: String(err),
+        });
+      },
+    );
   }
 }

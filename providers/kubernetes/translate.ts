@@ -11,7 +11,8 @@
  *   `vkubelet.io/downstream-node-selector` and `vkubelet.io/downstream-affinity` (JSON), as
  *   tensile-kube does; priority and schedulerName are left to B;
  * - ConfigMaps, Secrets and image pull secrets are renamed to their copies;
- * - PersistentVolumeClaims need a mapping in the config, else the pod is refused;
+ * - PersistentVolumeClaims need a mapping in the config, else the pod is refused; with
+ *   `persistentVolumeClaims: copy` they point at copies in B named by Placement (`claims.ts`);
  * - the service-account token: with `downstream`, A's generated `kube-api-access-*` volume goes
  *   and B mounts its own default account's; with `upstream`, its token source becomes a Secret
  *   of B that the provider fills with a TokenRequest of A (see `tokens.ts`), and with
@@ -67,6 +68,8 @@ export interface Translation {
   tokenSecret?: { name: string; needs: TokenNeed[] };
   /** What the config's `profile` changed, one line each (for an event on the upstream pod). */
   shaped?: string[];
+  /** `persistentVolumeClaims: copy`: the pod's claims (names in A) to copy to B first. */
+  claims: string[];
 }
 
 /** What translation needs besides the pod. */
@@ -124,10 +127,19 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
     ? apiServerAddress(upstreamApiServer)
     : undefined;
   const tokens: TokenNeed[] = [];
+  const claims: string[] = [];
   const volumes: Volume[] = [];
   const dropped = new Set<string>();
   for (const volume of source.volumes ?? []) {
-    const next = translateVolume(volume, { namespace, options, need, tokens, tokenSecretName });
+    const next = translateVolume(volume, {
+      namespace,
+      options,
+      need,
+      tokens,
+      tokenSecretName,
+      claims,
+      place,
+    });
     if (next) volumes.push(next);
     else dropped.add(volume.name);
   }
@@ -183,6 +195,7 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
     dependencies: [...deps.values()],
     tokenSecret: tokens.length > 0 ? { name: tokenSecretName, needs: tokens } : undefined,
     shaped: options.config.profile === "cci" ? shapePodForCci(downstream) : undefined,
+    claims,
   };
 }
 
@@ -192,6 +205,8 @@ interface VolumeContext {
   need: (kind: Dependency["kind"], name: string) => string;
   tokens: TokenNeed[];
   tokenSecretName: string;
+  claims: string[];
+  place: Pick<Placement, "nameOf">;
 }
 
 /** The volume as B should see it, or `undefined` to drop it (with its mounts). */
@@ -210,7 +225,13 @@ function translateVolume(volume: Volume, ctx: VolumeContext): Volume | undefined
     };
   }
   if (volume.persistentVolumeClaim) {
-    const key = `${ctx.namespace}/${volume.persistentVolumeClaim.claimName}`;
+    const claim = volume.persistentVolumeClaim.claimName;
+    if (options.config.persistentVolumeClaims === "copy") {
+      ctx.claims.push(claim);
+      const claimName = ctx.place.nameOf(ctx.namespace, claim);
+      return { ...volume, persistentVolumeClaim: { ...volume.persistentVolumeClaim, claimName } };
+    }
+    const key = `${ctx.namespace}/${claim}`;
     const mapped = options.config.persistentVolumeClaims[key];
     if (!mapped) {
       throw new InvalidInputError(

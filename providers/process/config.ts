@@ -10,7 +10,8 @@
  * imageCommands:                         # images run without `command` use this argv
  *   nginx:1.27: [nginx, -g, "daemon off;"]
  * mountNamespace: auto                   # auto | required | off (see mount_ns.ts)
- * hostPath: { enabled: false, allowedPrefixes: [/srv/data] }
+ * hostPath: { enabled: false, allowedPrefixes: [/srv/data] }   # the prefixes also bound the
+ *                                      # hostPath/local PersistentVolumes of claim volumes
  * cgroups: auto                          # auto | required | off (cgroup v2, or v1 memory/cpu/cpuacct)
  * cgroupRoot: /sys/fs/cgroup/vkubelet
  * logs: { maxSize: 10Mi, maxFiles: 3 }   # per container instance

@@ -1,8 +1,9 @@
 /**
  * Volumes materialised under the pod's directory: emptyDir, configMap, secret (items, modes,
  * optional), downwardAPI, projected (configMap, secret, downwardAPI, serviceAccountToken from a
- * TokenRequest refreshed at 80 % of its lifetime, ./token_cache.ts), and hostPath only when the config
- * enables it. ConfigMap/Secret contents come from a {@link VolumeSource}; updates are written
+ * TokenRequest refreshed at 80 % of its lifetime, ./token_cache.ts), hostPath only when the config
+ * enables it, and persistentVolumeClaim through a hostPath or local PersistentVolume
+ * (./claim_volume.ts; the volume's directory becomes a link to it). ConfigMap/Secret contents come from a {@link VolumeSource}; updates are written
  * atomically (./atomic_writer.ts) on every {@link VolumeSet.sync}.
  * @module
  */
@@ -23,11 +24,16 @@ import {
 } from "../../provider/mod.ts";
 import { checkRelativePath, type VolumeFile, writeAtomically } from "./atomic_writer.ts";
 import { hostPathPrefixProblem, hostPathSyntaxProblem, isUnderPrefix } from "./host_path.ts";
+import { claimDirectory, type ClaimSource } from "./claim_volume.ts";
 import { TokenCache } from "./token_cache.ts";
 import type { PodPaths } from "./state.ts";
+import { dirname } from "node:path";
 
-/** Where ConfigMap and Secret contents and service-account tokens come from (the apiserver). */
-export interface VolumeSource {
+/**
+ * Where ConfigMap and Secret contents, service-account tokens and claims come from (the
+ * apiserver).
+ */
+export interface VolumeSource extends ClaimSource {
   /** The ConfigMap, or `undefined` if it does not exist. */
   getConfigMap(
     namespace: string,
@@ -56,7 +62,15 @@ export interface VolumeContext {
 }
 
 const encoder = new TextEncoder();
-const SUPPORTED = ["emptyDir", "configMap", "secret", "downwardAPI", "projected", "hostPath"];
+const SUPPORTED = [
+  "emptyDir",
+  "configMap",
+  "secret",
+  "downwardAPI",
+  "projected",
+  "hostPath",
+  "persistentVolumeClaim",
+];
 
 /** Throws {@link InvalidInputError} for a volume this provider can never provide. */
 export function validateVolume(volume: Volume, ctx: Pick<VolumeContext, "hostPath">): void {
@@ -93,6 +107,8 @@ export class VolumeSet {
   readonly #pod: Pod;
   readonly #ctx: VolumeContext;
   readonly #tokens: TokenCache;
+  /** Claim volumes already linked to their PersistentVolume's directory (a bound claim keeps it). */
+  readonly #claims = new Set<string>();
 
   constructor(pod: Pod, ctx: VolumeContext) {
     this.#pod = pod;
@@ -113,7 +129,8 @@ export class VolumeSet {
   /** True if `name` must be mounted read-only whatever the mount says (kubelet does so). */
   isReadOnly(name: string): boolean {
     const v = this.#pod.spec?.volumes?.find((v) => v.name === name);
-    return !!(v?.configMap || v?.secret || v?.downwardAPI || v?.projected);
+    return !!(v?.configMap || v?.secret || v?.downwardAPI || v?.projected ||
+      v?.persistentVolumeClaim?.readOnly);
   }
 
   /**
@@ -140,6 +157,7 @@ export class VolumeSet {
       return;
     }
     if (volume.hostPath) return await this.#hostPath(volume);
+    if (volume.persistentVolumeClaim) return await this.#claim(pod, volume, signal);
     let files: VolumeFile[];
     if (volume.configMap || volume.secret) {
       files = await this.#keyFiles(pod, volume, volume.configMap ? "configMap" : "secret", signal);
@@ -171,6 +189,24 @@ export class VolumeSet {
     } catch (err) {
       throw new TransientError(`hostPath ${path} for volume ${volume.name} is not usable: ${err}`);
     }
+  }
+
+  /** Links the volume's directory to the claim's PersistentVolume directory, once. */
+  async #claim(pod: Pod, volume: Volume, signal?: AbortSignal): Promise<void> {
+    if (this.#claims.has(volume.name)) return;
+    const target = await claimDirectory(pod.metadata?.namespace ?? "default", volume, {
+      source: this.#ctx.source,
+      allowedPrefixes: this.#ctx.hostPath.allowedPrefixes,
+      signal,
+    });
+    const link = this.#ctx.paths.volume(volume.name);
+    const current = await Deno.readLink(link).catch(() => undefined);
+    if (current !== target) {
+      await Deno.mkdir(dirname(link), { recursive: true });
+      await Deno.remove(link).catch(() => {});
+      await Deno.symlink(target, link);
+    }
+    this.#claims.add(volume.name);
   }
 
   async #keyFiles(

@@ -58,6 +58,18 @@ export const VKUBELET_RULES: readonly Rule[] = [
   },
   {
     group: "",
+    resource: "persistentvolumeclaims",
+    verbs: ["get"],
+    why: "core/pods/preflight.ts (claims bound before start); process provider's claim volumes",
+  },
+  {
+    group: "",
+    resource: "persistentvolumes",
+    verbs: ["get"],
+    why: "providers/process/kube_source.ts: the PersistentVolume of a pod's bound claim",
+  },
+  {
+    group: "",
     resource: "serviceaccounts/token",
     verbs: ["create"],
     why: "projected service account tokens (process, kubernetes providers)",

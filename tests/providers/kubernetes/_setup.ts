@@ -33,8 +33,13 @@ export async function eventually<T>(
  * The RBAC the provider's identity needs in B: nothing more. With `namespaces: same` the
  * namespaced rules hold in every namespace, and namespaces may be created and deleted.
  */
-export function downstreamRbac(user: string, namespace: string, same = false): unknown[] {
-  if (same) return sameNamespacesRbac(user);
+export function downstreamRbac(
+  user: string,
+  namespace: string,
+  same = false,
+  extraRules: unknown[] = [],
+): unknown[] {
+  if (same) return sameNamespacesRbac(user, extraRules);
   return [
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
@@ -73,6 +78,7 @@ export function downstreamRbac(user: string, namespace: string, same = false): u
           resources: ["pods/exec", "pods/attach", "pods/portforward"],
           verbs: ["get", "create"],
         },
+        ...extraRules,
       ],
     },
     {
@@ -85,7 +91,7 @@ export function downstreamRbac(user: string, namespace: string, same = false): u
   ];
 }
 
-function sameNamespacesRbac(user: string): unknown[] {
+function sameNamespacesRbac(user: string, extraRules: unknown[]): unknown[] {
   const subjects = [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: user }];
   return [{
     apiVersion: "rbac.authorization.k8s.io/v1",
@@ -107,6 +113,7 @@ function sameNamespacesRbac(user: string): unknown[] {
         resources: ["pods/exec", "pods/attach", "pods/portforward"],
         verbs: ["get", "create"],
       },
+      ...extraRules,
     ],
   }, {
     apiVersion: "rbac.authorization.k8s.io/v1",
@@ -152,7 +159,16 @@ export interface TwoClustersOptions {
    * B's nodes (process provider), each with its capacity and labels; default one node with the
    * host's capacity. With several, the provider selects them by a pool label they share.
    */
-  nodesB?: { capacity?: Record<string, string>; labels?: Record<string, string> }[];
+  nodesB?: {
+    capacity?: Record<string, string>;
+    labels?: Record<string, string>;
+    /** More process-provider config fields for this node. */
+    providerConfig?: Record<string, unknown>;
+  }[];
+  /** More RBAC rules for the provider's identity in B (in its namespace, or cluster-wide). */
+  rulesB?: unknown[];
+  /** RBAC rules for the virtual node's identity in A beyond the Node authorizer's (cluster-wide). */
+  rulesA?: unknown[];
 }
 
 /** Brings up B's node, the provider's identity and the virtual node in A. */
@@ -177,6 +193,7 @@ export async function twoClusters(options: TwoClustersOptions = {}): Promise<Two
           cgroups: "off",
           ...(node.capacity ? { capacity: node.capacity } : {}),
           labels: { ...pool, ...node.labels },
+          ...node.providerConfig,
         }),
       }).catch(async (err) => {
         for (const n of nodesB) await n.stop();
@@ -190,14 +207,30 @@ export async function twoClusters(options: TwoClustersOptions = {}): Promise<Two
     stdin: JSON.stringify({
       apiVersion: "v1",
       kind: "List",
-      items: downstreamRbac(user, namespaceB, options.providerConfig?.namespaces === "same"),
+      items: downstreamRbac(
+        user,
+        namespaceB,
+        options.providerConfig?.namespaces === "same",
+        options.rulesB,
+      ),
     }),
   });
   assert.equal(apply.code, 0, apply.stderr);
   const kubeconfigB = await b.userKubeconfig(user);
   const logDir = Deno.env.get("KPROV_LOG_DIR"); // set to keep both vkubelets' logs
+  const virtualNodeName = `vk-k8s-${suffix}`;
+  if (options.rulesA) {
+    const applyA = await a.kubectl(["apply", "-f", "-"], {
+      stdin: JSON.stringify({
+        apiVersion: "v1",
+        kind: "List",
+        items: clusterRoleFor(`system:node:${virtualNodeName}`, `${user}-upstream`, options.rulesA),
+      }),
+    });
+    assert.equal(applyA.code, 0, applyA.stderr);
+  }
   const virtualNode = await startVkubelet(a, {
-    nodeName: `vk-k8s-${suffix}`,
+    nodeName: virtualNodeName,
     logFile: logDir ? `${logDir}/virtual-node.log` : undefined,
     provider: "kubernetes",
     providerConfig: JSON.stringify({
@@ -244,9 +277,26 @@ export async function twoClusters(options: TwoClustersOptions = {}): Promise<Two
       await a.kubectl(["delete", "node", env.virtualNode.nodeName, "--wait=false"]);
       await b.kubectl(["delete", "node", ...nodesB.map((n) => n.nodeName), "--wait=false"]);
       await b.kubectl(["delete", "clusterrole,clusterrolebinding", `${user}-capacity`]);
+      if (options.rulesA) {
+        await a.kubectl(["delete", "clusterrole,clusterrolebinding", `${user}-upstream`]);
+      }
     },
   };
   return env;
+}
+
+/** A ClusterRole `name` with `rules` and its binding to `user`. */
+function clusterRoleFor(user: string, name: string, rules: unknown[]): unknown[] {
+  return [
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name }, rules },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
+      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: user }],
+    },
+  ];
 }
 
 /** Cluster B as the kubernetes provider sees it: a real node to run pods, a namespace, an identity. */
