@@ -62,7 +62,7 @@ function panel(img: Raster, x0: number, y0: number, w: number, h: number, runs: 
   const yStep = niceStep(n, 4);
   const toX = (t: number) => px + (t / xMax) * pw;
   const toY = (c: number) => py + ph - (c / n) * ph;
-  img.text(px, y0 + 12, `SCENARIO 1, N = ${groupThousands(n)}`, INK, 2);
+  img.text(px, y0 + 12, `SCENARIO 1: N = ${groupThousands(n)}`, INK, 2);
   for (let t = 0; t <= xMax + 1e-9; t += xStep) {
     img.line(toX(t), py, toX(t), py + ph, GRID);
     const text = label(t);

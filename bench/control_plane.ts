@@ -8,8 +8,8 @@
  * @module
  */
 import {
-  clusterPaths,
   type ClusterPaths,
+  clusterPaths,
   type ClusterState,
   down,
   readState,

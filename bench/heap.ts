@@ -5,6 +5,7 @@
  *
  *   deno run -A bench/heap.ts --port 9329 --out bench/out/round3      # writes .heapsnapshot + .json
  *   deno run -A bench/heap.ts --compare bench/out/round3.json bench/out/round12.json
+ *   deno run -A bench/heap.ts --summarize bench/out/round3.heapsnapshot   # rewrites round3.json
  *
  * The bench's soak mode takes them itself at the rounds given by `--heap-at`.
  * @module
@@ -90,6 +91,16 @@ async function main(args: string[]): Promise<void> {
     const read = async (f: string) => JSON.parse(await Deno.readTextFile(f)) as HeapReport;
     const [a, b] = await Promise.all([read(args[compare + 1]), read(args[compare + 2])]);
     console.log(formatComparison(a, b, Number(opt("--top", "25"))).join("\n"));
+    return;
+  }
+  const summarize = args.indexOf("--summarize");
+  if (summarize >= 0) {
+    const file = args[summarize + 1];
+    const out = file.replace(/\.heapsnapshot$/, ".json");
+    const old = JSON.parse(await Deno.readTextFile(out).catch(() => "{}"));
+    const groups = summarizeHeap(JSON.parse(await Deno.readTextFile(file)) as HeapSnapshot);
+    await Deno.writeTextFile(out, JSON.stringify({ ...old, groups }));
+    console.error(`wrote ${out}`);
     return;
   }
   const report = await takeHeapSnapshot(

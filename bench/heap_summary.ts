@@ -34,7 +34,9 @@ export interface HeapSnapshot {
 
 /** The group a node belongs to: `Foo` for objects, `Foo()` for closures, `(type)` else. */
 function groupName(type: string, name: string): string {
-  if (type === "object" || type === "native") return name;
+  // V8 names some internal objects by their address ("system / Context / scope @4521"), which
+  // differs between snapshots; the group is the same.
+  if (type === "object" || type === "native") return name.replace(/ @\d+$/, "");
   if (type === "closure") return `${name || "(anonymous)"}()`;
   return `(${type})`;
 }

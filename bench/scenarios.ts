@@ -345,7 +345,11 @@ async function settleStep(
   say: (line: string) => void,
 ): Promise<void> {
   const capMs = settleTimeoutMs(result.n);
-  say(`scenario 2: settling, waiting up to ${capMs / 1000} s for the kubelet's requests to fall to idle`);
+  say(
+    `scenario 2: settling, waiting up to ${
+      capMs / 1000
+    } s for the kubelet's requests to fall to idle`,
+  );
   const start = await scrape(admin);
   const { pid } = running;
   result.settle = await waitSettled({

@@ -16,7 +16,7 @@ import {
 } from "./control_plane.ts";
 import { takeHeapSnapshot } from "./heap.ts";
 import { Kube } from "./kube.ts";
-import { cpuSeconds, machine, memoryMiB } from "./proc.ts";
+import { brkHeapMiB, cpuSeconds, machine, memoryMiB } from "./proc.ts";
 import { parseDuration, type SoakSample } from "./soak_stats.ts";
 import { type RunningSubject, startSubject } from "./subjects.ts";
 
@@ -46,6 +46,17 @@ export interface SoakResult {
   /** Set when vkubelet exited before the end. */
   exitCode?: number;
   heapSnapshots: { round: number; file: string; heapUsedMiB: number; rssMiB: number }[];
+  /**
+   * At rest: RSS and heap with no pods (node Ready, 20 s idle) and with all N pods at the end of
+   * round 0 (created, then idle until the first roll), in MiB.
+   */
+  rest?: { empty: RestSample; full?: RestSample };
+}
+
+/** RSS and heap in use at one moment, in MiB. */
+export interface RestSample {
+  rssMiB: number;
+  heapUsedMiB: number;
 }
 
 const SOAK_USAGE = `usage: deno task bench --soak DURATION [options]   (DURATION: 900s, 15m, 1h)
@@ -213,7 +224,14 @@ export async function runSoak(
       extraArgs: ["--metrics-addr", `127.0.0.1:${metricsPort}`],
     });
     await waitReady(admin, AbortSignal.timeout(120_000));
-    progress(`node ${SOAK_NODE} Ready; ${flags.pods} pods rolled every ${flags.rollSeconds} s`);
+    progress(`node ${SOAK_NODE} Ready; 20 s at rest with no pods`);
+    await sleep(20_000);
+    const atRest = async (): Promise<RestSample> => ({
+      rssMiB: memoryMiB(kubelet!.pid).rss,
+      heapUsedMiB: await heapUsedMiB(metricsPort),
+    });
+    result.rest = { empty: await atRest() };
+    progress(`${flags.pods} pods rolled every ${flags.rollSeconds} s`);
     const path = `/apis/apps/v1/namespaces/${NAMESPACE}/deployments`;
     await admin.request("POST", path, { body: deployment(flags.pods) });
     const started = performance.now();
@@ -266,6 +284,7 @@ export async function runSoak(
         );
       }
       await sleep(Math.max(0, (deadline - elapsed()) * 1000));
+      if (round === 0 && !Number.isNaN(done)) result.rest.full = await atRest();
       if (elapsed() >= flags.seconds) break;
       round++;
       await admin.request("PATCH", `${path}/${DEPLOYMENT}`, {
@@ -335,6 +354,7 @@ async function sample(
       round: round(),
       rssMiB: memoryMiB(kubelet.pid).rss,
       heapUsedMiB: await heapUsedMiB(metricsPort),
+      brkMiB: brkHeapMiB(kubelet.pid),
       cpuPercent: t > lastT ? (100 * (cpu - lastCpu)) / (t - lastT) : 0,
     });
     lastCpu = cpu;

@@ -19,10 +19,15 @@ import {
 const INK: Rgb = [30, 30, 30];
 const GRID: Rgb = [225, 225, 225];
 const WINDOW: Rgb = [255, 243, 205];
-const SERIES: { field: "rssMiB" | "heapUsedMiB" | "cpuPercent"; label: string; colour: Rgb }[] = [
+const SERIES: {
+  field: "rssMiB" | "heapUsedMiB" | "brkMiB" | "cpuPercent";
+  label: string;
+  colour: Rgb;
+}[] = [
   { field: "rssMiB", label: "RSS", colour: [0, 110, 200] },
-  { field: "heapUsedMiB", label: "HEAP USED", colour: [20, 150, 60] },
-  { field: "cpuPercent", label: "CPU % OF ONE CORE", colour: [90, 90, 90] },
+  { field: "brkMiB", label: "MALLOC HEAP", colour: [200, 120, 0] },
+  { field: "heapUsedMiB", label: "JS HEAP USED", colour: [20, 150, 60] },
+  { field: "cpuPercent", label: "CPU", colour: [90, 90, 90] },
 ];
 
 function niceStep(max: number, ticks: number): number {
@@ -48,7 +53,7 @@ function panel(
   const xMax = Math.ceil(minutes / xStep) * xStep;
   const yTop = Math.max(
     1,
-    ...samples.flatMap((s) => series.map((c) => s[c.field])).filter(Number.isFinite),
+    ...samples.flatMap((s) => series.map((c) => s[c.field] ?? NaN)).filter(Number.isFinite),
   );
   const yStep = niceStep(yTop, 4);
   const yMax = Math.ceil(yTop / yStep) * yStep;
@@ -75,7 +80,14 @@ function panel(
     const points = samples.filter((p) => Number.isFinite(p[s.field]));
     for (let i = 1; i < points.length; i++) {
       const a = points[i - 1], b = points[i];
-      img.line(toX(a.t / 60), toY(a[s.field]), toX(b.t / 60), toY(b[s.field]), s.colour, 3);
+      img.line(
+        toX(a.t / 60),
+        toY(a[s.field] ?? NaN),
+        toX(b.t / 60),
+        toY(b[s.field] ?? NaN),
+        s.colour,
+        3,
+      );
     }
   }
 }
@@ -90,11 +102,11 @@ export function drawSoakChart(result: SoakResult): Uint8Array {
     x += img.text(x, 16, s.label, INK, 2) + 30;
   }
   img.rect(x, 14, 30, 18, WINDOW);
-  img.text(x + 40, 16, "COMPARED WINDOWS", INK, 2);
+  img.text(x + 40, 16, "WINDOWS COMPARED", INK, 2);
   const duration = result.flags.seconds;
   const title = `${result.flags.pods} PODS ROLLED EVERY ${result.flags.rollSeconds} S`;
-  panel(img, 50, 340, `MIB, ${title}`, SERIES.slice(0, 2), result.samples, duration);
-  panel(img, 390, 230, "CPU, % OF ONE CORE", SERIES.slice(2), result.samples, duration);
+  panel(img, 50, 340, `MIB: ${title}`, SERIES.slice(0, 3), result.samples, duration);
+  panel(img, 390, 230, "CPU: % OF ONE CORE", SERIES.slice(3), result.samples, duration);
   return img.toPng();
 }
 
@@ -108,6 +120,7 @@ export function soakReport(result: SoakResult): string[] {
   const rss = windowGrowth(samples, "rssMiB", duration);
   const heap = windowGrowth(samples, "heapUsedMiB", duration);
   const cpu = windowGrowth(samples, "cpuPercent", duration);
+  const brk = windowGrowth(samples, "brkMiB", duration);
   const verdict = (g: number) =>
     !Number.isFinite(g) ? "not measured" : g < GROWTH_GOAL ? "met" : "**not met**";
   const rolled = result.rounds.filter(Number.isFinite);
@@ -153,6 +166,9 @@ export function soakReport(result: SoakResult): string[] {
     `| heap used (MiB) | ${f1(heap.first)} | ${f1(heap.last)} | ${formatGrowth(heap.growth)} | ${
       verdict(heap.growth)
     } |`,
+    `| malloc \`[heap]\` (MiB) | ${f1(brk.first)} | ${f1(brk.last)} | ${
+      formatGrowth(brk.growth)
+    } | (information) |`,
     `| CPU (% of one core) | ${f1(cpu.first)} | ${f1(cpu.last)} | ${
       formatGrowth(cpu.growth)
     } | (information) |`,
@@ -164,6 +180,22 @@ export function soakReport(result: SoakResult): string[] {
     }; time to roll out, median ${f1(median(rolled))} s, worst ${f1(Math.max(...rolled))} s.`,
     "",
   ];
+  const rest = result.rest;
+  if (rest?.full) {
+    const per1000 = (a: number, b: number) => f1(((b - a) / flags.pods) * 1000);
+    lines.push(
+      `At rest (no churn): ${f1(rest.empty.rssMiB)} MiB RSS (heap used ${
+        f1(rest.empty.heapUsedMiB)
+      } MiB) with no pods, ${f1(rest.full.rssMiB)} MiB (heap used ${
+        f1(rest.full.heapUsedMiB)
+      } MiB) with all ${flags.pods} pods, about 40 s after they were Running: ${
+        per1000(rest.empty.rssMiB, rest.full.rssMiB)
+      } MiB RSS (${
+        per1000(rest.empty.heapUsedMiB, rest.full.heapUsedMiB)
+      } MiB of heap) per 1,000 pods.`,
+      "",
+    );
+  }
   if (result.heapSnapshots.length) {
     lines.push(
       "Heap snapshots (the inspector was on for this run):",

@@ -14,9 +14,14 @@ export interface SoakSample {
   rssMiB: number;
   /** `vkubelet_heap_used_bytes` from its metrics listener, in MiB; NaN when unread. */
   heapUsedMiB: number;
+  /** Resident `[heap]` mapping (glibc malloc's main arena), in MiB; see `proc.ts`. */
+  brkMiB?: number;
   /** CPU used since the previous sample, in % of one core. */
   cpuPercent: number;
 }
+
+/** A numeric field of {@link SoakSample}. */
+export type SoakField = "rssMiB" | "heapUsedMiB" | "brkMiB" | "cpuPercent";
 
 /** The goal: the mean may grow less than this between the first and the last window. */
 export const GROWTH_GOAL = 0.05;
@@ -38,12 +43,12 @@ export function windowSeconds(durationSeconds: number): number {
 /** Mean of a field over the samples with `from <= t <= to`; NaN when none has a number. */
 export function meanOver(
   samples: SoakSample[],
-  field: "rssMiB" | "heapUsedMiB" | "cpuPercent",
+  field: SoakField,
   from: number,
   to: number,
 ): number {
   const values = samples.filter((s) => s.t >= from && s.t <= to).map((s) => s[field])
-    .filter((v) => Number.isFinite(v));
+    .filter((v): v is number => Number.isFinite(v));
   return values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN;
 }
 
@@ -58,7 +63,7 @@ export interface WindowGrowth {
 /** Compares the first and last `window` seconds of samples spanning `duration` seconds. */
 export function windowGrowth(
   samples: SoakSample[],
-  field: "rssMiB" | "heapUsedMiB" | "cpuPercent",
+  field: SoakField,
   duration: number,
   window = windowSeconds(duration),
 ): WindowGrowth {

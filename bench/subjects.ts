@@ -142,7 +142,10 @@ export async function startSubject(spec: SubjectSpec): Promise<RunningSubject> {
   await Deno.mkdir(spec.workDir, { recursive: true });
   const providerConfig = `${spec.workDir}/mock.json`;
   // virtual-kubelet's mock format; vkubelet's mock accepts it as well.
-  await Deno.writeTextFile(providerConfig, JSON.stringify({ [spec.nodeName ?? NODE_NAME]: CAPACITY }));
+  await Deno.writeTextFile(
+    providerConfig,
+    JSON.stringify({ [spec.nodeName ?? NODE_NAME]: CAPACITY }),
+  );
   const [cmd, args, env] = command(spec, providerConfig);
   const log = await Deno.open(spec.logFile, { create: true, append: true });
   const child = new Deno.Command(cmd, {
