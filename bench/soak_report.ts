@@ -180,6 +180,15 @@ export function soakReport(result: SoakResult): string[] {
     }; time to roll out, median ${f1(median(rolled))} s, worst ${f1(Math.max(...rolled))} s.`,
     "",
   ];
+  const byRound = (field: "rssMiB" | "heapUsedMiB") =>
+    [...new Set(samples.map((x) => x.round))].map((r) =>
+      Math.max(...samples.filter((x) => x.round === r).map((x) => x[field]))
+    ).map((v) => Number.isFinite(v) ? v.toFixed(0) : "–").join(", ");
+  lines.push(
+    "Highest sample in each round (0 = the pods' creation, before any was deleted), MiB: RSS " +
+      `${byRound("rssMiB")}; heap used ${byRound("heapUsedMiB")}.`,
+    "",
+  );
   const rest = result.rest;
   if (rest?.full) {
     const per1000 = (a: number, b: number) => f1(((b - a) / flags.pods) * 1000);
