@@ -197,9 +197,9 @@ export function soakReport(result: SoakResult): string[] {
         f1(rest.empty.heapUsedMiB)
       } MiB) with no pods, ${f1(rest.full.rssMiB)} MiB (heap used ${
         f1(rest.full.heapUsedMiB)
-      } MiB) with all ${flags.pods} pods, about 40 s after they were Running: ${
-        per1000(rest.empty.rssMiB, rest.full.rssMiB)
-      } MiB RSS (${
+      } MiB) with all ${flags.pods} pods, ${
+        f1(flags.rollSeconds - result.rounds[0])
+      } s after they were all Running: ${per1000(rest.empty.rssMiB, rest.full.rssMiB)} MiB RSS (${
         per1000(rest.empty.heapUsedMiB, rest.full.heapUsedMiB)
       } MiB of heap) per 1,000 pods.`,
       "",
