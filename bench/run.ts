@@ -18,7 +18,8 @@ import { writeChart } from "./chart.ts";
 import { writeReport } from "./report.ts";
 import { phaseTimeoutMs, type RunResult, runSubject, settleTimeoutMs } from "./scenarios.ts";
 import { type SubjectName, SUBJECTS } from "./subjects.ts";
-import { parseSoakFlags, runSoak, type SoakResult } from "./soak.ts";
+import { parseSoakFlags } from "./soak_flags.ts";
+import { runSoak, type SoakResult } from "./soak.ts";
 import { writeSoakReport } from "./soak_report.ts";
 
 const benchDir = new URL(".", import.meta.url).pathname;

@@ -17,20 +17,9 @@ import {
 import { takeHeapSnapshot } from "./heap.ts";
 import { Kube } from "./kube.ts";
 import { brkHeapMiB, cpuSeconds, machine, memoryMiB } from "./proc.ts";
-import { parseDuration, type SoakSample } from "./soak_stats.ts";
+import type { SoakFlags } from "./soak_flags.ts";
+import type { SoakSample } from "./soak_stats.ts";
 import { type RunningSubject, startSubject } from "./subjects.ts";
-
-/** The soak's options (`deno task bench --soak DURATION ...`). */
-export interface SoakFlags {
-  seconds: number;
-  pods: number;
-  rollSeconds: number;
-  sampleSeconds: number;
-  /** undefined: a fresh `vkbench` cluster; else the running cluster of that name, as it is. */
-  cluster?: string;
-  heapAt: number[];
-  qps?: number;
-}
 
 /** What a soak run recorded, saved as soak.json and reported by `soak_report.ts`. */
 export interface SoakResult {
@@ -57,66 +46,6 @@ export interface SoakResult {
 export interface RestSample {
   rssMiB: number;
   heapUsedMiB: number;
-}
-
-const SOAK_USAGE = `usage: deno task bench --soak DURATION [options]   (DURATION: 900s, 15m, 1h)
-  --pods N              pods kept running (default 300)
-  --roll-seconds S      roll the Deployment every S seconds (default 60)
-  --sample-seconds S    sample RSS, heap and CPU every S seconds (default 30)
-  --cluster NAME        use the running cluster NAME as it is (default: a fresh vkbench cluster)
-  --heap-at A,B         heap snapshots after rounds A and B (needs VKBENCH_INSPECT=127.0.0.1:PORT)
-  --qps N|shipped       vkubelet's client-side limit (default 500, burst 2N)`;
-
-/** Parses the soak's flags; throws a RangeError naming the bad one. */
-export function parseSoakFlags(args: string[]): SoakFlags {
-  const flags: SoakFlags = {
-    seconds: 3600,
-    pods: 300,
-    rollSeconds: 60,
-    sampleSeconds: 30,
-    heapAt: [],
-    qps: 500,
-  };
-  for (let i = 0; i < args.length; i++) {
-    const [name, inline] = args[i].split("=", 2);
-    const value = () => inline ?? args[++i] ?? "";
-    const int = (text: string) => {
-      const n = Number(text);
-      if (!Number.isInteger(n) || n <= 0) throw new RangeError(`${name} needs a positive integer`);
-      return n;
-    };
-    switch (name) {
-      case "--soak":
-        flags.seconds = parseDuration(value());
-        break;
-      case "--pods":
-        flags.pods = int(value());
-        break;
-      case "--roll-seconds":
-        flags.rollSeconds = int(value());
-        break;
-      case "--sample-seconds":
-        flags.sampleSeconds = int(value());
-        break;
-      case "--cluster":
-        flags.cluster = value();
-        break;
-      case "--heap-at":
-        flags.heapAt = value().split(",").map(int);
-        break;
-      case "--qps": {
-        const v = value();
-        flags.qps = v === "shipped" ? undefined : int(v);
-        break;
-      }
-      default:
-        throw new RangeError(`unknown soak option ${args[i]}\n${SOAK_USAGE}`);
-    }
-  }
-  if (flags.heapAt.length && !Deno.env.get("VKBENCH_INSPECT")) {
-    throw new RangeError("--heap-at needs VKBENCH_INSPECT=127.0.0.1:PORT (the inspector to use)");
-  }
-  return flags;
 }
 
 const NAMESPACE = "vksoak";

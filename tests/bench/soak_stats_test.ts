@@ -6,7 +6,7 @@ import {
   windowGrowth,
   windowSeconds,
 } from "../../bench/soak_stats.ts";
-import { parseSoakFlags } from "../../bench/soak.ts";
+import { parseSoakFlags } from "../../bench/soak_flags.ts";
 
 Deno.test("soak durations read as seconds, minutes or hours; anything else is refused", () => {
   assert.equal(parseDuration("60m"), 3600);
