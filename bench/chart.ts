@@ -21,6 +21,25 @@ function niceStep(max: number, ticks: number): number {
   return [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? raw;
 }
 
+/**
+ * `10 000`: thousands grouped with a space (as SI writes them), since the chart's comma is a
+ * 5×7 glyph that reads as a decimal comma ("10,000" as ten).
+ */
+export function groupThousands(n: number): string {
+  return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, " ");
+}
+
+/**
+ * Where a subject's curve ends when it stopped before all `n` pods were Running (its phase timed
+ * out or it exited): the time the bench stopped waiting and how many made it; else undefined.
+ */
+export function stoppedEarly(r: RunResult): { t: number; done: number } | undefined {
+  if (r.create.done >= r.n) return undefined;
+  const last = r.create.curve.at(-1);
+  const t = Math.max(last?.[0] ?? 0, Number.isFinite(r.create.seconds) ? r.create.seconds : 0);
+  return { t, done: last?.[1] ?? 0 };
+}
+
 function label(n: number): string {
   return n >= 1000 && n % 1000 === 0
     ? `${n / 1000}K`
@@ -33,13 +52,17 @@ function panel(img: Raster, x0: number, y0: number, w: number, h: number, runs: 
   const n = runs[0].n;
   const left = 70, bottom = 50, top = 40, right = 20;
   const px = x0 + left, py = y0 + top, pw = w - left - right, ph = h - top - bottom;
-  const tMax = Math.max(1, ...runs.flatMap((r) => r.create.curve.map(([t]) => t)));
+  const tMax = Math.max(
+    1,
+    ...runs.flatMap((r) => r.create.curve.map(([t]) => t)),
+    ...runs.map((r) => stoppedEarly(r)?.t ?? 0),
+  );
   const xStep = niceStep(tMax, 5);
   const xMax = Math.ceil(tMax / xStep) * xStep;
   const yStep = niceStep(n, 4);
   const toX = (t: number) => px + (t / xMax) * pw;
   const toY = (c: number) => py + ph - (c / n) * ph;
-  img.text(px, y0 + 12, `SCENARIO 1, N = ${n.toLocaleString("en")}`, INK, 2);
+  img.text(px, y0 + 12, `SCENARIO 1: N = ${groupThousands(n)}`, INK, 2);
   for (let t = 0; t <= xMax + 1e-9; t += xStep) {
     img.line(toX(t), py, toX(t), py + ph, GRID);
     const text = label(t);
@@ -60,7 +83,29 @@ function panel(img: Raster, x0: number, y0: number, w: number, h: number, runs: 
       const [t1, c1] = curve[i];
       img.line(toX(t0), toY(c0), toX(t1), toY(c1), COLOURS[r.subject], 3);
     }
+    const stop = stoppedEarly(r);
+    if (stop) markStop(img, toX(stop.t), toY(stop.done), curve.at(-1)!, toX, toY, r, stop.done);
   }
+}
+
+/** Flat line from the last pod Running to where the bench stopped, a cross and "STOPPED d/N". */
+function markStop(
+  img: Raster,
+  x: number,
+  y: number,
+  last: [number, number],
+  toX: (t: number) => number,
+  toY: (c: number) => number,
+  r: RunResult,
+  done: number,
+): void {
+  const colour = COLOURS[r.subject];
+  img.line(toX(last[0]), toY(last[1]), x, y, colour, 1);
+  img.line(x - 6, y - 6, x + 6, y + 6, colour, 3);
+  img.line(x - 6, y + 6, x + 6, y - 6, colour, 3);
+  const text = `STOPPED ${groupThousands(done)}/${groupThousands(r.n)}`;
+  const width = Raster.textWidth(text);
+  img.text(Math.max(0, Math.min(x - width / 2, img.width - width)), y - 26, text, colour);
 }
 
 /** Draws the chart; sizes side by side, a legend on top. */

@@ -7,7 +7,16 @@
  * the kubelet's requests.
  * @module
  */
-import { clusterPaths, down, runChecked, up } from "../tests/cluster/cluster.ts";
+import {
+  type ClusterPaths,
+  clusterPaths,
+  type ClusterState,
+  down,
+  readState,
+  runChecked,
+  running,
+  up,
+} from "../tests/cluster/cluster.ts";
 import { type Credentials, readCredentials } from "./kube.ts";
 
 // VKBENCH_CLUSTER names another copy, so that a profiling run can go beside a measuring one.
@@ -105,6 +114,25 @@ export async function startControlPlane(progress: (line: string) => void): Promi
   const paths = clusterPaths(CLUSTER);
   await down(paths);
   const state = await up({ paths, progress: (l) => progress(`  ${l}`) });
+  return await prepare(paths, state);
+}
+
+/**
+ * Uses the running cluster `name` as it is (the soak's `--cluster`): neither starts nor stops
+ * it; applies the kubelet role and FlowSchema, which only match the bench's own user.
+ */
+export async function attachControlPlane(name: string): Promise<ControlPlane> {
+  const paths = clusterPaths(name);
+  const state = readState(paths);
+  if (!state || Object.values(running(state)).includes(false)) {
+    throw new Error(
+      `cluster "${name}" is not running; start it with deno task cluster up --name ${name}, or leave --cluster out`,
+    );
+  }
+  return await prepare(paths, state);
+}
+
+async function prepare(paths: ClusterPaths, state: ClusterState): Promise<ControlPlane> {
   const admin = await readCredentials(state.server, {
     ca: `${paths.pki}/ca.crt`,
     cert: `${paths.pki}/admin.crt`,

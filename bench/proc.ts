@@ -36,3 +36,16 @@ export function machine(): { cores: number; memoryGiB: number; cpuModel: string;
     load: Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" "),
   };
 }
+
+/**
+ * Resident MiB of the process's `[heap]` mapping: glibc malloc's main arena, where Rust and
+ * V8's own C++ allocations live (not the JavaScript heap, which V8 maps itself). It grows with
+ * `brk` and only shrinks from its top, so it keeps what a busy moment allocated.
+ */
+export function brkHeapMiB(pid: number): number {
+  const smaps = Deno.readTextFileSync(`/proc/${pid}/smaps`);
+  const at = smaps.indexOf(" [heap]\n");
+  if (at < 0) return 0;
+  const rss = /^Rss:\s+(\d+) kB/m.exec(smaps.slice(at));
+  return rss ? Number(rss[1]) / 1024 : 0;
+}

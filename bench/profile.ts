@@ -11,6 +11,7 @@
  * neither.
  * @module
  */
+import { Cdp, connectInspector } from "./inspector.ts";
 
 interface ProfileNode {
   id: number;
@@ -26,56 +27,6 @@ export interface CpuProfile {
   endTime: number;
   samples?: number[];
   timeDeltas?: number[];
-}
-
-/** Connects to the inspector at `127.0.0.1:port`, waiting up to `waitMs` for it to appear. */
-async function connect(port: number, waitMs: number): Promise<WebSocket> {
-  const deadline = Date.now() + waitMs;
-  while (true) {
-    try {
-      const list = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json();
-      const url = list[0]?.webSocketDebuggerUrl as string | undefined;
-      if (url) {
-        const ws = new WebSocket(url);
-        await new Promise((resolve, reject) => {
-          ws.onopen = resolve;
-          ws.onerror = reject;
-        });
-        return ws;
-      }
-    } catch {
-      // Not up yet.
-    }
-    if (Date.now() > deadline) throw new Error(`no inspector on 127.0.0.1:${port}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-/** Sends CDP commands over one socket and matches the answers by id. */
-class Cdp {
-  #ws: WebSocket;
-  #id = 0;
-  #pending = new Map<number, (value: { result?: unknown; error?: unknown }) => void>();
-
-  constructor(ws: WebSocket) {
-    this.#ws = ws;
-    ws.onmessage = (e) => {
-      const msg = JSON.parse(e.data);
-      if (msg.id !== undefined) this.#pending.get(msg.id)?.(msg);
-    };
-  }
-
-  async send<T>(method: string, params: Record<string, unknown> = {}): Promise<T> {
-    const id = ++this.#id;
-    const answer = new Promise<{ result?: unknown; error?: unknown }>((r) =>
-      this.#pending.set(id, r)
-    );
-    this.#ws.send(JSON.stringify({ id, method, params }));
-    const msg = await answer;
-    this.#pending.delete(id);
-    if (msg.error) throw new Error(`${method}: ${JSON.stringify(msg.error)}`);
-    return msg.result as T;
-  }
 }
 
 /** Self and total milliseconds per function (`name url:line`), largest first. */
@@ -130,7 +81,7 @@ async function main(args: string[]): Promise<void> {
   const port = Number(opt("--port", "9329"));
   const seconds = Number(opt("--seconds", "20"));
   const out = opt("--out", "bench/out/vkubelet.cpuprofile");
-  const ws = await connect(port, Number(opt("--wait-seconds", "120")) * 1000);
+  const ws = await connectInspector(port, Number(opt("--wait-seconds", "120")) * 1000);
   const cdp = new Cdp(ws);
   await cdp.send("Profiler.enable");
   await cdp.send("Profiler.setSamplingInterval", { interval: 500 });
@@ -138,7 +89,7 @@ async function main(args: string[]): Promise<void> {
   console.error(`profiling 127.0.0.1:${port} for ${seconds} s`);
   await new Promise((r) => setTimeout(r, seconds * 1000));
   const { profile } = await cdp.send<{ profile: CpuProfile }>("Profiler.stop");
-  ws.close();
+  await cdp.close();
   await Deno.writeTextFile(out, JSON.stringify(profile));
   console.log(summarize(profile).join("\n"));
   console.error(`wrote ${out}`);

@@ -6,6 +6,8 @@
  *   deno task bench [--max-n N] [--sizes 100,1000,10000] [--subjects vkubelet,peer,floor]
  *                   [--steady-seconds 120] [--qps 500|shipped] [--concurrency 32]
  *                   [--report-only] [--merge results.json]
+ *   deno task bench --soak 60m [--pods 300] [--roll-seconds 60] [--sample-seconds 30]
+ *                   [--cluster NAME] [--heap-at 3,12] [--report-only]     (see soak.ts)
  *
  * Raw results go to bench/out/results.json (git-ignored), one entry per subject and size, so a
  * long run that is stopped can still be reported with `--report-only`.
@@ -16,6 +18,9 @@ import { writeChart } from "./chart.ts";
 import { writeReport } from "./report.ts";
 import { phaseTimeoutMs, type RunResult, runSubject, settleTimeoutMs } from "./scenarios.ts";
 import { type SubjectName, SUBJECTS } from "./subjects.ts";
+import { parseSoakFlags } from "./soak_flags.ts";
+import { runSoak, type SoakResult } from "./soak.ts";
+import { writeSoakReport } from "./soak_report.ts";
 
 const benchDir = new URL(".", import.meta.url).pathname;
 // VKBENCH_OUT keeps a side run's results, report and chart apart from bench/out and from the
@@ -137,7 +142,32 @@ async function mergeResults(file: string): Promise<void> {
   progress(`merged ${other.map((r) => `${r.subject} N=${r.n}`).join(", ")} from ${file}`);
 }
 
+/** The soak mode: runs it (unless --report-only) and writes SOAK.md and soak.png. */
+async function soakMain(args: string[]): Promise<number> {
+  const reportOnly = args.includes("--report-only");
+  let flags;
+  try {
+    flags = parseSoakFlags(args.filter((a) => a !== "--report-only"));
+  } catch (err) {
+    Deno.stderr.writeSync(encoder.encode(`${(err as Error).message}\n`));
+    return 2;
+  }
+  await Deno.mkdir(outDir, { recursive: true });
+  const file = `${outDir}/soak.json`;
+  if (!reportOnly) {
+    progress(`soak for ${flags.seconds} s at ${flags.pods} pods`);
+    const result = await runSoak(flags, outDir, progress);
+    await Deno.writeTextFile(file, JSON.stringify(result, null, 2));
+  }
+  const result: SoakResult = JSON.parse(await Deno.readTextFile(file));
+  await writeSoakReport(reportDir, result);
+  await new Deno.Command(Deno.execPath(), { args: ["fmt", "-q", `${reportDir}SOAK.md`] }).output();
+  progress(`wrote ${reportDir}SOAK.md and ${reportDir}soak.png`);
+  return 0;
+}
+
 async function main(args: string[]): Promise<number> {
+  if (args.some((a) => a === "--soak" || a.startsWith("--soak="))) return await soakMain(args);
   let flags: BenchFlags;
   try {
     flags = parseFlags(args);

@@ -1,8 +1,8 @@
 /**
  * One subject at one size, on a fresh control plane: scenario 1 (create N pods bound to the
- * node, until all Running), the settle step (until the kubelet's request rate is idle, see
- * settle.ts), 3 (steady state), 4 (restart the kubelet, until reconciled) and 2 (delete them all,
- * until gone), in that order so that one set of pods serves all four. The driver's requests
+ * node, until all Running), 2 (settle: until the kubelet's request rate is idle, see
+ * settle.ts), 3 (steady state), 4 (restart the kubelet, until reconciled) and 5 (delete them all,
+ * until gone), numbered in the order they run, on one set of pods. The driver's requests
  * (creates, deletes, one watch) are the same for every subject.
  * @module
  */
@@ -150,7 +150,7 @@ function freePort(): number {
   return port;
 }
 
-/** Runs scenarios 1, 3, 4 and 2 for one subject at size `n`. */
+/** Runs scenarios 1 to 5, in that order, for one subject at size `n`. */
 export async function runSubject(
   subject: SubjectName,
   n: number,
@@ -234,7 +234,7 @@ export async function runSubject(
     await scenarioSteady(result, admin, running, options, say);
     running = await scenarioRestart(result, admin, tracker, running, spec, kubeletApiClient, say);
     if (running.exitCode !== undefined) {
-      // As a supervisor would: start it again so that scenario 2 measures a live kubelet.
+      // As a supervisor would: start it again so that scenario 5 measures a live kubelet.
       (result.crashes ??= []).push(`scenario 4 (exit ${running.exitCode})`);
       say(`the kubelet exited (code ${running.exitCode}) during scenario 4; starting it again`);
       running = await startSubject(spec);
@@ -242,7 +242,7 @@ export async function runSubject(
     }
     await scenarioDelete(result, admin, tracker, options, say);
     if (running.exitCode !== undefined) {
-      (result.crashes ??= []).push(`scenario 2 (exit ${running.exitCode})`);
+      (result.crashes ??= []).push(`scenario 5 (exit ${running.exitCode})`);
     }
     const mem = memoryMiB(running.pid);
     result.steady.peakMiB = Math.max(result.steady.peakMiB, mem.peak);
@@ -345,7 +345,11 @@ async function settleStep(
   say: (line: string) => void,
 ): Promise<void> {
   const capMs = settleTimeoutMs(result.n);
-  say(`settling: waiting up to ${capMs / 1000} s for the kubelet's requests to fall to idle`);
+  say(
+    `scenario 2: settling, waiting up to ${
+      capMs / 1000
+    } s for the kubelet's requests to fall to idle`,
+  );
   const start = await scrape(admin);
   const { pid } = running;
   result.settle = await waitSettled({
@@ -456,7 +460,7 @@ async function scenarioDelete(
 ): Promise<void> {
   const { n } = result;
   const names = [...tracker.runningAt.keys()];
-  say(`scenario 2: deleting ${names.length} pods`);
+  say(`scenario 5: deleting ${names.length} pods`);
   const before = await scrape(admin);
   const stopTicker = progressTicker(say, "gone", () => tracker.goneAt.size, n);
   const t0 = performance.now();
@@ -482,5 +486,5 @@ async function scenarioDelete(
     requests: kubeletRequests(before, after),
     verbs: verbDeltas(before, after, Math.max(5, n / 20)),
   };
-  say(`scenario 2: ${tracker.goneAt.size}/${n} gone in ${result.remove.seconds.toFixed(1)} s`);
+  say(`scenario 5: ${tracker.goneAt.size}/${n} gone in ${result.remove.seconds.toFixed(1)} s`);
 }

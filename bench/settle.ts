@@ -1,5 +1,5 @@
 /**
- * The settle step between scenario 1 and scenario 3: after all pods are Running, wait until the
+ * Scenario 2, the settle step between scenario 1 and scenario 3: after all pods are Running, wait until the
  * kubelet's own request rate has fallen to a kubelet's idle rate, so that the steady state is
  * measured after the creation transient (for vkubelet, its event backlog: two events per pod at
  * the kubelet's `--event-qps` 50/s) rather than during it. The wait itself is reported.

@@ -30,6 +30,10 @@ export interface SubjectSpec {
   /** The kubelet API port. */
   port: number;
   logFile: string;
+  /** The node name (default {@link NODE_NAME}); the soak on a shared cluster uses its own. */
+  nodeName?: string;
+  /** Extra vkubelet flags (the soak's `--metrics-addr`). */
+  extraArgs?: string[];
 }
 
 /** A started subject process. */
@@ -50,6 +54,7 @@ function command(
   providerConfig: string,
 ): [string, string[], Record<string, string>] {
   const { identity: id } = spec;
+  const nodeName = spec.nodeName ?? NODE_NAME;
   const qps = spec.qps === undefined ? [] : [String(spec.qps), String(spec.qps * 2)];
   const inspect = Deno.env.get("VKBENCH_INSPECT");
   if (inspect && !/^127\.0\.0\.1:\d+$/.test(inspect)) {
@@ -66,7 +71,7 @@ function command(
         ...(inspect ? [`--inspect=${inspect}`] : []),
         `${repoRoot}main.ts`,
         "--nodename",
-        NODE_NAME,
+        nodeName,
         "--provider",
         "mock",
         "--provider-config",
@@ -88,13 +93,14 @@ function command(
         "--log-level",
         "warn",
         ...(qps.length ? ["--kube-api-qps", qps[0], "--kube-api-burst", qps[1]] : []),
+        ...(spec.extraArgs ?? []),
         // For experiments only (e.g. "--pod-sync-workers 32"); a reported run leaves it unset.
         ...(Deno.env.get("VKBENCH_VKUBELET_ARGS")?.split(" ").filter(Boolean) ?? []),
       ], {}];
     case "peer":
       return [spec.peerBinary!, [
         "--nodename",
-        NODE_NAME,
+        nodeName,
         "--provider",
         "mock",
         "--provider-config",
@@ -123,7 +129,7 @@ function command(
           ca: id.ca,
           cert: id.clientCert,
           key: id.clientKey,
-          nodeName: NODE_NAME,
+          nodeName,
           capacity: CAPACITY,
           concurrency: 32,
         }),
@@ -136,7 +142,10 @@ export async function startSubject(spec: SubjectSpec): Promise<RunningSubject> {
   await Deno.mkdir(spec.workDir, { recursive: true });
   const providerConfig = `${spec.workDir}/mock.json`;
   // virtual-kubelet's mock format; vkubelet's mock accepts it as well.
-  await Deno.writeTextFile(providerConfig, JSON.stringify({ [NODE_NAME]: CAPACITY }));
+  await Deno.writeTextFile(
+    providerConfig,
+    JSON.stringify({ [spec.nodeName ?? NODE_NAME]: CAPACITY }),
+  );
   const [cmd, args, env] = command(spec, providerConfig);
   const log = await Deno.open(spec.logFile, { create: true, append: true });
   const child = new Deno.Command(cmd, {

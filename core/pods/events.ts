@@ -65,8 +65,14 @@ interface PodRef {
 interface Queued {
   pod: PodRef;
   event: PodEvent;
+  /** The aggregation key within the pod: container, type, reason, message. */
   key: string;
   now: number;
+}
+
+/** Drops a gone pod's state once the events queued before it are sent (see `forgetPod`). */
+interface ForgetMarker {
+  forget: string;
 }
 
 interface Sent {
@@ -82,9 +88,11 @@ const MAX_TRACKED = 4096;
 /** Records pod events; see the module doc. */
 export class EventRecorder {
   #o: Required<EventRecorderOptions>;
-  #sent = new Map<string, Sent>();
+  /** Sent events by pod uid, then by key; pods least recently used first. */
+  #sent = new Map<string, Map<string, Sent>>();
+  #sentCount = 0;
   #buckets = new Map<string, { tokens: number; at: number }>();
-  #queue: Queued[] = [];
+  #queue: (Queued | ForgetMarker)[] = [];
   #head = 0;
   #draining: Promise<void> | undefined;
   #dropped = 0;
@@ -117,6 +125,35 @@ export class EventRecorder {
     return this.#queue.length - this.#head;
   }
 
+  /**
+   * Pods the recorder keeps aggregation or rate-limit state for; falls back to 0 once every pod
+   * it saw was forgotten. For tests and the pod controller's `held`.
+   */
+  get trackedPods(): number {
+    return new Set([...this.#sent.keys(), ...this.#buckets.keys()]).size;
+  }
+
+  /**
+   * Forgets a pod that is gone (its uid): its aggregation and rate-limit state, once the events
+   * already queued for it are sent. Without this a deleted pod's state stayed until 4,096 newer
+   * pods pushed it out: under a rolling churn the recorder grew for minutes before it levelled.
+   * (client-go's correlator has no forget; its LRU bounds it the same way.)
+   */
+  forgetPod(uid: string): void {
+    if (this.#draining) this.#queue.push({ forget: uid });
+    else this.#drop(uid);
+  }
+
+  #drop(uid: string): void {
+    this.#buckets.delete(uid);
+    this.#dropSent(uid);
+  }
+
+  #dropSent(uid: string): void {
+    this.#sentCount -= this.#sent.get(uid)?.size ?? 0;
+    this.#sent.delete(uid);
+  }
+
   /** Records `event` on `pod` in the background. */
   record(pod: Pod, event: PodEvent): void {
     const m = pod.metadata ?? {};
@@ -142,9 +179,7 @@ export class EventRecorder {
       }
       return;
     }
-    const key = [ref.uid, event.fieldPath ?? "", event.type, event.reason, event.message].join(
-      "\0",
-    );
+    const key = [event.fieldPath ?? "", event.type, event.reason, event.message].join("\0");
     this.#queue.push({ pod: ref, event, key, now: this.#o.clock.now() });
     this.#draining ??= this.#drain().finally(() => this.#draining = undefined);
   }
@@ -178,6 +213,10 @@ export class EventRecorder {
       if (this.#head >= 1024 && this.#head * 2 >= this.#queue.length) {
         this.#queue = this.#queue.slice(this.#head);
         this.#head = 0;
+      }
+      if ("forget" in item) {
+        this.#drop(item.forget);
+        continue;
       }
       const terminatingSince = this.#terminating.get(item.pod.namespace);
       if (terminatingSince !== undefined && item.now <= terminatingSince) continue;
@@ -257,7 +296,7 @@ export class EventRecorder {
 
   async #send({ pod, event, key, now }: Queued): Promise<void> {
     const timestamp = formatTime(now);
-    const sent = this.#sent.get(key);
+    const sent = this.#sent.get(pod.uid)?.get(key);
     if (sent && now - sent.lastSeen < this.#o.aggregateWindowMs) {
       try {
         await this.#o.api.patch(sent.namespace, sent.name, {
@@ -273,15 +312,27 @@ export class EventRecorder {
       }
     }
     const created = await this.#o.api.create(pod.namespace, this.#build(pod, event, timestamp));
-    this.#sent.delete(key);
-    this.#sent.set(key, {
+    const ofPod = this.#sent.get(pod.uid) ?? new Map<string, Sent>();
+    this.#sent.delete(pod.uid);
+    this.#sent.set(pod.uid, ofPod);
+    if (!ofPod.has(key)) this.#sentCount++;
+    ofPod.set(key, {
       name: created.metadata?.name ?? "",
       namespace: created.metadata?.namespace ?? pod.namespace,
       count: 1,
       firstTimestamp: timestamp,
       lastSeen: now,
     });
-    trim(this.#sent);
+    // At most MAX_TRACKED events in all, as client-go's LRU: the least recently used pods go
+    // (their rate limit stays), or the oldest events of a pod that alone has that many.
+    while (this.#sentCount > MAX_TRACKED) {
+      const [uid, oldest] = this.#sent.entries().next().value as [string, Map<string, Sent>];
+      if (this.#sent.size > 1) this.#dropSent(uid);
+      else {
+        oldest.delete(oldest.keys().next().value as string);
+        this.#sentCount--;
+      }
+    }
   }
 
   #build(pod: PodRef, event: PodEvent, timestamp: string): Event {

@@ -95,12 +95,17 @@ export class PodController {
   }
 
   /**
-   * What the controller holds beyond the pods it runs: per-pod records, and keys waiting on a
-   * retry timer. Both drop to 0 once every pod it saw is gone; for tests and metrics.
+   * What the controller holds beyond the pods it runs: per-pod records, keys waiting on a retry
+   * timer, and pods the event recorder keeps state for. All drop to 0 once every pod it saw is
+   * gone; for tests and metrics.
    */
-  get held(): { records: number; timers: number } {
-    const { states, syncQueue, statusQueue } = this.#ctx;
-    return { records: states.size, timers: syncQueue.delayedLength + statusQueue.delayedLength };
+  get held(): { records: number; timers: number; events: number } {
+    const { states, syncQueue, statusQueue, recorder } = this.#ctx;
+    return {
+      records: states.size,
+      timers: syncQueue.delayedLength + statusQueue.delayedLength,
+      events: recorder.trackedPods,
+    };
   }
 
   /** Keys waiting in the sync and status queues; for metrics and tests. */

@@ -48,6 +48,8 @@ async function forgetPod(ctx: PodContext, key: string, signal: AbortSignal): Pro
       await deleteInProvider(ctx, last, signal);
     }
   }
+  // That uid is gone for good (a new pod of the same name has another): its events' state too.
+  if (last?.metadata?.uid) ctx.recorder.forgetPod(last.metadata.uid);
   // A new pod of the same name may have been added meanwhile: its record stays.
   if (!ctx.pods.store.getByKey(key)) ctx.states.forget(key);
 }

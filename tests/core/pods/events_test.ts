@@ -217,3 +217,40 @@ Deno.test("events in a namespace being deleted are one info line, not a warning 
   assert.equal(creates, 1, "the queued events of that namespace are not sent one by one");
   await recorder.flush();
 });
+
+Deno.test("pods that go are forgotten after their queued events, back to nothing held", async () => {
+  const { api, recorder } = setup();
+  const started = { type: "Normal" as const, reason: "Started", message: "Started container main" };
+  for (let round = 0; round < 3; round++) {
+    const pods = Array.from({ length: 100 }, (_, i) => ({
+      metadata: { name: `web-${i}`, namespace: "shop", uid: `u-${round}-${i}` },
+    }));
+    for (const p of pods) recorder.record(p, started);
+    for (const p of pods) recorder.record(p, { ...started, reason: "Killing" });
+    // Forgotten while their events still wait: those are sent first, and the repeat below,
+    // queued before the forget, is still aggregated into the first event.
+    recorder.record(pods[0], started);
+    for (const p of pods) recorder.forgetPod(p.metadata.uid);
+    assert.ok(recorder.trackedPods > 0, "state is kept until the queued events are sent");
+    await recorder.flush();
+    assert.equal(recorder.trackedPods, 0);
+  }
+  assert.equal(api.events.size, 600);
+  assert.equal(api.patches.length, 3, "one aggregated repeat per round");
+  recorder.forgetPod("never-seen"); // harmless
+  assert.equal(recorder.trackedPods, 0);
+});
+
+Deno.test("without forgets the recorder keeps at most 4,096 events, the most recent", async () => {
+  const { api, recorder } = setup();
+  const event = { type: "Normal" as const, reason: "Started", message: "Started container main" };
+  const podOf = (i: number) => ({ metadata: { name: `p${i}`, namespace: "shop", uid: `u${i}` } });
+  for (let i = 0; i < 5000; i++) recorder.record(podOf(i), event);
+  await recorder.flush();
+  assert.equal(api.events.size, 5000);
+  recorder.record(podOf(4999), event); // still known: aggregated
+  recorder.record(podOf(0), event); // pushed out by 4,096 newer pods: a new event
+  await recorder.flush();
+  assert.equal(api.patches.length, 1);
+  assert.equal(api.events.size, 5001);
+});

@@ -56,8 +56,38 @@ for (const push of [true, false]) {
     await t.settle(70_000); // a resync
     assert.equal(t.api.pods.pods.size, 0);
     assert.equal(t.provider.pods.size, 0);
-    assert.deepEqual(t.controller.held, { records: 0, timers: 0 });
+    assert.deepEqual(t.controller.held, { records: 0, timers: 0, events: 0 });
     assert.deepEqual(t.api.configMaps.watching, [], "no watch of the pods' ConfigMaps is left");
     await t.stop();
   });
 }
+
+Deno.test("a rolling churn of pods leaves the controller holding what it held before", async () => {
+  // As a Deployment rolled over and over: every round, N new pods run and the N before them are
+  // deleted (Created, Started and Killing events each). What is held must return to what the
+  // running pods need, not grow with the pods that went (issue 25).
+  const t = startController({ push: true });
+  const n = 20;
+  let live: string[] = [];
+  const heldWithLive: { records: number; timers: number; events: number }[] = [];
+  for (let round = 0; round < 5; round++) {
+    const next = Array.from({ length: n }, (_, i) => `web-${round}-${i}`);
+    for (const name of next) t.api.pods.put(boundPod(name));
+    await t.settle(1_000);
+    for (const name of live) t.api.pods.requestDeletion(`shop/${name}`, 30, t.clock.now());
+    await t.settle(1_000);
+    await t.settle(70_000); // a resync: anything left of the deleted pods is swept
+    live = next;
+    assert.equal(t.api.pods.pods.size, n);
+    heldWithLive.push(t.controller.held);
+  }
+  // N pods run after every round, so the same is held after the fifth as after the first.
+  assert.deepEqual(heldWithLive[4], heldWithLive[0]);
+  assert.deepEqual(heldWithLive[0], { records: n, timers: 0, events: n });
+  for (const name of live) t.api.pods.requestDeletion(`shop/${name}`, 30, t.clock.now());
+  await t.settle(1_000);
+  await t.settle(70_000);
+  assert.equal(t.api.pods.pods.size, 0);
+  assert.deepEqual(t.controller.held, { records: 0, timers: 0, events: 0 });
+  await t.stop();
+});
