@@ -152,6 +152,16 @@ export async function healthy(paths: ClusterPaths, url: string): Promise<boolean
   }
 }
 
+/** `path` with links resolved (one file reached through a linked cache is the same file). */
+function realPath(path: string | undefined): string {
+  if (!path) return "";
+  try {
+    return Deno.realPathSync(path);
+  } catch {
+    return path;
+  }
+}
+
 /** True once `url` is {@link healthy}, asking every second for at most `withinMs`. */
 async function healthyWithin(paths: ClusterPaths, url: string, withinMs: number): Promise<boolean> {
   const deadline = Date.now() + withinMs;
@@ -386,7 +396,7 @@ export async function up(
     // Every process runs: a slow /readyz on a loaded machine is not a dead cluster, and
     // restarting it would pull it from under whoever else uses it. Give it 30 s.
     if (await healthyWithin(paths, `${previous.server}/readyz`, 30_000)) {
-      if ((previous.options.tokenAuthFile ?? "") !== (options.tokenAuthFile ?? "")) {
+      if (realPath(previous.options.tokenAuthFile) !== realPath(options.tokenAuthFile)) {
         throw new Error(
           `cluster ${paths.name} is up with token file ${
             previous.options.tokenAuthFile ?? "(none)"

@@ -22,7 +22,15 @@ Deno.test("deno task start resolves relative paths from the caller's directory",
     const output = await new Deno.Command(Deno.execPath(), {
       args: ["task", `--config=${root}deno.json`, "start", "--provider=mock", "--config=vk.yaml"],
       cwd: `${dir}/sub`,
-      env: { NO_COLOR: "1" },
+      // As from a user's shell: deno task keeps an INIT_CWD it inherits (this suite itself may
+      // run under `deno task test`), and sets it to the caller's directory only when unset.
+      clearEnv: true,
+      env: Object.fromEntries(
+        ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"].flatMap((k) => {
+          const v = Deno.env.get(k);
+          return v === undefined ? [] : [[k, v]];
+        }).concat([["NO_COLOR", "1"]]),
+      ),
       stdout: "piped",
       stderr: "piped",
     }).output();
