@@ -135,6 +135,17 @@ export const OPTIONS = [
     help: "Name of the Node to register (lowercase DNS name).",
   }),
   o({
+    key: "nodes",
+    flag: "nodes",
+    env: ["VKUBELET_NODES"],
+    kind: "list",
+    value: "NAME,...",
+    shownDefault: "one node, --nodename",
+    group: "Node",
+    help:
+      "Serve several nodes from this one process (replaces --nodename). In the config file a list of names or of {name, labels, nodeIp, providerConfig}; each node needs its own address (default 127.1.x.y by position) and the identity must not be a node's own (see docs/multinode.md).",
+  }),
+  o({
     key: "os",
     flag: "os",
     env: ["VKUBELET_OS"],

@@ -20,6 +20,18 @@ import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import denoJson from "../deno.json" with { type: "json" };
 import { LeadershipFence } from "./leader_fence.ts";
 import { highAvailabilityProblem, runLeaderElected } from "./leader_run.ts";
+import {
+  abortion,
+  drain,
+  freePort,
+  type Loop,
+  StartupConfigError,
+  withStartupTimeout,
+} from "./run_parts.ts";
+import { runNodeSet } from "./run_nodes.ts";
+import type { NodeSet } from "./node_set.ts";
+
+export { StartupConfigError, StartupTimeoutError } from "./run_parts.ts";
 
 /** What {@link runVkubelet} needs besides the config; `main.ts` picks the real ones. */
 export interface RunDeps {
@@ -30,19 +42,17 @@ export interface RunDeps {
   detectInternalIp: () => string;
   /** Replaced in tests. */
   loadProvider?: (options: LoadProviderOptions) => Promise<Provider>;
+  /** With `--nodes`: handed the {@link NodeSet} before it starts (tests remove nodes with it). */
+  onNodeSet?: (set: NodeSet) => void;
   /** Called once everything has started (tests wait on it). */
   onReady?: (provider: Provider) => void;
   /** How long the loops get to drain after the signal before we stop waiting. */
   drainTimeoutMs?: number;
 }
 
-/** Thrown when start-up does not finish within `--startup-timeout`. */
-export class StartupTimeoutError extends Error {
-  override name = "StartupTimeoutError";
-}
-
 /** Runs vkubelet until `deps.signal` aborts; rejects if start-up fails. */
 export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> {
+  if (config.nodes.length > 0) return await runNodeSet(config, deps);
   const log = getLogger(["vkubelet"]).with({ node: config.nodeName });
   const internalIp = config.nodeIp ?? deps.detectInternalIp();
   // `--port 0` picks a free port now, so the provider and the node announce the real one.
@@ -123,17 +133,6 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
 }
 
 /**
- * Start-up problems that are the configuration's fault (a kubeconfig or provider config that
- * cannot be used), all of them, found before anything touches the cluster.
- */
-export class StartupConfigError extends Error {
-  override name = "StartupConfigError";
-  constructor(readonly problems: string[]) {
-    super(problems.join("; "));
-  }
-}
-
-/**
  * Reads the kubeconfig and loads the provider, reporting the problems of both at once. Neither
  * talks to the cluster: the client connects on its first request.
  */
@@ -180,12 +179,6 @@ async function connectAndLoad(
     throw new StartupConfigError(problems);
   }
   return { kube, provider };
-}
-
-/** A long-running part, named so that a slow shutdown can say who is slow. */
-interface Loop {
-  name: string;
-  done: Promise<void>;
 }
 
 interface Parts {
@@ -268,72 +261,6 @@ async function leadTerm(
     await abortion(deps.signal);
   } finally {
     await drain(loops, deps.drainTimeoutMs ?? 10_000, deps.clock);
-  }
-}
-
-/** Waits for `ready`, but no longer than `--startup-timeout` when one is set. */
-async function withStartupTimeout(
-  config: Config,
-  clock: Clock,
-  ready: Promise<void>,
-  what: string,
-): Promise<void> {
-  if (!config.startupTimeout) return await ready;
-  const done = new AbortController();
-  const timeout = clock.sleep(config.startupTimeout, done.signal).then(() => {
-    throw new StartupTimeoutError(
-      `gave up waiting for ${what} after --startup-timeout (${config.startupTimeout} ms); ` +
-        "check that the apiserver is reachable and these credentials may register the node",
-    );
-  }, () => {});
-  try {
-    await Promise.race([ready, timeout]);
-  } finally {
-    done.abort();
-  }
-}
-
-/** A port that was free a moment ago, for `--port 0`. */
-function freePort(hostname: string): number {
-  const listener = Deno.listen({ hostname, port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
-
-/** Resolves when `signal` aborts. */
-function abortion(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    signal.addEventListener("abort", () => resolve(), { once: true });
-  });
-}
-
-/** Waits for every loop to finish, but no longer than `timeoutMs`. */
-async function drain(loops: Loop[], timeoutMs: number, clock: Clock): Promise<void> {
-  const log = getLogger(["vkubelet"]);
-  const giveUp = new AbortController();
-  const timeout = clock.sleep(timeoutMs, giveUp.signal).then(
-    () => "timeout" as const,
-    () => "done" as const,
-  );
-  const pending = new Set(loops.map((l) => l.name));
-  const settled = Promise.all(loops.map(async ({ name, done }) => {
-    try {
-      await done;
-    } catch (err) {
-      log.error("{loop} failed while stopping: {err}", { loop: name, err });
-    } finally {
-      pending.delete(name);
-    }
-  })).then(() => "done" as const);
-  const outcome = await Promise.race([settled, timeout]);
-  giveUp.abort();
-  if (outcome === "timeout") {
-    log.warn("gave up waiting for {loops} to stop after {ms} ms", {
-      loops: [...pending].join(", "),
-      ms: timeoutMs,
-    });
   }
 }
 
