@@ -6,6 +6,7 @@
  *   deno task bench [--max-n N] [--sizes 100,1000,10000] [--subjects vkubelet,peer,floor]
  *                   [--steady-seconds 120] [--qps 500|shipped] [--concurrency 32]
  *                   [--report-only] [--merge results.json]
+ *   deno task bench --nodes 1000 --pods 10000   (many nodes in one process: bench/multinode.ts)
  *
  * Raw results go to bench/out/results.json (git-ignored), one entry per subject and size, so a
  * long run that is stopped can still be reported with `--report-only`.
@@ -138,6 +139,10 @@ async function mergeResults(file: string): Promise<void> {
 }
 
 async function main(args: string[]): Promise<number> {
+  // Many nodes in one process is a scenario of its own (bench/multinode.ts).
+  if (args.some((a) => a === "--nodes" || a.startsWith("--nodes="))) {
+    return await (await import("./multinode.ts")).main(args);
+  }
   let flags: BenchFlags;
   try {
     flags = parseFlags(args);

@@ -1,0 +1,290 @@
+/**
+ * `deno task bench --nodes N --pods P`: many virtual nodes in one vkubelet process (mock
+ * provider, `--nodes`), on a fresh bench control plane of its own (cluster `vkbench-multinode`
+ * unless VKBENCH_CLUSTER names another, so that it never stops the `vkbench` cluster of a
+ * running `deno task bench`). Reports the time to all nodes Ready, the time to all pods Running
+ * (pods bound round-robin with `spec.nodeName`, so the scheduler is not what is measured), the
+ * worst node-Lease renewal lag over a window, and the process's RSS and CPU.
+ *
+ *   deno task bench --nodes 1000 --pods 10000 [--window-seconds 600] [--qps 500]
+ *                   [--concurrency 32] [--keep-cluster]
+ *
+ * Figures go to stdout and bench/out/multinode-<N>x<P>.json (git-ignored).
+ * @module
+ */
+import type { Lease } from "kubernetes-types/coordination/v1.d.ts";
+import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
+import { Kube, pool } from "./kube.ts";
+import { cpuSeconds, machine, memoryMiB } from "./proc.ts";
+
+/** The flags of the multi-node scenario. */
+export interface MultiNodeFlags {
+  nodes: number;
+  pods: number;
+  windowSeconds: number;
+  qps: number;
+  concurrency: number;
+  keepCluster: boolean;
+}
+
+const RENEW_INTERVAL_S = 10; // vkubelet's default: a quarter of the 40 s lease
+const PREFIX = "vkbench-mn-";
+const NAMESPACE = "bench";
+const repoRoot = new URL("../", import.meta.url).pathname;
+const outDir = Deno.env.get("VKBENCH_OUT") ?? `${repoRoot}bench/out`;
+
+/** Parses the flags; throws a RangeError naming the bad one. */
+export function parseMultiNodeFlags(args: string[]): MultiNodeFlags {
+  const flags = { nodes: 1000, pods: 10000, windowSeconds: 600, qps: 500, concurrency: 32 };
+  let keepCluster = false;
+  for (let i = 0; i < args.length; i++) {
+    const [name, inline] = args[i].split("=", 2);
+    const key = ({
+      "--nodes": "nodes",
+      "--pods": "pods",
+      "--window-seconds": "windowSeconds",
+      "--qps": "qps",
+      "--concurrency": "concurrency",
+    } as const)[name];
+    if (name === "--keep-cluster") {
+      keepCluster = true;
+      continue;
+    }
+    if (!key) {
+      throw new RangeError(`unknown option ${args[i]} (with --nodes: ${Object.keys(flags)})`);
+    }
+    const n = Number(inline ?? args[++i]);
+    if (!Number.isInteger(n) || n < 0 || (key !== "pods" && n === 0)) {
+      throw new RangeError(`${name} needs a positive whole number`);
+    }
+    flags[key] = n;
+  }
+  return { ...flags, keepCluster };
+}
+
+const encoder = new TextEncoder();
+const started = performance.now();
+function say(line: string): void {
+  const t = ((performance.now() - started) / 1000).toFixed(0).padStart(5);
+  Deno.stderr.writeSync(encoder.encode(`[bench-multinode ${t}s] ${line}\n`));
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `check` every `everyMs` until it is true or `timeoutMs` passes; false on timeout. */
+async function until(check: () => Promise<boolean>, everyMs: number, timeoutMs: number) {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    if (await check().catch(() => false)) return true;
+    await sleep(everyMs);
+  }
+  return false;
+}
+
+/** Runs the scenario; resolves to the exit code. */
+export async function main(args: string[]): Promise<number> {
+  let flags: MultiNodeFlags;
+  try {
+    flags = parseMultiNodeFlags(args);
+  } catch (err) {
+    say((err as Error).message);
+    return 2;
+  }
+  // Before control_plane.ts reads it: never the cluster another bench run may be using.
+  if (!Deno.env.get("VKBENCH_CLUSTER")) Deno.env.set("VKBENCH_CLUSTER", "vkbench-multinode");
+  const cp = await import("./control_plane.ts");
+  const { nodes: N, pods: P } = flags;
+  const workDir = `${outDir}/multinode`;
+  await Deno.mkdir(workDir, { recursive: true });
+  say(`starting a fresh control plane (${Deno.env.get("VKBENCH_CLUSTER")})`);
+  const plane = await cp.startControlPlane(say);
+  const admin = new Kube(plane.admin);
+  const id = await cp.issueKubeletIdentity(plane, workDir);
+  const names = Array.from({ length: N }, (_, i) => `${PREFIX}${String(i).padStart(4, "0")}`);
+  await Deno.writeTextFile(
+    `${workDir}/mock.json`,
+    JSON.stringify({ capacity: { cpu: "1000", memory: "4Ti", pods: "20000" } }),
+  );
+  const port = freePort();
+  await Deno.writeTextFile(
+    `${workDir}/vk.json`,
+    JSON.stringify({
+      provider: "mock",
+      providerConfig: `${workDir}/mock.json`,
+      kubeconfig: id.kubeconfig,
+      clientCaFile: id.ca,
+      tlsSelfSigned: true,
+      port,
+      logLevel: "warn",
+      kubeApiQps: flags.qps,
+      kubeApiBurst: flags.qps * 2,
+      nodes: names,
+    }),
+  );
+  const t0 = performance.now();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", `${repoRoot}main.ts`, `--config=${workDir}/vk.json`],
+    cwd: repoRoot,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const logged = Promise.all([
+    child.stdout.pipeTo(await logFile(`${workDir}/vkubelet.out`)),
+    child.stderr.pipeTo(await logFile(`${workDir}/vkubelet.log`)),
+  ]).catch(() => {});
+  const pid = child.pid;
+  const result: Record<string, unknown> = {
+    flags,
+    machine: machine(),
+    at: new Date().toISOString(),
+  };
+  try {
+    // 1. All nodes Ready.
+    const ready = await until(
+      async () => {
+        const list = await admin.request<{ items: Node[] }>("GET", "/api/v1/nodes");
+        const count = list.items.filter((n) =>
+          n.metadata?.name?.startsWith(PREFIX) &&
+          n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")
+        ).length;
+        return count === N;
+      },
+      1_000,
+      600_000,
+    );
+    result.nodesReadySeconds = ready ? (performance.now() - t0) / 1000 : NaN;
+    result.afterReady = { ...memoryMiB(pid), cpuSeconds: cpuSeconds(pid) };
+    say(
+      `${N} nodes Ready: ${
+        ready ? `${(result.nodesReadySeconds as number).toFixed(1)} s` : "timed out"
+      }; ${fmtMem(pid)}`,
+    );
+    // 2. All pods Running.
+    await admin.request("POST", "/api/v1/namespaces", {
+      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: NAMESPACE } },
+    }).catch(() => {});
+    const t1 = performance.now();
+    const cpu1 = cpuSeconds(pid);
+    await pool(Array.from({ length: P }, (_, i) => i), flags.concurrency, async (i) => {
+      await admin.request("POST", `/api/v1/namespaces/${NAMESPACE}/pods`, {
+        body: pod(i, names[i % N]),
+      });
+    });
+    const running = await until(
+      async () => {
+        const list = await admin.request<{ items: Pod[] }>(
+          "GET",
+          `/api/v1/namespaces/${NAMESPACE}/pods?fieldSelector=status.phase%3DRunning`,
+        );
+        return list.items.length === P;
+      },
+      2_000,
+      1_200_000,
+    );
+    result.podsRunningSeconds = running ? (performance.now() - t1) / 1000 : NaN;
+    result.createCpuSeconds = cpuSeconds(pid) - cpu1;
+    say(
+      `${P} pods Running: ${
+        running ? `${(result.podsRunningSeconds as number).toFixed(1)} s` : "timed out"
+      }; ${fmtMem(pid)}`,
+    );
+    // 3. Steady window: every lease's renewals, RSS and CPU.
+    const lag = await leaseWindow(admin, N, flags.windowSeconds, pid);
+    Object.assign(result, lag);
+    result.end = memoryMiB(pid);
+    say(
+      `window ${flags.windowSeconds} s: worst renewal gap ${lag.worstGapSeconds.toFixed(2)} s ` +
+        `(lag ${
+          (lag.worstGapSeconds - RENEW_INTERVAL_S).toFixed(2)
+        } s over the ${RENEW_INTERVAL_S} s interval), ` +
+        `oldest lease seen ${lag.worstAgeSeconds.toFixed(1)} s, ${lag.renewals} renewals, ` +
+        `CPU ${lag.cpuPercent.toFixed(1)} % of one core; ${fmtMem(pid)}`,
+    );
+  } finally {
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // Already gone.
+    }
+    await child.status;
+    await logged;
+    admin.close();
+    if (!flags.keepCluster) await cp.stopControlPlane();
+  }
+  const file = `${outDir}/multinode-${N}x${P}.json`;
+  await Deno.writeTextFile(file, JSON.stringify(result, null, 2));
+  say(`wrote ${file}`);
+  return 0;
+}
+
+/** Watches every lease for `seconds` by listing them every 2 s. */
+async function leaseWindow(admin: Kube, n: number, seconds: number, pid: number) {
+  const last = new Map<string, number>();
+  let worstGap = 0, worstAge = 0, renewals = 0, peakRss = 0;
+  const cpu0 = cpuSeconds(pid);
+  const t0 = performance.now();
+  while (performance.now() - t0 < seconds * 1000) {
+    const list = await admin.request<{ items: Lease[] }>(
+      "GET",
+      "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+    );
+    const now = Date.now();
+    for (const lease of list.items) {
+      const name = lease.metadata?.name ?? "";
+      if (!name.startsWith(PREFIX) || !lease.spec?.renewTime) continue;
+      const renewed = Date.parse(lease.spec.renewTime);
+      worstAge = Math.max(worstAge, (now - renewed) / 1000);
+      const previous = last.get(name);
+      if (previous !== undefined && renewed > previous) {
+        worstGap = Math.max(worstGap, (renewed - previous) / 1000);
+        renewals++;
+      }
+      last.set(name, renewed);
+    }
+    peakRss = Math.max(peakRss, memoryMiB(pid).rss);
+    await sleep(2_000);
+  }
+  const wall = (performance.now() - t0) / 1000;
+  return {
+    leasesSeen: last.size,
+    expectedLeases: n,
+    worstGapSeconds: worstGap,
+    worstAgeSeconds: worstAge,
+    renewals,
+    windowRssPeakMiB: peakRss,
+    cpuPercent: ((cpuSeconds(pid) - cpu0) / wall) * 100,
+  };
+}
+
+function pod(i: number, nodeName: string): Pod {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: `p-${String(i).padStart(5, "0")}`, labels: { app: "bench" } },
+    spec: {
+      nodeName,
+      automountServiceAccountToken: false,
+      tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
+      containers: [{ name: "c", image: "bench/image:1" }],
+    },
+  };
+}
+
+async function logFile(path: string): Promise<WritableStream<Uint8Array>> {
+  return (await Deno.open(path, { create: true, write: true, truncate: true })).writable;
+}
+
+function fmtMem(pid: number): string {
+  const { rss, peak } = memoryMiB(pid);
+  return `RSS ${rss.toFixed(0)} MiB (peak ${peak.toFixed(0)}), CPU ${cpuSeconds(pid).toFixed(1)} s`;
+}
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));
