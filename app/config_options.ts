@@ -143,7 +143,7 @@ export const OPTIONS = [
     shownDefault: "one node, --nodename",
     group: "Node",
     help:
-      "Serve several nodes from this one process (replaces --nodename). In the config file a list of names or of {name, labels, nodeIp, providerConfig}; each node needs its own address (default 127.1.x.y by position) and the identity must not be a node's own (see docs/multinode.md).",
+      "Serve several nodes from one process instead of --nodename; per-node settings in the config file (docs/multinode.md).",
   }),
   o({
     key: "os",
