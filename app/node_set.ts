@@ -56,6 +56,7 @@ interface Member {
   pods: PodController;
   stop: AbortController;
   done?: Promise<void>;
+  apiDeps?: Omit<KubeletApiDeps, "signal">;
 }
 
 /** The nodes of one process; see the module doc. */
@@ -64,7 +65,6 @@ export class NodeSet {
   readonly #byIp = new Map<string, string>();
   readonly #shared: SharedPodInformer;
   readonly #deps: NodeSetDeps;
-  #signal?: AbortSignal;
 
   constructor(config: Config, deps: NodeSetDeps) {
     this.#deps = deps;
@@ -118,7 +118,7 @@ export class NodeSet {
     const member = this.#members.get(this.#byIp.get(address) ?? "");
     if (!member) return undefined;
     const name = member.entry.name;
-    return {
+    return member.apiDeps ??= {
       ...this.#deps.apiBase,
       provider: member.provider,
       nodeName: name,
@@ -132,7 +132,6 @@ export class NodeSet {
    * pod cache synced (or rejects with the first node that failed). Runs on until `signal`.
    */
   async start(signal: AbortSignal): Promise<{ done: Promise<void> }> {
-    this.#signal = signal;
     const shared = this.#shared.run(signal);
     for (const member of this.#members.values()) this.#startMember(member, signal);
     const done = Promise.all([shared, ...[...this.#members.values()].map((m) => m.done)])
@@ -213,11 +212,6 @@ export class NodeSet {
       allocatable: () => side.node.node?.status?.allocatable ?? {},
     });
     return { entry, provider, side, pods, stop: new AbortController() };
-  }
-
-  /** True once {@link start} ran; for the caller's checks. */
-  get started(): boolean {
-    return this.#signal !== undefined;
   }
 }
 

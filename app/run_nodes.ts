@@ -162,10 +162,15 @@ async function connectAndLoad(
     });
     providers.set(entry.name, provider);
   }));
-  for (const result of loaded) {
+  for (const [i, result] of loaded.entries()) {
     if (result.status === "fulfilled") continue;
     if (!(result.reason instanceof ProviderLoadError)) throw result.reason;
-    if (!problems.includes(result.reason.message)) problems.push(result.reason.message);
+    // A node's own provider config is named with the node; the shared one's problem once.
+    const entry = (config.nodes as NodeEntry[])[i];
+    const message = entry.providerConfig
+      ? `node ${entry.name}: ${result.reason.message}`
+      : result.reason.message;
+    if (!problems.includes(message)) problems.push(message);
   }
   if (!kube || !heartbeat || problems.length > 0) {
     kube?.close();

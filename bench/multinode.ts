@@ -165,10 +165,14 @@ export async function main(args: string[]): Promise<number> {
       body: { apiVersion: "v1", kind: "Namespace", metadata: { name: NAMESPACE } },
     }).catch(() => {});
     // Pods are refused until the namespace's default ServiceAccount exists.
-    await until(async () => {
-      await admin.request("GET", `/api/v1/namespaces/${NAMESPACE}/serviceaccounts/default`);
-      return true;
-    }, 200, 60_000);
+    await until(
+      async () => {
+        await admin.request("GET", `/api/v1/namespaces/${NAMESPACE}/serviceaccounts/default`);
+        return true;
+      },
+      200,
+      60_000,
+    );
     const t1 = performance.now();
     const cpu1 = cpuSeconds(pid);
     await pool(Array.from({ length: P }, (_, i) => i), flags.concurrency, async (i) => {
