@@ -1,20 +1,26 @@
 /**
  * `deno task bench --nodes N --pods P`: many virtual nodes in one vkubelet process (mock
- * provider, `--nodes`), on a fresh bench control plane of its own (cluster `vkbench-multinode`
- * unless VKBENCH_CLUSTER names another, so that it never stops the `vkbench` cluster of a
- * running `deno task bench`). Reports the time to all nodes Ready, the time to all pods Running
- * (pods bound round-robin with `spec.nodeName`, so the scheduler is not what is measured), the
- * worst node-Lease renewal lag over a window, and the process's RSS and CPU.
+ * provider, `--nodes`) and, with `--kwok`, KWOK managing as many nodes, each subject on a fresh
+ * bench control plane of its own (cluster `vkbench-multinode` unless VKBENCH_CLUSTER names
+ * another, so that it never stops the `vkbench` cluster of a running `deno task bench`). Reports
+ * the time to all nodes Ready, the time to all pods Running (pods bound round-robin with
+ * `spec.nodeName`, so the scheduler is not what is measured), the worst node-Lease renewal gap
+ * over a window, and the process's RSS and CPU.
  *
- *   deno task bench --nodes 1000 --pods 10000 [--window-seconds 600] [--qps 500]
+ *   deno task bench --nodes 1000 --pods 10000 [--window-seconds 600] [--kwok] [--qps 500]
  *                   [--concurrency 32] [--keep-cluster]
  *
- * Figures go to stdout and bench/out/multinode-<N>x<P>.json (git-ignored).
+ * Figures go to stderr and bench/out/multinode-<N>x<P>.json (git-ignored).
  * @module
  */
 import type { Lease } from "kubernetes-types/coordination/v1.d.ts";
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import { Kube, pool } from "./kube.ts";
+import {
+  type MultiNodeSubject,
+  type StartedSubject,
+  startMultiNodeSubject,
+} from "./multinode_subjects.ts";
 import { cpuSeconds, machine, memoryMiB } from "./proc.ts";
 
 /** The flags of the multi-node scenario. */
@@ -25,9 +31,10 @@ export interface MultiNodeFlags {
   qps: number;
   concurrency: number;
   keepCluster: boolean;
+  subjects: MultiNodeSubject[];
 }
 
-const RENEW_INTERVAL_S = 10; // vkubelet's default: a quarter of the 40 s lease
+const RENEW_INTERVAL_S = 10; // a quarter of the 40 s lease, for vkubelet and KWOK alike
 const PREFIX = "vkbench-mn-";
 const NAMESPACE = "bench";
 const repoRoot = new URL("../", import.meta.url).pathname;
@@ -37,6 +44,7 @@ const outDir = Deno.env.get("VKBENCH_OUT") ?? `${repoRoot}bench/out`;
 export function parseMultiNodeFlags(args: string[]): MultiNodeFlags {
   const flags = { nodes: 1000, pods: 10000, windowSeconds: 600, qps: 500, concurrency: 32 };
   let keepCluster = false;
+  const subjects: MultiNodeSubject[] = ["vkubelet"];
   for (let i = 0; i < args.length; i++) {
     const [name, inline] = args[i].split("=", 2);
     const key = ({
@@ -46,8 +54,9 @@ export function parseMultiNodeFlags(args: string[]): MultiNodeFlags {
       "--qps": "qps",
       "--concurrency": "concurrency",
     } as const)[name];
-    if (name === "--keep-cluster") {
-      keepCluster = true;
+    if (name === "--keep-cluster" || name === "--kwok") {
+      if (name === "--kwok") subjects.push("kwok");
+      else keepCluster = true;
       continue;
     }
     if (!key) {
@@ -59,7 +68,7 @@ export function parseMultiNodeFlags(args: string[]): MultiNodeFlags {
     }
     flags[key] = n;
   }
-  return { ...flags, keepCluster };
+  return { ...flags, keepCluster, subjects };
 }
 
 const encoder = new TextEncoder();
@@ -94,137 +103,122 @@ export async function main(args: string[]): Promise<number> {
   if (!Deno.env.get("VKBENCH_CLUSTER")) Deno.env.set("VKBENCH_CLUSTER", "vkbench-multinode");
   const cp = await import("./control_plane.ts");
   const { nodes: N, pods: P } = flags;
-  const workDir = `${outDir}/multinode`;
-  await Deno.mkdir(workDir, { recursive: true });
-  say(`starting a fresh control plane (${Deno.env.get("VKBENCH_CLUSTER")})`);
-  const plane = await cp.startControlPlane(say);
-  const admin = new Kube(plane.admin);
-  const id = await cp.issueKubeletIdentity(plane, workDir);
   const names = Array.from({ length: N }, (_, i) => `${PREFIX}${String(i).padStart(4, "0")}`);
-  await Deno.writeTextFile(
-    `${workDir}/mock.json`,
-    JSON.stringify({ capacity: { cpu: "1000", memory: "4Ti", pods: "20000" } }),
-  );
-  const port = freePort();
-  await Deno.writeTextFile(
-    `${workDir}/vk.json`,
-    JSON.stringify({
-      provider: "mock",
-      providerConfig: `${workDir}/mock.json`,
-      kubeconfig: id.kubeconfig,
-      clientCaFile: id.ca,
-      tlsSelfSigned: true,
-      port,
-      logLevel: "warn",
-      kubeApiQps: flags.qps,
-      kubeApiBurst: flags.qps * 2,
-      nodes: names,
-    }),
-  );
-  const t0 = performance.now();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", `${repoRoot}main.ts`, `--config=${workDir}/vk.json`],
-    cwd: repoRoot,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const logged = Promise.all([
-    child.stdout.pipeTo(await logFile(`${workDir}/vkubelet.out`)),
-    child.stderr.pipeTo(await logFile(`${workDir}/vkubelet.log`)),
-  ]).catch(() => {});
-  const pid = child.pid;
-  const result: Record<string, unknown> = {
-    flags,
-    machine: machine(),
-    at: new Date().toISOString(),
-  };
-  try {
-    // 1. All nodes Ready.
-    const ready = await until(
-      async () => {
-        const list = await admin.request<{ items: Node[] }>("GET", "/api/v1/nodes");
-        const count = list.items.filter((n) =>
-          n.metadata?.name?.startsWith(PREFIX) &&
-          n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")
-        ).length;
-        return count === N;
-      },
-      1_000,
-      600_000,
-    );
-    result.nodesReadySeconds = ready ? (performance.now() - t0) / 1000 : NaN;
-    result.afterReady = { ...memoryMiB(pid), cpuSeconds: cpuSeconds(pid) };
-    say(
-      `${N} nodes Ready: ${
-        ready ? `${(result.nodesReadySeconds as number).toFixed(1)} s` : "timed out"
-      }; ${fmtMem(pid)}`,
-    );
-    // 2. All pods Running.
-    await admin.request("POST", "/api/v1/namespaces", {
-      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: NAMESPACE } },
-    }).catch(() => {});
-    // Pods are refused until the namespace's default ServiceAccount exists.
-    await until(
-      async () => {
-        await admin.request("GET", `/api/v1/namespaces/${NAMESPACE}/serviceaccounts/default`);
-        return true;
-      },
-      200,
-      60_000,
-    );
-    const t1 = performance.now();
-    const cpu1 = cpuSeconds(pid);
-    await pool(Array.from({ length: P }, (_, i) => i), flags.concurrency, async (i) => {
-      await admin.request("POST", `/api/v1/namespaces/${NAMESPACE}/pods`, {
-        body: pod(i, names[i % N]),
-      });
-    });
-    const running = await until(
-      async () => {
-        const list = await admin.request<{ items: Pod[] }>(
-          "GET",
-          `/api/v1/namespaces/${NAMESPACE}/pods?fieldSelector=status.phase%3DRunning`,
-        );
-        return list.items.length === P;
-      },
-      2_000,
-      1_200_000,
-    );
-    result.podsRunningSeconds = running ? (performance.now() - t1) / 1000 : NaN;
-    result.createCpuSeconds = cpuSeconds(pid) - cpu1;
-    say(
-      `${P} pods Running: ${
-        running ? `${(result.podsRunningSeconds as number).toFixed(1)} s` : "timed out"
-      }; ${fmtMem(pid)}`,
-    );
-    // 3. Steady window: every lease's renewals, RSS and CPU.
-    const lag = await leaseWindow(admin, N, flags.windowSeconds, pid);
-    Object.assign(result, lag);
-    result.end = memoryMiB(pid);
-    say(
-      `window ${flags.windowSeconds} s: worst renewal gap ${lag.worstGapSeconds.toFixed(2)} s ` +
-        `(lag ${
-          (lag.worstGapSeconds - RENEW_INTERVAL_S).toFixed(2)
-        } s over the ${RENEW_INTERVAL_S} s interval), ` +
-        `oldest lease seen ${lag.worstAgeSeconds.toFixed(1)} s, ${lag.renewals} renewals, ` +
-        `CPU ${lag.cpuPercent.toFixed(1)} % of one core; ${fmtMem(pid)}`,
-    );
-  } finally {
+  const results: Record<string, unknown>[] = [];
+  for (const subject of flags.subjects) {
+    const workDir = `${outDir}/multinode/${subject}`;
+    await Deno.mkdir(workDir, { recursive: true });
+    say(`${subject}: starting a fresh control plane (${Deno.env.get("VKBENCH_CLUSTER")})`);
+    const plane = await cp.startControlPlane(say);
+    const admin = new Kube(plane.admin);
     try {
-      child.kill("SIGTERM");
-    } catch {
-      // Already gone.
+      const started = await startMultiNodeSubject({
+        subject,
+        names,
+        identity: await cp.issueKubeletIdentity(plane, workDir),
+        admin,
+        workDir,
+        qps: flags.qps,
+        concurrency: flags.concurrency,
+        progress: say,
+      });
+      try {
+        results.push(await measure(subject, started, admin, names, flags));
+      } finally {
+        await started.stop();
+      }
+    } finally {
+      admin.close();
+      if (!flags.keepCluster) await cp.stopControlPlane();
     }
-    await child.status;
-    await logged;
-    admin.close();
-    if (!flags.keepCluster) await cp.stopControlPlane();
   }
   const file = `${outDir}/multinode-${N}x${P}.json`;
-  await Deno.writeTextFile(file, JSON.stringify(result, null, 2));
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify({ flags, machine: machine(), at: new Date().toISOString(), results }, null, 2),
+  );
   say(`wrote ${file}`);
   return 0;
+}
+
+/** Nodes Ready, pods Running, then the steady window, for one started subject. */
+async function measure(
+  subject: MultiNodeSubject,
+  started: StartedSubject,
+  admin: Kube,
+  names: string[],
+  flags: MultiNodeFlags,
+): Promise<Record<string, unknown>> {
+  const { pid } = started;
+  const N = names.length, P = flags.pods;
+  const say2 = (line: string) => say(`${subject}: ${line}`);
+  const result: Record<string, unknown> = { subject };
+  // 1. All nodes Ready.
+  const ready = await until(
+    async () => {
+      const list = await admin.request<{ items: Node[] }>("GET", "/api/v1/nodes");
+      const count = list.items.filter((n) =>
+        n.metadata?.name?.startsWith(PREFIX) &&
+        n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")
+      ).length;
+      return count === N;
+    },
+    1_000,
+    600_000,
+  );
+  result.nodesReadySeconds = ready ? (performance.now() - started.startedAt) / 1000 : NaN;
+  result.afterReady = { ...memoryMiB(pid), cpuSeconds: cpuSeconds(pid) };
+  say2(`${N} nodes Ready: ${seconds(result.nodesReadySeconds)}; ${fmtMem(pid)}`);
+  // 2. All pods Running.
+  await admin.request("POST", "/api/v1/namespaces", {
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name: NAMESPACE } },
+  }).catch(() => {});
+  // Pods are refused until the namespace's default ServiceAccount exists.
+  await until(
+    async () => {
+      await admin.request("GET", `/api/v1/namespaces/${NAMESPACE}/serviceaccounts/default`);
+      return true;
+    },
+    200,
+    60_000,
+  );
+  const t1 = performance.now();
+  const cpu1 = cpuSeconds(pid);
+  await pool(Array.from({ length: P }, (_, i) => i), flags.concurrency, async (i) => {
+    await admin.request("POST", `/api/v1/namespaces/${NAMESPACE}/pods`, {
+      body: pod(i, names[i % N]),
+    });
+  });
+  const running = await until(
+    async () => {
+      const list = await admin.request<{ items: Pod[] }>(
+        "GET",
+        `/api/v1/namespaces/${NAMESPACE}/pods?fieldSelector=status.phase%3DRunning`,
+      );
+      return list.items.length === P;
+    },
+    2_000,
+    1_200_000,
+  );
+  result.podsRunningSeconds = running ? (performance.now() - t1) / 1000 : NaN;
+  result.createCpuSeconds = cpuSeconds(pid) - cpu1;
+  say2(`${P} pods Running: ${seconds(result.podsRunningSeconds)}; ${fmtMem(pid)}`);
+  // 3. Steady window: every lease's renewals, RSS and CPU.
+  const lag = await leaseWindow(admin, N, flags.windowSeconds, pid);
+  Object.assign(result, lag);
+  result.end = memoryMiB(pid);
+  say2(
+    `window ${flags.windowSeconds} s: worst renewal gap ${lag.worstGapSeconds.toFixed(2)} s ` +
+      `(${(lag.worstGapSeconds - RENEW_INTERVAL_S).toFixed(2)} s over the ${RENEW_INTERVAL_S} s ` +
+      `interval), oldest lease seen ${lag.worstAgeSeconds.toFixed(1)} s, ${lag.renewals} ` +
+      `renewals of ${lag.leasesSeen} leases, CPU ${lag.cpuPercent.toFixed(1)} % of one core; ` +
+      fmtMem(pid),
+  );
+  return result;
+}
+
+function seconds(value: unknown): string {
+  return Number.isNaN(value) ? "timed out" : `${(value as number).toFixed(1)} s`;
 }
 
 /** Watches every lease for `seconds` by listing them every 2 s. */
@@ -280,20 +274,9 @@ function pod(i: number, nodeName: string): Pod {
   };
 }
 
-async function logFile(path: string): Promise<WritableStream<Uint8Array>> {
-  return (await Deno.open(path, { create: true, write: true, truncate: true })).writable;
-}
-
 function fmtMem(pid: number): string {
   const { rss, peak } = memoryMiB(pid);
   return `RSS ${rss.toFixed(0)} MiB (peak ${peak.toFixed(0)}), CPU ${cpuSeconds(pid).toFixed(1)} s`;
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 if (import.meta.main) Deno.exit(await main(Deno.args));
