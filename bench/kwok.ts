@@ -1,8 +1,11 @@
 /**
- * KWOK (sigs.k8s.io/kwok), the other subject of `deno task bench --nodes N --kwok`: built from the
+ * KWOK (sigs.k8s.io/kwok), the other subject of `deno task bench --nodes N --subjects vkubelet,kwok`: built from the
  * Go module proxy at a pinned release through the wrapper module in `bench/kwok/` (go.mod and
- * go.sum only; nothing patched), run with its default stages against the same kind of fresh
- * control plane, managing the nodes that carry its annotation. KWOK keeps nodes Ready, renews
+ * go.sum only; nothing patched), run against the same kind of fresh control plane, managing the
+ * nodes that carry its annotation, with the stages kwokctl uses by default
+ * (`kustomize/stage/fast` of the module: node-initialize, node-heartbeat-with-lease, and the fast
+ * pod stages), read from the downloaded module at run time. The KWOK binary itself ships none:
+ * without a stage config it exits with "no stages found". KWOK keeps nodes Ready, renews
  * their Leases and moves pods to Running, but serves no kubelet API (no logs, exec or stats).
  * @module
  */
@@ -43,10 +46,36 @@ export async function ensureKwok(progress: (line: string) => void): Promise<stri
   return binary;
 }
 
-/** The command line of KWOK for `kubeconfig`: its default stages, only our annotated nodes. */
-export function kwokArgs(kubeconfig: string): string[] {
+/** The stage files of `kustomize/stage/fast`, the set kwokctl uses by default. */
+const DEFAULT_STAGES = [
+  "node/fast/node-initialize.yaml",
+  "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+  "pod/fast/pod-ready.yaml",
+  "pod/fast/pod-complete.yaml",
+  "pod/fast/pod-delete.yaml",
+];
+
+/** Writes KWOK's default stages into one config file at `path`. */
+export async function writeKwokStages(path: string): Promise<void> {
+  const out = await new Deno.Command("go", {
+    args: ["list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok"],
+    cwd: wrapperDir,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    throw new Error(`go list sigs.k8s.io/kwok failed:\n${decoder.decode(out.stderr)}`);
+  }
+  const dir = `${decoder.decode(out.stdout).trim()}/kustomize/stage`;
+  const docs = await Promise.all(DEFAULT_STAGES.map((f) => Deno.readTextFile(`${dir}/${f}`)));
+  await Deno.writeTextFile(path, docs.map((d) => d.trim()).join("\n---\n") + "\n");
+}
+
+/** The command line of KWOK for `kubeconfig`: the stages in `config`, only our annotated nodes. */
+export function kwokArgs(kubeconfig: string, config: string): string[] {
   return [
     `--kubeconfig=${kubeconfig}`,
+    `--config=${config}`,
     "--manage-all-nodes=false",
     `--manage-nodes-with-annotation-selector=${MANAGED.key}=${MANAGED.value}`,
     "--node-lease-duration-seconds=40",

@@ -1,14 +1,14 @@
 /**
  * `deno task bench --nodes N --pods P`: many virtual nodes in one vkubelet process (mock
- * provider, `--nodes`) and, with `--kwok`, KWOK managing as many nodes, each subject on a fresh
- * bench control plane of its own (cluster `vkbench-multinode` unless VKBENCH_CLUSTER names
- * another, so that it never stops the `vkbench` cluster of a running `deno task bench`). Reports
- * the time to all nodes Ready, the time to all pods Running (pods bound round-robin with
- * `spec.nodeName`, so the scheduler is not what is measured), the worst node-Lease renewal gap
- * over a window, and the process's RSS and CPU.
+ * provider, `--nodes`) and, with `--subjects vkubelet,kwok`, KWOK managing as many nodes. Each
+ * subject gets a fresh bench control plane of its own (cluster `vkbench-multinode` unless
+ * VKBENCH_CLUSTER names another, so that it never stops the `vkbench` cluster of a running
+ * `deno task bench`). Reports the time to all nodes Ready, the time to all pods Running (pods
+ * bound round-robin with `spec.nodeName`, so the scheduler is not what is measured), the worst
+ * node-Lease renewal gap over a window, and the process's RSS and CPU.
  *
- *   deno task bench --nodes 1000 --pods 10000 [--window-seconds 600] [--kwok] [--qps 500]
- *                   [--concurrency 32] [--keep-cluster]
+ *   deno task bench --nodes 1000 --pods 10000 [--window-seconds 600]
+ *                   [--subjects vkubelet,kwok] [--qps 500] [--concurrency 32] [--keep-cluster]
  *
  * Figures go to stderr and bench/out/multinode-<N>x<P>.json (git-ignored).
  * @module
@@ -17,6 +17,7 @@ import type { Lease } from "kubernetes-types/coordination/v1.d.ts";
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import { Kube, pool } from "./kube.ts";
 import {
+  MULTI_NODE_SUBJECTS,
   type MultiNodeSubject,
   type StartedSubject,
   startMultiNodeSubject,
@@ -44,7 +45,7 @@ const outDir = Deno.env.get("VKBENCH_OUT") ?? `${repoRoot}bench/out`;
 export function parseMultiNodeFlags(args: string[]): MultiNodeFlags {
   const flags = { nodes: 1000, pods: 10000, windowSeconds: 600, qps: 500, concurrency: 32 };
   let keepCluster = false;
-  const subjects: MultiNodeSubject[] = ["vkubelet"];
+  let subjects: MultiNodeSubject[] = ["vkubelet"];
   for (let i = 0; i < args.length; i++) {
     const [name, inline] = args[i].split("=", 2);
     const key = ({
@@ -54,9 +55,14 @@ export function parseMultiNodeFlags(args: string[]): MultiNodeFlags {
       "--qps": "qps",
       "--concurrency": "concurrency",
     } as const)[name];
-    if (name === "--keep-cluster" || name === "--kwok") {
-      if (name === "--kwok") subjects.push("kwok");
-      else keepCluster = true;
+    if (name === "--keep-cluster") {
+      keepCluster = true;
+      continue;
+    }
+    if (name === "--subjects") {
+      subjects = (inline ?? args[++i] ?? "").split(",") as MultiNodeSubject[];
+      const bad = subjects.find((x) => !MULTI_NODE_SUBJECTS.includes(x));
+      if (bad) throw new RangeError(`--subjects: unknown subject ${bad} (vkubelet, kwok)`);
       continue;
     }
     if (!key) {

@@ -6,7 +6,7 @@
  */
 import type { KubeletIdentity } from "./control_plane.ts";
 import { type Kube, pool } from "./kube.ts";
-import { ensureKwok, kwokArgs, kwokNode } from "./kwok.ts";
+import { ensureKwok, kwokArgs, kwokNode, writeKwokStages } from "./kwok.ts";
 
 /** Which implementation runs the nodes. */
 export type MultiNodeSubject = "vkubelet" | "kwok";
@@ -66,7 +66,11 @@ export async function startMultiNodeSubject(spec: MultiNodeSpec): Promise<Starte
     );
     command = [Deno.execPath(), ["run", "-A", `${repoRoot}main.ts`, `--config=${workDir}/vk.json`]];
   } else {
-    command = [await ensureKwok(spec.progress), kwokArgs(spec.identity.kubeconfig)];
+    await writeKwokStages(`${workDir}/kwok.yaml`);
+    command = [
+      await ensureKwok(spec.progress),
+      kwokArgs(spec.identity.kubeconfig, `${workDir}/kwok.yaml`),
+    ];
   }
   const startedAt = performance.now();
   const child = new Deno.Command(command[0], {

@@ -1,6 +1,6 @@
-// KWOK (sigs.k8s.io/kwok) for `deno task bench --nodes N --kwok`: built from the Go module proxy at a
-// pinned release with its default stages. Nothing of KWOK is kept here; bench/kwok.ts builds
-// `go build sigs.k8s.io/kwok/cmd/kwok` in this module.
+// KWOK (sigs.k8s.io/kwok) for `deno task bench --nodes N --subjects vkubelet,kwok`: built from
+// the Go module proxy at a pinned release. Nothing of KWOK is kept here; bench/kwok.ts builds
+// `go build sigs.k8s.io/kwok/cmd/kwok` in this module and reads its default stages from it.
 module vkubelet.local/bench/kwok
 
 go 1.26.0
