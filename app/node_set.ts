@@ -128,19 +128,21 @@ export class NodeSet {
   }
 
   /**
-   * Starts the shared informers and every node; resolves once every node is registered and its
-   * pod cache synced (or rejects with the first node that failed). Runs on until `signal`.
+   * Resolves once every node is registered and its pod cache synced; rejects with the first
+   * node that failed. Meaningful after {@link run} started.
    */
-  async start(signal: AbortSignal): Promise<{ done: Promise<void> }> {
-    const shared = this.#shared.run(signal);
-    for (const member of this.#members.values()) this.#startMember(member, signal);
-    const done = Promise.all([shared, ...[...this.#members.values()].map((m) => m.done)])
-      .then(() => {});
-    await Promise.all([...this.#members.values()].map(async (m) => {
+  get ready(): Promise<void> {
+    return Promise.all([...this.#members.values()].map(async (m) => {
       await m.side.ready;
       await m.pods.ready;
-    }));
-    return { done };
+    })).then(() => {});
+  }
+
+  /** Runs the shared informers and every node until `signal` aborts and they have stopped. */
+  async run(signal: AbortSignal): Promise<void> {
+    const shared = this.#shared.run(signal);
+    for (const member of this.#members.values()) this.#startMember(member, signal);
+    await Promise.all([shared, ...[...this.#members.values()].map((m) => m.done)]);
   }
 
   /**

@@ -91,14 +91,13 @@ export async function runNodeSet(config: Config, deps: RunDeps): Promise<void> {
     }
     loops.push({ name: "kubelet API", done: api.run(stop.signal) });
     await withStartupTimeout(config, deps.clock, api.ready, "the kubelet API to listen");
-    const started = set.start(stop.signal);
+    loops.push({ name: "nodes", done: set.run(stop.signal) });
     await withStartupTimeout(
       config,
       deps.clock,
-      started.then(() => {}),
+      set.ready,
       `${entries.length} nodes to be registered and their pod caches to sync`,
     );
-    loops.push({ name: "nodes", done: (await started).done });
     log.info("vkubelet is ready: {count} nodes", { count: entries.length });
     deps.onReady?.(providers.get(entries[0].name)!);
     await abortion(stop.signal);
