@@ -230,14 +230,19 @@ function seconds(value: unknown): string {
 /** Watches every lease for `seconds` by listing them every 2 s. */
 async function leaseWindow(admin: Kube, n: number, seconds: number, pid: number) {
   const last = new Map<string, number>();
-  let worstGap = 0, worstAge = 0, renewals = 0, peakRss = 0;
+  let worstGap = 0, worstAge = 0, renewals = 0, peakRss = 0, failedPolls = 0;
   const cpu0 = cpuSeconds(pid);
   const t0 = performance.now();
   while (performance.now() - t0 < seconds * 1000) {
     const list = await admin.request<{ items: Lease[] }>(
       "GET",
       "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
-    );
+    ).catch((err) => {
+      // A poll that fails is counted, not fatal: the gaps still show what the leases did.
+      failedPolls++;
+      say(`listing leases failed: ${err instanceof Error ? err.message : err}`);
+      return { items: [] as Lease[] };
+    });
     const now = Date.now();
     for (const lease of list.items) {
       const name = lease.metadata?.name ?? "";
@@ -261,6 +266,7 @@ async function leaseWindow(admin: Kube, n: number, seconds: number, pid: number)
     worstGapSeconds: worstGap,
     worstAgeSeconds: worstAge,
     renewals,
+    failedPolls,
     windowRssPeakMiB: peakRss,
     cpuPercent: ((cpuSeconds(pid) - cpu0) / wall) * 100,
   };
