@@ -135,6 +135,17 @@ export const OPTIONS = [
     help: "Name of the Node to register (lowercase DNS name).",
   }),
   o({
+    key: "nodes",
+    flag: "nodes",
+    env: ["VKUBELET_NODES"],
+    kind: "list",
+    value: "NAME,...",
+    shownDefault: "one node, --nodename",
+    group: "Node",
+    help:
+      "Serve several nodes from one process instead of --nodename; per-node settings in the config file (docs/multinode.md).",
+  }),
+  o({
     key: "os",
     flag: "os",
     env: ["VKUBELET_OS"],

@@ -199,6 +199,55 @@ const provider = text("a provider name or path").refine(
     }: remote provider modules are not imported; download the module and give its path (or a file: URL)`,
 });
 
+/** One node of `nodes` (several nodes in one process; app/node_set.ts). */
+const nodeEntry = z.strictObject({
+  name: text("a node name").refine(isDnsSubdomain, {
+    error: (i) =>
+      `${
+        show(i.input)
+      } is not a valid node name: use lowercase letters, digits, '-' and '.', starting and ending with a letter or digit`,
+  }),
+  labels: labels,
+  nodeIp: ip().optional(),
+  providerConfig: text("a file path").optional(),
+}, {
+  error: (i) =>
+    `expected a node name or {name, labels, nodeIp, providerConfig}, got ${show(i.input)}`,
+});
+
+/** `a,b`, a list of such strings, or (config file) a list of names and mappings. */
+function toNodeEntries(v: unknown): unknown {
+  const pieces = typeof v === "string" ? [v] : Array.isArray(v) ? v : undefined;
+  if (pieces === undefined) return v;
+  return pieces.flatMap((p) =>
+    typeof p === "string"
+      ? p.split(",").map((n) => n.trim()).filter(Boolean).map((name) => ({ name }))
+      : [p]
+  );
+}
+
+const nodes = z.preprocess(
+  toNodeEntries,
+  z.array(nodeEntry, { error: (i) => `expected a list of nodes, got ${show(i.input)}` }),
+).default([]);
+
+/**
+ * The address a node of `nodes` gets when it names none: 127.1.0.2, 127.1.0.3, ... by position.
+ * Each node needs its own, because the apiserver reaches a node's kubelet API at the node's
+ * address and the one port is shared (docs/multinode.md).
+ */
+export function defaultNodeIp(index: number): string {
+  return `127.1.${Math.floor(index / 250)}.${(index % 250) + 2}`;
+}
+
+/** Providers that cannot serve several nodes from one process, and why. */
+const SINGLE_NODE_PROVIDERS: Record<string, string> = {
+  process:
+    "the process provider runs pods as local processes of one host and cannot serve several nodes; run one vkubelet per node",
+  kubernetes:
+    "the kubernetes provider does not serve several nodes yet; run one vkubelet per downstream cluster",
+};
+
 /** Field by field; the keys match `OPTIONS` in `app/config_options.ts`. */
 const fields = z.object({
   config: text("a file path").optional(),
@@ -220,6 +269,7 @@ const fields = z.object({
         show(i.input)
       } is not a valid node name: use lowercase letters, digits, '-' and '.', starting and ending with a letter or digit`,
   }).default("vkubelet"),
+  nodes,
   os: oneOf(["linux", "windows"] as const, "linux"),
   nodeIp: ip().optional(),
   nodeLabels: labels,
@@ -298,6 +348,7 @@ export const configSchema = fields.transform((c) => ({
   ...c,
   taintValue: c.taintValue ?? defaultTaintValue(c.provider),
   nodeLeaseRenewInterval: c.nodeLeaseRenewInterval ?? c.nodeLeaseDurationSeconds * 250,
+  nodes: c.nodes.map((n, i) => ({ ...n, nodeIp: n.nodeIp ?? defaultNodeIp(i) })),
 })).superRefine((c, ctx) => {
   const at = (key: keyof typeof c, message: string) =>
     ctx.addIssue({ code: "custom", path: [key], message });
@@ -359,6 +410,7 @@ export const configSchema = fields.transform((c) => ({
   if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === c.port) {
     at("metricsAddr", `uses the kubelet API's port ${c.port}; pick another port`);
   }
+  if (c.nodes.length > 0) multiNodeIssues(c).forEach((message) => at("nodes", message));
   // Leader election: client-go's rules (tools/leaderelection NewLeaderElector).
   if (c.leaderElectLeaseDuration < 1_000 || c.leaderElectLeaseDuration % 1_000 !== 0) {
     at(
@@ -384,6 +436,45 @@ export const configSchema = fields.transform((c) => ({
     );
   }
 });
+
+/** The rules for several nodes in one process (`nodes`). */
+function multiNodeIssues(c: {
+  nodes: { name: string; nodeIp: string }[];
+  provider: string;
+  leaderElect: boolean;
+  tlsCertFile?: string;
+  tlsSelfSigned: boolean;
+  listenAddress: string;
+}): string[] {
+  const issues: string[] = [];
+  const seen = (values: string[]) => values.filter((v, i) => values.indexOf(v) !== i);
+  const names = [...new Set(seen(c.nodes.map((n) => n.name)))];
+  if (names.length) issues.push(`node ${names.join(", ")} is listed twice; give each node once`);
+  const ips = [...new Set(seen(c.nodes.map((n) => n.nodeIp)))];
+  if (ips.length) {
+    issues.push(
+      `nodeIp ${
+        ips.join(", ")
+      } is given to two nodes; each node needs its own address, because the apiserver reaches a node's kubelet API at that address`,
+    );
+  }
+  const refusal = SINGLE_NODE_PROVIDERS[c.provider];
+  if (refusal) issues.push(refusal);
+  if (c.leaderElect) {
+    issues.push("cannot be combined with --leader-elect yet; run several nodes without it");
+  }
+  if (c.tlsCertFile === undefined && !c.tlsSelfSigned) {
+    issues.push(
+      "need a serving certificate for every node's address: set --tls-cert-file (with all the nodes' IPs) or --tls-self-signed; a kubelet-serving CSR covers one node only",
+    );
+  }
+  if (c.listenAddress !== "0.0.0.0") {
+    issues.push(
+      `leave --listen-address unset (now ${c.listenAddress}): with several nodes the kubelet API listens on each node's nodeIp`,
+    );
+  }
+  return issues;
+}
 
 /** vkubelet's validated config. Durations are in milliseconds. */
 export type Config = z.output<typeof configSchema>;

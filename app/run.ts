@@ -24,6 +24,17 @@ import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import denoJson from "../deno.json" with { type: "json" };
 import { LeadershipFence } from "./leader_fence.ts";
 import { highAvailabilityProblem, runLeaderElected, type WarmStandby } from "./leader_run.ts";
+import {
+  abortion,
+  freePort,
+  StartupConfigError,
+  StartupTimeoutError,
+  withStartupTimeout,
+} from "./run_parts.ts";
+import { runNodeSet } from "./run_nodes.ts";
+import type { NodeSet } from "./node_set.ts";
+
+export { StartupConfigError, StartupTimeoutError } from "./run_parts.ts";
 
 /** What {@link runVkubelet} needs besides the config; `main.ts` picks the real ones. */
 export interface RunDeps {
@@ -34,19 +45,17 @@ export interface RunDeps {
   detectInternalIp: () => string;
   /** Replaced in tests. */
   loadProvider?: (options: LoadProviderOptions) => Promise<Provider>;
+  /** With `--nodes`: handed the {@link NodeSet} before it starts (tests remove nodes with it). */
+  onNodeSet?: (set: NodeSet) => void;
   /** Called once everything has started (tests wait on it). */
   onReady?: (provider: Provider) => void;
   /** How long the loops get to drain after the signal before we stop waiting. */
   drainTimeoutMs?: number;
 }
 
-/** Thrown when start-up does not finish within `--startup-timeout`. */
-export class StartupTimeoutError extends Error {
-  override name = "StartupTimeoutError";
-}
-
 /** Runs vkubelet until `deps.signal` aborts; rejects if start-up fails. */
 export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> {
+  if (config.nodes.length > 0) return await runNodeSet(config, deps);
   const log = getLogger(["vkubelet"]).with({ node: config.nodeName });
   const internalIp = config.nodeIp ?? deps.detectInternalIp();
   // `--port 0` picks a free port now, so the provider and the node announce the real one.
@@ -132,18 +141,6 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   }
   // Like virtual-kubelet's nodeutil.Node.Run: when one controller ends, all of them stop.
   if (loops.failure) throw loops.failure;
-}
-
-/**
- * Start-up problems that are the configuration's fault (a port in use, a certificate that does
- * not parse, a kubeconfig or provider config that cannot be used), found before anything
- * touches the cluster.
- */
-export class StartupConfigError extends Error {
-  override name = "StartupConfigError";
-  constructor(readonly problems: string[]) {
-    super(problems.join("; "));
-  }
 }
 
 /**
@@ -300,44 +297,6 @@ async function leadTerm(
     for (const cleanup of cleanups) cleanup();
   }
   if (loops.failure) throw loops.failure;
-}
-
-/** Waits for `ready`, but no longer than `--startup-timeout` when one is set. */
-async function withStartupTimeout(
-  config: Config,
-  clock: Clock,
-  ready: Promise<void>,
-  what: string,
-): Promise<void> {
-  if (!config.startupTimeout) return await ready;
-  const done = new AbortController();
-  const timeout = clock.sleep(config.startupTimeout, done.signal).then(() => {
-    throw new StartupTimeoutError(
-      `gave up waiting for ${what} after --startup-timeout (${config.startupTimeout} ms); ` +
-        "check that the apiserver is reachable and these credentials may register the node",
-    );
-  }, () => {});
-  try {
-    await Promise.race([ready, timeout]);
-  } finally {
-    done.abort();
-  }
-}
-
-/** A port that was free a moment ago, for `--port 0`. */
-function freePort(hostname: string): number {
-  const listener = Deno.listen({ hostname, port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
-
-/** Resolves when `signal` aborts. */
-function abortion(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    signal.addEventListener("abort", () => resolve(), { once: true });
-  });
 }
 
 /** The first non-internal IPv4 address of this host, else 127.0.0.1. */

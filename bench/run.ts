@@ -8,6 +8,7 @@
  *                   [--report-only] [--merge results.json]
  *   deno task bench --soak 60m [--pods 300] [--roll-seconds 60] [--sample-seconds 30]
  *                   [--cluster NAME] [--heap-at 3,12] [--report-only]     (see soak.ts)
+ *   deno task bench --nodes 1000 --pods 10000   (many nodes in one process: bench/multinode.ts)
  *
  * Raw results go to bench/out/results.json (git-ignored), one entry per subject and size, so a
  * long run that is stopped can still be reported with `--report-only`.
@@ -168,6 +169,10 @@ async function soakMain(args: string[]): Promise<number> {
 
 async function main(args: string[]): Promise<number> {
   if (args.some((a) => a === "--soak" || a.startsWith("--soak="))) return await soakMain(args);
+  // Many nodes in one process is a scenario of its own (bench/multinode.ts).
+  if (args.some((a) => a === "--nodes" || a.startsWith("--nodes="))) {
+    return await (await import("./multinode.ts")).main(args);
+  }
   let flags: BenchFlags;
   try {
     flags = parseFlags(args);

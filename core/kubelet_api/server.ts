@@ -15,7 +15,10 @@ import { getRequestListener } from "@hono/node-server";
 import { createKubeletApp } from "./app.ts";
 import type { CertificateSource, KeyPair } from "./certificates.ts";
 import type { KubeletApiDeps } from "./types.ts";
-import { handleUpgrade } from "./upgrade.ts";
+import { handleUpgrade, writeResponse } from "./upgrade.ts";
+import { statusResponse } from "./status.ts";
+import type { KubeletEnv } from "./types.ts";
+import type { Hono } from "hono";
 
 /** What {@link KubeletServer} needs: the app's deps plus where to listen and with what. */
 export interface KubeletServerDeps extends Omit<KubeletApiDeps, "signal"> {
@@ -28,6 +31,20 @@ export interface KubeletServerDeps extends Omit<KubeletApiDeps, "signal"> {
   shutdownGraceMs?: number;
 }
 
+/**
+ * Several nodes behind one port: a listener on each node's address, and every connection served
+ * by the app of the node whose address it reached. The apiserver dials
+ * `https://<node address>:<port>/...` (pkg/kubelet/client `NodeConnectionInfoGetter`), so the
+ * address a connection arrived at is the one thing that names the node of `/stats/summary`.
+ */
+export interface RoutedServerDeps
+  extends Pick<KubeletServerDeps, "auth" | "log" | "port" | "certificates" | "shutdownGraceMs"> {
+  /** The addresses to listen on (each with `port`). */
+  hostnames: string[];
+  /** The app deps of the node at `address`; undefined answers 404. Apps are built on first use. */
+  nodeAt(address: string): Omit<KubeletApiDeps, "signal"> | undefined;
+}
+
 /** The bound address. */
 export interface ServerAddress {
   hostname: string;
@@ -36,12 +53,14 @@ export interface ServerAddress {
 
 /** The kubelet API server; see the module doc. */
 export class KubeletServer {
-  readonly #deps: KubeletServerDeps;
+  readonly #deps: RoutedServerDeps;
   readonly #ready = Promise.withResolvers<void>();
   #address?: ServerAddress;
 
-  constructor(deps: KubeletServerDeps) {
-    this.#deps = deps;
+  constructor(deps: KubeletServerDeps | RoutedServerDeps) {
+    this.#deps = "nodeAt" in deps
+      ? deps
+      : { ...deps, hostnames: [deps.hostname ?? "0.0.0.0"], nodeAt: () => deps };
     this.#ready.promise.catch(() => {});
   }
 
@@ -62,29 +81,45 @@ export class KubeletServer {
     signal.addEventListener("abort", stop, { once: true });
     const certificates = new AbortController();
     const first = Promise.withResolvers<KeyPair>();
-    let server: https.Server | undefined;
+    const servers: https.Server[] = [];
     const source = this.#deps.certificates.run((pair) => {
-      if (server) server.setSecureContext(this.#tlsOptions(pair));
+      if (servers.length) servers.forEach((s) => s.setSecureContext(this.#tlsOptions(pair)));
       else first.resolve(pair);
     }, certificates.signal).then(
       () => first.reject(new Error("the certificate source ended before giving a certificate")),
       (err) => first.reject(err),
     );
+    const sockets = new Set<Socket>();
     try {
       const pair = await Promise.race([first.promise, abortion(shutdown.signal)]);
       if (!pair) return;
-      server = this.#createServer(pair, shutdown.signal);
-      const sockets = trackSockets(server);
-      await listen(server, this.#deps.hostname ?? "0.0.0.0", this.#deps.port);
-      const bound = server.address();
-      if (bound && typeof bound === "object") {
-        this.#address = { hostname: bound.address, port: bound.port };
+      const handlers = this.#handlers(shutdown.signal);
+      let port = this.#deps.port;
+      for (const hostname of this.#deps.hostnames) {
+        const server = this.#createServer(pair, handlers);
+        servers.push(server);
+        trackSockets(server, sockets);
+        await listen(server, hostname, port);
+        const bound = server.address();
+        if (bound && typeof bound === "object") {
+          // `--port 0`: the first listener picks the port, the others share it.
+          port = bound.port;
+          this.#address ??= { hostname: bound.address, port: bound.port };
+        }
       }
-      this.#deps.log.info("kubelet API listening on {hostname}:{port}", { ...this.#address });
+      this.#deps.log.info("kubelet API listening on {hostname}:{port}", {
+        ...this.#address,
+        hostname: this.#deps.hostnames.length > 1
+          ? `${this.#deps.hostnames.length} addresses`
+          : this.#address?.hostname,
+      });
       this.#ready.resolve();
       await abortion(shutdown.signal);
-      await closeServer(server, sockets, this.#deps.shutdownGraceMs ?? 5_000);
+      await Promise.all(
+        servers.map((s) => closeServer(s, sockets, this.#deps.shutdownGraceMs ?? 5_000)),
+      );
     } catch (err) {
+      await Promise.all(servers.map((s) => closeServer(s, sockets, 0)));
       this.#ready.reject(err);
       throw err;
     } finally {
@@ -106,8 +141,32 @@ export class KubeletServer {
     };
   }
 
-  #createServer(pair: KeyPair, signal: AbortSignal): https.Server {
-    const app = createKubeletApp({ ...this.#deps, signal });
+  /** The request and upgrade handlers, each routed to the app of the node at the address. */
+  #handlers(signal: AbortSignal): Handlers {
+    const apps = new Map<string, Hono<KubeletEnv>>();
+    const appAt = (socket: { localAddress?: string } | undefined) => {
+      const deps = this.#deps.nodeAt(unmapped(socket?.localAddress ?? ""));
+      if (!deps) return undefined;
+      let app = apps.get(deps.nodeName);
+      if (!app) apps.set(deps.nodeName, app = createKubeletApp({ ...deps, signal }));
+      return app;
+    };
+    const noNode = (socket: { localAddress?: string } | undefined) =>
+      statusResponse(404, `no node is served at ${socket?.localAddress ?? "this address"}`);
+    return {
+      request: getRequestListener((request, env) => {
+        const socket = env.incoming?.socket;
+        return appAt(socket)?.fetch(request, env) ?? noNode(socket);
+      }),
+      upgrade: (incoming, socket, head) => {
+        const app = appAt(incoming.socket);
+        if (app) return void handleUpgrade(app, incoming, socket, head, this.#deps.log);
+        void writeResponse(socket, noNode(incoming.socket)).finally(() => socket.destroy());
+      },
+    };
+  }
+
+  #createServer(pair: KeyPair, handlers: Handlers): https.Server {
     const server = https.createServer({
       ...this.#tlsOptions(pair),
       // Ask for a client certificate, verify it against the CA, but let the request in
@@ -115,10 +174,8 @@ export class KubeletServer {
       requestCert: this.#deps.auth.clientCaPem !== undefined,
       rejectUnauthorized: false,
       ALPNProtocols: ["http/1.1"],
-    }, getRequestListener(app.fetch));
-    server.on("upgrade", (incoming: IncomingMessage, socket: Duplex, head: Uint8Array) => {
-      void handleUpgrade(app, incoming, socket, head, this.#deps.log);
-    });
+    }, handlers.request);
+    server.on("upgrade", handlers.upgrade);
     server.on("tlsClientError", (err: Error) => {
       this.#deps.log.debug("TLS handshake failed: {err}", { err });
     });
@@ -137,13 +194,21 @@ function listen(server: https.Server, hostname: string, port: number): Promise<v
 }
 
 /** Every open connection, including upgraded ones, so that shutdown can end them. */
-function trackSockets(server: https.Server): Set<Socket> {
-  const sockets = new Set<Socket>();
+function trackSockets(server: https.Server, sockets: Set<Socket>): void {
   server.on("secureConnection", (socket: Socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });
-  return sockets;
+}
+
+/** `::ffff:127.1.0.2` (an IPv4 connection on a dual-stack socket) as `127.1.0.2`. */
+function unmapped(address: string): string {
+  return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
+}
+
+interface Handlers {
+  request: ReturnType<typeof getRequestListener>;
+  upgrade: (incoming: IncomingMessage, socket: Duplex, head: Uint8Array) => void;
 }
 
 async function closeServer(server: https.Server, sockets: Set<Socket>, graceMs: number) {

@@ -82,6 +82,24 @@ Deno.test("workers are bounded", async () => {
   await q.stop();
 });
 
+Deno.test("workers start again for keys added after the queue went idle", async () => {
+  const seen: string[] = [];
+  const q = startQueue(async (key) => {
+    await Promise.resolve();
+    seen.push(key);
+  });
+  q.queue.add("ns/a");
+  await flush();
+  assert.deepEqual(seen, ["ns/a"]);
+  // Idle now (no worker waits); each later add starts one.
+  for (const key of ["ns/b", "ns/c", "ns/d"]) {
+    q.queue.add(key);
+    await flush();
+  }
+  assert.deepEqual(seen, ["ns/a", "ns/b", "ns/c", "ns/d"]);
+  await q.stop();
+});
+
 Deno.test("failures back off exponentially per key, with jitter, and success resets", async () => {
   const attempts: number[] = [];
   let failUntil = 4;

@@ -1,0 +1,227 @@
+/**
+ * `NodeSet`: several virtual nodes served by one process (`--nodes`). Each node keeps the
+ * controllers a single vkubelet has, unchanged — node, lease and health (`core/node`), pods
+ * (`core/pods`) — and what they share is wired here, through the deps they already take: one
+ * client, one pod watch split into a view per node (`shared_pods.ts`), one services cache, and
+ * the node and lease calls of every node on one heartbeat client with bounded concurrency
+ * (`heartbeat_api.ts`). Each node's kubelet API app is looked up by the address a connection
+ * reached ({@link NodeSet.apiDepsAt}).
+ * @module
+ */
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import type { Clock } from "../base/clock.ts";
+import { getLogger } from "../base/log.ts";
+import type { KubeClient } from "../k8s/mod.ts";
+import type { Provider } from "../provider/mod.ts";
+import {
+  createNodeSide,
+  type HealthSource,
+  type NodeApi,
+  type NodeSide,
+} from "../core/node/mod.ts";
+import { PodController } from "../core/pods/mod.ts";
+import type { VkubeletMetrics } from "../core/metrics.ts";
+import type { KubeletApiDeps } from "../core/kubelet_api/types.ts";
+import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
+import type { Config } from "./config.ts";
+import { SharedPodInformer } from "./shared_pods.ts";
+import denoJson from "../deno.json" with { type: "json" };
+
+/** One entry of `nodes`, with its address resolved. */
+export interface NodeEntry {
+  name: string;
+  nodeIp: string;
+  labels: Record<string, string>;
+  providerConfig?: string;
+}
+
+/** What {@link NodeSet} needs. */
+export interface NodeSetDeps {
+  /** The one client for pods, events, ConfigMaps, Secrets and Services. */
+  kube: KubeClient;
+  /** Node and lease calls of every node (a heartbeat client behind a gate). */
+  heartbeat: NodeApi;
+  clock: Clock;
+  metrics: VkubeletMetrics;
+  /** The provider of each node, by node name. */
+  providers: Map<string, Provider>;
+  /** The kubelet API deps every node shares (authentication, streaming). */
+  apiBase: Pick<KubeletApiDeps, "auth" | "streaming" | "clock" | "metrics">;
+}
+
+interface Member {
+  entry: NodeEntry;
+  provider: Provider;
+  side: NodeSide;
+  pods: PodController;
+  stop: AbortController;
+  done?: Promise<void>;
+  apiDeps?: Omit<KubeletApiDeps, "signal">;
+}
+
+/** The nodes of one process; see the module doc. */
+export class NodeSet {
+  readonly #members = new Map<string, Member>();
+  readonly #byIp = new Map<string, string>();
+  readonly #shared: SharedPodInformer;
+  readonly #deps: NodeSetDeps;
+
+  constructor(config: Config, deps: NodeSetDeps) {
+    this.#deps = deps;
+    this.#shared = new SharedPodInformer({ kube: deps.kube, clock: deps.clock });
+    for (const entry of config.nodes as NodeEntry[]) {
+      this.#members.set(entry.name, this.#member(config, entry));
+      this.#byIp.set(entry.nodeIp, entry.name);
+    }
+  }
+
+  /** The names of the nodes served now. */
+  get names(): string[] {
+    return [...this.#members.keys()];
+  }
+
+  /** Every node's pods as the API has them; for metrics. */
+  pods(): Pod[] {
+    return [...this.#members.values()].flatMap((m) => m.pods.pods());
+  }
+
+  /**
+   * Healthy while every node's provider answers its ping; otherwise the first failing node's
+   * message, named. For the metrics listener's `/healthz`.
+   */
+  readonly health: HealthSource = {
+    current: () => {
+      for (const m of this.#members.values()) {
+        const health = m.side.health.current();
+        if (!health.healthy) {
+          return { ...health, message: `node ${m.entry.name}: ${health.message}` };
+        }
+      }
+      return { healthy: true, since: 0 };
+    },
+    onChange: () => () => {},
+    ready: Promise.resolve(),
+  };
+
+  /** Keys waiting in all nodes' queues; for metrics. */
+  get queueLengths(): { sync: number; status: number } {
+    let sync = 0, status = 0;
+    for (const m of this.#members.values()) {
+      sync += m.pods.queueLengths.sync;
+      status += m.pods.queueLengths.status;
+    }
+    return { sync, status };
+  }
+
+  /** The kubelet API deps of the node whose nodeIp is `address`. */
+  apiDepsAt(address: string): Omit<KubeletApiDeps, "signal"> | undefined {
+    const member = this.#members.get(this.#byIp.get(address) ?? "");
+    if (!member) return undefined;
+    const name = member.entry.name;
+    return member.apiDeps ??= {
+      ...this.#deps.apiBase,
+      provider: member.provider,
+      nodeName: name,
+      podCache: () => member.pods.pods(),
+      log: getLogger(["vkubelet", "kubelet-api"]).with({ node: name }),
+    };
+  }
+
+  /**
+   * Resolves once every node is registered and its pod cache synced; rejects with the first
+   * node that failed. Meaningful after {@link run} started.
+   */
+  get ready(): Promise<void> {
+    return Promise.all([...this.#members.values()].map(async (m) => {
+      await m.side.ready;
+      await m.pods.ready;
+    })).then(() => {});
+  }
+
+  /** Runs the shared informers and every node until `signal` aborts and they have stopped. */
+  async run(signal: AbortSignal): Promise<void> {
+    const shared = this.#shared.run(signal);
+    for (const member of this.#members.values()) this.#startMember(member, signal);
+    await Promise.all([shared, ...[...this.#members.values()].map((m) => m.done)]);
+  }
+
+  /**
+   * Stops serving `name`: its controllers stop (its Lease is no longer renewed, so the
+   * node-lifecycle controller marks it NotReady) and its pods are no longer watched.
+   */
+  async remove(name: string): Promise<void> {
+    const member = this.#members.get(name);
+    if (!member) throw new RangeError(`node ${name} is not served by this process`);
+    this.#members.delete(name);
+    this.#byIp.delete(member.entry.nodeIp);
+    this.#shared.forget(name);
+    member.stop.abort();
+    await member.done;
+    await member.provider.close?.();
+  }
+
+  /** Closes every provider (after `start`'s `done`). */
+  async close(): Promise<void> {
+    await Promise.all([...this.#members.values()].map((m) => m.provider.close?.()));
+  }
+
+  #startMember(member: Member, signal: AbortSignal): void {
+    const stop = AbortSignal.any([signal, member.stop.signal]);
+    member.done = Promise.all([member.side.run(stop), member.pods.run(stop)]).then(() => {});
+  }
+
+  #member(config: Config, entry: NodeEntry): Member {
+    const { kube, clock, metrics, heartbeat } = this.#deps;
+    const provider = this.#deps.providers.get(entry.name);
+    if (!provider) throw new RangeError(`no provider was loaded for node ${entry.name}`);
+    const log = (part: string) => getLogger(["vkubelet", part]).with({ node: entry.name });
+    const side = createNodeSide({
+      ...config,
+      nodeName: entry.name,
+      nodeLabels: { ...config.nodeLabels, ...entry.labels },
+    }, {
+      api: heartbeat,
+      provider,
+      clock,
+      log: log("node"),
+      internalIp: entry.nodeIp,
+      version: denoJson.version,
+      declaredFeatures: declaredFeatures(),
+      onLeaseRenewal: (seconds, ok) =>
+        metrics.leaseRenewalLatency.observe({ result: ok ? "success" : "error" }, seconds),
+    });
+    const view = this.#shared.view(entry.name);
+    const services = this.#shared.services();
+    const pods = new PodController({
+      // The controller asks for its informers; it gets the shared views.
+      api: {
+        pods: { ...bind(kube.pods), informer: () => view },
+        services: { informer: () => services },
+        configMaps: kube.configMaps,
+        secrets: kube.secrets,
+        events: kube.events,
+      },
+      provider,
+      clock,
+      log: log("pods"),
+      nodeName: entry.name,
+      workers: config.podSyncWorkers,
+      resyncPeriodMs: config.fullResyncPeriod,
+      daemonSetPods: config.daemonSetPods,
+      onSync: (seconds, ok) =>
+        metrics.syncLatency.observe({ result: ok ? "success" : "error" }, seconds),
+      nodeIps: () => [entry.nodeIp],
+      allocatable: () => side.node.node?.status?.allocatable ?? {},
+    });
+    return { entry, provider, side, pods, stop: new AbortController() };
+  }
+}
+
+/** The pod calls of the client, bound so they can be spread into another object. */
+function bind(pods: KubeClient["pods"]) {
+  return {
+    get: pods.get.bind(pods),
+    updateStatus: pods.updateStatus.bind(pods),
+    delete: pods.delete.bind(pods),
+  };
+}

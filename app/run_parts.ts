@@ -1,0 +1,61 @@
+/**
+ * Pieces of start-up and shutdown that one node ({@link runVkubelet} in `run.ts`) and several
+ * nodes (`run_nodes.ts`) share.
+ * @module
+ */
+import type { Clock } from "../base/clock.ts";
+import type { Config } from "./config.ts";
+
+/** Thrown when start-up does not finish within `--startup-timeout`. */
+export class StartupTimeoutError extends Error {
+  override name = "StartupTimeoutError";
+}
+
+/**
+ * Start-up problems that are the configuration's fault (a kubeconfig or provider config that
+ * cannot be used), all of them, found before anything touches the cluster.
+ */
+export class StartupConfigError extends Error {
+  override name = "StartupConfigError";
+  constructor(readonly problems: string[]) {
+    super(problems.join("; "));
+  }
+}
+
+/** Waits for `ready`, but no longer than `--startup-timeout` when one is set. */
+export async function withStartupTimeout(
+  config: Config,
+  clock: Clock,
+  ready: Promise<void>,
+  what: string,
+): Promise<void> {
+  if (!config.startupTimeout) return await ready;
+  const done = new AbortController();
+  const timeout = clock.sleep(config.startupTimeout, done.signal).then(() => {
+    throw new StartupTimeoutError(
+      `gave up waiting for ${what} after --startup-timeout (${config.startupTimeout} ms); ` +
+        "check that the apiserver is reachable and these credentials may register the node",
+    );
+  }, () => {});
+  try {
+    await Promise.race([ready, timeout]);
+  } finally {
+    done.abort();
+  }
+}
+
+/** A port that was free a moment ago, for `--port 0`. */
+export function freePort(hostname: string): number {
+  const listener = Deno.listen({ hostname, port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** Resolves when `signal` aborts. */
+export function abortion(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+}
