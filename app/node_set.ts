@@ -199,6 +199,7 @@ export class NodeSet {
         services: { informer: () => services },
         configMaps: kube.configMaps,
         secrets: kube.secrets,
+        persistentVolumeClaims: kube.persistentVolumeClaims,
         events: kube.events,
       },
       provider,

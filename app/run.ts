@@ -24,13 +24,7 @@ import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import denoJson from "../deno.json" with { type: "json" };
 import { LeadershipFence } from "./leader_fence.ts";
 import { highAvailabilityProblem, runLeaderElected, type WarmStandby } from "./leader_run.ts";
-import {
-  abortion,
-  freePort,
-  StartupConfigError,
-  StartupTimeoutError,
-  withStartupTimeout,
-} from "./run_parts.ts";
+import { abortion, freePort, StartupConfigError, withStartupTimeout } from "./run_parts.ts";
 import { runNodeSet } from "./run_nodes.ts";
 import type { NodeSet } from "./node_set.ts";
 

@@ -143,6 +143,9 @@ Deno.test({
           spec: {
             nodeSelector: { "kubernetes.io/hostname": node.name },
             tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
+            // No token volume: its kube-root-ca.crt would add a by-name ConfigMap watch per node
+            // to the count of pod and Service watches below.
+            automountServiceAccountToken: false,
             containers: [{ name: "main", image: "example/app:1" }],
           },
         }))
