@@ -140,13 +140,47 @@ export async function withPortForward<T>(
   }
 }
 
-/** CPU seconds of a process (utime + stime) and of its children it has waited for. */
-export function cpuOf(pid: number | "self"): { own: number; children: number } {
+function statFields(pid: number | "self"): number[] {
   const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
   // Fields after the command name, which may hold spaces, start after the last ")".
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ").map(Number);
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ").map(Number);
+}
+
+/** CPU seconds of a process (utime + stime) and of its children it has waited for. */
+export function cpuOf(pid: number | "self"): { own: number; children: number } {
+  const f = statFields(pid);
   // utime, stime, cutime, cstime are fields 14-17 of the line, 12-15 after the name; USER_HZ 100.
   return { own: (f[11] + f[12]) / 100, children: (f[13] + f[14]) / 100 };
+}
+
+/**
+ * CPU seconds of a process and every descendant, live or waited for (a pod's runner and the
+ * server under it; vkubelet and the `cat` it runs for an exec).
+ */
+export function cpuOfTree(root: number): number {
+  const parent = new Map<number, number[]>();
+  for (const entry of Deno.readDirSync("/proc")) {
+    const pid = Number(entry.name);
+    if (!Number.isInteger(pid)) continue;
+    try {
+      const ppid = statFields(pid)[1];
+      parent.set(ppid, [...(parent.get(ppid) ?? []), pid]);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  let sum = 0;
+  const visit = (pid: number) => {
+    try {
+      const { own, children } = cpuOf(pid);
+      sum += own + children;
+    } catch {
+      return; // exited meanwhile
+    }
+    for (const child of parent.get(pid) ?? []) visit(child);
+  };
+  visit(root);
+  return sum;
 }
 
 /** Writes `bytes` of random data to a new temporary file; returns its path. */

@@ -21,8 +21,16 @@ import { clusterKubectl } from "../tests/core/kubelet_api/streaming/_e2e.ts";
 import { execRoundTrips } from "./exec_latency.ts";
 import { measureLogs } from "./logs_throughput.ts";
 import { machine } from "./proc.ts";
+import { profileDuring } from "./profile.ts";
 import { measureStats } from "./stats_latency.ts";
-import { cpuOf, echo, pipeFile, randomFile, withPortForward } from "./stream_transfer.ts";
+import {
+  cpuOf,
+  cpuOfTree,
+  echo,
+  pipeFile,
+  randomFile,
+  withPortForward,
+} from "./stream_transfer.ts";
 import { parseStreamingFlags, type StreamingFlags } from "./streaming_flags.ts";
 import { renderStreaming, type StreamingResult, type Transfer } from "./streaming_report.ts";
 
@@ -41,7 +49,11 @@ async function timedTransfer(
   work: () => Promise<number>,
 ): Promise<Transfer> {
   const read = () =>
-    Object.fromEntries(Object.entries(watched).map(([name, pid]) => [name, cpuOf(pid)]));
+    Object.fromEntries(
+      Object.entries(watched).map((
+        [name, pid],
+      ) => [name, pid === "self" ? cpuOf(pid) : { own: cpuOfTree(pid), children: 0 }]),
+    );
   const before = read();
   const ms: number[] = [];
   for (let i = 0; i < repeat; i++) ms.push(await work());
@@ -51,7 +63,7 @@ async function timedTransfer(
     const [a, b] = [after[name], before[name]];
     if (pid === "self") {
       cpu.bench = a.own - b.own;
-      cpu["kubectl or cat (children of bench)"] = a.children - b.children;
+      cpu["kubectl or cat (the bench's children)"] = a.children - b.children;
     } else cpu[name] = a.own + a.children - (b.own + b.children);
   }
   for (const k of Object.keys(cpu)) cpu[k] = Math.round(cpu[k] * 100) / 100;
@@ -120,15 +132,19 @@ async function startEchoPod(cluster: TestCluster, pod: EchoPod): Promise<number>
 async function measureStreams(
   cluster: TestCluster,
   flags: StreamingFlags,
-  say: Say,
+  { say, outDir }: { say: Say; outDir: string },
 ): Promise<Omit<StreamingResult, "startedAt" | "finishedAt" | "load" | "machine" | "flags">> {
   const stateDir = await Deno.makeTempDir({ prefix: "vkbench-stream-" });
   const inspect = Deno.env.get("VKBENCH_INSPECT");
+  if (inspect && !/^127\.0\.0\.1:\d+$/.test(inspect)) {
+    throw new RangeError(
+      "VKBENCH_INSPECT must be 127.0.0.1:PORT (the inspector stays on loopback)",
+    );
+  }
   const vk = await startVkubelet(cluster, {
     nodeName: NODE,
     provider: "process",
     providerConfig: JSON.stringify({ stateDir, cgroups: "off", mountNamespace: "off" }),
-    args: ["--log-level=warn"],
     denoArgs: inspect ? [`--inspect=${inspect}`] : [],
   });
   const file = await randomFile(flags.mb * 1e6);
@@ -177,7 +193,30 @@ async function measureStreams(
         () => withPortForward(kubectl.argv, pod, port, (local) => echo(local, bytes)),
       ),
     };
-    return { roundTrip, execCat, portForward, ...await logsAndStats(cluster, flags, say) };
+    if (inspect) {
+      const inspector = Number(inspect.split(":")[1]);
+      const lines: string[] = [];
+      for (
+        const [name, work] of [
+          ["exec", piped(execArgv)],
+          ["port-forward", () => withPortForward(kubectl.argv, pod, port, (l) => echo(l, bytes))],
+        ] as const
+      ) {
+        say(`profiling vkubelet during one ${name} transfer`);
+        const out = `${outDir}/streaming-${name}.cpuprofile`;
+        const { result: ms, summary } = await profileDuring(inspector, out, work);
+        lines.push(`## ${name}: ${bytes / 1e6} MB in ${ms.toFixed(0)} ms (${out})`, ...summary, "");
+      }
+      await Deno.writeTextFile(`${outDir}/streaming-profile.txt`, lines.join("\n"));
+      say(`wrote ${outDir}/streaming-profile.txt`);
+    }
+    return {
+      roundTrip,
+      execCat,
+      portForward,
+      profiled: Boolean(inspect),
+      ...await logsAndStats(cluster, flags, say),
+    };
   } finally {
     await cluster.kubectl(["delete", "namespace", pod.namespace, "--wait=true", "--timeout=60s"]);
     await vk.stop("SIGTERM");
@@ -218,7 +257,7 @@ export async function main(args: string[]): Promise<number> {
     const m = machine();
     const startedAt = new Date().toISOString();
     const before = m.load;
-    const measured = await measureStreams(await useCluster(), flags, say);
+    const measured = await measureStreams(await useCluster(), flags, { say, outDir });
     const { reportOnly: _, ...sizes } = flags;
     const result: StreamingResult = {
       startedAt,

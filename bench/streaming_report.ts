@@ -40,6 +40,8 @@ export interface StreamingResult {
     pods: number;
     requests: number;
   };
+  /** vkubelet ran with V8's inspector (a profiling run: its figures cost the inspector too). */
+  profiled?: boolean;
   /** `kubectl exec -- true` against spawning `true` here, milliseconds. */
   roundTrip: Pair<number[]>;
   execCat: Pair<Transfer>;
@@ -154,6 +156,9 @@ export function renderStreaming(r: StreamingResult, notes = ""): string {
     "",
     `- run: ${r.startedAt} to ${r.finishedAt}; ${r.machine}`,
     `- load average (1, 5, 15 min): ${r.load.before} before, ${r.load.after} after`,
+    ...(r.profiled
+      ? ["- **profiled run**: vkubelet ran with V8's inspector, which costs CPU of its own"]
+      : []),
     `- sizes: ${f.mb} MB per transfer (MB = 10^6 bytes, one way), median of ${f.repeat} repeats;`,
     `  ${f.runs} exec round trips; a ${f.logMb} MB log; ${f.pods} pods, ${f.requests} stats requests`,
     "",

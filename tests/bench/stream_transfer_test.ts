@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { serveEcho } from "../../bench/stream_server.ts";
-import { echo, pipeFile, quantile, randomFile } from "../../bench/stream_transfer.ts";
+import {
+  cpuOf,
+  cpuOfTree,
+  echo,
+  pipeFile,
+  quantile,
+  randomFile,
+} from "../../bench/stream_transfer.ts";
 
 function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -59,4 +66,23 @@ Deno.test("quantiles pick the nearest rank and refuse no samples", () => {
   assert.equal(quantile([5, 1, 4, 2, 3], 0.5), 3);
   assert.equal(quantile([5, 1, 4, 2, 3], 0.99), 5);
   assert.throws(() => quantile([], 0.5), /no samples/);
+});
+
+Deno.test("a process tree's CPU includes a busy grandchild that the root does not count", async () => {
+  // sh forks a subshell that spins, says so, and sleeps; the root sh only waits.
+  const child = new Deno.Command("sh", {
+    args: ["-c", "(i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; echo spun; sleep 5) & wait"],
+    stdout: "piped",
+    detached: true,
+  }).spawn();
+  try {
+    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    assert.match((await reader.read()).value ?? "", /spun/);
+    await reader.cancel();
+    assert.ok(cpuOf(child.pid).own < 0.05, "the root only waits");
+    assert.ok(cpuOfTree(child.pid) >= 0.1, `tree CPU ${cpuOfTree(child.pid)} s`);
+  } finally {
+    Deno.kill(-child.pid, "SIGKILL"); // the group: the sleeping subshell too
+    await child.status;
+  }
 });
