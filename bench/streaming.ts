@@ -161,6 +161,13 @@ async function measureStreams(
     if (!apiserver) throw new Error("no apiserver pid in the cluster's state: is it up?");
     const watched: Watched = { self: "self", apiserver, vkubelet: vk.pid };
     const kubectl = clusterKubectl(cluster);
+    const declared = await cluster.kubectl(
+      ["get", "node", NODE, "-o", "jsonpath={.status.declaredFeatures}"],
+    );
+    // With ExtendWebSocketsToKubelet declared the apiserver passes kubectl's WebSocket through.
+    const protocol = declared.stdout.includes("ExtendWebSocketsToKubelet")
+      ? "WebSocket to vkubelet (the node declares ExtendWebSocketsToKubelet)"
+      : "SPDY to vkubelet";
     const bytes = flags.mb * 1e6;
 
     say(`exec -- true round trips (${flags.runs} each)`);
@@ -215,6 +222,9 @@ async function measureStreams(
       execCat,
       portForward,
       profiled: Boolean(inspect),
+      protocol: `kubectl ${await kubectlVersion(
+        kubectl.argv,
+      )}: WebSocket to the apiserver, ${protocol}`,
       ...await logsAndStats(cluster, flags, say),
     };
   } finally {
@@ -223,6 +233,19 @@ async function measureStreams(
     await cluster.kubectl(["delete", "node", NODE, "--wait=false"]);
     await Deno.remove(file);
     await Deno.remove(stateDir, { recursive: true }).catch(() => {});
+  }
+}
+
+async function kubectlVersion(argv: string[]): Promise<string> {
+  const out = await new Deno.Command(argv[0], {
+    args: [...argv.slice(1), "version", "--client", "-o", "json"],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  try {
+    return JSON.parse(new TextDecoder().decode(out.stdout)).clientVersion.gitVersion;
+  } catch {
+    return "(version unknown)";
   }
 }
 

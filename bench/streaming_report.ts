@@ -42,6 +42,8 @@ export interface StreamingResult {
   };
   /** vkubelet ran with V8's inspector (a profiling run: its figures cost the inspector too). */
   profiled?: boolean;
+  /** How kubectl's streams reach vkubelet. */
+  protocol?: string;
   /** `kubectl exec -- true` against spawning `true` here, milliseconds. */
   roundTrip: Pair<number[]>;
   execCat: Pair<Transfer>;
@@ -159,6 +161,7 @@ export function renderStreaming(r: StreamingResult, notes = ""): string {
     ...(r.profiled
       ? ["- **profiled run**: vkubelet ran with V8's inspector, which costs CPU of its own"]
       : []),
+    ...(r.protocol ? [`- path: ${r.protocol}`] : []),
     `- sizes: ${f.mb} MB per transfer (MB = 10^6 bytes, one way), median of ${f.repeat} repeats;`,
     `  ${f.runs} exec round trips; a ${f.logMb} MB log; ${f.pods} pods, ${f.requests} stats requests`,
     "",
