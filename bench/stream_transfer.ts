@@ -155,9 +155,10 @@ export function cpuOf(pid: number | "self"): { own: number; children: number } {
 
 /**
  * CPU seconds of a process and every descendant, live or waited for (a pod's runner and the
- * server under it; vkubelet and the `cat` it runs for an exec).
+ * server under it; vkubelet and the `cat` it runs for an exec), leaving out the subtrees of
+ * `exclude` (a pod whose runner is vkubelet's child, counted on its own).
  */
-export function cpuOfTree(root: number): number {
+export function cpuOfTree(root: number, exclude: readonly number[] = []): number {
   const parent = new Map<number, number[]>();
   for (const entry of Deno.readDirSync("/proc")) {
     const pid = Number(entry.name);
@@ -177,7 +178,7 @@ export function cpuOfTree(root: number): number {
     } catch {
       return; // exited meanwhile
     }
-    for (const child of parent.get(pid) ?? []) visit(child);
+    for (const child of parent.get(pid) ?? []) if (!exclude.includes(child)) visit(child);
   };
   visit(root);
   return sum;

@@ -36,6 +36,7 @@ import { renderStreaming, type StreamingResult, type Transfer } from "./streamin
 
 const benchDir = new URL(".", import.meta.url).pathname;
 const NODE = "vkbench-stream";
+const POD_SERVER = "echo server (pod)";
 
 type Say = (line: string) => void;
 /** pid of each process whose CPU a transfer counts. */
@@ -48,11 +49,13 @@ async function timedTransfer(
   watched: Watched,
   work: () => Promise<number>,
 ): Promise<Transfer> {
+  // The pod's processes are vkubelet's descendants: count them once, on their own row.
+  const exclude = typeof watched[POD_SERVER] === "number" ? [watched[POD_SERVER] as number] : [];
   const read = () =>
     Object.fromEntries(
       Object.entries(watched).map((
         [name, pid],
-      ) => [name, pid === "self" ? cpuOf(pid) : { own: cpuOfTree(pid), children: 0 }]),
+      ) => [name, pid === "self" ? cpuOf(pid) : { own: cpuOfTree(pid, exclude), children: 0 }]),
     );
   const before = read();
   const ms: number[] = [];
@@ -190,7 +193,7 @@ async function measureStreams(
     };
 
     say(`port-forward echo of ${flags.mb} MB (${flags.repeat} each)`);
-    const withServer = { ...watched, "echo server (pod)": serverPid };
+    const withServer = { ...watched, [POD_SERVER]: serverPid };
     const portForward = {
       direct: await timedTransfer(bytes, flags.repeat, withServer, () => echo(port, bytes)),
       kubectl: await timedTransfer(

@@ -81,6 +81,10 @@ Deno.test("a process tree's CPU includes a busy grandchild that the root does no
     await reader.cancel();
     assert.ok(cpuOf(child.pid).own < 0.05, "the root only waits");
     assert.ok(cpuOfTree(child.pid) >= 0.1, `tree CPU ${cpuOfTree(child.pid)} s`);
+    // Leaving out the subshell's subtree leaves the idle root.
+    const subshells = Deno.readTextFileSync(`/proc/${child.pid}/task/${child.pid}/children`)
+      .trim().split(" ").map(Number);
+    assert.ok(cpuOfTree(child.pid, subshells) < 0.05);
   } finally {
     Deno.kill(-child.pid, "SIGKILL"); // the group: the sleeping subshell too
     await child.status;
