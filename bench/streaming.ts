@@ -149,6 +149,9 @@ async function measureStreams(
     provider: "process",
     providerConfig: JSON.stringify({ stateDir, cgroups: "off", mountNamespace: "off" }),
     denoArgs: inspect ? [`--inspect=${inspect}`] : [],
+  }).catch(async (err) => {
+    await Deno.remove(stateDir, { recursive: true }).catch(() => {});
+    throw err;
   });
   const file = await randomFile(flags.mb * 1e6);
   const pod: EchoPod = {
