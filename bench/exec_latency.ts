@@ -24,33 +24,21 @@ import {
   startVirtualNode,
   type VirtualNode,
 } from "../tests/core/kubelet_api/streaming/_e2e.ts";
+import { echo, quantile, withPortForward } from "./stream_transfer.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: { runs: { type: "string", default: "20" }, mb: { type: "string", default: "64" } },
-});
-const runs = Number(values.runs);
-const mib = Number(values.mb);
 const MB = 1e6;
 const say = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
 
-function quantile(samples: number[], q: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-}
-
-async function latency(kubectl: Kubectl, node: VirtualNode): Promise<number[]> {
+/** Milliseconds of each of `runs` `kubectl exec POD -- true`, run one after the other. */
+export async function execRoundTrips(
+  kubectl: Kubectl,
+  pod: { namespace: string; podName: string },
+  runs: number,
+): Promise<number[]> {
   const samples: number[] = [];
   for (let i = 0; i < runs; i++) {
     const started = performance.now();
-    const out = await runKubectl(kubectl, [
-      "-n",
-      node.namespace,
-      "exec",
-      node.podName,
-      "--",
-      "true",
-    ]);
+    const out = await runKubectl(kubectl, ["-n", pod.namespace, "exec", pod.podName, "--", "true"]);
     if (out.code !== 0) throw new Error(`kubectl exec failed: ${out.stderr}`);
     samples.push(performance.now() - started);
   }
@@ -71,63 +59,25 @@ async function execThroughput(kubectl: Kubectl, node: VirtualNode, file: string,
   return bytes / MB / seconds;
 }
 
-async function echo(port: number, bytes: number): Promise<void> {
-  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-  const chunk = new Uint8Array(256 * 1024).fill(7);
-  const writing = (async () => {
-    for (let sent = 0; sent < bytes;) {
-      const piece = chunk.subarray(0, Math.min(chunk.length, bytes - sent));
-      for (let at = 0; at < piece.length;) at += await conn.write(piece.subarray(at));
-      sent += piece.length;
-    }
-    await conn.closeWrite();
-  })();
-  let received = 0;
-  for await (const part of conn.readable) received += part.length;
-  await writing;
-  if (received !== bytes) throw new Error(`echoed ${received} of ${bytes} bytes`);
-}
-
-async function portForwardThroughput(kubectl: Kubectl, node: VirtualNode, bytes: number) {
-  const child = new Deno.Command(kubectl.argv[0], {
-    args: [
-      ...kubectl.argv.slice(1),
-      "-n",
-      node.namespace,
-      "port-forward",
-      "--address=127.0.0.1",
-      `pod/${node.podName}`,
-      ":8080",
-    ],
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  try {
-    let seen = "", port = 0;
-    while (!port) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`kubectl port-forward ended: ${seen}`);
-      seen += value;
-      port = Number(/127\.0\.0\.1:(\d+)/.exec(seen)?.[1] ?? 0);
-    }
-    let started = performance.now();
-    await echo(port, bytes);
-    const single = bytes / MB / ((performance.now() - started) / 1000);
-    started = performance.now();
+function portForwardThroughput(kubectl: Kubectl, node: VirtualNode, bytes: number) {
+  return withPortForward(kubectl.argv, node, 8080, async (port) => {
+    const single = bytes / MB / (await echo(port, bytes) / 1000);
+    const started = performance.now();
     await Promise.all(Array.from({ length: 10 }, () => echo(port, Math.floor(bytes / 10))));
     const parallel = (Math.floor(bytes / 10) * 10) / MB / ((performance.now() - started) / 1000);
     return { single, parallel };
-  } finally {
-    child.kill("SIGTERM");
-    await child.status;
-    await reader.cancel().catch(() => {});
-  }
+  });
 }
 
-async function measure(label: string, kubectl: Kubectl, node: VirtualNode, file: string) {
+async function measure(
+  label: string,
+  kubectl: Kubectl,
+  node: VirtualNode,
+  file: string,
+  { runs, mib }: { runs: number; mib: number },
+) {
   const bytes = mib * 1024 * 1024;
-  const samples = await latency(kubectl, node);
+  const samples = await execRoundTrips(kubectl, node, runs);
   const exec = await execThroughput(kubectl, node, file, bytes);
   const forward = await portForwardThroughput(kubectl, node, bytes);
   say(
@@ -141,27 +91,47 @@ async function measure(label: string, kubectl: Kubectl, node: VirtualNode, file:
   );
 }
 
-const cluster = await useCluster();
-await using node = await startVirtualNode(cluster);
-const file = await Deno.makeTempFile({ prefix: "vk-bench-" });
-try {
-  const data = new Uint8Array(mib * 1024 * 1024);
-  for (let at = 0; at < data.length; at += 65536) {
-    crypto.getRandomValues(data.subarray(at, at + 65536));
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: { runs: { type: "string", default: "20" }, mb: { type: "string", default: "64" } },
+  });
+  const sizes = { runs: Number(values.runs), mib: Number(values.mb) };
+  const { mib } = sizes;
+  const cluster = await useCluster();
+  await using node = await startVirtualNode(cluster);
+  const file = await Deno.makeTempFile({ prefix: "vk-bench-" });
+  try {
+    const data = new Uint8Array(mib * 1024 * 1024);
+    for (let at = 0; at < data.length; at += 65536) {
+      crypto.getRandomValues(data.subarray(at, at + 65536));
+    }
+    await Deno.writeFile(file, data);
+    say(`payload ${mib} MiB; MB = 10^6 bytes, one way`);
+    await measure(
+      "kubectl 1.37 -> apiserver (WS) -> SPDY",
+      clusterKubectl(cluster),
+      node,
+      file,
+      sizes,
+    );
+    const old = await debianKubectl(cluster);
+    if (old) await measure("kubectl 1.20 -> apiserver -> SPDY", old, node, file, sizes);
+    else say("kubectl 1.20: not installed (set VKUBELET_KUBECTL_1_20), skipped");
+    const kept = await node.declareFeatures([EXTEND_WEBSOCKETS_TO_KUBELET]);
+    if (kept?.includes(EXTEND_WEBSOCKETS_TO_KUBELET)) {
+      await measure(
+        "kubectl 1.37 -> apiserver -> WebSocket",
+        clusterKubectl(cluster),
+        node,
+        file,
+        sizes,
+      );
+    } else {
+      say("the apiserver drops status.declaredFeatures: WebSocket pass-through not measured");
+    }
+    say(`sessions by protocol: ${JSON.stringify(node.handler.sessionCounts)}`);
+  } finally {
+    await Deno.remove(file);
   }
-  await Deno.writeFile(file, data);
-  say(`payload ${mib} MiB; MB = 10^6 bytes, one way`);
-  await measure("kubectl 1.37 -> apiserver (WS) -> SPDY", clusterKubectl(cluster), node, file);
-  const old = await debianKubectl(cluster);
-  if (old) await measure("kubectl 1.20 -> apiserver -> SPDY", old, node, file);
-  else say("kubectl 1.20: not installed (set VKUBELET_KUBECTL_1_20), skipped");
-  const kept = await node.declareFeatures([EXTEND_WEBSOCKETS_TO_KUBELET]);
-  if (kept?.includes(EXTEND_WEBSOCKETS_TO_KUBELET)) {
-    await measure("kubectl 1.37 -> apiserver -> WebSocket", clusterKubectl(cluster), node, file);
-  } else {
-    say("the apiserver drops status.declaredFeatures: WebSocket pass-through not measured");
-  }
-  say(`sessions by protocol: ${JSON.stringify(node.handler.sessionCounts)}`);
-} finally {
-  await Deno.remove(file);
 }

@@ -38,8 +38,11 @@ export function summarize(profile: CpuProfile, top = 30): string[] {
     selfMs.set(id, (selfMs.get(id) ?? 0) + (deltas[i + 1] ?? deltas[i] ?? 0) / 1000);
   });
   const label = (n: ProfileNode) => {
-    const url = n.callFrame.url.replace(/^file:\/\/.*?\/(lib|k8s|providers|bench)\//, "$1/")
-      .replace(/^https?:\/\/[^/]+\//, "").replace(/^.*node_modules\//, "npm:");
+    const url = n.callFrame.url
+      .replace(/^file:\/\/.*?\/(app|base|core|k8s|spdy|provider|providers|bench)\//, "$1/")
+      .replace(/^https?:\/\/[^/]+\//, "").replace(/^.*node_modules\//, "npm:")
+      // Deno's npm cache: …/npm/<registry>/<package>/<version>/…
+      .replace(/^file:\/\/.*\/npm\/[^/]+\//, "npm:");
     return `${n.callFrame.functionName || "(anonymous)"} ${url}:${n.callFrame.lineNumber + 1}`;
   };
   const self = new Map<string, number>();
@@ -71,6 +74,29 @@ export function summarize(profile: CpuProfile, top = 30): string[] {
     "total:",
     ...rows(total),
   ];
+}
+
+/**
+ * Records a CPU profile of the process whose inspector listens on 127.0.0.1:`port` while
+ * `work` runs; writes it to `out` and resolves with work's result and the summary lines.
+ */
+export async function profileDuring<T>(
+  port: number,
+  out: string,
+  work: () => Promise<T>,
+): Promise<{ result: T; summary: string[] }> {
+  const cdp = new Cdp(await connectInspector(port, 30_000));
+  try {
+    await cdp.send("Profiler.enable");
+    await cdp.send("Profiler.setSamplingInterval", { interval: 500 });
+    await cdp.send("Profiler.start");
+    const result = await work();
+    const { profile } = await cdp.send<{ profile: CpuProfile }>("Profiler.stop");
+    await Deno.writeTextFile(out, JSON.stringify(profile));
+    return { result, summary: summarize(profile, 20) };
+  } finally {
+    await cdp.close();
+  }
 }
 
 async function main(args: string[]): Promise<void> {

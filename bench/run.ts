@@ -9,6 +9,7 @@
  *   deno task bench --soak 60m [--pods 300] [--roll-seconds 60] [--sample-seconds 30]
  *                   [--cluster NAME] [--heap-at 3,12] [--report-only]     (see soak.ts)
  *   deno task bench --nodes 1000 --pods 10000   (many nodes in one process: bench/multinode.ts)
+ *   deno task bench --streaming [--mb 100]      (exec, port-forward, logs: bench/streaming.ts)
  *
  * Raw results go to bench/out/results.json (git-ignored), one entry per subject and size, so a
  * long run that is stopped can still be reported with `--report-only`.
@@ -173,6 +174,7 @@ async function main(args: string[]): Promise<number> {
   if (args.some((a) => a === "--nodes" || a.startsWith("--nodes="))) {
     return await (await import("./multinode.ts")).main(args);
   }
+  if (args.includes("--streaming")) return await (await import("./streaming.ts")).main(args);
   let flags: BenchFlags;
   try {
     flags = parseFlags(args);

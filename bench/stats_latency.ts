@@ -5,40 +5,41 @@
  * Run: `deno run -A bench/stats_latency.ts [pods] [requests]`.
  * @module
  */
-import { useCluster } from "../tests/cluster/harness.ts";
+import { type TestCluster, useCluster } from "../tests/cluster/harness.ts";
 import { startClusterServer } from "../tests/core/kubelet_api/_cluster_server.ts";
 import { NODE, setup, testPod } from "../tests/core/kubelet_api/_fakes.ts";
 
-const podCount = Number(Deno.args[0] ?? 1000);
-const requests = Number(Deno.args[1] ?? 50);
-const say = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
-const pods = Array.from({ length: podCount }, (_, i) => testPod("bench", `pod-${i}`, ["a", "b"]));
+/** Milliseconds of each request, and the size of one answer. */
+export interface StatsTimes {
+  times: number[];
+  bytes: number;
+}
 
-function report(label: string, times: number[], bytes: number): void {
-  times.sort((a, b) => a - b);
-  const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
-  say(
-    `${label}: median ${at(0.5).toFixed(1)} ms, p95 ${at(0.95).toFixed(1)} ms, max ${
-      at(1).toFixed(1)
-    } ms, ${(bytes / 1e6).toFixed(2)} MB per answer (${podCount} pods, ${requests} requests)`,
+/** `requests` reads of `/stats/summary` with `pods` pods, in-process and over TLS. */
+export async function measureStats(
+  cluster: TestCluster,
+  options: { pods: number; requests: number },
+): Promise<{ inProcess: StatsTimes; tls: StatsTimes }> {
+  const pods = Array.from(
+    { length: options.pods },
+    (_, i) => testPod("bench", `pod-${i}`, ["a", "b"]),
   );
-}
-
-{
-  await using t = await setup({ pods });
-  const times: number[] = [];
-  let bytes = 0;
-  for (let i = 0; i < requests; i++) {
-    const started = performance.now();
-    const res = await t.get("/stats/summary");
-    bytes = (await res.arrayBuffer()).byteLength;
-    times.push(performance.now() - started);
+  const timed = async (get: () => Response | Promise<Response>): Promise<StatsTimes> => {
+    const times: number[] = [];
+    let bytes = 0;
+    for (let i = 0; i < options.requests; i++) {
+      const started = performance.now();
+      const res = await get();
+      bytes = (await res.arrayBuffer()).byteLength;
+      times.push(performance.now() - started);
+    }
+    return { times, bytes };
+  };
+  let inProcess: StatsTimes;
+  {
+    await using t = await setup({ pods });
+    inProcess = await timed(() => t.get("/stats/summary"));
   }
-  report("in-process", times, bytes);
-}
-
-{
-  const cluster = await useCluster();
   await using s = await startClusterServer(cluster, { nodeName: NODE });
   for (const pod of pods) await s.mock.createPod(pod, {});
   using client = Deno.createHttpClient({
@@ -46,13 +47,27 @@ function report(label: string, times: number[], bytes: number): void {
     cert: await Deno.readTextFile(`${cluster.pkiDir}/apiserver-kubelet-client.crt`),
     key: await Deno.readTextFile(`${cluster.pkiDir}/apiserver-kubelet-client.key`),
   });
-  const times: number[] = [];
-  let bytes = 0;
-  for (let i = 0; i < requests; i++) {
-    const started = performance.now();
-    const res = await fetch(`${s.url}/stats/summary`, { client });
-    bytes = (await res.arrayBuffer()).byteLength;
-    times.push(performance.now() - started);
-  }
-  report("over TLS  ", times, bytes);
+  const tls = await timed(() => fetch(`${s.url}/stats/summary`, { client }));
+  return { inProcess, tls };
+}
+
+if (import.meta.main) {
+  const podCount = Number(Deno.args[0] ?? 1000);
+  const requests = Number(Deno.args[1] ?? 50);
+  const say = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
+  const report = (label: string, { times, bytes }: StatsTimes) => {
+    times.sort((a, b) => a - b);
+    const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
+    say(
+      `${label}: median ${at(0.5).toFixed(1)} ms, p95 ${at(0.95).toFixed(1)} ms, max ${
+        at(1).toFixed(1)
+      } ms, ${(bytes / 1e6).toFixed(2)} MB per answer (${podCount} pods, ${requests} requests)`,
+    );
+  };
+  const { inProcess, tls } = await measureStats(await useCluster(), {
+    pods: podCount,
+    requests,
+  });
+  report("in-process", inProcess);
+  report("over TLS  ", tls);
 }

@@ -19,6 +19,8 @@ export interface StartVkubeletOptions {
   providerConfig?: string;
   /** More flags. */
   args?: string[];
+  /** Flags for `deno run` itself, before main.ts (the streaming bench's `--inspect=…`). */
+  denoArgs?: string[];
   /** Another identity than the node's own (`system:node:<name>`), e.g. a ServiceAccount's. */
   kubeconfig?: string;
   /** Reuse the kubeconfig, certificate and port of an earlier run (a restart). */
@@ -91,6 +93,7 @@ export async function startVkubelet(
     args: [
       "run",
       ...VKUBELET_PERMISSIONS,
+      ...(options.denoArgs ?? []),
       mainPath,
       `--nodename=${nodeName}`,
       `--provider=${options.provider ?? "mock"}`,
