@@ -13,9 +13,7 @@ import { isKubeConfigError, KubeClient, loadKubeConfig } from "../k8s/mod.ts";
 import { createNodeSide } from "../core/node/mod.ts";
 import { PodController } from "../core/pods/mod.ts";
 import { createKubeletApiServer } from "./run_kubelet_api.ts";
-import { drain, LoopFailedError, Loops } from "./run_loops.ts";
-
-export { LoopFailedError };
+import { drain, Loops } from "./run_loops.ts";
 import { preflight } from "./preflight.ts";
 import { VkubeletMetrics } from "../core/metrics.ts";
 import { observePodController, serveMetrics } from "./metrics_server.ts";
@@ -29,6 +27,7 @@ import { runNodeSet } from "./run_nodes.ts";
 import type { NodeSet } from "./node_set.ts";
 
 export { StartupConfigError, StartupTimeoutError } from "./run_parts.ts";
+export { LoopFailedError } from "./run_loops.ts";
 
 /** What {@link runVkubelet} needs besides the config; `main.ts` picks the real ones. */
 export interface RunDeps {
