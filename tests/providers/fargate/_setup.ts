@@ -18,25 +18,8 @@ import { type Moto, MOTO_ENV, startMoto } from "./_moto.ts";
 /** The log group the tests' provider config names. */
 export const LOG_GROUP = "/vkubelet/test";
 
-/** Polls `check` until it gives a value; throws after `ms`. */
-export async function eventually<T>(
-  what: string,
-  check: () => Promise<T | undefined | false> | T | undefined | false,
-  ms = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out after ${ms / 1000} s waiting for ${what}${last ? `: ${last}` : ""}`);
-}
+/** Polls until a check gives a value (the same helper as the kubernetes provider's tests). */
+export { eventually } from "../kubernetes/_setup.ts";
 
 /** A task's tag value. */
 export const tag = (task: Task, key: string) => task.tags?.find((t) => t.key === key)?.value;
