@@ -23,7 +23,9 @@ import { createStreamingHandler } from "../core/kubelet_api/streaming/handler.ts
 import { loadProvider, ProviderLoadError } from "./provider_loader.ts";
 import { observePodController, serveMetrics } from "./metrics_server.ts";
 import { parseHostPort } from "./config_schema.ts";
-import { Gate, gatedNodeApi } from "./heartbeat_api.ts";
+import { cachedNodeReads, Gate, gatedNodeApi, type NodeCache } from "./heartbeat_api.ts";
+import type { Node } from "kubernetes-types/core/v1.d.ts";
+import type { Informer } from "../k8s/watch/informer.ts";
 import { type NodeEntry, NodeSet } from "./node_set.ts";
 import { abortion, freePort, StartupConfigError, withStartupTimeout } from "./run_parts.ts";
 import { drain, type Loop } from "./run_loops.ts";
@@ -46,9 +48,18 @@ export async function runNodeSet(config: Config, deps: RunDeps): Promise<void> {
   const loops: Loop[] = [];
   try {
     const auth = await authFor(config, kube);
+    const nodes = heartbeat.nodes.informer({
+      labelSelector: "type=virtual-kubelet",
+      clock: deps.clock,
+      name: "virtual nodes",
+    });
+    loops.push({ name: "node watch", done: nodes.run(stop.signal) });
     const set = new NodeSet(config, {
       kube,
-      heartbeat: gatedNodeApi(heartbeat, new Gate(HEARTBEAT_CONCURRENCY)),
+      heartbeat: cachedNodeReads(
+        gatedNodeApi(heartbeat, new Gate(HEARTBEAT_CONCURRENCY)),
+        nodeCache(nodes),
+      ),
       clock: deps.clock,
       metrics,
       providers,
@@ -108,6 +119,18 @@ export async function runNodeSet(config: Config, deps: RunDeps): Promise<void> {
     heartbeat.close();
     log.info("stopped");
   }
+}
+
+/** The informer's store as a {@link NodeCache}. */
+function nodeCache(informer: Informer<Node>): NodeCache {
+  let synced = false;
+  informer.synced.then(() => synced = true, () => {});
+  return {
+    get isSynced() {
+      return synced;
+    },
+    get: (name) => informer.store.getByKey(name),
+  };
 }
 
 /** The kubeconfig, both clients and every node's provider, or every problem at once. */

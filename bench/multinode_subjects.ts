@@ -6,6 +6,7 @@
  */
 import type { KubeletIdentity } from "./control_plane.ts";
 import { type Kube, pool } from "./kube.ts";
+import { inspectFlags } from "./subjects.ts";
 import { ensureKwok, kwokArgs, kwokNode, writeKwokStages } from "./kwok.ts";
 
 /** Which implementation runs the nodes. */
@@ -64,7 +65,13 @@ export async function startMultiNodeSubject(spec: MultiNodeSpec): Promise<Starte
         nodes: spec.names,
       }),
     );
-    command = [Deno.execPath(), ["run", "-A", `${repoRoot}main.ts`, `--config=${workDir}/vk.json`]];
+    command = [Deno.execPath(), [
+      "run",
+      "-A",
+      ...inspectFlags(),
+      `${repoRoot}main.ts`,
+      `--config=${workDir}/vk.json`,
+    ]];
   } else {
     await writeKwokStages(`${workDir}/kwok.yaml`);
     command = [

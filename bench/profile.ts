@@ -29,6 +29,16 @@ export interface CpuProfile {
   timeDeltas?: number[];
 }
 
+/** `function file:line` of a profile's call frame, with the repository's and npm's paths cut. */
+export function frameLabel(frame: ProfileNode["callFrame"]): string {
+  const url = frame.url
+    .replace(/^file:\/\/.*?\/(app|base|core|k8s|spdy|provider|providers|bench)\//, "$1/")
+    .replace(/^https?:\/\/[^/]+\//, "").replace(/^.*node_modules\//, "npm:")
+    // Deno's npm cache: …/npm/<registry>/<package>/<version>/…
+    .replace(/^file:\/\/.*\/npm\/[^/]+\//, "npm:");
+  return `${frame.functionName || "(anonymous)"} ${url}:${frame.lineNumber + 1}`;
+}
+
 /** Self and total milliseconds per function (`name url:line`), largest first. */
 export function summarize(profile: CpuProfile, top = 30): string[] {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -37,14 +47,7 @@ export function summarize(profile: CpuProfile, top = 30): string[] {
   (profile.samples ?? []).forEach((id, i) => {
     selfMs.set(id, (selfMs.get(id) ?? 0) + (deltas[i + 1] ?? deltas[i] ?? 0) / 1000);
   });
-  const label = (n: ProfileNode) => {
-    const url = n.callFrame.url
-      .replace(/^file:\/\/.*?\/(app|base|core|k8s|spdy|provider|providers|bench)\//, "$1/")
-      .replace(/^https?:\/\/[^/]+\//, "").replace(/^.*node_modules\//, "npm:")
-      // Deno's npm cache: …/npm/<registry>/<package>/<version>/…
-      .replace(/^file:\/\/.*\/npm\/[^/]+\//, "npm:");
-    return `${n.callFrame.functionName || "(anonymous)"} ${url}:${n.callFrame.lineNumber + 1}`;
-  };
+  const label = (n: ProfileNode) => frameLabel(n.callFrame);
   const self = new Map<string, number>();
   const total = new Map<string, number>();
   const walk = (id: number, onStack: Set<string>): number => {

@@ -49,6 +49,20 @@ export interface RunningSubject {
 
 const repoRoot = new URL("../", import.meta.url).pathname;
 
+/**
+ * `--inspect=127.0.0.1:PORT` when VKBENCH_INSPECT names a loopback port (for bench/profile.ts and
+ * bench/heap.ts), else nothing; throws a RangeError for any other address.
+ */
+export function inspectFlags(): string[] {
+  const inspect = Deno.env.get("VKBENCH_INSPECT");
+  if (inspect && !/^127\.0\.0\.1:\d+$/.test(inspect)) {
+    throw new RangeError(
+      "VKBENCH_INSPECT must be 127.0.0.1:PORT (the inspector stays on loopback)",
+    );
+  }
+  return inspect ? [`--inspect=${inspect}`] : [];
+}
+
 function command(
   spec: SubjectSpec,
   providerConfig: string,
@@ -56,19 +70,13 @@ function command(
   const { identity: id } = spec;
   const nodeName = spec.nodeName ?? NODE_NAME;
   const qps = spec.qps === undefined ? [] : [String(spec.qps), String(spec.qps * 2)];
-  const inspect = Deno.env.get("VKBENCH_INSPECT");
-  if (inspect && !/^127\.0\.0\.1:\d+$/.test(inspect)) {
-    throw new RangeError(
-      "VKBENCH_INSPECT must be 127.0.0.1:PORT (the inspector stays on loopback)",
-    );
-  }
+  const inspect = inspectFlags();
   switch (spec.name) {
     case "vkubelet":
       return [Deno.execPath(), [
         "run",
         "-A",
-        // For bench/profile.ts: VKBENCH_INSPECT=127.0.0.1:9329 opens V8's inspector (loopback).
-        ...(inspect ? [`--inspect=${inspect}`] : []),
+        ...inspect,
         `${repoRoot}main.ts`,
         "--nodename",
         nodeName,

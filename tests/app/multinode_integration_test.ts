@@ -187,9 +187,16 @@ Deno.test({
           [`p${n}-0`, `p${n}-1`],
         );
       }
-      // One watch of pods and one of services for all three nodes (one process per node would
-      // hold six).
-      assert.equal(await requests(metricsPort, "WATCH"), 2);
+      // One watch of pods, one of services and one of the virtual Nodes (the status checks read
+      // it) for all three nodes (one process per node would hold nine).
+      assert.equal(await requests(metricsPort, "WATCH"), 3);
+      // A Node deleted behind our back is gone from that watch; the next status check reads it
+      // from the apiserver, finds it missing and registers it again.
+      await kubectl(["delete", "node", nodes[1].name]);
+      await eventually(`node ${nodes[1].name} registered again`, async () => {
+        const out = await kubectl(["get", "nodes", "-o", "name"]);
+        return out.includes(`node/${nodes[1].name}`) || undefined;
+      });
       // A node taken out of the set stops renewing; the others go on.
       const renewTime = async (name: string) =>
         await kubectl([

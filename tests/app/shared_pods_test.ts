@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
-import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
+import type { Node, Pod, Service } from "kubernetes-types/core/v1.d.ts";
 import { SharedPodInformer } from "../../app/shared_pods.ts";
-import { Gate } from "../../app/heartbeat_api.ts";
+import { cachedNodeReads, Gate } from "../../app/heartbeat_api.ts";
+import type { NodeApi } from "../../core/node/mod.ts";
 import { Informer, type InformerOptions, type ListOptions } from "../../k8s/watch/informer.ts";
 import type { WatchEvent } from "../../k8s/watch/watch.ts";
 import { realClock } from "../../base/clock.ts";
@@ -113,4 +114,36 @@ Deno.test("the heartbeat gate lets at most its concurrency through at once", asy
   await Promise.all(calls);
   assert.equal(most, 2);
   assert.throws(() => new Gate(0), /at least 1/);
+});
+
+Deno.test("the status check reads Nodes from the watch once it has synced, else from the API", async () => {
+  const reads: string[] = [];
+  const fromApi = (name: string): Node => ({ metadata: { name, resourceVersion: "api" } });
+  const api = {
+    getNode: (name: string) => {
+      reads.push(name);
+      return Promise.resolve(fromApi(name));
+    },
+  } as unknown as NodeApi;
+  const cached = new Map<string, Node>([["vk-a", {
+    metadata: { name: "vk-a", resourceVersion: "watch" },
+  }]]);
+  let isSynced = false;
+  const reading = cachedNodeReads(api, {
+    get isSynced() {
+      return isSynced;
+    },
+    get: (n) => cached.get(n),
+  });
+  // Before the watch has synced every read goes to the API.
+  assert.equal((await reading.getNode("vk-a", { cached: true })).metadata?.resourceVersion, "api");
+  isSynced = true;
+  assert.equal(
+    (await reading.getNode("vk-a", { cached: true })).metadata?.resourceVersion,
+    "watch",
+  );
+  // An uncached read (registration) and a node the watch does not hold go to the API.
+  assert.equal((await reading.getNode("vk-a")).metadata?.resourceVersion, "api");
+  assert.equal((await reading.getNode("vk-b", { cached: true })).metadata?.resourceVersion, "api");
+  assert.deepEqual(reads, ["vk-a", "vk-a", "vk-b"]);
 });
