@@ -6,6 +6,7 @@
  * @module
  */
 import type { KubeletIdentity } from "./control_plane.ts";
+import { VKUBELET_PERMISSIONS } from "../scripts/permissions.ts";
 
 /** Which implementation runs the node. */
 export type SubjectName = "vkubelet" | "peer" | "floor";
@@ -75,7 +76,7 @@ function command(
     case "vkubelet":
       return [Deno.execPath(), [
         "run",
-        "-A",
+        ...VKUBELET_PERMISSIONS,
         ...inspect,
         `${repoRoot}main.ts`,
         "--nodename",
@@ -131,6 +132,8 @@ function command(
       return [Deno.execPath(), [
         "run",
         "-A",
+        // The floor is a Deno program too: it runs with vkubelet's runtime flags.
+        ...VKUBELET_PERMISSIONS.filter((flag) => flag.startsWith("--v8-flags")),
         `${repoRoot}bench/floor.ts`,
         JSON.stringify({
           server: spec.server,
