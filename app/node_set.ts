@@ -69,8 +69,10 @@ export class NodeSet {
   constructor(config: Config, deps: NodeSetDeps) {
     this.#deps = deps;
     this.#shared = new SharedPodInformer({ kube: deps.kube, clock: deps.clock });
-    for (const entry of config.nodes as NodeEntry[]) {
-      this.#members.set(entry.name, this.#member(config, entry));
+    const entries = config.nodes as NodeEntry[];
+    for (const [i, entry] of entries.entries()) {
+      // Renewals spread evenly over the interval instead of all nodes renewing at once.
+      this.#members.set(entry.name, this.#member(config, entry, i / entries.length));
       this.#byIp.set(entry.nodeIp, entry.name);
     }
   }
@@ -170,7 +172,7 @@ export class NodeSet {
     member.done = Promise.all([member.side.run(stop), member.pods.run(stop)]).then(() => {});
   }
 
-  #member(config: Config, entry: NodeEntry): Member {
+  #member(config: Config, entry: NodeEntry, leasePhase: number): Member {
     const { kube, clock, metrics, heartbeat } = this.#deps;
     const provider = this.#deps.providers.get(entry.name);
     if (!provider) throw new RangeError(`no provider was loaded for node ${entry.name}`);
@@ -189,6 +191,7 @@ export class NodeSet {
       declaredFeatures: declaredFeatures(),
       onLeaseRenewal: (seconds, ok) =>
         metrics.leaseRenewalLatency.observe({ result: ok ? "success" : "error" }, seconds),
+      leasePhase,
     });
     const view = this.#shared.view(entry.name);
     const services = this.#shared.services();

@@ -216,7 +216,10 @@ async function measure(
   say2(
     `window ${flags.windowSeconds} s: worst renewal gap ${lag.worstGapSeconds.toFixed(2)} s ` +
       `(${(lag.worstGapSeconds - RENEW_INTERVAL_S).toFixed(2)} s over the ${RENEW_INTERVAL_S} s ` +
-      `interval), oldest lease seen ${lag.worstAgeSeconds.toFixed(1)} s, ${lag.renewals} ` +
+      `interval; p50 ${lag.p50GapSeconds.toFixed(2)} s, p99 ${lag.p99GapSeconds.toFixed(2)} s, ` +
+      `${lag.gapsOver15s} over 15 s), oldest lease seen ${
+        lag.worstAgeSeconds.toFixed(1)
+      } s, ${lag.renewals} ` +
       `renewals of ${lag.leasesSeen} leases, CPU ${lag.cpuPercent.toFixed(1)} % of one core; ` +
       fmtMem(pid),
   );
@@ -231,6 +234,7 @@ function seconds(value: unknown): string {
 async function leaseWindow(admin: Kube, n: number, seconds: number, pid: number) {
   const last = new Map<string, number>();
   let worstGap = 0, worstAge = 0, renewals = 0, peakRss = 0, failedPolls = 0;
+  const gaps: number[] = [];
   const cpu0 = cpuSeconds(pid);
   const t0 = performance.now();
   while (performance.now() - t0 < seconds * 1000) {
@@ -252,6 +256,7 @@ async function leaseWindow(admin: Kube, n: number, seconds: number, pid: number)
       const previous = last.get(name);
       if (previous !== undefined && renewed > previous) {
         worstGap = Math.max(worstGap, (renewed - previous) / 1000);
+        gaps.push((renewed - previous) / 1000);
         renewals++;
       }
       last.set(name, renewed);
@@ -264,12 +269,23 @@ async function leaseWindow(admin: Kube, n: number, seconds: number, pid: number)
     leasesSeen: last.size,
     expectedLeases: n,
     worstGapSeconds: worstGap,
+    ...gapPercentiles(gaps),
+    /** Renewals more than 5 s late (a gap over 15 s). */
+    gapsOver15s: gaps.filter((g) => g > 15).length,
     worstAgeSeconds: worstAge,
     renewals,
     failedPolls,
     windowRssPeakMiB: peakRss,
     cpuPercent: ((cpuSeconds(pid) - cpu0) / wall) * 100,
   };
+}
+
+/** The median and 99th percentile renewal gap (s). */
+function gapPercentiles(gaps: number[]): { p50GapSeconds: number; p99GapSeconds: number } {
+  const sorted = [...gaps].sort((a, b) => a - b);
+  const at = (p: number) =>
+    sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] : NaN;
+  return { p50GapSeconds: at(0.5), p99GapSeconds: at(0.99) };
 }
 
 function pod(i: number, nodeName: string): Pod {

@@ -47,6 +47,13 @@ export interface LeaseControllerDeps {
   jitter?: number;
   /** Source of randomness for the jitter; default `Math.random`. */
   random?: () => number;
+  /**
+   * Where in the interval this lease's renewals fall, as a fraction in [0, 1): the wait after the
+   * first renewal is shortened by that much of the interval. Default 0. Many nodes of one process
+   * start together; spreading their phases turns a burst of renewals every interval into an even
+   * rate (the kubelet, one node per process, has no such burst).
+   */
+  phase?: number;
   /** Deadline of each API call; default the renew interval. */
   requestTimeoutMs?: number;
   /** Told how long each renewal attempt took and whether it worked; for metrics. */
@@ -97,9 +104,11 @@ export class LeaseController {
     const unsubscribe = this.#health.onChange((h) => h.healthy && this.#wakeup.wake());
     try {
       await abortable(this.#deps.owner.ready, signal);
+      let advance = this.#interval * Math.min(Math.max(this.#deps.phase ?? 0, 0), 0.99);
       while (!signal.aborted) {
         await this.#sync(signal);
-        await this.#wakeup.sleep(this.#deps.clock, this.nextDelay(), signal);
+        await this.#wakeup.sleep(this.#deps.clock, this.nextDelay() - advance, signal);
+        advance = 0;
       }
     } catch (err) {
       if (!signal.aborted) throw err;

@@ -54,6 +54,8 @@ export interface NodeSideDeps {
   declaredFeatures?: string[];
   /** Told how long each lease renewal took and whether it worked; for metrics. */
   onLeaseRenewal?: (seconds: number, ok: boolean) => void;
+  /** Where in the renew interval the lease's renewals fall (see `LeaseControllerDeps.phase`). */
+  leasePhase?: number;
   /**
    * The provider's health from a monitor someone else runs (a `--leader-elect` standby's, which
    * has pinged already); default a monitor of the node side's own, run by `run`.
@@ -120,6 +122,7 @@ export function createNodeSide(config: NodeSideConfig, deps: NodeSideDeps): Node
     leaseDurationSeconds: config.nodeLeaseDurationSeconds,
     renewIntervalMs: config.nodeLeaseRenewInterval,
     onRenewal: deps.onLeaseRenewal,
+    phase: deps.leasePhase,
   });
   return {
     health,

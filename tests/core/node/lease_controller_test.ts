@@ -140,3 +140,17 @@ Deno.test("lease waits for the node to exist before it is created", async () => 
   controller.abort();
   await running;
 });
+
+Deno.test("a lease with a phase renews early once, then every interval from there", async () => {
+  const side = await startNodeSide({ lease: { random: () => 0, phase: 0.25 } });
+  try {
+    await advanceBy(side.clock, 40_000, 500);
+    const times = side.api.calls.filter((c) => /^(createLease|updateLease)$/.test(c.name))
+      .map((c) => c.at);
+    const gaps = times.slice(1).map((t, i) => t - times[i]);
+    // 7.5 s after the first renewal (a quarter of the 10 s interval earlier), then 10 s each.
+    assert.deepEqual(gaps.slice(0, 3), [7_500, 10_000, 10_000]);
+  } finally {
+    await side.stop();
+  }
+});
