@@ -20,8 +20,9 @@ export const VKUBELET_RULES: readonly Rule[] = [
   {
     group: "",
     resource: "nodes",
-    verbs: ["get", "create", "patch"],
-    why: "core/node/node_api.ts getNode, createNode, patchNode (cordon)",
+    verbs: ["get", "list", "watch", "create", "patch"],
+    why: "core/node/node_api.ts getNode, createNode, patchNode (cordon); with --nodes the " +
+      "status checks read one watch of the virtual Nodes (app/heartbeat_api.ts)",
   },
   { group: "", resource: "nodes/status", verbs: ["patch"], why: "node_api.ts patchNodeStatus" },
   {
