@@ -6,8 +6,7 @@
  */
 import type { KubeletIdentity } from "./control_plane.ts";
 import { type Kube, pool } from "./kube.ts";
-import { inspectFlags } from "./subjects.ts";
-import { VKUBELET_PERMISSIONS } from "../scripts/permissions.ts";
+import { inspectFlags, shippedFlags } from "./subjects.ts";
 import { ensureKwok, kwokArgs, kwokNode, writeKwokStages } from "./kwok.ts";
 
 /** Which implementation runs the nodes. */
@@ -68,7 +67,7 @@ export async function startMultiNodeSubject(spec: MultiNodeSpec): Promise<Starte
     );
     command = [Deno.execPath(), [
       "run",
-      ...VKUBELET_PERMISSIONS,
+      ...shippedFlags(),
       ...inspectFlags(),
       `${repoRoot}main.ts`,
       `--config=${workDir}/vk.json`,

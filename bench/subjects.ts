@@ -64,6 +64,17 @@ export function inspectFlags(): string[] {
   return inspect ? [`--inspect=${inspect}`] : [];
 }
 
+/**
+ * The shipped `deno run` flags (scripts/permissions.ts); for side runs, `VKBENCH_V8_FLAGS`
+ * replaces the shipped `--v8-flags` (empty: V8's defaults).
+ */
+export function shippedFlags(): string[] {
+  const v8 = Deno.env.get("VKBENCH_V8_FLAGS");
+  if (v8 === undefined) return [...VKUBELET_PERMISSIONS];
+  const others = VKUBELET_PERMISSIONS.filter((flag) => !flag.startsWith("--v8-flags"));
+  return v8 ? [...others, `--v8-flags=${v8}`] : others;
+}
+
 function command(
   spec: SubjectSpec,
   providerConfig: string,
@@ -76,7 +87,7 @@ function command(
     case "vkubelet":
       return [Deno.execPath(), [
         "run",
-        ...VKUBELET_PERMISSIONS,
+        ...shippedFlags(),
         ...inspect,
         `${repoRoot}main.ts`,
         "--nodename",
@@ -132,8 +143,8 @@ function command(
       return [Deno.execPath(), [
         "run",
         "-A",
-        // The floor is a Deno program too: it runs with vkubelet's runtime flags.
-        ...VKUBELET_PERMISSIONS.filter((flag) => flag.startsWith("--v8-flags")),
+        // The floor is a Deno program too: the V8 flags of a side run apply to it as well.
+        ...shippedFlags().filter((flag) => flag.startsWith("--v8-flags")),
         `${repoRoot}bench/floor.ts`,
         JSON.stringify({
           server: spec.server,

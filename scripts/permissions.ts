@@ -24,13 +24,8 @@
  *   non-loopback IPv4 address of the host's network interfaces. Nothing else asks for system
  *   information (checked with `DENO_AUDIT_PERMISSIONS` over the bundle test).
  *
- * - `--unstable-net` (not a permission; a runtime flag): `Deno.listenDatagram` with unix
+ * - `--unstable-net` (not a permission; the one runtime flag): `Deno.listenDatagram` with unix
  *   datagram sockets, to send systemd's `READY=1` (app/sd_notify.ts, `Type=notify`).
- * - `--v8-flags=--optimize-for-size` (not a permission; a runtime flag): V8 keeps a smaller young
- *   generation and grows the heap less eagerly. A kubelet holds what its watches cached and
- *   little else, so most of what it allocates is garbage at once; with V8's defaults the heap
- *   kept that garbage as resident memory (3,000 pods: 196 → 155 MiB two minutes after creation,
- *   peak during deletion 289 → 164 MiB; CPU figures in bench/why.md).
  *
  * Not granted: FFI, and imports from hosts other than Deno's default list; `--provider` refuses
  * `http(s):` URLs for that reason (app/config_schema.ts), with the advice to download the module
@@ -40,7 +35,7 @@
  * @module
  */
 
-/** The `deno run` / `deno compile` permission flags, exactly, and the two runtime flags. */
+/** The `deno run` / `deno compile` permission flags, exactly, and the one runtime flag. */
 export const VKUBELET_PERMISSIONS: readonly string[] = [
   "--allow-net",
   "--allow-read",
@@ -49,7 +44,6 @@ export const VKUBELET_PERMISSIONS: readonly string[] = [
   "--allow-run",
   "--allow-sys=networkInterfaces",
   "--unstable-net",
-  "--v8-flags=--optimize-for-size",
 ];
 
 /** Targets `deno task compile` builds by default (Deno's `--target` names). */
