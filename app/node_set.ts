@@ -2,7 +2,8 @@
  * `NodeSet`: several virtual nodes served by one process (`--nodes`). Each node keeps the
  * controllers a single vkubelet has, unchanged — node, lease and health (`core/node`), pods
  * (`core/pods`) — and what they share is wired here, through the deps they already take: one
- * client, one pod watch split into a view per node (`shared_pods.ts`), one services cache, and
+ * client, one pod watch split into a view per node (`shared_pods.ts`), one services cache, one
+ * watch per referenced ConfigMap or Secret whichever nodes' pods refer to it, and
  * the node and lease calls of every node on one heartbeat client with bounded concurrency
  * (`heartbeat_api.ts`). Each node's kubelet API app is looked up by the address a connection
  * reached ({@link NodeSet.apiDepsAt}).
@@ -19,7 +20,7 @@ import {
   type NodeApi,
   type NodeSide,
 } from "../core/node/mod.ts";
-import { PodController } from "../core/pods/mod.ts";
+import { ConfigSources, PodController } from "../core/pods/mod.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
 import type { KubeletApiDeps } from "../core/kubelet_api/types.ts";
 import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
@@ -64,11 +65,18 @@ export class NodeSet {
   readonly #members = new Map<string, Member>();
   readonly #byIp = new Map<string, string>();
   readonly #shared: SharedPodInformer;
+  /** Watches of the ConfigMaps and Secrets pods refer to, one per object for every node. */
+  readonly #configSources: ConfigSources;
   readonly #deps: NodeSetDeps;
 
   constructor(config: Config, deps: NodeSetDeps) {
     this.#deps = deps;
     this.#shared = new SharedPodInformer({ kube: deps.kube, clock: deps.clock });
+    this.#configSources = new ConfigSources({
+      api: deps.kube,
+      clock: deps.clock,
+      log: getLogger(["vkubelet", "pods"]),
+    });
     const entries = config.nodes as NodeEntry[];
     for (const [i, entry] of entries.entries()) {
       // Renewals spread evenly over the interval instead of all nodes renewing at once.
@@ -143,8 +151,13 @@ export class NodeSet {
   /** Runs the shared informers and every node until `signal` aborts and they have stopped. */
   async run(signal: AbortSignal): Promise<void> {
     const shared = this.#shared.run(signal);
+    const configSources = this.#configSources.run(signal);
     for (const member of this.#members.values()) this.#startMember(member, signal);
-    await Promise.all([shared, ...[...this.#members.values()].map((m) => m.done)]);
+    await Promise.all([
+      shared,
+      configSources,
+      ...[...this.#members.values()].map((m) => m.done),
+    ]);
   }
 
   /**
@@ -205,6 +218,7 @@ export class NodeSet {
         persistentVolumeClaims: kube.persistentVolumeClaims,
         events: kube.events,
       },
+      configSources: this.#configSources,
       provider,
       clock,
       log: log("pods"),

@@ -22,8 +22,8 @@ export interface ConfigSourcesOptions {
   api: { configMaps: NamedObjectsApi<ConfigMap>; secrets: NamedObjectsApi<Secret> };
   clock: Clock;
   log: Logger;
-  /** Called with the keys of the pods that use an object that changed. */
-  onChange: (podKeys: string[]) => void;
+  /** Called with the keys of the pods that use an object that changed (see also `subscribe`). */
+  onChange?: (podKeys: string[]) => void;
 }
 
 type Kind = "configMaps" | "secrets";
@@ -88,9 +88,19 @@ export class ConfigSources {
   #signal?: AbortSignal;
   #running = new Set<Promise<void>>();
   #reading = new Map<string, Promise<ConfigMap | Secret | undefined>>();
+  #listeners = new Set<(podKeys: string[]) => void>();
 
   constructor(options: ConfigSourcesOptions) {
     this.#o = options;
+  }
+
+  /**
+   * Calls `listener` too with the keys of the pods whose object changed; returns the
+   * unsubscribe. For watches shared by several pod controllers (the nodes of one process).
+   */
+  subscribe(listener: (podKeys: string[]) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /** `kind/namespace/name` of every object watched now. */
@@ -211,7 +221,9 @@ export class ConfigSources {
         name,
         count: watched.users.size,
       });
-      this.#o.onChange([...watched.users]);
+      const keys = [...watched.users];
+      this.#o.onChange?.(keys);
+      for (const listener of this.#listeners) listener(keys);
     };
     informer.on("add", changed);
     informer.on("update", changed);

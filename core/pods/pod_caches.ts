@@ -30,6 +30,12 @@ export interface PodCachesDeps {
    * when one controller owns the caches and tracks what it runs itself. Default true.
    */
   trackConfigSources?: boolean;
+  /**
+   * ConfigMap and Secret watches shared with other nodes' caches and run by their owner (the
+   * node set of `--nodes`): one watch per object for the process, not one per node. These
+   * caches hear only the changes that concern their own pods. Default: watches of their own.
+   */
+  configSources?: ConfigSources;
 }
 
 /** This node's pods, the Services, and the pods' ConfigMaps and Secrets; see the module doc. */
@@ -44,6 +50,8 @@ export class PodCaches {
   readonly synced: Promise<void>;
   #listeners = new Set<(podKeys: string[]) => void>();
   #running = false;
+  /** The config sources are someone else's to run. */
+  #sharedSources: boolean;
 
   constructor(deps: PodCachesDeps) {
     const { api, clock, log, nodeName } = deps;
@@ -53,11 +61,12 @@ export class PodCaches {
       name: "pods",
     });
     this.services = api.services.informer({ clock, name: "services" });
-    this.configSources = new ConfigSources({
+    this.#sharedSources = deps.configSources !== undefined;
+    this.configSources = deps.configSources ?? new ConfigSources({
       api,
       clock,
       log,
-      onChange: (keys) => this.#listeners.forEach((listener) => listener(keys)),
+      onChange: (keys) => this.#notify(keys),
     });
     this.synced = Promise.all([this.pods.synced, this.services.synced]).then(() => {});
     this.synced.catch(() => {}); // Rejected only when run stops first; callers may not await it.
@@ -88,14 +97,24 @@ export class PodCaches {
   async run(signal: AbortSignal): Promise<void> {
     if (this.#running) throw new TypeError("these pod caches are already running");
     this.#running = true;
+    const unsubscribe = this.#sharedSources
+      ? this.configSources.subscribe((keys) =>
+        this.#notify(keys.filter((key) => this.pods.store.getByKey(key) !== undefined))
+      )
+      : undefined;
     try {
       await Promise.all([
         this.pods.run(signal),
         this.services.run(signal),
-        this.configSources.run(signal),
+        this.#sharedSources ? undefined : this.configSources.run(signal),
       ]);
     } finally {
+      unsubscribe?.();
       this.#running = false;
     }
+  }
+
+  #notify(keys: string[]): void {
+    if (keys.length > 0) this.#listeners.forEach((listener) => listener(keys));
   }
 }

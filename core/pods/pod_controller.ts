@@ -62,6 +62,8 @@ export interface PodControllerDeps {
    * synced, with no watch of its own. Default: it builds its own and runs them in `run`.
    */
   caches?: PodCaches;
+  /** ConfigMap/Secret watches shared by the nodes of one process (see `PodCachesDeps`). */
+  configSources?: ConfigSources;
 }
 
 /** Runs this node's pods in the provider; see the module doc. */
@@ -85,7 +87,11 @@ export class PodController {
     this.ready.catch(() => {});
     this.#ownsCaches = !deps.caches;
     // Caches of its own track only what the controller runs (pod_sync.ts), as before.
-    this.#caches = deps.caches ?? new PodCaches({ ...deps, trackConfigSources: false });
+    this.#caches = deps.caches ?? new PodCaches({
+      ...deps,
+      trackConfigSources: false,
+      configSources: deps.configSources,
+    });
     this.#ctx = this.#buildContext(this.#caches.pods);
   }
 

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { getLogger } from "../../../base/log.ts";
 import { PodCaches } from "../../../core/pods/pod_caches.ts";
+import { ConfigSources } from "../../../core/pods/config_sources.ts";
 import { PodController } from "../../../core/pods/pod_controller.ts";
 import { FakeClock, flush } from "../../fakes/clock.ts";
 import { FakeApi } from "./_fake_api.ts";
@@ -128,4 +129,55 @@ Deno.test("without injected caches the controller lists and watches on its own, 
   await running;
   assert.equal(api.pods.informerInstance.stopped, true, "its own watch stops with it");
   assert.equal(api.serviceInformer.stopped, true);
+});
+
+Deno.test("nodes sharing ConfigMap watches hold one watch per object, and a change reaches each node's pod", async () => {
+  const clock = new FakeClock();
+  const objects = new FakeApi();
+  objects.configMaps.put({ metadata: { name: "cfg", namespace: "shop" }, data: { a: "1" } });
+  const shared = new ConfigSources({ api: objects, clock, log });
+  const stop = new AbortController();
+  const sharedRunning = shared.run(stop.signal);
+  const nodes = ["web-0", "web-1"].map((name) => {
+    const api = new FakeApi();
+    const provider = new FakeProvider({ push: true, now: () => clock.now() });
+    const controller = new PodController({
+      api,
+      provider,
+      clock,
+      log,
+      nodeName: NODE,
+      configSources: shared,
+    });
+    return { name, api, provider, controller, running: controller.run(stop.signal) };
+  });
+  for (const n of nodes) {
+    n.api.pods.put(boundPod(n.name, {
+      containers: [{
+        name: "main",
+        env: [{ name: "A", valueFrom: { configMapKeyRef: { name: "cfg", key: "a" } } }],
+      }],
+    }));
+  }
+  try {
+    await Promise.all(nodes.map((n) => n.controller.ready));
+    await flush();
+    const env = (n: (typeof nodes)[number]) =>
+      n.provider.pods.get(`shop/${n.name}`)?.spec?.containers[0].env;
+    for (const n of nodes) assert.deepEqual(env(n), [{ name: "A", value: "1" }], n.name);
+    assert.deepEqual(objects.configMaps.watching, ["shop/cfg"], "one watch for both nodes");
+    for (const n of nodes) assert.deepEqual(n.api.configMaps.watching, [], "none of their own");
+    objects.configMaps.put({ metadata: { name: "cfg", namespace: "shop" }, data: { a: "2" } });
+    await flush();
+    for (const n of nodes) assert.deepEqual(env(n), [{ name: "A", value: "2" }], n.name);
+    await nodes[0].api.pods.delete("shop", "web-0");
+    await flush();
+    assert.deepEqual(objects.configMaps.watching, ["shop/cfg"], "still used by the other node");
+    await nodes[1].api.pods.delete("shop", "web-1");
+    await flush();
+    assert.deepEqual(objects.configMaps.watching, [], "let go when the last pod goes");
+  } finally {
+    stop.abort();
+    await Promise.all([sharedRunning, ...nodes.map((n) => n.running)]);
+  }
 });
