@@ -190,6 +190,27 @@ Deno.test({
       // One watch of pods, one of services and one of the virtual Nodes (the status checks read
       // it) for all three nodes (one process per node would hold nine).
       assert.equal(await requests(metricsPort, "WATCH"), 3);
+      // Pods with a service-account token on two nodes: their namespace's kube-root-ca.crt is
+      // watched once for the process, not once per node.
+      const tokenPods = [0, 1].map((n) => ({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: `t${n}`, namespace: ns },
+        spec: {
+          nodeSelector: { "kubernetes.io/hostname": nodes[n].name },
+          tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
+          containers: [{ name: "main", image: "example/app:1" }],
+        },
+      }));
+      await kubectl(
+        ["apply", "-f", "-"],
+        JSON.stringify({ apiVersion: "v1", kind: "List", items: tokenPods }),
+      );
+      await eventually("both token pods Running", async () => {
+        const phases = await kubectl(["get", "pods", "t0", "t1", "-o", "jsonpath={..phase}"]);
+        return phases === "Running Running" || undefined;
+      });
+      assert.equal(await requests(metricsPort, "WATCH"), 4, "one kube-root-ca.crt watch");
       // A Node deleted behind our back is gone from that watch; the next status check reads it
       // from the apiserver, finds it missing and registers it again.
       await kubectl(["delete", "node", nodes[1].name]);
