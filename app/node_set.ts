@@ -20,7 +20,7 @@ import {
   type NodeApi,
   type NodeSide,
 } from "../core/node/mod.ts";
-import { ConfigSources, PodController } from "../core/pods/mod.ts";
+import { ConfigSources, PodController, podKey } from "../core/pods/mod.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
 import type { KubeletApiDeps } from "../core/kubelet_api/types.ts";
 import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
@@ -169,9 +169,12 @@ export class NodeSet {
     if (!member) throw new RangeError(`node ${name} is not served by this process`);
     this.#members.delete(name);
     this.#byIp.delete(member.entry.nodeIp);
+    const keys = member.pods.pods().map(podKey);
     this.#shared.forget(name);
     member.stop.abort();
     await member.done;
+    // Its pods no longer hold the shared ConfigMap and Secret watches.
+    for (const key of keys) this.#configSources.untrack(key);
     await member.provider.close?.();
   }
 
