@@ -57,10 +57,10 @@ export function gatedNodeApi(client: NodeApiClient, gate: Gate): NodeApi {
   return gated as unknown as NodeApi;
 }
 
-/** The node cache {@link cachedNodeReads} reads: a synced store of Nodes by name. */
+/** The node cache {@link cachedNodeReads} reads (an informer of Nodes): its store, once synced. */
 export interface NodeCache {
   readonly isSynced: boolean;
-  get(name: string): Node | undefined;
+  readonly store: { getByKey(name: string): Node | undefined };
 }
 
 /**
@@ -73,7 +73,7 @@ export function cachedNodeReads(api: NodeApi, cache: NodeCache): NodeApi {
   return {
     ...api,
     getNode(name, options = {}) {
-      const node = options.cached && cache.isSynced ? cache.get(name) : undefined;
+      const node = options.cached && cache.isSynced ? cache.store.getByKey(name) : undefined;
       return node ? Promise.resolve(node) : api.getNode(name, options);
     },
   };

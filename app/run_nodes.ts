@@ -23,9 +23,7 @@ import { createStreamingHandler } from "../core/kubelet_api/streaming/handler.ts
 import { loadProvider, ProviderLoadError } from "./provider_loader.ts";
 import { observePodController, serveMetrics } from "./metrics_server.ts";
 import { parseHostPort } from "./config_schema.ts";
-import { cachedNodeReads, Gate, gatedNodeApi, type NodeCache } from "./heartbeat_api.ts";
-import type { Node } from "kubernetes-types/core/v1.d.ts";
-import type { Informer } from "../k8s/watch/informer.ts";
+import { cachedNodeReads, Gate, gatedNodeApi } from "./heartbeat_api.ts";
 import { type NodeEntry, NodeSet } from "./node_set.ts";
 import { abortion, freePort, StartupConfigError, withStartupTimeout } from "./run_parts.ts";
 import { drain, type Loop } from "./run_loops.ts";
@@ -58,7 +56,7 @@ export async function runNodeSet(config: Config, deps: RunDeps): Promise<void> {
       kube,
       heartbeat: cachedNodeReads(
         gatedNodeApi(heartbeat, new Gate(HEARTBEAT_CONCURRENCY)),
-        nodeCache(nodes),
+        nodes,
       ),
       clock: deps.clock,
       metrics,
@@ -119,18 +117,6 @@ export async function runNodeSet(config: Config, deps: RunDeps): Promise<void> {
     heartbeat.close();
     log.info("stopped");
   }
-}
-
-/** The informer's store as a {@link NodeCache}. */
-function nodeCache(informer: Informer<Node>): NodeCache {
-  let synced = false;
-  informer.synced.then(() => synced = true, () => {});
-  return {
-    get isSynced() {
-      return synced;
-    },
-    get: (name) => informer.store.getByKey(name),
-  };
 }
 
 /** The kubeconfig, both clients and every node's provider, or every problem at once. */

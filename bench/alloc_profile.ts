@@ -9,7 +9,7 @@
  * @module
  */
 import { Cdp, connectInspector } from "./inspector.ts";
-import { frameLabel } from "./profile.ts";
+import { cliOption, frameLabel } from "./profile.ts";
 
 interface SamplingNode {
   id: number;
@@ -59,10 +59,7 @@ export function summarizeAllocations(profile: SamplingProfile, top = 30): string
 }
 
 async function main(args: string[]): Promise<void> {
-  const opt = (name: string, fallback: string) => {
-    const i = args.indexOf(name);
-    return i >= 0 ? args[i + 1] : fallback;
-  };
+  const opt = (name: string, fallback: string) => cliOption(args, name, fallback);
   const port = Number(opt("--port", "9329"));
   const seconds = Number(opt("--seconds", "20"));
   const cdp = new Cdp(await connectInspector(port, Number(opt("--wait-seconds", "120")) * 1000));

@@ -102,11 +102,14 @@ export async function profileDuring<T>(
   }
 }
 
+/** The value after `--name` in `args`, or `fallback`: the profilers' command lines. */
+export function cliOption(args: string[], name: string, fallback: string): string {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : fallback;
+}
+
 async function main(args: string[]): Promise<void> {
-  const opt = (name: string, fallback: string) => {
-    const i = args.indexOf(name);
-    return i >= 0 ? args[i + 1] : fallback;
-  };
+  const opt = (name: string, fallback: string) => cliOption(args, name, fallback);
   const port = Number(opt("--port", "9329"));
   const seconds = Number(opt("--seconds", "20"));
   const out = opt("--out", "bench/out/vkubelet.cpuprofile");

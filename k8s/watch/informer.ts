@@ -103,6 +103,11 @@ export class Informer<T extends KubeObject> {
   }
 
   /** The local cache. Objects in it are shared: do not change them. */
+  /** True once the first list has been cached (when {@link synced} resolved). */
+  get isSynced(): boolean {
+    return this.#isSynced;
+  }
+
   get store(): ReadonlyStore<T> {
     return this.#store;
   }

@@ -133,7 +133,7 @@ Deno.test("the status check reads Nodes from the watch once it has synced, else 
     get isSynced() {
       return isSynced;
     },
-    get: (n) => cached.get(n),
+    store: { getByKey: (n) => cached.get(n) },
   });
   // Before the watch has synced every read goes to the API.
   assert.equal((await reading.getNode("vk-a", { cached: true })).metadata?.resourceVersion, "api");
