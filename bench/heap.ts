@@ -6,12 +6,19 @@
  *   deno run -A bench/heap.ts --port 9329 --out bench/out/round3      # writes .heapsnapshot + .json
  *   deno run -A bench/heap.ts --compare bench/out/round3.json bench/out/round12.json
  *   deno run -A bench/heap.ts --summarize bench/out/round3.heapsnapshot   # rewrites round3.json
+ *   deno run -A bench/heap.ts --fields bench/out/round3.heapsnapshot      # which fields hold it
  *
  * The bench's soak mode takes them itself at the rounds given by `--heap-at`.
  * @module
  */
 import { Cdp, connectInspector } from "./inspector.ts";
-import { compareHeaps, type HeapGroup, type HeapSnapshot, summarizeHeap } from "./heap_summary.ts";
+import {
+  compareHeaps,
+  type HeapGroup,
+  type HeapSnapshot,
+  summarizeFields,
+  summarizeHeap,
+} from "./heap_summary.ts";
 
 /** What one snapshot gives: the process's own memory figures and the per-group table. */
 export interface HeapReport {
@@ -91,6 +98,18 @@ async function main(args: string[]): Promise<void> {
     const read = async (f: string) => JSON.parse(await Deno.readTextFile(f)) as HeapReport;
     const [a, b] = await Promise.all([read(args[compare + 1]), read(args[compare + 2])]);
     console.log(formatComparison(a, b, Number(opt("--top", "25"))).join("\n"));
+    return;
+  }
+  const fields = args.indexOf("--fields");
+  if (fields >= 0) {
+    const snap = JSON.parse(await Deno.readTextFile(args[fields + 1])) as HeapSnapshot;
+    for (const f of summarizeFields(snap, Number(opt("--top", "40")))) {
+      console.log(
+        `${(f.retainedSize / 1024).toFixed(0).padStart(9)} KiB ${
+          String(f.count).padStart(8)
+        }  ${f.name}`,
+      );
+    }
     return;
   }
   const summarize = args.indexOf("--summarize");

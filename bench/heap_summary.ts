@@ -41,16 +41,30 @@ function groupName(type: string, name: string): string {
   return `(${type})`;
 }
 
-/** Summarizes a snapshot per group, largest retained size first. */
-export function summarizeHeap(snap: HeapSnapshot): HeapGroup[] {
+/** The dominator tree of a snapshot's strong edges, with each node's retained size. */
+interface Dominators {
+  /** Node count; node `v`'s fields start at `v * nfc` in `snap.nodes`. */
+  n: number;
+  nfc: number;
+  efc: number;
+  /** Node `v`'s edges are `edges[firstEdge[v] .. firstEdge[v + 1])`, `efc` numbers each. */
+  firstEdge: Uint32Array;
+  /** Reachable nodes in depth-first post order (the root, node 0, last). */
+  order: number[];
+  /** Immediate dominator of each reachable node (-1 if unreachable). */
+  idom: Int32Array;
+  retained: Float64Array;
+  field: (name: string) => number;
+}
+
+function dominators(snap: HeapSnapshot): Dominators {
   const { meta } = snap.snapshot;
   const nfc = meta.node_fields.length;
   const efc = meta.edge_fields.length;
-  const [typeOf, nameOf, selfOf, edgeCountOf] = ["type", "name", "self_size", "edge_count"]
-    .map((f) => meta.node_fields.indexOf(f));
+  const [selfOf, edgeCountOf] = ["self_size", "edge_count"].map((f) => meta.node_fields.indexOf(f));
   const [edgeTypeOf, toOf] = ["type", "to_node"].map((f) => meta.edge_fields.indexOf(f));
   const weak = meta.edge_types[0].indexOf("weak");
-  const { nodes, edges, strings } = snap;
+  const { nodes, edges } = snap;
   const n = nodes.length / nfc;
   const firstEdge = new Uint32Array(n + 1);
   for (let i = 0; i < n; i++) firstEdge[i + 1] = firstEdge[i] + nodes[i * nfc + edgeCountOf] * efc;
@@ -131,7 +145,24 @@ export function summarizeHeap(snap: HeapSnapshot): HeapGroup[] {
   const retained = new Float64Array(n);
   for (const v of order) retained[v] += nodes[v * nfc + selfOf];
   for (const v of order) if (v !== 0) retained[idom[v]] += retained[v];
+  return {
+    n,
+    nfc,
+    efc,
+    firstEdge,
+    order,
+    idom,
+    retained,
+    field: (f) => meta.node_fields.indexOf(f),
+  };
+}
 
+/** Summarizes a snapshot per group, largest retained size first. */
+export function summarizeHeap(snap: HeapSnapshot): HeapGroup[] {
+  const { n, nfc, order, idom, retained, field } = dominators(snap);
+  const { nodes, strings } = snap;
+  const [typeOf, nameOf, selfOf] = ["type", "name", "self_size"].map(field);
+  const meta = snap.snapshot.meta;
   const groupIds = new Map<string, number>();
   const groups: HeapGroup[] = [];
   const groupOf = new Int32Array(n);
@@ -174,6 +205,53 @@ export function summarizeHeap(snap: HeapSnapshot): HeapGroup[] {
     }
   }
   return groups.sort((a, b) => b.retainedSize - a.retainedSize);
+}
+
+/** What one field of one kind of object holds alone, over all objects of that kind. */
+export interface HeapField {
+  /** `Owner.field`: the owner's group and the edge's name (`MockProvider.#pods`). */
+  name: string;
+  /** Owners holding something through that field alone. */
+  count: number;
+  /** The retained size of what they hold: dominated by the owner through that field. */
+  retainedSize: number;
+}
+
+/**
+ * Which fields hold the memory: for each object and each named edge to something it alone holds
+ * (the object is that thing's immediate dominator), adds the thing's retained size to
+ * `Owner.edge`. A `Map` held in a private field reports as `Owner.#field`; what two owners share
+ * is counted at neither. Largest first.
+ */
+export function summarizeFields(snap: HeapSnapshot, top = 40): HeapField[] {
+  const { nfc, efc, firstEdge, order, idom, retained, field } = dominators(snap);
+  const { nodes, edges, strings } = snap;
+  const meta = snap.snapshot.meta;
+  const [typeOf, nameOf] = ["type", "name"].map(field);
+  const [edgeTypeOf, nameOrIndexOf, toOf] = ["type", "name_or_index", "to_node"]
+    .map((f) => meta.edge_fields.indexOf(f));
+  const edgeTypes = meta.edge_types[0];
+  const named = new Set(
+    ["property", "internal", "context", "shortcut"].map((t) => edgeTypes.indexOf(t)),
+  );
+  const byName = new Map<string, HeapField>();
+  for (const v of order) {
+    const owner = groupName(
+      meta.node_types[0][nodes[v * nfc + typeOf]],
+      strings[nodes[v * nfc + nameOf]],
+    );
+    for (let e = firstEdge[v]; e < firstEdge[v + 1]; e += efc) {
+      if (!named.has(edges[e + edgeTypeOf])) continue;
+      const w = edges[e + toOf] / nfc;
+      if (idom[w] !== v || w === v) continue;
+      const name = `${owner}.${strings[edges[e + nameOrIndexOf]]}`;
+      let row = byName.get(name);
+      if (!row) byName.set(name, row = { name, count: 0, retainedSize: 0 });
+      row.count++;
+      row.retainedSize += retained[w];
+    }
+  }
+  return [...byName.values()].sort((a, b) => b.retainedSize - a.retainedSize).slice(0, top);
 }
 
 /** One group's change between two snapshots. */

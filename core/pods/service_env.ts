@@ -43,7 +43,20 @@ function envName(name: string): string {
   return name.toUpperCase().replaceAll("-", "_");
 }
 
-function varsOf(service: Service): [string, string][] {
+/**
+ * The vars of each Service object, built once: informer objects are replaced, never changed, so
+ * every pod of a namespace shares the same strings instead of a copy each (the `kubernetes`
+ * Service's seven vars are in every pod).
+ */
+const built = new WeakMap<Service, readonly [string, string][]>();
+
+function varsOf(service: Service): readonly [string, string][] {
+  let vars = built.get(service);
+  if (!vars) built.set(service, vars = buildVars(service));
+  return vars;
+}
+
+function buildVars(service: Service): [string, string][] {
   const prefix = envName(service.metadata?.name ?? "");
   const ip = service.spec!.clusterIP!;
   const ports = service.spec?.ports ?? [];

@@ -10,6 +10,7 @@ import { type Clock, jitter, realClock } from "../../base/clock.ts";
 import { getLogger } from "../../base/log.ts";
 import { isGone } from "../errors.ts";
 import { objectKey, type ReadonlyStore, Store } from "./store.ts";
+import { shareUnchanged } from "./share.ts";
 import type { KubeObject, ResumableWatchOptions, WatchEvent } from "./watch.ts";
 
 /** Options of one list call (one page). */
@@ -102,12 +103,15 @@ export class Informer<T extends KubeObject> {
     this.synced.catch(() => {}); // a run that ends before syncing must not be an unhandled rejection
   }
 
-  /** The local cache. Objects in it are shared: do not change them. */
   /** True once the first list has been cached (when {@link synced} resolved). */
   get isSynced(): boolean {
     return this.#isSynced;
   }
 
+  /**
+   * The local cache. Objects in it are shared, and a new version of an object shares the parts
+   * that did not change with the version before it (see share.ts): do not change them.
+   */
   get store(): ReadonlyStore<T> {
     return this.#store;
   }
@@ -200,9 +204,14 @@ export class Informer<T extends KubeObject> {
       seen.add(key);
       const old = this.#store.getByKey(key);
       if (old && old.metadata?.resourceVersion === item.metadata?.resourceVersion) continue;
-      this.#store.set(item);
-      if (old) this.#emit("update", item, old);
-      else this.#emit("add", item);
+      if (old) {
+        const shared = shareUnchanged(old, item);
+        this.#store.set(shared);
+        this.#emit("update", shared, old);
+      } else {
+        this.#store.set(item);
+        this.#emit("add", item);
+      }
     }
     for (const key of this.#store.keys()) {
       if (seen.has(key)) continue;
@@ -240,8 +249,9 @@ export class Informer<T extends KubeObject> {
       this.#store.set(object);
       this.#emit("add", object);
     } else if (old.metadata?.resourceVersion !== version) {
-      this.#store.set(object);
-      this.#emit("update", object, old);
+      const shared = shareUnchanged(old, object);
+      this.#store.set(shared);
+      this.#emit("update", shared, old);
     }
     this.#resourceVersion = version ?? this.#resourceVersion;
   }

@@ -5,3 +5,4 @@
 export * from "./watch.ts";
 export * from "./store.ts";
 export * from "./informer.ts";
+export * from "./share.ts";

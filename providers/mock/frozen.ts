@@ -1,7 +1,8 @@
 /**
  * Deep `Object.freeze` for the mock's pod records: a record's pod is replaced, never changed, so
  * once frozen it can be handed to the core's status callback and to `listPods` without a copy
- * (a resync of 10,000 pods used to clone every one of them).
+ * (a resync of 10,000 pods used to clone every one of them). The parts it shares with the
+ * informer's objects (see Provider.createPod) are frozen with it; nothing changes those either.
  * @module
  */
 

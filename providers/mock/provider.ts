@@ -174,7 +174,8 @@ export class MockProvider implements Provider {
       );
     }
     const record: MockPod = {
-      pod: frozen(structuredClone(pod)),
+      // Kept as given (see Provider.createPod): its unchanged parts are the informer's own.
+      pod: frozen(pod),
       podIp,
       startMs: written.podStartMs ?? now,
       runs,
@@ -213,7 +214,7 @@ export class MockProvider implements Provider {
         });
       }
     }
-    record.pod = frozen({ ...structuredClone(pod), status: record.pod.status });
+    record.pod = frozen({ ...pod, status: record.pod.status });
     this.#refresh(record);
     await Promise.resolve();
   }
@@ -230,7 +231,7 @@ export class MockProvider implements Provider {
         } has no ephemeral container ${name}`,
       );
     }
-    record.pod = frozen({ ...structuredClone(pod), status: record.pod.status });
+    record.pod = frozen({ ...pod, status: record.pod.status });
     if (!record.runs.has(name)) {
       record.runs.set(name, {
         startedAtMs: this.#deps.clock.now(),
@@ -246,10 +247,9 @@ export class MockProvider implements Provider {
     options.signal?.throwIfAborted();
     const record = this.#get(pod.metadata?.namespace, pod.metadata?.name);
     const now = this.#deps.clock.now();
-    const metadata = structuredClone(pod.metadata ?? record.pod.metadata);
     record.pod = frozen({
       ...record.pod,
-      metadata,
+      metadata: pod.metadata ?? record.pod.metadata,
       status: terminalPodStatus(record.pod, record.pod.status, { nowMs: now }),
     });
     this.#notify(record.pod);

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { compareHeaps, type HeapSnapshot, summarizeHeap } from "../../bench/heap_summary.ts";
+import {
+  compareHeaps,
+  type HeapSnapshot,
+  summarizeFields,
+  summarizeHeap,
+} from "../../bench/heap_summary.ts";
 
 /**
  * A snapshot in V8's format: nodes `[type, name, id, self_size, edge_count]`, edges
@@ -7,11 +12,11 @@ import { compareHeaps, type HeapSnapshot, summarizeHeap } from "../../bench/heap
  */
 function snapshot(
   nodes: [string, string, number][],
-  edges: [number, number, "property" | "weak"][],
+  edges: [number, number, "property" | "weak", string?][],
 ): HeapSnapshot {
   const types = ["hidden", "object", "closure", "string"];
   const edgeTypes = ["property", "weak"];
-  const strings = [...new Set(nodes.map((n) => n[1]))];
+  const strings = [...new Set([...nodes.map((n) => n[1]), ...edges.map((e) => e[3] ?? "")])];
   const flatNodes = nodes.flatMap(([type, name, size], i) => [
     types.indexOf(type),
     strings.indexOf(name),
@@ -20,9 +25,9 @@ function snapshot(
     edges.filter(([from]) => from === i).length,
   ]);
   const flatEdges = nodes.flatMap((_, i) =>
-    edges.filter(([from]) => from === i).flatMap(([, to, type]) => [
+    edges.filter(([from]) => from === i).flatMap(([, to, type, name]) => [
       edgeTypes.indexOf(type),
-      0,
+      strings.indexOf(name ?? ""),
       to * 5,
     ])
   );
@@ -83,6 +88,41 @@ Deno.test("retained size counts what only an object keeps alive, once per group"
   assert.equal(groups.get("Shared")?.retainedSize, 5);
   assert.equal(groups.get("Cached")?.retainedSize, 7);
   assert.equal(groups.get("(string)")?.count, 1);
+});
+
+Deno.test("the field summary names the field that holds the memory, over all its owners", () => {
+  // Two providers each hold a table of records through `#pods`; both records point at one shared
+  // string, which neither holds alone.
+  const snap = snapshot(
+    [
+      ["hidden", "root", 0],
+      ["object", "Provider", 10],
+      ["object", "Provider", 10],
+      ["object", "Table", 20],
+      ["object", "Table", 20],
+      ["object", "Record", 300],
+      ["object", "Record", 400],
+      ["string", "shared", 50],
+    ],
+    [
+      [0, 1, "property", "a"],
+      [0, 2, "property", "b"],
+      [1, 3, "property", "#pods"],
+      [2, 4, "property", "#pods"],
+      [3, 5, "property", "x"],
+      [4, 6, "property", "y"],
+      [5, 7, "property", "name"],
+      [6, 7, "property", "name"],
+    ],
+  );
+  const fields = summarizeFields(snap);
+  assert.deepEqual(fields[0], { name: "Provider.#pods", count: 2, retainedSize: 740 });
+  assert.deepEqual(fields.find((f) => f.name === "Table.y"), {
+    name: "Table.y",
+    count: 1,
+    retainedSize: 400,
+  });
+  assert.equal(fields.find((f) => f.name === "Record.name"), undefined);
 });
 
 Deno.test("a comparison lists the groups that grew most first", () => {

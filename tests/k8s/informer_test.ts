@@ -167,3 +167,30 @@ Deno.test("cached objects drop managedFields, and a throwing handler does not st
   controller.abort();
   await running;
 });
+
+Deno.test("an updated object shares its unchanged parts with the version before", async () => {
+  const { fake, api } = setup();
+  const labels = () => ({ app: "web", tier: "front" });
+  fake.onList = () => ({
+    items: [obj("a", "1", { labels: labels() })],
+    metadata: { resourceVersion: "1" },
+  });
+  const informer = api.informer();
+  const updates: [Obj, Obj][] = [];
+  informer.on("update", (o, old) => updates.push([o, old]));
+  const controller = new AbortController();
+  const running = informer.run(controller.signal);
+  await informer.synced;
+  const first = informer.store.get("ns", "a")!;
+  const watch = await fake.nextWatch();
+  watch.send("MODIFIED", obj("a", "2", { labels: labels() }));
+  await until(() => updates.length === 1);
+  const [now, old] = updates[0];
+  assert.equal(old, first);
+  assert.equal(now.metadata.resourceVersion, "2");
+  const labelsOf = (o: Obj) => (o.metadata as { labels?: unknown }).labels;
+  assert.equal(labelsOf(now), labelsOf(first), "one labels object for both versions");
+  assert.equal(informer.store.get("ns", "a"), now);
+  controller.abort();
+  await running;
+});

@@ -343,6 +343,7 @@ Deno.test("env: init and ephemeral containers are resolved too, the input pod is
     name: "debug",
     env: [{ name: "E", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } }],
   }];
+  pod.spec!.tolerations = [{ key: "virtual-kubelet.io/provider", operator: "Exists" }];
   const { pod: out } = await resolvePodEnv(pod, sources, addresses);
   assert.deepEqual(out.spec!.initContainers![0].env!.find((e) => e.name === "N"), {
     name: "N",
@@ -353,6 +354,12 @@ Deno.test("env: init and ephemeral containers are resolved too, the input pod is
     value: "10.1.0.5",
   });
   assert.equal(pod.spec!.initContainers[0].env![0].valueFrom?.fieldRef?.fieldPath, "metadata.name");
+  assert.deepEqual(pod.spec!.containers[0].env, [{ name: "A", value: "1" }]);
+  // What resolution does not change is shared with the input, not copied: the provider keeps
+  // this pod for the pod's life beside the informer's.
+  assert.equal(out.metadata, pod.metadata);
+  assert.equal(out.spec!.tolerations, pod.spec!.tolerations);
+  assert.notEqual(out.spec!.containers[0], pod.spec!.containers[0]);
 });
 
 const EXPANSIONS: [string, string][] = [

@@ -68,8 +68,9 @@ Deno.test("previous logs exist only after a restart; unknown containers are not 
   await provider.createPod(pod, options);
   const none = await provider.getContainerLogs(ref, { ...options, previous: true }).catch((e) => e);
   assert.ok(isInvalidInput(none));
-  pod.spec!.containers[0].image = "nginx:1.28";
-  await provider.updatePod(pod, options);
+  const updated = structuredClone(pod);
+  updated.spec!.containers[0].image = "nginx:1.28";
+  await provider.updatePod(updated, options);
   const previous = await text(await provider.getContainerLogs(ref, { ...options, previous: true }));
   assert.match(previous, /restart 0\)\n/);
   const missing = await provider.getContainerLogs({ ...ref, container: "nope" }, options).catch((

@@ -144,8 +144,10 @@ Deno.test("a new image restarts the container with a new ID", async () => {
   await provider.createPod(pod, options);
   const before = (await provider.getPod("default", "web", options))!.status!.containerStatuses![0];
   await clock.advance(2000);
-  pod.spec!.containers[0].image = "nginx:1.28";
-  await provider.updatePod(pod, options);
+  // A new version of the pod, as the core passes one: the mock keeps (and freezes) the one given.
+  const updated = structuredClone(pod);
+  updated.spec!.containers[0].image = "nginx:1.28";
+  await provider.updatePod(updated, options);
   const after = (await provider.getPod("default", "web", options))!.status!.containerStatuses![0];
   assert.equal(after.restartCount, 1);
   assert.equal(after.image, "nginx:1.28");

@@ -1,0 +1,53 @@
+/**
+ * Structural sharing between two versions of one object: a new version from the watch keeps the
+ * previous version's parts wherever they are equal, so a pod whose status changed still holds
+ * the one `spec` object it had, and whoever kept a reference to that `spec` (a provider's record,
+ * the controller's last-known pod) shares it with the cache instead of holding a second copy.
+ * This is what the informer cache is made of at 10,000 pods: without it every status write came
+ * back as a whole new pod, and each holder of an older version held a whole copy.
+ * @module
+ */
+
+/**
+ * Returns `next` with each part equal to the same part of `previous` replaced by that part, or
+ * `previous` itself when the two are equal throughout. Changes `next` in place (a fresh object
+ * from the watch, not yet shared), never `previous`; a frozen `next` is returned as it is.
+ * Both are JSON values (plain objects, arrays, strings, numbers, booleans, null).
+ */
+export function shareUnchanged<T>(previous: unknown, next: T): T {
+  return share(previous, next) as T;
+}
+
+function share(previous: unknown, next: unknown): unknown {
+  if (previous === next) return previous;
+  if (
+    typeof next !== "object" || next === null || typeof previous !== "object" ||
+    previous === null || Array.isArray(next) !== Array.isArray(previous) || Object.isFrozen(next)
+  ) {
+    return next;
+  }
+  if (Array.isArray(next)) {
+    const before = previous as unknown[];
+    let same = before.length === next.length;
+    for (let i = 0; i < next.length; i++) {
+      const part = share(before[i], next[i]);
+      if (part !== next[i]) next[i] = part;
+      if (part !== before[i]) same = false;
+    }
+    return same ? previous : next;
+  }
+  const before = previous as Record<string, unknown>;
+  const after = next as Record<string, unknown>;
+  const keys = Object.keys(after);
+  let same = keys.length === Object.keys(before).length;
+  for (const key of keys) {
+    if (!Object.hasOwn(before, key)) {
+      same = false;
+      continue;
+    }
+    const part = share(before[key], after[key]);
+    if (part !== after[key]) after[key] = part;
+    if (part !== before[key]) same = false;
+  }
+  return same ? previous : next;
+}
