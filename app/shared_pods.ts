@@ -32,7 +32,7 @@ class NodePodView implements InformerLike<Pod> {
     delete: new Set<Handler>(),
   };
 
-  constructor(synced: Promise<void>) {
+  constructor(synced: Promise<void>, readonly expect: (pod: Pod) => void) {
     this.synced = synced;
   }
 
@@ -87,7 +87,12 @@ export class SharedPodInformer {
    */
   view(nodeName: string): InformerLike<Pod> {
     let view = this.#views.get(nodeName);
-    if (!view) this.#views.set(nodeName, view = new NodePodView(this.#pods.synced));
+    if (!view) {
+      this.#views.set(
+        nodeName,
+        view = new NodePodView(this.#pods.synced, (pod) => this.#pods.expect(pod)),
+      );
+    }
     return view;
   }
 

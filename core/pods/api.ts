@@ -32,6 +32,11 @@ export interface InformerLike<T> {
   on(event: "update", handler: (object: T, old: T) => void): () => void;
   /** Lists and watches until the signal aborts. */
   run(signal: AbortSignal): Promise<void>;
+  /**
+   * The next version of `object`'s key (one we just wrote) will likely equal it in parts: the
+   * cache may keep those parts instead of its own copy (k8s/watch/informer.ts).
+   */
+  expect?(object: T): void;
 }
 
 /** Options for creating an informer. */

@@ -47,7 +47,9 @@ export function mergeStatus(
   options: MergeOptions,
 ): PodStatus {
   const { hostIps } = options;
-  // truncateTimes copies every object and array: `reported` is not changed.
+  // truncateTimes copies only what it changes: `out` shares the rest with `reported` (the
+  // provider's own objects, which the informer's copy of the written status then shares too), so
+  // nothing below changes `out` or its parts.
   const out: PodStatus = truncateTimes(reported);
   const reportedTypes = new Set((out.conditions ?? []).map((c) => c.type));
   // A report with any of the kubelet's own conditions has all it means to have: the others in
@@ -65,18 +67,21 @@ export function mergeStatus(
     [...out.conditions ?? [], ...kept],
     out.containerStatuses,
   ).map((c) => kept.includes(c) ? c : keepTransitionTime(c, current?.conditions, now));
-  if (conditions.length > 0) out.conditions = conditions;
-  if (!out.hostIP && hostIps.length > 0) {
-    out.hostIP = hostIps[0];
-    out.hostIPs = hostIps.map((ip) => ({ ip }));
-  }
+  const addHost = !out.hostIP && hostIps.length > 0;
   // The apiserver owns qosClass (immutable once set); the scheduler owns nominatedNodeName.
   return {
     ...out,
+    ...(conditions.length > 0 ? { conditions: sameItems(out.conditions, conditions) } : {}),
+    ...(addHost ? { hostIP: hostIps[0], hostIPs: hostIps.map((ip) => ({ ip })) } : {}),
     qosClass: current?.qosClass ?? out.qosClass,
     nominatedNodeName: current?.nominatedNodeName ?? out.nominatedNodeName,
     startTime: out.startTime ?? current?.startTime,
   };
+}
+
+/** `before` itself when `after` holds the same items in the same order, else `after`. */
+function sameItems<T>(before: T[] | undefined, after: T[]): T[] {
+  return before?.length === after.length && after.every((x, i) => x === before[i]) ? before : after;
 }
 
 // A provider that stamps "now" on every report must not make every report a write; a condition
@@ -88,21 +93,30 @@ function keepTransitionTime(
 ): PodCondition {
   const old = previous?.find((p) => p.type === c.type);
   if (old && old.status === c.status && old.lastTransitionTime) {
-    return { ...c, lastTransitionTime: old.lastTransitionTime };
+    return c.lastTransitionTime === old.lastTransitionTime
+      ? c
+      : { ...c, lastTransitionTime: old.lastTransitionTime };
   }
   return c.lastTransitionTime || !now ? c : { ...c, lastTransitionTime: now };
 }
 
-/** Whole-second UTC times, as the apiserver stores `metav1.Time`. Returns a deep copy. */
+/**
+ * Whole-second UTC times, as the apiserver stores `metav1.Time`. Copies only the objects and
+ * arrays in which a time changed; the rest is `value`'s own (read-only, as the provider's are).
+ */
 export function truncateTimes<T>(value: T): T {
   if (typeof value === "string") return truncateTime(value) as T;
-  if (Array.isArray(value)) return value.map(truncateTimes) as T;
+  if (Array.isArray(value)) {
+    const out = value.map(truncateTimes);
+    return (out.every((x, i) => x === value[i]) ? value : out) as T;
+  }
   if (value && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const k of Object.keys(value)) {
-      out[k] = truncateTimes((value as Record<string, unknown>)[k]);
+    let out: Record<string, unknown> | undefined;
+    for (const [k, v] of Object.entries(value)) {
+      const t = truncateTimes(v);
+      if (t !== v) (out ??= { ...value } as Record<string, unknown>)[k] = t;
     }
-    return out as T;
+    return (out ?? value) as T;
   }
   return value;
 }

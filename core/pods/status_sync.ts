@@ -115,7 +115,12 @@ async function writeStatus(
       eventsRecorded = true;
     }
     try {
-      const written = await ctx.api.pods.updateStatus({ ...current, status: next }, { signal });
+      const update = { ...current, status: next };
+      // The watch brings this status back: the cache is to share `next` (which shares the
+      // provider's own objects, see mergeStatus) instead of holding a second copy of every pod's
+      // status. Told before the write, as the watch event may come before the response.
+      ctx.pods.expect?.(update);
+      const written = await ctx.api.pods.updateStatus(update, { signal });
       return remember(current.metadata?.resourceVersion, written?.metadata?.resourceVersion);
     } catch (err) {
       if (isKubeNotFound(err)) return;

@@ -87,6 +87,8 @@ export class Informer<T extends KubeObject> {
   #isSynced = false;
   #running = false;
   #resourceVersion?: string;
+  /** Objects this process wrote, by key, until the key's next event (see {@link expect}). */
+  #expected = new Map<string, T>();
   #log;
 
   constructor(options: InformerOptions<T>) {
@@ -119,6 +121,16 @@ export class Informer<T extends KubeObject> {
   /** The resourceVersion the cache reflects (from the last list, event or bookmark). */
   get resourceVersion(): string | undefined {
     return this.#resourceVersion;
+  }
+
+  /**
+   * Tells the cache that the next version of `object`'s key will likely equal `object` in parts:
+   * an object this process just wrote (a pod with the status it wrote). That version then shares
+   * those parts with `object` (kept alive by the writer anyway) instead of holding its own copy.
+   * Kept until the key's next event or the next relist; `object` must not be changed afterwards.
+   */
+  expect(object: T): void {
+    this.#expected.set(objectKey(object), object);
   }
 
   /** Registers a handler; returns a function that removes it. Handlers must not block. */
@@ -205,7 +217,7 @@ export class Informer<T extends KubeObject> {
       const old = this.#store.getByKey(key);
       if (old && old.metadata?.resourceVersion === item.metadata?.resourceVersion) continue;
       if (old) {
-        const shared = shareUnchanged(old, item);
+        const shared = shareUnchanged(this.#sharingBase(key, old, item), item);
         this.#store.set(shared);
         this.#emit("update", shared, old);
       } else {
@@ -213,6 +225,7 @@ export class Informer<T extends KubeObject> {
         this.#emit("add", item);
       }
     }
+    this.#expected.clear();
     for (const key of this.#store.keys()) {
       if (seen.has(key)) continue;
       const old = this.#store.delete(key)!;
@@ -242,6 +255,7 @@ export class Informer<T extends KubeObject> {
     const object = this.#transform(event.object);
     const key = objectKey(object);
     const old = this.#store.getByKey(key);
+    const base = this.#sharingBase(key, old, object);
     if (event.type === "DELETED") {
       this.#store.delete(key);
       if (old) this.#emit("delete", object);
@@ -249,11 +263,19 @@ export class Informer<T extends KubeObject> {
       this.#store.set(object);
       this.#emit("add", object);
     } else if (old.metadata?.resourceVersion !== version) {
-      const shared = shareUnchanged(old, object);
+      const shared = shareUnchanged(base, object);
       this.#store.set(shared);
       this.#emit("update", shared, old);
     }
     this.#resourceVersion = version ?? this.#resourceVersion;
+  }
+
+  /** What a new version of `key` shares parts with: what we wrote of it if anything, else `old`. */
+  #sharingBase(key: string, old: T | undefined, next: T): T | undefined {
+    const expected = this.#expected.get(key);
+    if (!expected) return old;
+    this.#expected.delete(key);
+    return expected.metadata?.uid === next.metadata?.uid ? expected : old;
   }
 
   #emit<K extends keyof InformerHandlers<T>>(

@@ -9,7 +9,8 @@
  */
 
 /**
- * Returns `next` with each part equal to the same part of `previous` replaced by that part, or
+ * Returns `next` with each part equal to the same part of `previous` replaced by that part (strings
+ * too: the previous version's string is kept, the new one left to the collector), or
  * `previous` itself when the two are equal throughout. Changes `next` in place (a fresh object
  * from the watch, not yet shared), never `previous`; a frozen `next` is returned as it is.
  * Both are JSON values (plain objects, arrays, strings, numbers, booleans, null).
@@ -30,8 +31,10 @@ function share(previous: unknown, next: unknown): unknown {
     const before = previous as unknown[];
     let same = before.length === next.length;
     for (let i = 0; i < next.length; i++) {
+      // Written even when equal: `!==` cannot tell two equal strings apart, and the previous
+      // one is the one to keep.
       const part = share(before[i], next[i]);
-      if (part !== next[i]) next[i] = part;
+      next[i] = part;
       if (part !== before[i]) same = false;
     }
     return same ? previous : next;
@@ -46,7 +49,7 @@ function share(previous: unknown, next: unknown): unknown {
       continue;
     }
     const part = share(before[key], after[key]);
-    if (part !== after[key]) after[key] = part;
+    after[key] = part;
     if (part !== before[key]) same = false;
   }
   return same ? previous : next;

@@ -194,3 +194,28 @@ Deno.test("an updated object shares its unchanged parts with the version before"
   controller.abort();
   await running;
 });
+
+Deno.test("a version expected by its writer shares its parts with what was written", async () => {
+  const { fake, api } = setup();
+  fake.onList = () => ({ items: [obj("a", "1")], metadata: { resourceVersion: "1" } });
+  const informer = api.informer();
+  const updates: Obj[] = [];
+  informer.on("update", (o) => updates.push(o));
+  const controller = new AbortController();
+  const running = informer.run(controller.signal);
+  await informer.synced;
+  const watch = await fake.nextWatch();
+  const status = { phase: "Running", conditions: [{ type: "Ready", status: "True" }] };
+  const written = { ...informer.store.get("ns", "a")!, status };
+  informer.expect(written);
+  watch.send("MODIFIED", { ...obj("a", "2"), status: structuredClone(status) });
+  await until(() => updates.length === 1);
+  const statusOf = (o: Obj) => (o as Obj & { status?: unknown }).status;
+  assert.equal(statusOf(updates[0]), status, "the written status object, not a second copy");
+  // Used once: the next version shares with the cache's own previous version again.
+  watch.send("MODIFIED", { ...obj("a", "3"), status: { phase: "Running", conditions: [] } });
+  await until(() => updates.length === 2);
+  assert.notEqual(statusOf(updates[1]), status);
+  controller.abort();
+  await running;
+});

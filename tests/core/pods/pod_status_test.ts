@@ -29,6 +29,41 @@ Deno.test("merging a reported status leaves the report as it was", () => {
   assert.ok(statusEqual(merged, structuredClone(merged)));
 });
 
+Deno.test("a merged status shares the report's parts that needed no change", () => {
+  const ready = { type: "Ready", status: "True", lastTransitionTime: "2026-01-01T00:00:01Z" };
+  const reported: PodStatus = {
+    phase: "Running",
+    conditions: [ready],
+    containerStatuses: [{
+      name: "app",
+      image: "nginx",
+      imageID: "",
+      ready: true,
+      restartCount: 0,
+      state: { running: { startedAt: "2026-01-01T00:00:00Z" } },
+    }],
+    podIPs: [{ ip: "127.1.0.5" }],
+  };
+  const merged = mergeStatus({ conditions: [ready] }, reported, {
+    hostIps: ["127.0.0.1"],
+    now: Date.parse("2026-01-01T00:05:00Z"),
+  });
+  // Whole-second times already: nothing copied, so the informer's copy of the written status
+  // can share the provider's objects.
+  assert.equal(merged.containerStatuses, reported.containerStatuses);
+  assert.equal(merged.conditions, reported.conditions);
+  assert.equal(merged.podIPs, reported.podIPs);
+  assert.equal(merged.hostIP, "127.0.0.1");
+  assert.equal(reported.hostIP, undefined, "the report is not changed");
+  // A time with a fraction is a copy of just that object and the ones holding it.
+  const fraction = structuredClone(reported);
+  fraction.containerStatuses![0].state!.running!.startedAt = "2026-01-01T00:00:00.25Z";
+  const truncated = mergeStatus(undefined, fraction, { hostIps: [] });
+  assert.equal(truncated.containerStatuses![0].state!.running!.startedAt, "2026-01-01T00:00:00Z");
+  assert.equal(fraction.containerStatuses![0].state!.running!.startedAt, "2026-01-01T00:00:00.25Z");
+  assert.equal(truncated.podIPs, fraction.podIPs);
+});
+
 Deno.test("specs that differ only in key order or empty fields are the same spec", () => {
   const a = {
     metadata: { labels: { x: "1", y: "2" } },
