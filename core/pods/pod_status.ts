@@ -15,6 +15,7 @@ import type {
 } from "kubernetes-types/core/v1.d.ts";
 import type { PodEvent } from "./events.ts";
 import { gatedConditions, heldPodConditions } from "./pod_conditions.ts";
+import { equalJson } from "../../k8s/watch/share.ts";
 
 /** The conditions a kubelet writes for its pods; PodScheduled is the scheduler's. */
 const KUBELET_CONDITIONS = new Set([
@@ -162,6 +163,8 @@ function canonical(value: unknown): unknown {
 
 /** True when writing `next` over `current` would change nothing. */
 export function statusEqual(current: PodStatus | undefined, next: PodStatus): boolean {
+  // Equal as they are (often the same objects: see mergeStatus) is equal in canonical form too.
+  if (current && equalJson(current, next)) return true;
   return canonicalJson(current ?? {}) === canonicalJson(next);
 }
 

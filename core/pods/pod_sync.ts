@@ -9,6 +9,7 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { isConflict, isKubeNotFound } from "../../k8s/errors.ts";
+import { equalJson } from "../../k8s/watch/share.ts";
 import { isInvalidInput, isNotFound } from "../../provider/mod.ts";
 import type { PodContext } from "./pod_context.ts";
 import { podKey } from "./api.ts";
@@ -89,7 +90,7 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
   const sameUid = existing?.metadata?.uid === pod.metadata?.uid;
   if (existing && !sameUid) await deleteInProvider(ctx, existing, signal);
   if (existing && sameUid) {
-    if (specOf(existing) === specOf(resolved.pod)) return markSynced(ctx, key, pod);
+    if (sameSpec(existing, resolved.pod)) return markSynced(ctx, key, pod);
     if (
       !await providerCall(
         ctx,
@@ -256,9 +257,10 @@ function skipDaemonSetPod(ctx: PodContext, pod: Pod): void {
 
 /** True when the parts of two pods that updatePod can change are equal. */
 export function sameSpec(a: Pod, b: Pod): boolean {
-  // The apiserver writes fields in a fixed order: the same text is the same spec, and the cheap
-  // check answers for nearly every update (status writes); the canonical form for the rest.
-  return JSON.stringify(specParts(a)) === JSON.stringify(specParts(b)) || specOf(a) === specOf(b);
+  // Versions from the informer share what did not change (k8s/watch/share.ts), so the cheap
+  // check answers at once for nearly every update (status writes); the canonical form (empty
+  // values, times) for the rest.
+  return equalJson(specParts(a), specParts(b)) || specOf(a) === specOf(b);
 }
 
 /** The parts of a pod that updatePod can change, canonically: equal means no update. */
