@@ -108,12 +108,17 @@ function keepTransitionTime(
 export function truncateTimes<T>(value: T): T {
   if (typeof value === "string") return truncateTime(value) as T;
   if (Array.isArray(value)) {
-    const out = value.map(truncateTimes);
-    return (out.every((x, i) => x === value[i]) ? value : out) as T;
+    let out: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const t = truncateTimes(value[i]);
+      if (t !== value[i]) (out ??= [...value])[i] = t;
+    }
+    return (out ?? value) as T;
   }
   if (value && typeof value === "object") {
     let out: Record<string, unknown> | undefined;
-    for (const [k, v] of Object.entries(value)) {
+    for (const k in value) {
+      const v = (value as Record<string, unknown>)[k];
       const t = truncateTimes(v);
       if (t !== v) (out ??= { ...value } as Record<string, unknown>)[k] = t;
     }

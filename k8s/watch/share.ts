@@ -41,9 +41,12 @@ function share(previous: unknown, next: unknown): unknown {
   }
   const before = previous as Record<string, unknown>;
   const after = next as Record<string, unknown>;
-  const keys = Object.keys(after);
-  let same = keys.length === Object.keys(before).length;
-  for (const key of keys) {
+  // for-in over parsed JSON (own keys only, no key array to allocate: this runs for every
+  // object of every watch event).
+  let same = true;
+  let count = 0;
+  for (const key in after) {
+    count++;
     if (!Object.hasOwn(before, key)) {
       same = false;
       continue;
@@ -52,13 +55,19 @@ function share(previous: unknown, next: unknown): unknown {
     after[key] = part;
     if (part !== before[key]) same = false;
   }
-  return same ? previous : next;
+  return same && keyCount(before) === count ? previous : next;
+}
+
+function keyCount(object: Record<string, unknown>): number {
+  let count = 0;
+  for (const _ in object) count++;
+  return count;
 }
 
 /**
  * True when two JSON values are equal throughout (key order aside). Parts the two share are
  * equal at once, so two versions from the informer compare in the time it takes to find what
- * changed; nothing is allocated but the key lists.
+ * changed; nothing is allocated.
  */
 export function equalJson(a: unknown, b: unknown): boolean {
   if (a === b) return true;
@@ -70,8 +79,10 @@ export function equalJson(a: unknown, b: unknown): boolean {
   }
   const x = a as Record<string, unknown>;
   const y = b as Record<string, unknown>;
-  const keys = Object.keys(x);
-  if (keys.length !== Object.keys(y).length) return false;
-  for (const key of keys) if (!Object.hasOwn(y, key) || !equalJson(x[key], y[key])) return false;
-  return true;
+  let count = 0;
+  for (const key in x) {
+    count++;
+    if (!Object.hasOwn(y, key) || !equalJson(x[key], y[key])) return false;
+  }
+  return keyCount(y) === count;
 }
