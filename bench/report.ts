@@ -86,6 +86,11 @@ const ROWS: Row[] = [
     value: (r) => r.create.createSeconds,
   },
   {
+    label: "1. kubelet CPU while creating (CPU s)",
+    cell: (r) => fmt(r.create.cpuSeconds ?? NaN, 2),
+    value: (r) => r.create.cpuSeconds ?? NaN,
+  },
+  {
     label: "2. settling after all Running (s)",
     cell: settleCell,
     value: (r) => r.settle?.settled ? r.settle.seconds : NaN,
@@ -116,6 +121,11 @@ const ROWS: Row[] = [
     value: (r) => r.restart.done < r.n ? NaN : r.restart.seconds,
   },
   {
+    label: "4. kubelet CPU from start to reconciled (CPU s)",
+    cell: (r) => fmt(r.restart.cpuSeconds ?? NaN, 2),
+    value: (r) => r.restart.cpuSeconds ?? NaN,
+  },
+  {
     label: "4. status regressions",
     cell: (r) => String(r.restart.regressions),
     value: (r) => r.restart.regressions,
@@ -129,6 +139,11 @@ const ROWS: Row[] = [
     label: "5. delete all → all gone (s)",
     cell: (r) => phaseCell(r.remove, r.n, phaseTimeoutMs(r.n) / 1000),
     value: (r) => r.remove.done < r.n ? NaN : r.remove.seconds,
+  },
+  {
+    label: "5. kubelet CPU while deleting (CPU s)",
+    cell: (r) => fmt(r.remove.cpuSeconds ?? NaN, 2),
+    value: (r) => r.remove.cpuSeconds ?? NaN,
   },
 
   {

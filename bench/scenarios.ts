@@ -33,6 +33,12 @@ export interface Phase {
   timedOut: boolean;
   /** The kubelet's requests during the phase (apiserver's count). */
   requests: number;
+  /**
+   * The kubelet process's CPU seconds during the phase (user + system, `/proc/PID/stat`): what
+   * the kubelet itself spent, apart from the apiserver it shares the cores with. Absent in
+   * results from before it was measured.
+   */
+  cpuSeconds?: number;
 }
 
 /** Everything measured for one subject at one size. */
@@ -229,7 +235,7 @@ export async function runSubject(
     say(`node Ready after ${result.startupSeconds.toFixed(1)} s`);
     await sleep(2000);
 
-    await scenarioCreate(result, admin, tracker, options, say);
+    await scenarioCreate(result, admin, tracker, running.pid, options, say);
     await settleStep(result, admin, running, say);
     await scenarioSteady(result, admin, running, options, say);
     running = await scenarioRestart(result, admin, tracker, running, spec, kubeletApiClient, say);
@@ -240,7 +246,7 @@ export async function runSubject(
       running = await startSubject(spec);
       await waitNodeReady(admin, AbortSignal.timeout(120_000));
     }
-    await scenarioDelete(result, admin, tracker, options, say);
+    await scenarioDelete(result, admin, tracker, running.pid, options, say);
     if (running.exitCode !== undefined) {
       (result.crashes ??= []).push(`scenario 5 (exit ${running.exitCode})`);
     }
@@ -285,6 +291,7 @@ async function scenarioCreate(
   result: RunResult,
   admin: Kube,
   tracker: PodTracker,
+  pid: number,
   options: RunOptions,
   say: (line: string) => void,
 ): Promise<void> {
@@ -295,6 +302,7 @@ async function scenarioCreate(
   result.loadAtCreate = Number(machine().load.split(" ")[0]);
   say(`scenario 1: creating ${n} pods (load average ${result.loadAtCreate})`);
   const stopTicker = progressTicker(say, "Running", () => tracker.runningAt.size, n);
+  const cpu0 = cpuNow(pid);
   const t0 = performance.now();
   await pool(pods, options.createConcurrency, async (pod) => {
     sentAt.set(pod.metadata!.name!, performance.now());
@@ -326,6 +334,7 @@ async function scenarioCreate(
     done: tracker.runningAt.size,
     timedOut: !ok,
     requests: kubeletRequests(before, after),
+    cpuSeconds: cpuSince(pid, cpu0),
     p50: percentile(latencies, 0.5),
     p99: percentile(latencies, 0.99),
     verbs: verbDeltas(before, after, Math.max(5, n / 20)),
@@ -336,6 +345,20 @@ async function scenarioCreate(
         result.create.p50.toFixed(2)
       } s, p99 ${result.create.p99.toFixed(2)} s; ${result.create.requests} kubelet requests)`,
   );
+}
+
+/** The CPU seconds of `pid` so far; undefined once it has exited (a crash is reported apart). */
+function cpuNow(pid: number): number | undefined {
+  try {
+    return cpuSeconds(pid);
+  } catch {
+    return undefined;
+  }
+}
+
+function cpuSince(pid: number, before: number | undefined): number | undefined {
+  const now = cpuNow(pid);
+  return now === undefined || before === undefined ? undefined : now - before;
 }
 
 async function settleStep(
@@ -429,6 +452,8 @@ async function scenarioRestart(
     await sleep(spec.name === "floor" ? 50 : pollMs);
   }
   const seconds = (performance.now() - t0) / 1000;
+  // The new process's CPU from its start (startup included) until all were reconciled.
+  const restartCpu = cpuNow(next.pid);
   stopTicker();
   // Status writes that follow the provider's re-creation land within a moment; let them.
   await sleep(3000);
@@ -438,6 +463,7 @@ async function scenarioRestart(
     done: reconciled,
     timedOut: !ok,
     requests: kubeletRequests(before, after),
+    cpuSeconds: restartCpu,
     regressions: tracker.regressions.size,
     statusWrites: tracker.statusWrites.size,
     verbs: verbDeltas(before, after, Math.max(5, n / 20)),
@@ -455,6 +481,7 @@ async function scenarioDelete(
   result: RunResult,
   admin: Kube,
   tracker: PodTracker,
+  pid: number,
   options: RunOptions,
   say: (line: string) => void,
 ): Promise<void> {
@@ -463,6 +490,7 @@ async function scenarioDelete(
   say(`scenario 5: deleting ${names.length} pods`);
   const before = await scrape(admin);
   const stopTicker = progressTicker(say, "gone", () => tracker.goneAt.size, n);
+  const cpu0 = cpuNow(pid);
   const t0 = performance.now();
   await pool(names, options.createConcurrency, async (name) => {
     try {
@@ -484,6 +512,7 @@ async function scenarioDelete(
     done: tracker.goneAt.size,
     timedOut: !ok,
     requests: kubeletRequests(before, after),
+    cpuSeconds: cpuSince(pid, cpu0),
     verbs: verbDeltas(before, after, Math.max(5, n / 20)),
   };
   say(`scenario 5: ${tracker.goneAt.size}/${n} gone in ${result.remove.seconds.toFixed(1)} s`);
