@@ -106,9 +106,10 @@ export interface Provider {
   /**
    * Starts the pod. The pod has its env already resolved (the core's downward API and
    * ConfigMap/Secret resolution); it shares its unchanged parts with the core's cache, so keep it
-   * as it is or copy what you change (`structuredClone`), never change it in place. Creating a pod the provider already runs (same uid)
-   * must succeed without a second instance. Throw {@link InvalidInputError} for a pod that can
-   * never run here, {@link TransientError} for one that may run on a later try.
+   * as it is or copy what you change (`structuredClone`), never change it in place. Creating a
+   * pod the provider already runs (same uid) must succeed without a second instance. Throw
+   * {@link InvalidInputError} for a pod that can never run here, {@link TransientError} for one
+   * that may run on a later try.
    */
   createPod(pod: Pod, options: CallOptions): Promise<void>;
   /**
