@@ -436,12 +436,24 @@ async function scenarioRestart(
   const signal = AbortSignal.timeout(phaseTimeoutMs(n));
   let reconciled = 0;
   const stopTicker = progressTicker(say, "reconciled", () => reconciled, n);
-  const pollMs = Math.max(500, n / 5);
+  // The peer is asked for its /runningpods/ (every 0.5 s, longer at large N: each answer lists
+  // every pod, and asking costs the kubelet CPU). The floor and vkubelet each say when they have
+  // handled the pods they listed at start, read every 50 ms; vkubelet's count is then checked
+  // against its /runningpods/ once.
+  const pollMs = spec.name === "peer" ? Math.max(500, n / 5) : 50;
   let ok = false;
+  let seconds = NaN;
   while (!signal.aborted && next.exitCode === undefined) {
     if (spec.name === "floor") {
       const line = next.lines.find((l) => l.startsWith("reconciled "));
       reconciled = line ? Number(line.split(" ")[1]) : 0;
+    } else if (spec.name === "vkubelet") {
+      const line = next.lines.find((l) => l.includes("start-up synced: "));
+      const listed = line ? Number(/start-up synced: (\d+) /.exec(line)?.[1] ?? 0) : 0;
+      if (listed >= n) {
+        seconds = (performance.now() - t0) / 1000;
+        reconciled = (await runningPodsCount(kubeletApiClient, spec.port)) ?? 0;
+      }
     } else {
       reconciled = (await runningPodsCount(kubeletApiClient, spec.port)) ?? 0;
     }
@@ -449,9 +461,11 @@ async function scenarioRestart(
       ok = true;
       break;
     }
-    await sleep(spec.name === "floor" ? 50 : pollMs);
+    // A vkubelet that said it was done with fewer pods held keeps being asked.
+    if (!Number.isNaN(seconds)) seconds = NaN;
+    await sleep(pollMs);
   }
-  const seconds = (performance.now() - t0) / 1000;
+  if (Number.isNaN(seconds)) seconds = (performance.now() - t0) / 1000;
   // The new process's CPU from its start (startup included) until all were reconciled.
   const restartCpu = cpuNow(next.pid);
   stopTicker();

@@ -40,7 +40,7 @@ export interface SubjectSpec {
 /** A started subject process. */
 export interface RunningSubject {
   pid: number;
-  /** Lines the process prints on stdout (the floor's `reconciled N`). */
+  /** Lines the process prints on stdout (the floor's `reconciled N`), and vkubelet's log lines. */
   lines: string[];
   exited: Promise<Deno.CommandStatus>;
   /** Set once the process has exited (crashed, when nobody stopped it). */
@@ -110,8 +110,10 @@ function command(
         id.servingKey,
         "--client-ca-file",
         id.ca,
+        // Info, not warn: the restart scenario reads the "start-up synced" line (a handful of
+        // lines per run; nothing per pod is logged at info).
         "--log-level",
-        "warn",
+        "info",
         ...(qps.length ? ["--kube-api-qps", qps[0], "--kube-api-burst", qps[1]] : []),
         ...(spec.extraArgs ?? []),
         // For experiments only (e.g. "--pod-sync-workers 32"); a reported run leaves it unset.
@@ -190,7 +192,10 @@ export async function startSubject(spec: SubjectSpec): Promise<RunningSubject> {
       lines.push(...parts);
     }
   };
-  const copied = Promise.all([copy(child.stdout, true), copy(child.stderr, false)]);
+  const copied = Promise.all([
+    copy(child.stdout, true),
+    copy(child.stderr, spec.name === "vkubelet"),
+  ]);
   const exited = child.status.then(async (status) => {
     await copied.catch(() => {});
     log.close();

@@ -19,7 +19,7 @@ import { withEphemeralContainers } from "./ephemeral.ts";
 import { EventRecorder } from "./events.ts";
 import type { DaemonSetPodPolicy, PodContext } from "./pod_context.ts";
 import { PodStates, type UidStatus } from "./pod_state.ts";
-import { canonicalJson, isTerminal } from "./pod_status.ts";
+import { canonicalEqual, isTerminal } from "./pod_status.ts";
 import { removePodObject, sameSpec, syncPod } from "./pod_sync.ts";
 import { pollLoop, resyncLoop, sweepOrphans } from "./resync.ts";
 import { syncStatus } from "./status_sync.ts";
@@ -123,6 +123,7 @@ export class PodController {
   async run(signal: AbortSignal): Promise<void> {
     const ctx = this.#ctx;
     const caches = this.#caches;
+    const startedAt = this.#deps.clock.now();
     // The contract has no unsubscribe: a controller that stopped (a term that ended) ignores.
     let live = true;
     ctx.provider.notifyPods?.((pod) => live && this.#onProviderStatus(pod));
@@ -143,14 +144,23 @@ export class PodController {
       }
       await sweepOrphans(ctx, signal);
       this.#resolveReady();
-      ctx.log.info("pod controller ready: {count} pods bound to this node", {
-        count: ctx.pods.store.list().length,
+      const count = ctx.pods.store.list().length;
+      ctx.log.info("pod controller ready: {count} pods bound to this node", { count });
+      tasks.push(ctx.syncQueue.run(signal), ctx.statusQueue.run(signal));
+      // How long a start (or a restart) took to hand every listed pod to the provider: the
+      // figure an operator restarting a node with many pods wants (bench/ reads it too).
+      ctx.syncQueue.drained().then(() => {
+        if (signal.aborted) return;
+        ctx.log.info(
+          "start-up synced: {count} pods listed at start handled in {seconds} s, {retrying} to retry",
+          {
+            count,
+            seconds: Number(((this.#deps.clock.now() - startedAt) / 1000).toFixed(2)),
+            retrying: ctx.syncQueue.delayedLength,
+          },
+        );
       });
-      tasks.push(
-        ctx.syncQueue.run(signal),
-        ctx.statusQueue.run(signal),
-        resyncLoop(ctx, this.#deps.resyncPeriodMs ?? 60_000, signal),
-      );
+      tasks.push(resyncLoop(ctx, this.#deps.resyncPeriodMs ?? 60_000, signal));
       if (!ctx.provider.notifyPods) {
         tasks.push(pollLoop(ctx, this.#deps.statusPollIntervalMs ?? 5_000, signal));
       }
@@ -352,13 +362,31 @@ export class PodController {
     const pod = ctx.pods.store.getByKey(key);
     if (!pod) return;
     if (pod.metadata?.deletionTimestamp) ctx.syncQueue.add(key);
-    const ipsChanged = canonicalJson(ips(previous?.status.podIPs, previous?.status.podIP)) !==
-      canonicalJson(ips(next.status.podIPs, next.status.podIP));
+    const ipsChanged = !canonicalEqual(
+      ips(previous?.status.podIPs, previous?.status.podIP),
+      ips(next.status.podIPs, next.status.podIP),
+    );
     // Env was resolved before the provider assigned the IPs: resolve again and update.
-    if (ipsChanged && /"status\.(pod|host)IPs?"/.test(JSON.stringify(pod.spec))) {
+    if (ipsChanged && usesIps(pod)) {
       ctx.syncQueue.add(key);
     }
   }
+}
+
+const IP_FIELDS = new Set(["status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs"]);
+
+/** True when an env var of any container takes an IP from the downward API. */
+function usesIps(pod: Pod): boolean {
+  const spec = pod.spec;
+  for (const list of [spec?.initContainers, spec?.containers, spec?.ephemeralContainers]) {
+    for (const container of list ?? []) {
+      for (const env of container.env ?? []) {
+        const path = env.valueFrom?.fieldRef?.fieldPath;
+        if (path !== undefined && IP_FIELDS.has(path)) return true;
+      }
+    }
+  }
+  return false;
 }
 
 function ips(list: { ip?: string }[] | undefined, single: string | undefined): string[] {

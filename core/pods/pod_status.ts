@@ -15,7 +15,6 @@ import type {
 } from "kubernetes-types/core/v1.d.ts";
 import type { PodEvent } from "./events.ts";
 import { gatedConditions, heldPodConditions } from "./pod_conditions.ts";
-import { equalJson } from "../../k8s/watch/share.ts";
 
 /** The conditions a kubelet writes for its pods; PodScheduled is the scheduler's. */
 const KUBELET_CONDITIONS = new Set([
@@ -130,10 +129,25 @@ export function truncateTimes<T>(value: T): T {
 function truncateTime(value: string): string {
   // Most strings are not times: look at the shape before running the expression.
   if (value.length < 20 || value[4] !== "-" || value[10] !== "T") return value;
+  // Most times are already whole-second UTC, as the apiserver writes them.
+  if (value.length === 20 && isWholeSecondUtc(value)) return value;
   const m = TIME.exec(value);
   if (!m) return value;
   return `${new Date(Date.parse(value)).toISOString().slice(0, 19)}Z`;
 }
+
+// `YYYY-MM-DDTHH:MM:SSZ`, checked by character (no expression, no Date): the form to keep as is.
+function isWholeSecondUtc(value: string): boolean {
+  for (let i = 0; i < 20; i++) {
+    const c = value.charCodeAt(i);
+    const want = WHOLE_SECOND_UTC[i];
+    if (want === 0 ? c < 48 || c > 57 : c !== want) return false;
+  }
+  return true;
+}
+
+/** Per position of `YYYY-MM-DDTHH:MM:SSZ`: the character code wanted there, or 0 for a digit. */
+const WHOLE_SECOND_UTC = [..."0000-00-00T00:00:00Z"].map((c) => c === "0" ? 0 : c.charCodeAt(0));
 
 /** JSON with sorted keys, whole-second times and empty values (as Go's omitempty drops them) left out. */
 export function canonicalJson(value: unknown): string {
@@ -166,11 +180,68 @@ function canonical(value: unknown): unknown {
   return value === null ? undefined : value;
 }
 
+/**
+ * `canonicalJson(a) === canonicalJson(b)` without building either: walks the two side by side,
+ * stops at the first difference and allocates nothing. Parts the two share are equal at once.
+ */
+export function canonicalEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  const aEmpty = isCanonicallyEmpty(a);
+  const bEmpty = isCanonicallyEmpty(b);
+  if (aEmpty || bEmpty) return aEmpty && bEmpty;
+  if (typeof a === "string") return typeof b === "string" && truncateTime(a) === truncateTime(b);
+  if (typeof a !== "object" || typeof b !== "object") {
+    // Numbers equal as JSON (NaN and Infinity are both null there); everything else by identity.
+    return typeof a === "number" && typeof b === "number" &&
+      JSON.stringify(a) === JSON.stringify(b);
+  }
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b)) return false;
+    // Empty items are dropped from the canonical form: compare what is left, in order.
+    let i = 0;
+    let j = 0;
+    while (true) {
+      while (i < a.length && isCanonicallyEmpty(a[i])) i++;
+      while (j < b.length && isCanonicallyEmpty(b[j])) j++;
+      if (i === a.length || j === b.length) return i === a.length && j === b.length;
+      if (!canonicalEqual(a[i], b[j])) return false;
+      i++;
+      j++;
+    }
+  }
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  for (const k in x) {
+    if (!Object.hasOwn(x, k)) continue;
+    if (!canonicalEqual(x[k], Object.hasOwn(y, k) ? y[k] : undefined)) return false;
+  }
+  for (const k in y) {
+    if (Object.hasOwn(y, k) && !Object.hasOwn(x, k) && !isCanonicallyEmpty(y[k])) return false;
+  }
+  return true;
+}
+
+/** True for what the canonical form leaves out: undefined, null, "", and lists and objects of those. */
+function isCanonicallyEmpty(value: unknown): boolean {
+  if (value === undefined || value === null || value === "") return true;
+  if (typeof value !== "object") return false;
+  if (Array.isArray(value)) {
+    for (const item of value) if (!isCanonicallyEmpty(item)) return false;
+    return true;
+  }
+  for (const k in value) {
+    if (
+      Object.hasOwn(value, k) && !isCanonicallyEmpty((value as Record<string, unknown>)[k])
+    ) return false;
+  }
+  return true;
+}
+
 /** True when writing `next` over `current` would change nothing. */
 export function statusEqual(current: PodStatus | undefined, next: PodStatus): boolean {
-  // Equal as they are (often the same objects: see mergeStatus) is equal in canonical form too.
-  if (current && equalJson(current, next)) return true;
-  return canonicalJson(current ?? {}) === canonicalJson(next);
+  // Equal as they are (often the same objects: see mergeStatus) is equal in canonical form too;
+  // the API's copy differs from a report mostly in nulls (`lastProbeTime: null`) and key order.
+  return canonicalEqual(current, next);
 }
 
 /** True for Succeeded and Failed. */

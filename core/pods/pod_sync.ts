@@ -9,12 +9,11 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { isConflict, isKubeNotFound } from "../../k8s/errors.ts";
-import { equalJson } from "../../k8s/watch/share.ts";
 import { isInvalidInput, isNotFound } from "../../provider/mod.ts";
 import type { PodContext } from "./pod_context.ts";
 import { podKey } from "./api.ts";
 import { isEnvResolutionError, resolvePodEnv } from "./env.ts";
-import { canonicalJson, controllerStatus, isTerminal } from "./pod_status.ts";
+import { canonicalEqual, controllerStatus, isTerminal } from "./pod_status.ts";
 import { preflight } from "./preflight.ts";
 import type { ProcessResult } from "./work_queue.ts";
 
@@ -257,15 +256,10 @@ function skipDaemonSetPod(ctx: PodContext, pod: Pod): void {
 
 /** True when the parts of two pods that updatePod can change are equal. */
 export function sameSpec(a: Pod, b: Pod): boolean {
-  // Versions from the informer share what did not change (k8s/watch/share.ts), so the cheap
-  // check answers at once for nearly every update (status writes); the canonical form (empty
-  // values, times) for the rest.
-  return equalJson(specParts(a), specParts(b)) || specOf(a) === specOf(b);
-}
-
-/** The parts of a pod that updatePod can change, canonically: equal means no update. */
-export function specOf(pod: Pod): string {
-  return canonicalJson(specParts(pod));
+  // Versions from the informer share what did not change (k8s/watch/share.ts), so this answers
+  // at once for nearly every update (status writes); the canonical form (empty values, times)
+  // for the rest.
+  return canonicalEqual(specParts(a), specParts(b));
 }
 
 function specParts(pod: Pod) {

@@ -56,6 +56,8 @@ export class WorkQueue {
   #active = 0;
   #idle = 0;
   #timerWake: AbortController | undefined;
+  /** Callers of {@link drained} waiting for no key to be queued or in progress. */
+  #drainWaiters: (() => void)[] = [];
   #tokens: number;
   #tokensAt: number;
 
@@ -99,6 +101,19 @@ export class WorkQueue {
     this.#queued.add(key);
     this.#queue.push(key);
     this.#spawn();
+  }
+
+  /**
+   * Resolves once no key is queued or in progress (keys waiting for a delay do not count): at
+   * once if that is so now. For "the work there was has been done" (the start-up log line).
+   */
+  drained(): Promise<void> {
+    if (this.#isDrained()) return Promise.resolve();
+    return new Promise((resolve) => this.#drainWaiters.push(resolve));
+  }
+
+  #isDrained(): boolean {
+    return this.#queue.length === 0 && this.#processing.size === 0;
   }
 
   /** Starts a worker if keys wait and fewer than `workers` run (only while running). */
@@ -190,6 +205,9 @@ export class WorkQueue {
         this.#processing.delete(key);
         this.#idle++;
         if (this.#dirtyWhileProcessing.delete(key) && !signal.aborted) this.add(key);
+        if (this.#drainWaiters.length > 0 && this.#isDrained()) {
+          for (const resolve of this.#drainWaiters.splice(0)) resolve();
+        }
       }
     } finally {
       // In the same tick as the last `shift`: an `add` after it starts a new worker.

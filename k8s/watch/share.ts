@@ -63,26 +63,3 @@ function keyCount(object: Record<string, unknown>): number {
   for (const _ in object) count++;
   return count;
 }
-
-/**
- * True when two JSON values are equal throughout (key order aside). Parts the two share are
- * equal at once, so two versions from the informer compare in the time it takes to find what
- * changed; nothing is allocated.
- */
-export function equalJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
-  if (Array.isArray(a) || Array.isArray(b)) {
-    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!equalJson(a[i], b[i])) return false;
-    return true;
-  }
-  const x = a as Record<string, unknown>;
-  const y = b as Record<string, unknown>;
-  let count = 0;
-  for (const key in x) {
-    count++;
-    if (!Object.hasOwn(y, key) || !equalJson(x[key], y[key])) return false;
-  }
-  return keyCount(y) === count;
-}

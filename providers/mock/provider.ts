@@ -40,7 +40,7 @@ import {
 import { cpuNanoSeconds, metricsText, statsSummary, type Usage } from "./stats.ts";
 import { quantityToNumber } from "../../k8s/quantity.ts";
 import { configureMockNode } from "./node.ts";
-import { frozen } from "./frozen.ts";
+import { frozenPod } from "./frozen.ts";
 import { writtenStarts } from "./written_starts.ts";
 
 /** Annotations a pod can carry to steer the mock (deterministic hooks for tests). */
@@ -85,6 +85,7 @@ export class MockProvider implements Provider {
   readonly #startMs: number;
   /** Exit scripts in progress (see hooks.ts), awaited by close. */
   readonly #scripts = new Set<Promise<void>>();
+  #defaultUsage?: Usage;
   #retiredCpuNs = 0;
   #pingError?: Error;
 
@@ -174,8 +175,9 @@ export class MockProvider implements Provider {
       );
     }
     const record: MockPod = {
-      // Kept as given (see Provider.createPod): its unchanged parts are the informer's own.
-      pod: frozen(pod),
+      // Kept as given (see Provider.createPod): its parts are the informer's own. #refresh
+      // below replaces it with the frozen record before anyone else sees it.
+      pod,
       podIp,
       startMs: written.podStartMs ?? now,
       runs,
@@ -214,7 +216,7 @@ export class MockProvider implements Provider {
         });
       }
     }
-    record.pod = frozen({ ...pod, status: record.pod.status });
+    record.pod = frozenPod(pod, record.pod.status);
     this.#refresh(record);
     await Promise.resolve();
   }
@@ -231,7 +233,7 @@ export class MockProvider implements Provider {
         } has no ephemeral container ${name}`,
       );
     }
-    record.pod = frozen({ ...pod, status: record.pod.status });
+    record.pod = frozenPod(pod, record.pod.status);
     if (!record.runs.has(name)) {
       record.runs.set(name, {
         startedAtMs: this.#deps.clock.now(),
@@ -247,11 +249,11 @@ export class MockProvider implements Provider {
     options.signal?.throwIfAborted();
     const record = this.#get(pod.metadata?.namespace, pod.metadata?.name);
     const now = this.#deps.clock.now();
-    record.pod = frozen({
-      ...record.pod,
-      metadata: pod.metadata ?? record.pod.metadata,
-      status: terminalPodStatus(record.pod, record.pod.status, { nowMs: now }),
-    });
+    record.pod = frozenPod(
+      record.pod,
+      terminalPodStatus(record.pod, record.pod.status, { nowMs: now }),
+      pod.metadata ?? record.pod.metadata,
+    );
     this.#notify(record.pod);
     this.#remove(record);
     await Promise.resolve();
@@ -396,7 +398,8 @@ export class MockProvider implements Provider {
 
   #usageOf(pod: Pod): Usage {
     const text = pod.metadata?.annotations?.[ANNOTATIONS.usage];
-    if (text === undefined) return usageFrom(this.#config.usage);
+    // One object for every pod without the annotation (read-only, like the records).
+    if (text === undefined) return this.#defaultUsage ??= usageFrom(this.#config.usage);
     const fields = Object.fromEntries(
       text.split(",").map((part) => part.split("=").map((s) => s.trim())),
     );
@@ -488,7 +491,7 @@ export class MockProvider implements Provider {
   }
 
   #refresh(record: MockPod): void {
-    record.pod = frozen({ ...record.pod, status: this.#status(record) });
+    record.pod = frozenPod(record.pod, this.#status(record));
     this.#notify(record.pod);
   }
 

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { InvalidInputError, TransientError } from "../../../provider/mod.ts";
+import { recordingLogger } from "../node/fakes.ts";
 import { boundPod, startController } from "./_harness.ts";
 
 Deno.test("a pod bound to the node runs in the provider and its status is written back", async () => {
@@ -135,6 +136,21 @@ Deno.test("restart: nothing is deleted before the informer has synced, then only
   assert.deepEqual(t.provider.ops("delete").sort(), ["shop/b-old-uid", "shop/orphan"]);
   assert.deepEqual(t.provider.ops("create"), [], "running pods are not created twice");
   assert.deepEqual([...t.provider.pods.keys()].sort(), ["shop/a", "shop/b"]);
+  await t.stop();
+});
+
+Deno.test("start-up says when every pod listed at start has been handled, and how many", async () => {
+  const { log, records } = recordingLogger();
+  const t = startController({ syncOnRun: false, deps: { log } });
+  for (const name of ["a", "b", "c"]) t.api.pods.put(boundPod(name));
+  t.api.pods.informerInstance.sync();
+  await t.controller.ready;
+  const line = () => records.find((r) => r.message.startsWith("start-up synced"));
+  assert.equal(line(), undefined, "not before the workers ran");
+  await t.settle();
+  assert.deepEqual(t.provider.ops("create").sort(), ["shop/a", "shop/b", "shop/c"]);
+  assert.equal(line()?.properties.count, 3);
+  assert.equal(line()?.properties.retrying, 0);
   await t.stop();
 });
 

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import type { PodStatus } from "kubernetes-types/core/v1.d.ts";
-import { canonicalJson, mergeStatus, statusEqual } from "../../../core/pods/pod_status.ts";
+import {
+  canonicalEqual,
+  canonicalJson,
+  mergeStatus,
+  statusEqual,
+} from "../../../core/pods/pod_status.ts";
 import { sameSpec } from "../../../core/pods/pod_sync.ts";
 
 Deno.test("the canonical form sorts keys, drops empty values and truncates times to seconds", () => {
@@ -12,6 +17,102 @@ Deno.test("the canonical form sorts keys, drops empty values and truncates times
   );
   assert.equal(canonicalJson({ at: "2026-01-01T01:00:00+01:00" }), '{"at":"2026-01-01T00:00:00Z"}');
   assert.equal(canonicalJson(undefined), "");
+});
+
+/** A small seeded generator (mulberry32), so a failure names a reproducible case. */
+function random(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const LEAVES = [
+  "",
+  null,
+  0,
+  1,
+  true,
+  false,
+  "Running",
+  "2026-01-01T00:00:00Z",
+  "2026-01-01T00:00:00.25Z",
+  "2026-01-01T01:00:00+01:00",
+  "2026-01-01T00:00:01Z",
+];
+
+function value(rand: () => number, depth: number): unknown {
+  const r = rand();
+  if (depth > 2 || r < 0.45) return LEAVES[Math.floor(rand() * LEAVES.length)];
+  const n = Math.floor(rand() * 3);
+  if (r < 0.7) return Array.from({ length: n }, () => value(rand, depth + 1));
+  return Object.fromEntries(
+    Array.from({ length: n }, (_, i) => [`k${Math.floor(rand() * 3)}${i}`, value(rand, depth + 1)]),
+  );
+}
+
+/** A copy of `v` with a few changes that the canonical form may or may not see. */
+function variant(rand: () => number, v: unknown): unknown {
+  const r = rand();
+  if (r < 0.15) return LEAVES[Math.floor(rand() * LEAVES.length)];
+  if (Array.isArray(v)) {
+    const out = v.map((x) => variant(rand, x));
+    if (rand() < 0.3) {
+      out.splice(Math.floor(rand() * (out.length + 1)), 0, rand() < 0.5 ? null : []);
+    }
+    return out;
+  }
+  if (v && typeof v === "object") {
+    const entries = Object.entries(v).map(([k, x]) => [k, variant(rand, x)] as const);
+    if (rand() < 0.3) entries.push(["extra", rand() < 0.5 ? "" : { e: null }]);
+    if (rand() < 0.5) entries.reverse();
+    return Object.fromEntries(entries);
+  }
+  return v;
+}
+
+Deno.test("the canonical comparison agrees with comparing canonical forms", () => {
+  const rand = random(20261202);
+  let equal = 0;
+  let different = 0;
+  for (let i = 0; i < 5000; i++) {
+    const a = value(rand, 0);
+    const b = rand() < 0.5 ? variant(rand, a) : value(rand, 0);
+    const expected = canonicalJson(a) === canonicalJson(b);
+    assert.equal(
+      canonicalEqual(a, b),
+      expected,
+      `case ${i}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`,
+    );
+    if (expected) equal++;
+    else different++;
+  }
+  // Both answers were exercised, not just one.
+  assert.ok(equal > 500 && different > 500, `equal ${equal}, different ${different}`);
+});
+
+Deno.test("a status read back with nulls and another key order equals the one written", () => {
+  const written: PodStatus = {
+    phase: "Running",
+    conditions: [{ type: "Ready", status: "True", lastTransitionTime: "2026-01-01T00:00:01Z" }],
+    podIP: "127.0.0.5",
+  };
+  const readBack = {
+    podIP: "127.0.0.5",
+    conditions: [{
+      lastProbeTime: null,
+      lastTransitionTime: "2026-01-01T00:00:01Z",
+      status: "True",
+      type: "Ready",
+    }],
+    phase: "Running",
+  } as unknown as PodStatus;
+  assert.ok(statusEqual(readBack, written));
+  assert.ok(!statusEqual(readBack, { ...written, podIP: "127.0.0.6" }));
+  assert.ok(!statusEqual(undefined, written));
+  assert.ok(statusEqual(undefined, { phase: "" }));
 });
 
 Deno.test("merging a reported status leaves the report as it was", () => {

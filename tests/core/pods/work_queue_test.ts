@@ -224,3 +224,27 @@ Deno.test("run resolves after abort only once the key in progress has finished",
   await stopping;
   assert.equal(finished, true);
 });
+
+Deno.test("drained resolves once every queued key and the one in progress are done", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  const done: string[] = [];
+  const q = startQueue(async (key) => {
+    if (key === "ns/slow") await gate;
+    done.push(key);
+  });
+  await q.queue.drained(); // nothing queued: at once
+  q.queue.add("ns/a");
+  q.queue.add("ns/slow");
+  q.queue.add("ns/b");
+  let drained = false;
+  q.queue.drained().then(() => drained = true);
+  await flush();
+  assert.deepEqual(done.sort(), ["ns/a", "ns/b"]);
+  assert.equal(drained, false, "ns/slow is still in progress");
+  release();
+  await flush();
+  assert.equal(drained, true);
+  assert.deepEqual(done.sort(), ["ns/a", "ns/b", "ns/slow"]);
+  await q.stop();
+});
