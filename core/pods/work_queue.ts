@@ -8,7 +8,11 @@
  * @module
  */
 import { type Clock, jitter } from "../../base/clock.ts";
+import { Slicer } from "../../base/event_loop.ts";
 import type { Logger } from "../../base/log.ts";
+
+/** Workers let the event loop turn after this much work without a wait (see base/event_loop.ts). */
+const SLICE_MS = 10;
 
 /** What a processing function may ask for after it succeeded. */
 export interface ProcessResult {
@@ -56,6 +60,7 @@ export class WorkQueue {
   #active = 0;
   #idle = 0;
   #timerWake: AbortController | undefined;
+  #slicer = new Slicer(SLICE_MS);
   /** Callers of {@link drained} waiting for no key to be queued or in progress. */
   #drainWaiters: (() => void)[] = [];
   #tokens: number;
@@ -208,6 +213,10 @@ export class WorkQueue {
         if (this.#drainWaiters.length > 0 && this.#isDrained()) {
           for (const resolve of this.#drainWaiters.splice(0)) resolve();
         }
+        // Keys whose processing never waits on I/O (an in-memory provider) would otherwise run
+        // back to back and hold every socket until the queue is empty.
+        const turn = this.#slicer.take();
+        if (turn) await turn;
       }
     } finally {
       // In the same tick as the last `shift`: an `add` after it starts a new worker.

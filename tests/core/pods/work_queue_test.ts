@@ -248,3 +248,19 @@ Deno.test("drained resolves once every queued key and the one in progress are do
   assert.deepEqual(done.sort(), ["ns/a", "ns/b", "ns/slow"]);
   await q.stop();
 });
+
+Deno.test("keys that never wait on I/O still let timers and sockets run between them", async () => {
+  const busy = (ms: number) => {
+    const end = performance.now() + ms;
+    while (performance.now() < end) { /* work without a wait, like an in-memory provider */ }
+  };
+  const q = startQueue(() => busy(0.1), { workers: 10 });
+  for (let i = 0; i < 2000; i++) q.queue.add(`ns/p${i}`);
+  // Queued behind 2,000 keys of 0.1 ms each: a timer due at once, as a lease renewal or a
+  // socket read would be.
+  let leftWhenTimerRan = -1;
+  setTimeout(() => leftWhenTimerRan = q.queue.length, 0);
+  await q.queue.drained();
+  assert.ok(leftWhenTimerRan > 0, `the timer ran with ${leftWhenTimerRan} keys left`);
+  await q.stop();
+});
