@@ -39,8 +39,10 @@ export interface PodControllerDeps {
   workers?: number;
   /**
    * Workers of the status queue, which only writes pod status to the API (bounded by the
-   * client's QPS); default 32, so that status writes keep pace with an apiserver that creates
-   * hundreds of pods a second instead of falling behind until the creates stop.
+   * client's QPS); default 64, so that status writes keep pace with an apiserver that creates
+   * hundreds of pods a second instead of falling behind until the creates stop (with 32, each
+   * write taking ~130 ms under that load, a new pod's status waited 0.3–0.6 s in the queue at
+   * 1,000 pods: bench/why.md, fourth round).
    */
   statusWorkers?: number;
   /** Told how long each sync with the provider took and whether it worked; for metrics. */
@@ -261,7 +263,7 @@ export class PodController {
       statusQueue: new WorkQueue({
         clock: d.clock,
         log: d.log,
-        workers: d.statusWorkers ?? 32,
+        workers: d.statusWorkers ?? 64,
         process: (key, signal) => this.#statusWork(key, signal),
       }),
       addresses: (key, pod) => this.#addresses(key, pod),
