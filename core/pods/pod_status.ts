@@ -149,40 +149,11 @@ function isWholeSecondUtc(value: string): boolean {
 /** Per position of `YYYY-MM-DDTHH:MM:SSZ`: the character code wanted there, or 0 for a digit. */
 const WHOLE_SECOND_UTC = [..."0000-00-00T00:00:00Z"].map((c) => c === "0" ? 0 : c.charCodeAt(0));
 
-/** JSON with sorted keys, whole-second times and empty values (as Go's omitempty drops them) left out. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(canonical(value)) ?? "";
-}
-
-/** One pass of what canonicalJson needs: times truncated, keys sorted, empty values dropped. */
-function canonical(value: unknown): unknown {
-  if (typeof value === "string") return value === "" ? undefined : truncateTime(value);
-  if (Array.isArray(value)) {
-    const items = [];
-    for (const item of value) {
-      const v = canonical(item);
-      if (v !== undefined) items.push(v);
-    }
-    return items.length ? items : undefined;
-  }
-  if (value && typeof value === "object") {
-    // Only ever stringified: no prototype, so no key is special.
-    const out: Record<string, unknown> = Object.create(null);
-    let empty = true;
-    for (const k of Object.keys(value).sort()) {
-      const v = canonical((value as Record<string, unknown>)[k]);
-      if (v === undefined) continue;
-      out[k] = v;
-      empty = false;
-    }
-    return empty ? undefined : out;
-  }
-  return value === null ? undefined : value;
-}
-
 /**
- * `canonicalJson(a) === canonicalJson(b)` without building either: walks the two side by side,
- * stops at the first difference and allocates nothing. Parts the two share are equal at once.
+ * True when `a` and `b` are equal in canonical form: keys in any order, empty values (undefined,
+ * null, "", empty lists and objects, as Go's omitempty drops them) left out, times as whole UTC
+ * seconds. Walks the two side by side, stops at the first difference and allocates nothing;
+ * parts the two share are equal at once.
  */
 export function canonicalEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;

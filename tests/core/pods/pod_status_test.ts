@@ -1,23 +1,44 @@
 import assert from "node:assert/strict";
 import type { PodStatus } from "kubernetes-types/core/v1.d.ts";
-import {
-  canonicalEqual,
-  canonicalJson,
-  mergeStatus,
-  statusEqual,
-} from "../../../core/pods/pod_status.ts";
+import { canonicalEqual, mergeStatus, statusEqual } from "../../../core/pods/pod_status.ts";
 import { sameSpec } from "../../../core/pods/pod_sync.ts";
 
 Deno.test("the canonical form sorts keys, drops empty values and truncates times to seconds", () => {
   const a = { b: [1, "", null], a: { z: "2026-01-01T00:00:00.123456Z", y: "" }, c: [], d: {} };
-  assert.equal(canonicalJson(a), '{"a":{"z":"2026-01-01T00:00:00Z"},"b":[1]}');
-  assert.equal(
-    canonicalJson({ x: "not-a-time-but-long-enough" }),
-    '{"x":"not-a-time-but-long-enough"}',
-  );
-  assert.equal(canonicalJson({ at: "2026-01-01T01:00:00+01:00" }), '{"at":"2026-01-01T00:00:00Z"}');
-  assert.equal(canonicalJson(undefined), "");
+  assert.ok(canonicalEqual(a, { a: { z: "2026-01-01T00:00:00Z" }, b: [1] }));
+  assert.ok(!canonicalEqual(a, { a: { z: "2026-01-01T00:00:01Z" }, b: [1] }));
+  const text = { x: "not-a-time-but-long-enough" };
+  assert.ok(canonicalEqual(text, { x: "not-a-time-but-long-enough" }));
+  assert.ok(!canonicalEqual(text, { x: "not-a-time-but-long-enougH" }));
+  assert.ok(canonicalEqual({ at: "2026-01-01T01:00:00+01:00" }, { at: "2026-01-01T00:00:00Z" }));
+  assert.ok(canonicalEqual(undefined, {}));
 });
+
+/**
+ * The canonical form spelled out, as the comparison's specification: keys sorted, empty values
+ * (undefined, null, "", empty lists and objects) dropped, times as whole UTC seconds.
+ */
+function canonicalJson(value: unknown): string {
+  const time = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
+  const walk = (v: unknown): unknown => {
+    if (typeof v === "string") {
+      if (v === "") return undefined;
+      return time.test(v) ? `${new Date(v).toISOString().slice(0, 19)}Z` : v;
+    }
+    if (Array.isArray(v)) {
+      const items = v.map(walk).filter((x) => x !== undefined);
+      return items.length ? items : undefined;
+    }
+    if (v && typeof v === "object") {
+      const entries = Object.keys(v).sort()
+        .map((k) => [k, walk((v as Record<string, unknown>)[k])] as const)
+        .filter(([, x]) => x !== undefined);
+      return entries.length ? Object.fromEntries(entries) : undefined;
+    }
+    return v === null ? undefined : v;
+  };
+  return JSON.stringify(walk(value)) ?? "";
+}
 
 /** A small seeded generator (mulberry32), so a failure names a reproducible case. */
 function random(seed: number): () => number {
