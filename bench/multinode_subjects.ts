@@ -8,6 +8,7 @@ import type { KubeletIdentity } from "./control_plane.ts";
 import { type Kube, pool } from "./kube.ts";
 import { inspectFlags, shippedFlags } from "./subjects.ts";
 import { ensureKwok, kwokArgs, kwokNode, writeKwokStages } from "./kwok.ts";
+import { freePort } from "../tests/cluster/ports.ts";
 
 /** Which implementation runs the nodes. */
 export type MultiNodeSubject = "vkubelet" | "kwok";
@@ -113,11 +114,4 @@ export async function startMultiNodeSubject(spec: MultiNodeSpec): Promise<Starte
 
 async function logFile(path: string): Promise<WritableStream<Uint8Array>> {
   return (await Deno.open(path, { create: true, write: true, truncate: true })).writable;
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }

@@ -14,6 +14,7 @@ import { cpuSeconds, machine, memoryMiB } from "./proc.ts";
 import { type Settle, waitSettled } from "./settle.ts";
 import { NODE_NAME, type RunningSubject, startSubject, type SubjectName } from "./subjects.ts";
 import { PodTracker } from "./tracker.ts";
+import { freePort } from "../tests/cluster/ports.ts";
 
 /** Knobs of one run. */
 export interface RunOptions {
@@ -147,13 +148,6 @@ async function runningPodsCount(
   } catch {
     return undefined;
   }
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /** Runs scenarios 1 to 5, in that order, for one subject at size `n`. */

@@ -20,6 +20,7 @@ import { brkHeapMiB, cpuSeconds, machine, memoryMiB } from "./proc.ts";
 import type { SoakFlags } from "./soak_flags.ts";
 import type { SoakSample } from "./soak_stats.ts";
 import { type RunningSubject, startSubject } from "./subjects.ts";
+import { freePort } from "../tests/cluster/ports.ts";
 
 /** What a soak run recorded, saved as soak.json and reported by `soak_report.ts`. */
 export interface SoakResult {
@@ -104,13 +105,6 @@ async function heapUsedMiB(metricsPort: number): Promise<number> {
   } catch {
     return NaN;
   }
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /** Runs the soak and returns what it recorded; cleans up its namespace, node and process. */

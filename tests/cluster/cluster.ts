@@ -7,6 +7,7 @@
  * @module
  */
 import { cacheDir, ensureBinary } from "./build.ts";
+import { freePort } from "./ports.ts";
 
 /** Where one cluster's PKI, data, logs and kubeconfigs live. */
 export interface ClusterPaths {
@@ -170,13 +171,6 @@ async function healthyWithin(paths: ClusterPaths, url: string, withinMs: number)
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
   return true;
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 function kubeconfig(paths: ClusterPaths, server: string, user: string): string {
@@ -412,8 +406,27 @@ export async function up(
   const progress = options.progress ?? (() => {});
   const binary = await ensureBinary({ progress });
   await Deno.mkdir(`${clusterDir}/logs`, { recursive: true });
-  await Deno.remove(`${clusterDir}/etcd`, { recursive: true }).catch(() => {});
   await preparePki(binary, paths.pki);
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await start(paths, binary, options, progress);
+    } catch (err) {
+      // A port free when chosen can still be bound by someone else before the component binds it.
+      if (attempt === 3 || !/address already in use/.test(String(err))) throw err;
+      progress(`a port was taken while starting (${attempt} of 3); again with new ports`);
+      await down(paths);
+    }
+  }
+}
+
+async function start(
+  paths: ClusterPaths,
+  binary: string,
+  options: UpOptions,
+  progress: (line: string) => void,
+): Promise<ClusterState> {
+  const clusterDir = paths.dir;
+  await Deno.remove(`${clusterDir}/etcd`, { recursive: true }).catch(() => {});
   const ports = {} as Record<Component, number>;
   for (const c of COMPONENTS) ports[c] = freePort();
   const etcdPeerPort = freePort();

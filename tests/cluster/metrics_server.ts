@@ -21,6 +21,7 @@ import {
   runChecked,
   stopProcess,
 } from "./cluster.ts";
+import { freePort } from "./ports.ts";
 
 const moduleDir = new URL("./metrics_server/", import.meta.url).pathname;
 
@@ -284,13 +285,6 @@ async function prepareCredentials(state: ClusterState): Promise<void> {
     ].join("\n"),
     { mode: 0o600 },
   );
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 function portOf(args: string[]): number {

@@ -6,6 +6,7 @@
  */
 import type { TestCluster } from "./harness.ts";
 import { VKUBELET_PERMISSIONS as SHIPPED_PERMISSIONS } from "../../scripts/permissions.ts";
+import { freePort } from "./ports.ts";
 
 const mainPath = new URL("../../main.ts", import.meta.url).pathname;
 /** The permissions `deno task start` (and the compiled binary) run with. */
@@ -51,13 +52,6 @@ export interface RunningVkubelet {
   stop(signal?: Deno.Signal): Promise<{ code: number; ms: number }>;
   /** The exit status, once it has exited. */
   status: Promise<Deno.CommandStatus>;
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /** Reads the node's Ready condition status ("True", "False", "Unknown") or undefined. */
