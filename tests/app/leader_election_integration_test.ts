@@ -12,6 +12,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { KubeClient } from "../../k8s/mod.ts";
 import { type TestCluster, useCluster } from "../cluster/harness.ts";
 import { type RunningVkubelet, startVkubelet } from "../cluster/vkubelet.ts";
+import { freePort } from "../cluster/ports.ts";
 
 const PODS = 50;
 
@@ -27,13 +28,6 @@ async function eventually<T>(
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /** A ServiceAccount in `ns` bound to deploy/kubernetes/rbac.yaml's ClusterRole; its kubeconfig. */

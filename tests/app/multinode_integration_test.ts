@@ -13,6 +13,7 @@ import { loadConfig } from "../../app/config.ts";
 import { runVkubelet } from "../../app/run.ts";
 import type { NodeSet } from "../../app/node_set.ts";
 import { realClock } from "../../base/clock.ts";
+import { freePort } from "../cluster/ports.ts";
 
 async function eventually<T>(
   what: string,
@@ -26,13 +27,6 @@ async function eventually<T>(
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /** The sum of `vkubelet_kube_api_requests_total` for `verb`, from the process's /metrics. */

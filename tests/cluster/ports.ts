@@ -1,6 +1,6 @@
 /**
- * Free loopback ports for the processes the tests and the bench start (control-plane components,
- * vkubelet, metrics-server).
+ * Free loopback ports for the servers the tests and the bench start and hand a port to (control
+ * plane, vkubelet, metrics-server, moto).
  * @module
  */
 

@@ -12,15 +12,9 @@ import { useCluster } from "../cluster/harness.ts";
 import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
 import { bundleArgs } from "../../scripts/compile.ts";
 import { greeterPod, podLogs, podPhase, spawnVkubelet } from "./_helpers.ts";
+import { freePort } from "../cluster/ports.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
 
 /** GET /healthz without credentials, as the Dockerfile's HEALTHCHECK does with curl -k. */
 function healthzStatus(port: number): Promise<number> {

@@ -15,6 +15,7 @@ import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
 import { loadConfig } from "../../app/config.ts";
 import { VKUBELET_RULES } from "./rbac_rules.ts";
 import { eventually, podLogs, podPhase, spawnVkubelet } from "./_helpers.ts";
+import { freePort } from "../cluster/ports.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const manifests = `${root}deploy/kubernetes`;
@@ -214,13 +215,6 @@ function kubeletStatus(port: number, path: string, token: string): Promise<numbe
     req.on("error", reject);
     req.end();
   });
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 function workload(ns: string, nodeName: string): unknown {

@@ -7,6 +7,7 @@
  */
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
+import { freePort } from "../../cluster/ports.ts";
 
 const root = new URL("../../../", import.meta.url).pathname;
 const venv = `${root}.cache/moto`;
@@ -53,13 +54,6 @@ export async function installMoto(): Promise<void> {
   }
   await run("python3", ["-m", "venv", venv]);
   await run(`${venv}/bin/pip`, ["install", "-q", `moto[server]==${MOTO_VERSION}`]);
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 const SETUP = `

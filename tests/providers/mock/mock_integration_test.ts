@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { useCluster } from "../../cluster/harness.ts";
 import { startVkubelet } from "../../cluster/vkubelet.ts";
+import { freePort } from "../../cluster/ports.ts";
 
 async function eventually<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000) {
   const deadline = Date.now() + ms;
@@ -16,13 +17,6 @@ async function eventually<T>(what: string, check: () => Promise<T | undefined>, 
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 Deno.test("mock hooks: a Job exiting 3 fails with exit code 3, one exiting 0 completes, a start error waits", async (t) => {

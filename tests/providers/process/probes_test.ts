@@ -1,13 +1,7 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../fakes/clock.ts";
 import { cleanup, makePod, startProvider, waitFor } from "./_helpers.ts";
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
+import { freePort } from "../../cluster/ports.ts";
 
 Deno.test("a readiness probe on an HTTP server makes the pod Ready", async () => {
   const t = await startProvider();
