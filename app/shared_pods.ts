@@ -13,6 +13,7 @@ import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../base/clock.ts";
 import type { Informer } from "../k8s/watch/informer.ts";
 import { dropManagedFields } from "../k8s/watch/informer.ts";
+import { internPodParts, SharedParts } from "../k8s/watch/intern.ts";
 import type { KubeClient } from "../k8s/mod.ts";
 import { type InformerLike, podKey } from "../core/pods/mod.ts";
 
@@ -68,12 +69,16 @@ export class SharedPodInformer {
   readonly #services: Informer<Service>;
 
   constructor(deps: SharedPodInformerDeps) {
+    // The nodes' pods of one template share their spec, labels and owner references.
+    const parts = new SharedParts();
     this.#pods = deps.kube.pods.informer({
       fieldSelector: "spec.nodeName!=",
       clock: deps.clock,
       name: "pods of all nodes",
       transform: (pod) =>
         this.#views.has(pod.spec?.nodeName ?? "") ? dropManagedFields(pod) : stub(pod),
+      intern: (pod, previous) =>
+        this.#views.has(nodeOf(pod)) ? internPodParts(pod, parts, previous) : pod,
     });
     this.#services = deps.kube.services.informer({ clock: deps.clock, name: "services" });
     this.#pods.on("add", (pod) => this.#views.get(nodeOf(pod))?.emit("add", pod));

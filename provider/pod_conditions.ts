@@ -9,6 +9,7 @@
 import type { ContainerStatus, Pod, PodCondition } from "kubernetes-types/core/v1.d.ts";
 import { isSidecar, isTerminalPhase, type StatusesByName } from "./pod_phase.ts";
 import { formatTime } from "../k8s/micro_time.ts";
+import { SharedParts } from "../k8s/watch/intern.ts";
 
 /** What the conditions are generated from besides the pod and its container statuses. */
 export interface ConditionInputs {
@@ -114,7 +115,8 @@ export function kubeletConditions(
 
 /**
  * `ours` with transition times (kept from `previous` while the status holds, else `nowMs`),
- * after the conditions of `previous` whose type is not among ours (owned by others).
+ * after the conditions of `previous` whose type is not among ours (owned by others). Frozen, and
+ * shared with other pods' equal lists (pods that started in the same second have the same).
  */
 export function mergeConditions(
   previous: PodCondition[],
@@ -130,5 +132,8 @@ export function mergeConditions(
       : formatTime(nowMs);
     return { ...c, lastTransitionTime: at };
   });
-  return [...kept, ...timed];
+  return conditionLists.intern([...kept, ...timed]);
 }
+
+/** Condition lists of recent seconds, shared between pods (immutable values, like formatTime's). */
+const conditionLists = new SharedParts(1024);

@@ -47,6 +47,15 @@ export interface InformerOptions {
   name?: string;
 }
 
+/** Options for the pod informer. */
+export interface PodInformerOptions extends InformerOptions {
+  /**
+   * Applied to each pod the cache takes that is new or changed: shares its parts with other
+   * pods' equal ones (k8s/watch/intern.ts `internPodParts`).
+   */
+  intern?: (pod: Pod, previous: Pod | undefined) => Pod;
+}
+
 /** Options of a delete. */
 export interface DeleteOptions extends SignalOptions {
   gracePeriodSeconds?: number;
@@ -59,7 +68,7 @@ export interface PodsApi {
   /** PUT pods/status; 409 Conflict when `metadata.resourceVersion` is stale. */
   updateStatus(pod: Pod, options?: SignalOptions): Promise<Pod>;
   delete(namespace: string, name: string, options?: DeleteOptions): Promise<unknown>;
-  informer(options: InformerOptions): InformerLike<Pod>;
+  informer(options: PodInformerOptions): InformerLike<Pod>;
 }
 
 /** ConfigMaps or Secrets, one object at a time. */

@@ -27,6 +27,7 @@ import {
   resolveResourceFieldRef,
   type ResourceList,
 } from "../../provider/mod.ts";
+import type { SharedParts } from "../../k8s/watch/intern.ts";
 import { expandVars } from "./expansion.ts";
 import { serviceEnvVars } from "./service_env.ts";
 
@@ -97,6 +98,11 @@ export interface ResolveEnvOptions extends CallOptions {
    * vars using them stay fieldRefs, and `$(NAME)` references to them stay unexpanded.
    */
   deferredFieldPaths?: readonly string[];
+  /**
+   * Where the resolved spec's parts are shared with other pods' equal ones (the replicas of one
+   * template resolve to one spec unless their env takes pod fields); they are frozen then.
+   */
+  sharedParts?: SharedParts;
 }
 
 /**
@@ -138,6 +144,9 @@ export async function resolvePodEnv(
       }
       delete container.envFrom;
     }
+  }
+  if (resolved.spec && options.sharedParts) {
+    resolved.spec = options.sharedParts.intern(resolved.spec);
   }
   return { pod: resolved, events: ctx.events };
 }

@@ -15,6 +15,7 @@
 import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
+import { internPodParts, SharedParts } from "../../k8s/watch/intern.ts";
 import { type InformerLike, type PodControllerApi, podKey } from "./api.ts";
 import { ConfigSources } from "./config_sources.ts";
 import { isTerminal } from "./pod_status.ts";
@@ -55,10 +56,13 @@ export class PodCaches {
 
   constructor(deps: PodCachesDeps) {
     const { api, clock, log, nodeName } = deps;
+    // Pods of one template share their spec, labels and owner references in the cache.
+    const parts = new SharedParts();
     this.pods = api.pods.informer({
       fieldSelector: `spec.nodeName=${nodeName}`,
       clock,
       name: "pods",
+      intern: (pod, previous) => internPodParts(pod, parts, previous),
     });
     this.services = api.services.informer({ clock, name: "services" });
     this.#sharedSources = deps.configSources !== undefined;

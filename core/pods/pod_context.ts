@@ -7,6 +7,7 @@ import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import type { Provider } from "../../provider/mod.ts";
+import type { SharedParts } from "../../k8s/watch/intern.ts";
 import type { InformerLike, PodControllerApi } from "./api.ts";
 import type { ConfigSources } from "./config_sources.ts";
 import type { EnvSources, PodAddresses } from "./env.ts";
@@ -27,6 +28,8 @@ export interface PodContext {
   recorder: EventRecorder;
   configSources: ConfigSources;
   envSources: EnvSources;
+  /** Shares the resolved specs' equal parts between pods (env.ts). */
+  resolvedParts: SharedParts;
   daemonSetPods: DaemonSetPodPolicy;
   /** The node's IPs, for status.hostIP(s) when the provider reports none. */
   nodeIps(): string[];

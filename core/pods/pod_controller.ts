@@ -10,6 +10,7 @@
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
+import { SharedParts } from "../../k8s/watch/intern.ts";
 import { isTransient, type Provider } from "../../provider/mod.ts";
 import { type InformerLike, type PodControllerApi, podKey } from "./api.ts";
 import type { ConfigSources } from "./config_sources.ts";
@@ -231,6 +232,7 @@ export class PodController {
       }),
       configSources: this.#caches.configSources,
       envSources: this.#envSources(() => ctx.configSources),
+      resolvedParts: new SharedParts(),
       daemonSetPods: d.daemonSetPods ?? "skip",
       nodeIps: d.nodeIps ?? (() => []),
       states: new PodStates({

@@ -13,6 +13,7 @@ import type {
   PodReadinessGate,
   PodStatus,
 } from "kubernetes-types/core/v1.d.ts";
+import { formatTime } from "../../k8s/micro_time.ts";
 import type { PodEvent } from "./events.ts";
 import { gatedConditions, heldPodConditions } from "./pod_conditions.ts";
 
@@ -133,7 +134,7 @@ function truncateTime(value: string): string {
   if (value.length === 20 && isWholeSecondUtc(value)) return value;
   const m = TIME.exec(value);
   if (!m) return value;
-  return `${new Date(Date.parse(value)).toISOString().slice(0, 19)}Z`;
+  return formatTime(Date.parse(value));
 }
 
 // `YYYY-MM-DDTHH:MM:SSZ`, checked by character (no expression, no Date): the form to keep as is.

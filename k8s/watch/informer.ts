@@ -50,6 +50,13 @@ export interface InformerOptions<T> {
    * without it leave the server's copy untouched.
    */
   transform?: (object: T) => T;
+  /**
+   * Applied to each object the cache takes that is new or changed, after it shares what did not
+   * change with its previous version (`previous`: the cached version, or what this process wrote
+   * of it): for sharing parts across objects (intern.ts `internPodParts`). May change the object
+   * in place, not its previous version.
+   */
+  intern?: (object: T, previous: T | undefined) => T;
   clock?: Clock;
   /** Names this informer in logs, e.g. `pods`. */
   name?: string;
@@ -77,6 +84,7 @@ export class Informer<T extends KubeObject> {
   #options: InformerOptions<T>;
   #clock: Clock;
   #transform: (object: T) => T;
+  #intern: (object: T, previous: T | undefined) => T;
   #handlers: { [K in keyof InformerHandlers<T>]: Set<InformerHandlers<T>[K]> } = {
     add: new Set(),
     update: new Set(),
@@ -95,6 +103,7 @@ export class Informer<T extends KubeObject> {
     this.#options = options;
     this.#clock = options.clock ?? realClock;
     this.#transform = options.transform ?? dropManagedFields;
+    this.#intern = options.intern ?? ((object) => object);
     this.#log = getLogger(["vkubelet", "k8s", "informer"]).with({
       informer: options.name ?? "objects",
     });
@@ -217,12 +226,13 @@ export class Informer<T extends KubeObject> {
       const old = this.#store.getByKey(key);
       if (old && old.metadata?.resourceVersion === item.metadata?.resourceVersion) continue;
       if (old) {
-        const shared = shareUnchanged(this.#sharingBase(key, old, item), item);
+        const shared = this.#shared(this.#sharingBase(key, old, item), item);
         this.#store.set(shared);
         this.#emit("update", shared, old);
       } else {
-        this.#store.set(item);
-        this.#emit("add", item);
+        const added = this.#intern(item, undefined);
+        this.#store.set(added);
+        this.#emit("add", added);
       }
     }
     this.#expected.clear();
@@ -260,14 +270,21 @@ export class Informer<T extends KubeObject> {
       this.#store.delete(key);
       if (old) this.#emit("delete", object);
     } else if (!old) {
-      this.#store.set(object);
-      this.#emit("add", object);
+      const added = this.#intern(object, undefined);
+      this.#store.set(added);
+      this.#emit("add", added);
     } else if (old.metadata?.resourceVersion !== version) {
-      const shared = shareUnchanged(base, object);
+      const shared = this.#shared(base, object);
       this.#store.set(shared);
       this.#emit("update", shared, old);
     }
     this.#resourceVersion = version ?? this.#resourceVersion;
+  }
+
+  /** `next` sharing what did not change with `base`, and the rest with other objects. */
+  #shared(base: T | undefined, next: T): T {
+    const shared = shareUnchanged(base, next);
+    return shared === base ? shared : this.#intern(shared, base);
   }
 
   /** What a new version of `key` shares parts with: what we wrote of it if anything, else `old`. */

@@ -67,10 +67,18 @@ export function containerId(pod: Pod, container: string, restartCount: number): 
   return `mock://${digest(`${uid}/${container}/${restartCount}`, 32)}`;
 }
 
-/** The image ID the mock reports for an image reference. */
+/** The image ID the mock reports for an image reference; one string per image. */
 export function imageId(image: string): string {
-  return `mock://${image}@sha256:${digest(image, 64)}`;
+  let id = imageIds.get(image);
+  if (id === undefined) {
+    id = `mock://${image}@sha256:${digest(image, 64)}`;
+    if (imageIds.size >= 1024) imageIds.clear();
+    imageIds.set(image, id);
+  }
+  return id;
 }
+
+const imageIds = new Map<string, string>();
 
 /** The containers that run for the pod's whole life: sidecars and regular containers. */
 export function longRunningContainers(pod: Pod): Container[] {

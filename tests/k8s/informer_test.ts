@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { KubeApiError } from "../../k8s/errors.ts";
 import { NamespacedApi } from "../../k8s/resources/scoped.ts";
 import type { Informer } from "../../k8s/watch/informer.ts";
+import { internPodParts, SharedParts } from "../../k8s/watch/intern.ts";
 import { FakeClock } from "../fakes/clock.ts";
 import { FakeRequester, obj } from "./_fake_requester.ts";
 
@@ -216,6 +217,42 @@ Deno.test("a version expected by its writer shares its parts with what was writt
   watch.send("MODIFIED", { ...obj("a", "3"), status: { phase: "Running", conditions: [] } });
   await until(() => updates.length === 2);
   assert.notEqual(statusOf(updates[1]), status);
+  controller.abort();
+  await running;
+});
+
+Deno.test("with intern, listed, added and changed objects share parts across objects", async () => {
+  const { fake, api } = setup();
+  const labels = (tier: string) => ({ app: "web", tier });
+  fake.onList = () => ({
+    items: [obj("a", "1", { labels: labels("front") }), obj("b", "1", { labels: labels("front") })],
+    metadata: { resourceVersion: "1" },
+  });
+  const parts = new SharedParts();
+  type Labelled = Obj & { metadata: { labels?: Record<string, string> } };
+  const informer = api.informer({ intern: (o) => internPodParts(o as Labelled, parts) });
+  const calls = record(informer);
+  const controller = new AbortController();
+  const running = informer.run(controller.signal);
+  await informer.synced;
+  const labelsOf = (o?: Obj) => (o?.metadata as { labels?: unknown } | undefined)?.labels;
+  const [a, b] = [informer.store.get("ns", "a"), informer.store.get("ns", "b")];
+  assert.equal(labelsOf(b), labelsOf(a), "listed objects share equal labels");
+  const watch = await fake.nextWatch();
+  watch.send("ADDED", obj("c", "2", { labels: labels("front") }));
+  // b moves to another tier: its new labels are shared with c's when they match.
+  watch.send("ADDED", obj("d", "3", { labels: labels("back") }));
+  watch.send("MODIFIED", obj("b", "4", { labels: labels("back") }));
+  await until(() => calls.length === 5);
+  const store = informer.store;
+  assert.equal(labelsOf(store.get("ns", "c")), labelsOf(a), "an added object shares too");
+  assert.equal(
+    labelsOf(store.get("ns", "b")),
+    labelsOf(store.get("ns", "d")),
+    "so does a changed one",
+  );
+  assert.deepEqual(labelsOf(store.get("ns", "b")), labels("back"));
+  assert.equal(labelsOf(store.get("ns", "a")), labelsOf(a), "a is left as it was");
   controller.abort();
   await running;
 });

@@ -16,3 +16,17 @@ Deno.test("Time has whole seconds, and both forms parse back", () => {
   assert.throws(() => parseKubeTime("yesterday"), RangeError);
   assert.throws(() => formatMicroTime(new Date(NaN)), RangeError);
 });
+
+Deno.test("formatTime gives each second's text however many times it is asked, in any order", () => {
+  const base = Date.UTC(2026, 11, 2, 7, 0, 0);
+  // More seconds than it keeps, then the first ones again, and times within one second.
+  for (let round = 0; round < 2; round++) {
+    for (let s = 0; s < 300; s += 1) {
+      const expected = new Date(base + s * 1000).toISOString().slice(0, 19) + "Z";
+      assert.equal(formatTime(base + s * 1000 + 999), expected);
+      assert.equal(formatTime(new Date(base + s * 1000)), expected);
+    }
+  }
+  assert.equal(formatTime(-500), "1969-12-31T23:59:59Z");
+  assert.throws(() => formatTime(NaN), RangeError);
+});
