@@ -69,7 +69,7 @@ export class SharedPodInformer {
   readonly #services: Informer<Service>;
 
   constructor(deps: SharedPodInformerDeps) {
-    // The nodes' pods of one template share their spec, labels and owner references.
+    // The nodes' pods of one template share their equal parts (k8s/watch/intern.ts).
     const parts = new SharedParts();
     this.#pods = deps.kube.pods.informer({
       fieldSelector: "spec.nodeName!=",

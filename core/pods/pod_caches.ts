@@ -56,7 +56,7 @@ export class PodCaches {
 
   constructor(deps: PodCachesDeps) {
     const { api, clock, log, nodeName } = deps;
-    // Pods of one template share their spec, labels and owner references in the cache.
+    // Pods of one template share their equal parts in the cache (k8s/watch/intern.ts).
     const parts = new SharedParts();
     this.pods = api.pods.informer({
       fieldSelector: `spec.nodeName=${nodeName}`,
