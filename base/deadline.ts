@@ -2,6 +2,7 @@
  * A deadline as an AbortSignal driven by the injected clock, so fake clocks can expire it.
  * @module
  */
+import { cancel } from "./cancel.ts";
 import type { Clock } from "./clock.ts";
 
 /** A signal that aborts after `ms` or when `parent` aborts; `cancel()` releases the timer. */
@@ -17,5 +18,5 @@ export function deadline(
     () => {},
   );
   const signal = parent ? AbortSignal.any([parent, expired.signal]) : expired.signal;
-  return { signal, cancel: () => stop.abort() };
+  return { signal, cancel: () => cancel(stop) };
 }

@@ -3,6 +3,7 @@
  * fake clock never meet a real timer.
  * @module
  */
+import { cancel } from "../../base/cancel.ts";
 import type { Clock } from "../../base/clock.ts";
 
 /** A sleep that something else can end early: a provider change, a health change. */
@@ -13,7 +14,7 @@ export class Wakeup {
   /** Ends the current {@link sleep} now, or the next one at once if none is running. */
   wake(): void {
     this.#pending = true;
-    this.#current?.abort();
+    cancel(this.#current);
   }
 
   /**
@@ -64,7 +65,7 @@ export async function withDeadline<T>(
   try {
     return await raceAbort(call(combined), combined);
   } finally {
-    done.abort();
+    cancel(done);
   }
 }
 

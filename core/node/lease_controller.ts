@@ -230,7 +230,11 @@ export class LeaseController {
   /** `base` (or a fresh lease) renewed now, owned by the Node's current uid. */
   #newLease(base: Lease | undefined): Lease {
     const name = this.#deps.nodeName;
-    const lease: Lease = base ? structuredClone(base) : {
+    // A shallow copy is enough: spec and the owner references are replaced below. The managed
+    // fields stay out of the body; the apiserver keeps its own when an update leaves them unset
+    // (k8s.io/apiserver pkg/endpoints/handlers/fieldmanager: the live object's are used).
+    const { managedFields: _, ...metadata } = base?.metadata ?? {};
+    const lease: Lease = base ? { ...base, metadata } : {
       apiVersion: "coordination.k8s.io/v1",
       kind: "Lease",
       metadata: { name, namespace: NODE_LEASE_NAMESPACE },

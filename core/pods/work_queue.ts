@@ -7,6 +7,7 @@
  * nodes has 2,000 queues).
  * @module
  */
+import { cancel } from "../../base/cancel.ts";
 import { type Clock, jitter } from "../../base/clock.ts";
 import { Slicer } from "../../base/event_loop.ts";
 import type { Logger } from "../../base/log.ts";
@@ -142,7 +143,7 @@ export class WorkQueue {
     const current = this.#delayed.get(key);
     if (current !== undefined && current <= due) return;
     this.#delayed.set(key, due);
-    this.#timerWake?.abort();
+    cancel(this.#timerWake);
   }
 
   /** Clears the failure count of `key`, so its next failure starts the backoff again. */
@@ -156,7 +157,7 @@ export class WorkQueue {
    */
   drop(key: string): void {
     this.#failures.delete(key);
-    if (this.#delayed.delete(key)) this.#timerWake?.abort();
+    if (this.#delayed.delete(key)) cancel(this.#timerWake);
   }
 
   /** The delay before the next retry of `key`, counting this failure. */
@@ -182,7 +183,7 @@ export class WorkQueue {
 
   /** Runs the workers until `signal` aborts, then waits for the keys in progress to finish. */
   async run(signal: AbortSignal): Promise<void> {
-    const onAbort = () => this.#timerWake?.abort();
+    const onAbort = () => cancel(this.#timerWake);
     signal.addEventListener("abort", onAbort, { once: true });
     this.#signal = signal;
     try {

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import type { Lease } from "kubernetes-types/coordination/v1.d.ts";
 import { FakeClock, flush } from "../../fakes/clock.ts";
 import { LeaseController, NODE_LEASE_NAMESPACE } from "../../../core/node/mod.ts";
 import { apiError, FakeNodeApi, recordingLogger } from "./fakes.ts";
@@ -83,6 +84,33 @@ Deno.test("a conflict on renewal backs off, re-reads the lease and renews it", a
     assert.ok(reread.at - conflict.at >= 80, `re-read after ${reread.at - conflict.at} ms`);
     assert.equal(side.api.lease!.spec!.renewTime, side.lease.lease!.spec!.renewTime);
     assert.ok(side.records.some((r) => r.level === "warning" && /renewing lease/.test(r.message)));
+  } finally {
+    await side.stop();
+  }
+});
+
+Deno.test("a renewal leaves the managed fields to the apiserver and keeps the rest", async () => {
+  const side = await startNodeSide({ lease: { random: () => 0 } });
+  try {
+    // Another writer labels the lease; the apiserver records who owns which field.
+    side.api.lease!.metadata!.labels = { team: "infra" };
+    side.api.lease!.metadata!.managedFields = [{
+      manager: "kubectl-label",
+      operation: "Update",
+      apiVersion: "coordination.k8s.io/v1",
+      fieldsType: "FieldsV1",
+      fieldsV1: { "f:metadata": { "f:labels": { "f:team": {} } } },
+    }];
+    side.api.touchLease();
+    await advanceBy(side.clock, 10_000, 10_000);
+    await advanceBy(side.clock, 1_000, 50);
+    const updates = side.api.calls.filter((c) => c.name === "updateLease");
+    const sent = updates[updates.length - 1].args[0] as Lease;
+    // Left unset, the server keeps its own; sent back, 1,000 nodes would send them 100 times a second.
+    assert.equal(sent.metadata?.managedFields, undefined);
+    assert.deepEqual(sent.metadata?.labels, { team: "infra" });
+    assert.equal(sent.metadata?.ownerReferences?.[0].uid, side.node.uid());
+    assert.equal(side.api.lease!.spec!.renewTime, side.lease.lease!.spec!.renewTime);
   } finally {
     await side.stop();
   }
