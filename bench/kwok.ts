@@ -57,16 +57,23 @@ const DEFAULT_STAGES = [
 
 /** Writes KWOK's default stages into one config file at `path`. */
 export async function writeKwokStages(path: string): Promise<void> {
+  // `go mod download` fetches the module when the cache lacks it (a fresh machine, before the
+  // build) and names its directory; `go list -m` would print an empty one.
   const out = await new Deno.Command("go", {
-    args: ["list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok"],
+    args: ["mod", "download", "-json", "sigs.k8s.io/kwok"],
     cwd: wrapperDir,
     stdout: "piped",
     stderr: "piped",
   }).output();
-  if (!out.success) {
-    throw new Error(`go list sigs.k8s.io/kwok failed:\n${decoder.decode(out.stderr)}`);
+  const module = out.success ? JSON.parse(decoder.decode(out.stdout)) as { Dir?: string } : {};
+  if (!module.Dir) {
+    throw new Error(
+      `go mod download sigs.k8s.io/kwok gave no module directory:\n${
+        decoder.decode(out.stderr) || decoder.decode(out.stdout)
+      }`,
+    );
   }
-  const dir = `${decoder.decode(out.stdout).trim()}/kustomize/stage`;
+  const dir = `${module.Dir}/kustomize/stage`;
   const docs = await Promise.all(DEFAULT_STAGES.map((f) => Deno.readTextFile(`${dir}/${f}`)));
   await Deno.writeTextFile(path, docs.map((d) => d.trim()).join("\n---\n") + "\n");
 }
