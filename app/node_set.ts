@@ -15,6 +15,7 @@ import { getLogger } from "../base/log.ts";
 import type { KubeClient } from "../k8s/mod.ts";
 import type { Provider } from "../provider/mod.ts";
 import {
+  type CallSlots,
   createNodeSide,
   type HealthSource,
   type NodeApi,
@@ -40,8 +41,10 @@ export interface NodeEntry {
 export interface NodeSetDeps {
   /** The one client for pods, events, ConfigMaps, Secrets and Services. */
   kube: KubeClient;
-  /** Node and lease calls of every node (a heartbeat client behind a gate). */
+  /** Node and lease calls of every node (the heartbeat client)... */
   heartbeat: NodeApi;
+  /** ...which wait their turn here (a `Gate` of `heartbeat_api.ts`), leases first. */
+  heartbeatSlots?: CallSlots;
   clock: Clock;
   metrics: VkubeletMetrics;
   /** The provider of each node, by node name. */
@@ -208,6 +211,7 @@ export class NodeSet {
       onLeaseRenewal: (seconds, ok) =>
         metrics.leaseRenewalLatency.observe({ result: ok ? "success" : "error" }, seconds),
       leasePhase,
+      slots: this.#deps.heartbeatSlots,
     });
     const view = this.#shared.view(entry.name);
     const services = this.#shared.services();

@@ -11,6 +11,7 @@ import { getLogger } from "../base/log.ts";
 import { isKubeConfigError, KubeClient, loadKubeConfig } from "../k8s/mod.ts";
 import type { Provider } from "../provider/mod.ts";
 import { VkubeletMetrics } from "../core/metrics.ts";
+import { nodeApiFromClient } from "../core/node/mod.ts";
 import {
   accessReviewerFrom,
   alwaysAllow,
@@ -23,13 +24,13 @@ import { createStreamingHandler } from "../core/kubelet_api/streaming/handler.ts
 import { loadProvider, ProviderLoadError } from "./provider_loader.ts";
 import { observePodController, serveMetrics } from "./metrics_server.ts";
 import { parseHostPort } from "./config_schema.ts";
-import { cachedNodeReads, Gate, gatedNodeApi } from "./heartbeat_api.ts";
+import { cachedNodeReads, Gate } from "./heartbeat_api.ts";
 import { type NodeEntry, NodeSet } from "./node_set.ts";
 import { abortion, freePort, StartupConfigError, withStartupTimeout } from "./run_parts.ts";
 import { drain, type Loop } from "./run_loops.ts";
 
 /** Node and lease calls in flight at once across all nodes. */
-const HEARTBEAT_CONCURRENCY = 32;
+const HEARTBEAT_CONCURRENCY = 64;
 
 /** Runs every node of `config.nodes` until `deps.signal` aborts; rejects if start-up fails. */
 export async function runNodeSet(config: Config, deps: RunDeps): Promise<void> {
@@ -54,10 +55,8 @@ export async function runNodeSet(config: Config, deps: RunDeps): Promise<void> {
     loops.push({ name: "node watch", done: nodes.run(stop.signal) });
     const set = new NodeSet(config, {
       kube,
-      heartbeat: cachedNodeReads(
-        gatedNodeApi(heartbeat, new Gate(HEARTBEAT_CONCURRENCY)),
-        nodes,
-      ),
+      heartbeat: cachedNodeReads(nodeApiFromClient(heartbeat), nodes),
+      heartbeatSlots: new Gate(HEARTBEAT_CONCURRENCY),
       clock: deps.clock,
       metrics,
       providers,

@@ -19,7 +19,7 @@ import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import { abortable, backoffDelay, Wakeup, withDeadline } from "./_timing.ts";
 import { ALWAYS_HEALTHY, type HealthSource } from "./health_monitor.ts";
-import { type NodeApi, type NodeApiClient, nodeApiFromClient } from "./node_api.ts";
+import { type CallSlots, type NodeApi, type NodeApiClient, nodeApiFromClient } from "./node_api.ts";
 import type { NodeOwner } from "./node_controller.ts";
 
 /** The namespace of node leases. */
@@ -54,8 +54,13 @@ export interface LeaseControllerDeps {
    * rate (the kubelet, one node per process, has no such burst).
    */
   phase?: number;
-  /** Deadline of each API call; default the renew interval. */
+  /**
+   * Deadline of each API call, counted from when it gets its turn in `slots`; default the renew
+   * interval.
+   */
   requestTimeoutMs?: number;
+  /** Where the calls wait their turn when many nodes share a client; they go first there. */
+  slots?: CallSlots;
   /** Told how long each renewal attempt took and whether it worked; for metrics. */
   onRenewal?: (seconds: number, ok: boolean) => void;
 }
@@ -261,7 +266,8 @@ export class LeaseController {
 
   #call<T>(signal: AbortSignal, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const timeout = this.#deps.requestTimeoutMs ?? this.#interval;
-    return withDeadline(this.#deps.clock, timeout, signal, call);
+    const run = () => withDeadline(this.#deps.clock, timeout, signal, call);
+    return this.#deps.slots ? this.#deps.slots.run(run, { signal, urgent: true }) : run();
   }
 
   get #interval(): number {

@@ -40,6 +40,20 @@ export interface NodeApi {
   updateLease(lease: Lease, options?: ApiCallOptions): Promise<Lease>;
 }
 
+/**
+ * Turns for the API calls of many nodes that share one client (`app/heartbeat_api.ts`): a call
+ * waits here for its turn, and its deadline starts only once it has one, so that time spent
+ * queued behind other nodes' calls never counts against it. Urgent calls (lease renewals) go
+ * before the others that wait.
+ */
+export interface CallSlots {
+  /**
+   * Runs `call` once a slot is free and frees the slot when it settles. Rejects with the
+   * signal's reason, without running `call`, if `signal` aborts while it waits.
+   */
+  run<T>(call: () => Promise<T>, options: { signal: AbortSignal; urgent?: boolean }): Promise<T>;
+}
+
 /** The `fieldManager` vkubelet's writes carry, so `managedFields` name it. */
 export const FIELD_MANAGER = "vkubelet";
 

@@ -19,7 +19,7 @@ import type { Provider } from "../../provider/mod.ts";
 import { abortable, backoffDelay, Wakeup, withDeadline } from "./_timing.ts";
 import { forbiddenLabels } from "./forbidden_labels.ts";
 import { ALWAYS_HEALTHY, type HealthSource } from "./health_monitor.ts";
-import { type NodeApi, type NodeApiClient, nodeApiFromClient } from "./node_api.ts";
+import { type CallSlots, type NodeApi, type NodeApiClient, nodeApiFromClient } from "./node_api.ts";
 import { CORDONED_ANNOTATION, cordonPatch, uncordonPatch } from "./cordon.ts";
 import { desiredNode, type NodeTemplateOptions } from "./node_template.ts";
 import {
@@ -59,8 +59,10 @@ export interface NodeControllerDeps extends NodeTemplateOptions {
   recreateNode?: boolean;
   /** Mark the Node unschedulable when `run` stops; undone on the next start. Default false. */
   cordonOnShutdown?: boolean;
-  /** Deadline of each API call; default 10 s. */
+  /** Deadline of each API call, counted from when it gets its turn in `slots`; default 10 s. */
   requestTimeoutMs?: number;
+  /** Where the calls wait their turn when many nodes share a client (after lease renewals). */
+  slots?: CallSlots;
 }
 
 /** Registers the Node and keeps its status; see the module doc. */
@@ -340,7 +342,9 @@ export class NodeController implements NodeOwner {
   }
 
   #call<T>(signal: AbortSignal, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    return withDeadline(this.#deps.clock, this.#deps.requestTimeoutMs ?? 10_000, signal, call);
+    const timeout = this.#deps.requestTimeoutMs ?? 10_000;
+    const run = () => withDeadline(this.#deps.clock, timeout, signal, call);
+    return this.#deps.slots ? this.#deps.slots.run(run, { signal }) : run();
   }
 
   get #name(): string {

@@ -9,7 +9,7 @@ import type { Logger } from "../../base/log.ts";
 import type { Provider } from "../../provider/mod.ts";
 import { HealthMonitor, type HealthSource } from "./health_monitor.ts";
 import { LeaseController } from "./lease_controller.ts";
-import type { NodeApi, NodeApiClient } from "./node_api.ts";
+import type { CallSlots, NodeApi, NodeApiClient } from "./node_api.ts";
 import { NodeController, type NodeControllerDeps } from "./node_controller.ts";
 
 /**
@@ -56,6 +56,8 @@ export interface NodeSideDeps {
   onLeaseRenewal?: (seconds: number, ok: boolean) => void;
   /** Where in the renew interval the lease's renewals fall (see `LeaseControllerDeps.phase`). */
   leasePhase?: number;
+  /** Turns shared with other nodes' calls (see {@link CallSlots}); leases go first. */
+  slots?: CallSlots;
   /**
    * The provider's health from a monitor someone else runs (a `--leader-elect` standby's, which
    * has pinged already); default a monitor of the node side's own, run by `run`.
@@ -110,6 +112,7 @@ export function createNodeSide(config: NodeSideConfig, deps: NodeSideDeps): Node
     internalIp: deps.internalIp,
     hostname: deps.hostname,
     declaredFeatures: deps.declaredFeatures,
+    slots: deps.slots,
   });
   const lease = new LeaseController({
     api,
@@ -123,6 +126,7 @@ export function createNodeSide(config: NodeSideConfig, deps: NodeSideDeps): Node
     renewIntervalMs: config.nodeLeaseRenewInterval,
     onRenewal: deps.onLeaseRenewal,
     phase: deps.leasePhase,
+    slots: deps.slots,
   });
   return {
     health,

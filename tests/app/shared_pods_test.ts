@@ -116,6 +116,41 @@ Deno.test("the heartbeat gate lets at most its concurrency through at once", asy
   assert.throws(() => new Gate(0), /at least 1/);
 });
 
+Deno.test("the heartbeat gate gives a freed slot to an urgent call before older ones", async () => {
+  const gate = new Gate(1);
+  const order: string[] = [];
+  let release!: () => void;
+  const first = gate.run(() => new Promise<void>((r) => (release = r)));
+  const signal = new AbortController().signal;
+  const calls = [
+    gate.run(() => Promise.resolve(void order.push("status 1")), { signal }),
+    gate.run(() => Promise.resolve(void order.push("status 2")), { signal }),
+    gate.run(() => Promise.resolve(void order.push("lease")), { signal, urgent: true }),
+  ];
+  assert.equal(gate.waiting, 3);
+  release();
+  await Promise.all([first, ...calls]);
+  assert.deepEqual(order, ["lease", "status 1", "status 2"]);
+});
+
+Deno.test("a heartbeat call whose signal aborts while it waits leaves unrun", async () => {
+  const gate = new Gate(1);
+  let release!: () => void;
+  const first = gate.run(() => new Promise<void>((r) => (release = r)));
+  const stop = new AbortController();
+  let ran = false;
+  const waiting = gate.run(() => Promise.resolve(void (ran = true)), { signal: stop.signal });
+  stop.abort(new Error("deadline"));
+  await assert.rejects(waiting, /deadline/);
+  assert.equal(gate.waiting, 0);
+  release();
+  await first;
+  // The slot it would have had is free again.
+  assert.equal(await gate.run(() => Promise.resolve("next")), "next");
+  assert.equal(ran, false);
+  await assert.rejects(gate.run(() => Promise.resolve(1), { signal: stop.signal }), /deadline/);
+});
+
 Deno.test("the status check reads Nodes from the watch once it has synced, else from the API", async () => {
   const reads: string[] = [];
   const fromApi = (name: string): Node => ({ metadata: { name, resourceVersion: "api" } });

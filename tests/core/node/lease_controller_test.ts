@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Lease } from "kubernetes-types/coordination/v1.d.ts";
 import { FakeClock, flush } from "../../fakes/clock.ts";
-import { LeaseController, NODE_LEASE_NAMESPACE } from "../../../core/node/mod.ts";
+import { type CallSlots, LeaseController, NODE_LEASE_NAMESPACE } from "../../../core/node/mod.ts";
 import { apiError, FakeNodeApi, recordingLogger } from "./fakes.ts";
 import { advanceBy, startNodeSide } from "./_harness.ts";
 
@@ -181,4 +181,42 @@ Deno.test("a lease with a phase renews early once, then every interval from ther
   } finally {
     await side.stop();
   }
+});
+
+Deno.test("a lease call queued behind other nodes' calls gets its full deadline and goes first", async () => {
+  const clock = new FakeClock();
+  const api = new FakeNodeApi(() => clock.now());
+  const { log, records } = recordingLogger();
+  let open!: () => void;
+  const turn = new Promise<void>((r) => (open = r));
+  const asked: (boolean | undefined)[] = [];
+  const slots: CallSlots = {
+    async run(call, options) {
+      asked.push(options.urgent);
+      await turn;
+      return await call();
+    },
+  };
+  const lease = new LeaseController({
+    api,
+    clock,
+    log,
+    nodeName: "n",
+    owner: { ready: Promise.resolve(), uid: () => "uid-1" },
+    slots,
+  });
+  const controller = new AbortController();
+  const running = lease.run(controller.signal);
+  await flush();
+  assert.deepEqual(asked, [true]);
+  // Queued for longer than the 10 s deadline: the deadline has not started yet.
+  await clock.advance(15_000);
+  assert.equal(api.calls.length, 0);
+  open();
+  await lease.ready;
+  assert.equal(api.count("createLease"), 1);
+  assert.deepEqual(records.filter((r) => r.level !== "info").map((r) => r.message), []);
+  assert.ok(asked.length >= 2 && asked.every((urgent) => urgent === true), String(asked));
+  controller.abort();
+  await running;
 });
