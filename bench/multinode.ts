@@ -84,7 +84,18 @@ function say(line: string): void {
   Deno.stderr.writeSync(encoder.encode(`[bench-multinode ${t}s] ${line}\n`));
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Waits `ms`, or less if `signal` aborts first. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
 
 /** Polls `check` every `everyMs` until it is true or `timeoutMs` passes; false on timeout. */
 async function until(check: () => Promise<boolean>, everyMs: number, timeoutMs: number) {
@@ -190,6 +201,9 @@ async function measure(
   );
   const t1 = performance.now();
   const cpu1 = cpuSeconds(pid);
+  // The leases are watched while the pods are created too: the apiserver is busiest then.
+  const creating = new AbortController();
+  const creationLeases = leaseWindow(admin, N, Infinity, pid, creating.signal);
   await pool(Array.from({ length: P }, (_, i) => i), flags.concurrency, async (i) => {
     await admin.request("POST", `/api/v1/namespaces/${NAMESPACE}/pods`, {
       body: pod(i, names[i % N]),
@@ -208,7 +222,21 @@ async function measure(
   );
   result.podsRunningSeconds = running ? (performance.now() - t1) / 1000 : NaN;
   result.createCpuSeconds = cpuSeconds(pid) - cpu1;
-  say2(`${P} pods Running: ${seconds(result.podsRunningSeconds)}; ${fmtMem(pid)}`);
+  creating.abort();
+  const during = await creationLeases;
+  result.creationLeases = {
+    worstGapSeconds: during.worstGapSeconds,
+    p99GapSeconds: during.p99GapSeconds,
+    gapsOver15s: during.gapsOver15s,
+    worstAgeSeconds: during.worstAgeSeconds,
+    renewals: during.renewals,
+  };
+  say2(
+    `${P} pods Running: ${seconds(result.podsRunningSeconds)}; ${fmtMem(pid)}; while creating: ` +
+      `worst renewal gap ${during.worstGapSeconds.toFixed(2)} s (p99 ` +
+      `${during.p99GapSeconds.toFixed(2)} s, ${during.gapsOver15s} over 15 s), oldest lease seen ` +
+      `${during.worstAgeSeconds.toFixed(1)} s`,
+  );
   // 3. Steady window: every lease's renewals, RSS and CPU.
   const lag = await leaseWindow(admin, N, flags.windowSeconds, pid);
   Object.assign(result, lag);
@@ -230,14 +258,20 @@ function seconds(value: unknown): string {
   return Number.isNaN(value) ? "timed out" : `${(value as number).toFixed(1)} s`;
 }
 
-/** Watches every lease for `seconds` by listing them every 2 s. */
-async function leaseWindow(admin: Kube, n: number, seconds: number, pid: number) {
+/** Watches every lease for `seconds`, or until `signal` aborts, by listing them every 2 s. */
+async function leaseWindow(
+  admin: Kube,
+  n: number,
+  seconds: number,
+  pid: number,
+  signal?: AbortSignal,
+) {
   const last = new Map<string, number>();
   let worstGap = 0, worstAge = 0, renewals = 0, peakRss = 0, failedPolls = 0;
   const gaps: number[] = [];
   const cpu0 = cpuSeconds(pid);
   const t0 = performance.now();
-  while (performance.now() - t0 < seconds * 1000) {
+  while (performance.now() - t0 < seconds * 1000 && !signal?.aborted) {
     const list = await admin.request<{ items: Lease[] }>(
       "GET",
       "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
@@ -262,7 +296,7 @@ async function leaseWindow(admin: Kube, n: number, seconds: number, pid: number)
       last.set(name, renewed);
     }
     peakRss = Math.max(peakRss, memoryMiB(pid).rss);
-    await sleep(2_000);
+    await sleep(2_000, signal);
   }
   const wall = (performance.now() - t0) / 1000;
   return {
