@@ -27,6 +27,10 @@ import type { KubeletApiDeps } from "../core/kubelet_api/types.ts";
 import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import type { Config } from "./config.ts";
 import { SharedPodInformer } from "./shared_pods.ts";
+import { Gate } from "./heartbeat_api.ts";
+
+/** Pod writes of all nodes in flight at once: one node's status workers' worth. */
+const POD_WRITES_IN_FLIGHT = 64;
 import denoJson from "../deno.json" with { type: "json" };
 
 /** One entry of `nodes`, with its address resolved. */
@@ -68,6 +72,13 @@ export class NodeSet {
   readonly #members = new Map<string, Member>();
   readonly #byIp = new Map<string, string>();
   readonly #shared: SharedPodInformer;
+  /**
+   * Every node's pod status writes and deletions: at most as many at once as one node's status
+   * workers write (64), not 64 per node. The main client's QPS limit bounds their rate but not
+   * how many wait at the apiserver, and with 1,000 nodes creating 10,000 pods over 200 were in
+   * flight at once, slowing every answer it gave this process — lease renewals included.
+   */
+  readonly #podWrites = new Gate(POD_WRITES_IN_FLIGHT);
   /** Watches of the ConfigMaps and Secrets pods refer to, one per object for every node. */
   readonly #configSources: ConfigSources;
   readonly #deps: NodeSetDeps;
@@ -218,7 +229,7 @@ export class NodeSet {
     const pods = new PodController({
       // The controller asks for its informers; it gets the shared views.
       api: {
-        pods: { ...bind(kube.pods), informer: () => view },
+        pods: { ...bind(kube.pods, this.#podWrites), informer: () => view },
         services: { informer: () => services },
         configMaps: kube.configMaps,
         secrets: kube.secrets,
@@ -242,11 +253,15 @@ export class NodeSet {
   }
 }
 
-/** The pod calls of the client, bound so they can be spread into another object. */
-function bind(pods: KubeClient["pods"]) {
-  return {
-    get: pods.get.bind(pods),
-    updateStatus: pods.updateStatus.bind(pods),
-    delete: pods.delete.bind(pods),
-  };
+/**
+ * The pod calls of the client, bound so they can be spread into another object, the writes
+ * through `writes`.
+ */
+function bind(pods: KubeClient["pods"], writes: Gate) {
+  type Pods = KubeClient["pods"];
+  const updateStatus: Pods["updateStatus"] = (pod, options = {}) =>
+    writes.run(() => pods.updateStatus(pod, options), options);
+  const remove: Pods["delete"] = (namespace, name, options = {}) =>
+    writes.run(() => pods.delete(namespace, name, options), options);
+  return { get: pods.get.bind(pods), updateStatus, delete: remove };
 }
