@@ -23,7 +23,7 @@ Deno.test("deno compile gets the shipped permissions, no -A, for every target", 
     assert.ok(args.includes(`--target=${target}`));
     assert.ok(args.includes("--bundle"), "the binary embeds the graph the bundle test runs");
     assert.ok(!args.some((a) => a === "-A" || a === "--allow-all"));
-    const granted = args.filter((a) => a.startsWith("--allow-") || a.startsWith("--unstable"));
+    const granted = args.filter((a) => /^--(allow-|unstable|v8-flags)/.test(a));
     assert.deepEqual(granted, [...VKUBELET_PERMISSIONS]);
     assert.equal(args.at(-1), "main.ts");
   }
