@@ -28,10 +28,10 @@ import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import type { Config } from "./config.ts";
 import { SharedPodInformer } from "./shared_pods.ts";
 import { Gate } from "./heartbeat_api.ts";
+import denoJson from "../deno.json" with { type: "json" };
 
 /** Pod writes of all nodes in flight at once: one node's status workers' worth. */
 const POD_WRITES_IN_FLIGHT = 64;
-import denoJson from "../deno.json" with { type: "json" };
 
 /** One entry of `nodes`, with its address resolved. */
 export interface NodeEntry {
