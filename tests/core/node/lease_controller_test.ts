@@ -220,3 +220,34 @@ Deno.test("a lease call queued behind other nodes' calls gets its full deadline 
   controller.abort();
   await running;
 });
+
+Deno.test("a renewal that takes seconds does not push the next one back", async () => {
+  const clock = new FakeClock();
+  const api = new FakeNodeApi(() => clock.now());
+  const slow = api.updateLease.bind(api);
+  // Every renewal's answer takes 3 s (a busy apiserver, a busy process).
+  api.updateLease = async (lease: Lease) => {
+    await clock.sleep(3_000);
+    return await slow(lease);
+  };
+  const lease = new LeaseController({
+    api,
+    clock,
+    log: recordingLogger().log,
+    nodeName: "n",
+    owner: { ready: Promise.resolve(), uid: () => "uid-1" },
+    random: () => 0,
+  });
+  const controller = new AbortController();
+  const running = lease.run(controller.signal);
+  await lease.ready;
+  for (let i = 0; i < 40; i++) await clock.advance(1_000);
+  // Each update is recorded when its answer comes, 3 s after it was sent.
+  const answered = api.calls.filter((c) => c.name === "updateLease").map((c) => c.at);
+  assert.ok(answered.length >= 3, `only ${answered.length} renewals in 40 s`);
+  // 10 s from one renewal to the next, not 13 s.
+  const gaps = answered.slice(1).map((at, i) => at - answered[i]);
+  assert.deepEqual(gaps, gaps.map(() => 10_000));
+  controller.abort();
+  await running;
+});
