@@ -30,9 +30,9 @@
  *   what the last full collection kept before it collects again, instead of up to 4 times by its
  *   own heuristics. 1,000 nodes with 10,000 pods hold about 130 MiB after a full collection, and
  *   V8's default let their heap pages reach 600 MiB (RSS 709 MiB, peak 824, against 433 and 439
- *   with the setting, for the same CPU in the steady window). One node with 10,000 pods kept its
- *   steady RSS and CPU, and spent 13 % more CPU deleting them all in a side run (bench/why.md,
- *   "Eighth round").
+ *   with the setting, for the same CPU in the steady window). It costs one node with 10,000 pods
+ *   21 MiB of steady RSS (202 against 181) and 12 % more CPU when they are all deleted, and saves
+ *   it 22 MiB of peak (bench/why.md, "Eighth round").
  *
  * Not granted: FFI, and imports from hosts other than Deno's default list; `--provider` refuses
  * `http(s):` URLs for that reason (app/config_schema.ts), with the advice to download the module
