@@ -23,6 +23,7 @@ import {
   startMultiNodeSubject,
 } from "./multinode_subjects.ts";
 import { cpuSeconds, machine, memoryMiB } from "./proc.ts";
+import { realClock } from "../base/clock.ts";
 
 /** The flags of the multi-node scenario. */
 export interface MultiNodeFlags {
@@ -84,18 +85,7 @@ function say(line: string): void {
   Deno.stderr.writeSync(encoder.encode(`[bench-multinode ${t}s] ${line}\n`));
 }
 
-/** Waits `ms`, or less if `signal` aborts first. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `check` every `everyMs` until it is true or `timeoutMs` passes; false on timeout. */
 async function until(check: () => Promise<boolean>, everyMs: number, timeoutMs: number) {
@@ -296,7 +286,7 @@ async function leaseWindow(
       last.set(name, renewed);
     }
     peakRss = Math.max(peakRss, memoryMiB(pid).rss);
-    await sleep(2_000, signal);
+    await realClock.sleep(2_000, signal).catch(() => {}); // Ends early when `signal` aborts.
   }
   const wall = (performance.now() - t0) / 1000;
   return {

@@ -5,6 +5,7 @@
  */
 import { cancel } from "../../base/cancel.ts";
 import type { Clock } from "../../base/clock.ts";
+import type { CallSlots } from "./node_api.ts";
 
 /** A sleep that something else can end early: a provider change, a health change. */
 export class Wakeup {
@@ -67,6 +68,22 @@ export async function withDeadline<T>(
   } finally {
     cancel(done);
   }
+}
+
+/**
+ * {@link withDeadline} once `slots`, when given, lets the call through: the deadline starts with
+ * the call's turn, not while it queues. `urgent` calls go before the others there.
+ */
+export function withTurnAndDeadline<T>(
+  slots: CallSlots | undefined,
+  urgent: boolean,
+  clock: Clock,
+  ms: number,
+  signal: AbortSignal,
+  call: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const run = () => withDeadline(clock, ms, signal, call);
+  return slots ? slots.run(run, { signal, urgent }) : run();
 }
 
 /** Settles with `promise`, or rejects with the signal's reason as soon as it aborts. */

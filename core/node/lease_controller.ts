@@ -23,7 +23,7 @@ import { isConflict, isKubeNotFound } from "../../k8s/errors.ts";
 import { formatMicroTime } from "../../k8s/micro_time.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
-import { abortable, backoffDelay, Wakeup, withDeadline } from "./_timing.ts";
+import { abortable, backoffDelay, Wakeup, withTurnAndDeadline } from "./_timing.ts";
 import { ALWAYS_HEALTHY, type HealthSource } from "./health_monitor.ts";
 import { type CallSlots, type NodeApi, type NodeApiClient, nodeApiFromClient } from "./node_api.ts";
 import type { NodeOwner } from "./node_controller.ts";
@@ -275,8 +275,7 @@ export class LeaseController {
 
   #call<T>(signal: AbortSignal, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const timeout = this.#deps.requestTimeoutMs ?? this.#interval;
-    const run = () => withDeadline(this.#deps.clock, timeout, signal, call);
-    return this.#deps.slots ? this.#deps.slots.run(run, { signal, urgent: true }) : run();
+    return withTurnAndDeadline(this.#deps.slots, true, this.#deps.clock, timeout, signal, call);
   }
 
   get #interval(): number {

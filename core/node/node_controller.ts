@@ -16,7 +16,7 @@ import { isAlreadyExists, isKubeNotFound } from "../../k8s/errors.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import type { Provider } from "../../provider/mod.ts";
-import { abortable, backoffDelay, Wakeup, withDeadline } from "./_timing.ts";
+import { abortable, backoffDelay, Wakeup, withTurnAndDeadline } from "./_timing.ts";
 import { forbiddenLabels } from "./forbidden_labels.ts";
 import { ALWAYS_HEALTHY, type HealthSource } from "./health_monitor.ts";
 import { type CallSlots, type NodeApi, type NodeApiClient, nodeApiFromClient } from "./node_api.ts";
@@ -343,8 +343,7 @@ export class NodeController implements NodeOwner {
 
   #call<T>(signal: AbortSignal, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const timeout = this.#deps.requestTimeoutMs ?? 10_000;
-    const run = () => withDeadline(this.#deps.clock, timeout, signal, call);
-    return this.#deps.slots ? this.#deps.slots.run(run, { signal }) : run();
+    return withTurnAndDeadline(this.#deps.slots, false, this.#deps.clock, timeout, signal, call);
   }
 
   get #name(): string {
