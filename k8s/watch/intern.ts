@@ -10,15 +10,22 @@
  */
 
 /**
- * A bounded table of shared parts. Parts are looked up by their JSON text, in two generations:
- * a part found in the older one moves to the newer, and when the newer holds `limit` parts the
- * older is dropped. Parts in use by many objects stay; a part seen once (a pod's own volume, its
- * uid) leaves after two generations, so the table never holds more than `2 × limit` parts.
+ * A bounded table of shared parts. Parts are looked up by a key built from their own scalars
+ * and the identities of their object parts, shared first (hash-consing: once the parts of two
+ * objects are the same objects, the two are equal when their keys are), so each part is read
+ * once however deep it sits, not once per level as its JSON text would be. The table has two
+ * generations: a part found in the older one moves to the newer, and when the newer holds
+ * `limit` parts the older is dropped. Parts in use by many objects stay; a part seen once (a
+ * pod's own volume, its uid) leaves after two generations, so the table never holds more than
+ * `2 × limit` parts.
  */
 export class SharedParts {
   readonly #limit: number;
   #young = new Map<string, object>();
   #old = new Map<string, object>();
+  /** Each object part's identity in keys; a number is never given twice. */
+  readonly #ids = new WeakMap<object, number>();
+  #nextId = 0;
 
   constructor(limit = 4096) {
     if (!(limit >= 1)) throw new RangeError(`SharedParts limit must be at least 1, got ${limit}`);
@@ -36,44 +43,89 @@ export class SharedParts {
    * parts are set to the shared ones). A frozen part is taken as it is, not looked up: it is
    * shared already (from this table, or by whoever froze it). `value` is a JSON value (plain
    * objects, arrays, strings, numbers, booleans, null); equal means equal JSON text, key order
-   * included (an `undefined` property counts as absent, as in JSON).
+   * included (an `undefined` property counts as absent, as in JSON). Two equal parts may still
+   * stay apart when a part of theirs left the table between them, or came frozen from elsewhere.
    */
   intern<T>(value: T): T {
+    if (typeof value !== "object" || value === null) return value;
     return this.#intern(value) as T;
   }
 
-  #intern(value: unknown): unknown {
-    if (typeof value !== "object" || value === null || Object.isFrozen(value)) return value;
-    const node = value as Record<string, unknown>;
-    for (const key in node) {
-      const part = node[key];
-      if (typeof part !== "object" || part === null) continue;
-      const shared = this.#intern(part);
-      if (shared !== part) node[key] = shared;
+  #intern(node: object): object {
+    if (Object.isFrozen(node)) return node;
+    let key: string;
+    if (Array.isArray(node)) {
+      const list: unknown[] = node;
+      key = "[";
+      for (let i = 0; i < list.length; i++) key += this.#partKey(list, i, list[i]);
+    } else {
+      key = "{";
+      const record = node as Record<string, unknown>;
+      for (const name in record) {
+        const part = record[name];
+        if (part === undefined) continue;
+        key += `${name.length}:${name}${this.#partKey(record, name, part)}`;
+      }
     }
-    const text = JSON.stringify(node);
-    const found = this.#young.get(text) ?? this.#promote(text);
+    const found = this.#young.get(key) ?? this.#promote(key);
     if (found) return found;
     Object.freeze(node);
-    this.#add(text, node);
+    this.#add(key, node);
     return node;
   }
 
-  #promote(text: string): object | undefined {
-    const found = this.#old.get(text);
+  /**
+   * The key of `holder[at]`, which holds `part`: a scalar spelt out (strings with their length,
+   * so no text can pass for another), an object part shared first and named by its identity.
+   */
+  #partKey(
+    holder: Record<string, unknown> | unknown[],
+    at: string | number,
+    part: unknown,
+  ): string {
+    switch (typeof part) {
+      case "string":
+        return `s${part.length}:${part}`;
+      case "number":
+        return `n${part};`;
+      case "boolean":
+        return part ? "t" : "f";
+      case "object": {
+        if (part === null) return "z";
+        const shared = this.#intern(part);
+        if (shared !== part) (holder as Record<string | number, unknown>)[at] = shared;
+        return `#${this.#id(shared)};`;
+      }
+      default:
+        // undefined in an array (JSON writes null); nothing else occurs in a JSON value.
+        return "z";
+    }
+  }
+
+  #id(part: object): number {
+    let id = this.#ids.get(part);
+    if (id === undefined) {
+      id = ++this.#nextId;
+      this.#ids.set(part, id);
+    }
+    return id;
+  }
+
+  #promote(key: string): object | undefined {
+    const found = this.#old.get(key);
     if (found) {
-      this.#old.delete(text);
-      this.#add(text, found);
+      this.#old.delete(key);
+      this.#add(key, found);
     }
     return found;
   }
 
-  #add(text: string, part: object): void {
+  #add(key: string, part: object): void {
     if (this.#young.size >= this.#limit) {
       this.#old = this.#young;
       this.#young = new Map();
     }
-    this.#young.set(text, part);
+    this.#young.set(key, part);
   }
 }
 

@@ -92,3 +92,24 @@ Deno.test("the table stays bounded, and parts in use outlive those seen once", (
   assert.ok(parts.size <= 128, `at most two generations of 64 parts, held ${parts.size}`);
   assert.throws(() => new SharedParts(0), RangeError);
 });
+
+Deno.test("parts whose scalars could run together are not taken for equal", () => {
+  const parts = new SharedParts();
+  const pairs: [unknown, unknown][] = [
+    [{ ab: "c" }, { a: "bc" }],
+    [["a,b"], ["a", "b"]],
+    [[1], ["1"]],
+    [[null], ["null"]],
+    [[true], ["t"]],
+    [{ a: [] }, { a: {} }],
+    [{ a: 1, b: 2 }, { a: 12 }],
+    [[{ x: 1 }, { y: 2 }], [{ x: 1, y: 2 }]],
+  ];
+  for (const [one, other] of pairs) {
+    const a = parts.intern(structuredClone(one));
+    const b = parts.intern(structuredClone(other));
+    assert.notEqual(b, a, `${JSON.stringify(one)} and ${JSON.stringify(other)}`);
+    assert.deepEqual(b, other);
+    assert.equal(parts.intern(structuredClone(one)), a, `${JSON.stringify(one)} found again`);
+  }
+});
