@@ -82,6 +82,8 @@ export class NodeSet {
   /** Watches of the ConfigMaps and Secrets pods refer to, one per object for every node. */
   readonly #configSources: ConfigSources;
   readonly #deps: NodeSetDeps;
+  /** Events the nodes' recorders dropped at shutdown, told once for all (not one line each). */
+  #unsentEvents = 0;
 
   constructor(config: Config, deps: NodeSetDeps) {
     this.#deps = deps;
@@ -172,6 +174,16 @@ export class NodeSet {
       configSources,
       ...[...this.#members.values()].map((m) => m.done),
     ]);
+    this.#reportUnsentEvents(`${this.#members.size} nodes`);
+  }
+
+  #reportUnsentEvents(whose: string): void {
+    if (this.#unsentEvents === 0) return;
+    getLogger(["vkubelet", "pods"]).warn("{count} events of {whose} not sent before shutdown", {
+      count: this.#unsentEvents,
+      whose,
+    });
+    this.#unsentEvents = 0;
   }
 
   /**
@@ -187,6 +199,7 @@ export class NodeSet {
     this.#shared.forget(name);
     member.stop.abort();
     await member.done;
+    this.#reportUnsentEvents(`node ${name}`);
     // Its pods no longer hold the shared ConfigMap and Secret watches.
     for (const key of keys) this.#configSources.untrack(key);
     await member.provider.close?.();
@@ -248,6 +261,7 @@ export class NodeSet {
         metrics.syncLatency.observe({ result: ok ? "success" : "error" }, seconds),
       nodeIps: () => [entry.nodeIp],
       allocatable: () => side.node.node?.status?.allocatable ?? {},
+      onUnsentEvents: (count) => this.#unsentEvents += count,
     });
     return { entry, provider, side, pods, stop: new AbortController() };
   }

@@ -52,6 +52,11 @@ export interface EventRecorderOptions {
   holdWhile?: () => boolean;
   /** Events wait for `holdWhile` at most this long at a time; default 10 s. */
   maxHoldMs?: number;
+  /**
+   * Told how many events a flush dropped (shutdown came first), instead of a warning logged here:
+   * a process with a recorder per node says it once, for all of them. Default: a warning.
+   */
+  onUnsent?: (count: number) => void;
 }
 
 /** What an event needs of its pod; kept instead of the pod, which may be large. */
@@ -116,6 +121,7 @@ export class EventRecorder {
       maxQueued: 25_000,
       holdWhile: () => false,
       maxHoldMs: 10_000,
+      onUnsent: (count) => this.#o.log.warn("{count} events not sent before shutdown", { count }),
       ...options,
     };
   }
@@ -200,7 +206,7 @@ export class EventRecorder {
     this.#flushing = false;
     this.#holdWake = new AbortController();
     if (this.queued > 0) {
-      this.#o.log.warn("{count} events not sent before shutdown", { count: this.queued });
+      this.#o.onUnsent(this.queued);
       this.#queue = [];
       this.#head = 0;
     }

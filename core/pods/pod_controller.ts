@@ -60,6 +60,8 @@ export interface PodControllerDeps {
   daemonSetPods?: DaemonSetPodPolicy;
   /** Defaults to a recorder writing through `api.events`. */
   recorder?: EventRecorder;
+  /** For that default recorder: see `EventRecorderOptions.onUnsent`. */
+  onUnsentEvents?: (count: number) => void;
   /**
    * Caches someone else runs (a `--leader-elect` standby's): the controller starts from them,
    * synced, with no watch of its own. Default: it builds its own and runs them in `run`.
@@ -229,6 +231,7 @@ export class PodController {
         // Status first: events wait while a backlog of pods (ten or more) wait for their sync
         // or their status write; a single pod's events are not held back.
         holdWhile: () => ctx.syncQueue.length + ctx.statusQueue.length >= EVENT_HOLD_BACKLOG,
+        ...(d.onUnsentEvents ? { onUnsent: d.onUnsentEvents } : {}),
       }),
       configSources: this.#caches.configSources,
       envSources: this.#envSources(() => ctx.configSources),

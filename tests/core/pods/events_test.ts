@@ -12,8 +12,13 @@ const pod: Pod = {
 };
 
 function setup(
-  options: { burst?: number; maxQueued?: number; holdWhile?: () => boolean; maxHoldMs?: number } =
-    {},
+  options: {
+    burst?: number;
+    maxQueued?: number;
+    holdWhile?: () => boolean;
+    maxHoldMs?: number;
+    onUnsent?: (count: number) => void;
+  } = {},
 ) {
   const api = new FakeEventsApi();
   const clock = new FakeClock();
@@ -123,7 +128,8 @@ Deno.test("events are sent one at a time, in the order recorded", async () => {
 });
 
 Deno.test("a full event queue drops newer events, and flush gives up when its signal aborts", async () => {
-  const { api, recorder } = setup({ maxQueued: 2 });
+  const unsent: number[] = [];
+  const { api, recorder } = setup({ maxQueued: 2, onUnsent: (count) => unsent.push(count) });
   let release!: () => void;
   const gate = new Promise<void>((r) => release = r);
   const create = api.create.bind(api);
@@ -143,6 +149,7 @@ Deno.test("a full event queue drops newer events, and flush gives up when its si
   deadline.abort();
   await recorder.flush({ signal: deadline.signal });
   assert.equal(recorder.queued, 0, "the waiting ones are dropped at shutdown");
+  assert.deepEqual(unsent, [2], "and their number is told");
   release();
   await recorder.flush();
   assert.deepEqual([...api.events.values()].map((e) => e.message), ["m0"]);
