@@ -174,7 +174,8 @@ export class NodeSet {
       configSources,
       ...[...this.#members.values()].map((m) => m.done),
     ]);
-    this.#reportUnsentEvents(`${this.#members.size} nodes`);
+    const n = this.#members.size;
+    this.#reportUnsentEvents(n === 1 ? "1 node" : `${n} nodes`);
   }
 
   #reportUnsentEvents(whose: string): void {

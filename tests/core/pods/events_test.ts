@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { getLogger } from "../../../base/log.ts";
-import { EventRecorder } from "../../../core/pods/events.ts";
+import { EventRecorder, type EventRecorderOptions } from "../../../core/pods/events.ts";
 import { FakeClock } from "../../fakes/clock.ts";
 import { FakeEventsApi } from "./_fake_api.ts";
 import { KubeApiError } from "../../../k8s/errors.ts";
@@ -12,13 +12,7 @@ const pod: Pod = {
 };
 
 function setup(
-  options: {
-    burst?: number;
-    maxQueued?: number;
-    holdWhile?: () => boolean;
-    maxHoldMs?: number;
-    onUnsent?: (count: number) => void;
-  } = {},
+  options: Omit<EventRecorderOptions, "api" | "clock" | "log" | "nodeName"> = {},
 ) {
   const api = new FakeEventsApi();
   const clock = new FakeClock();
