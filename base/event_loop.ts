@@ -26,10 +26,18 @@ export async function yieldToEventLoop(): Promise<void> {
  * {@link take} between items. Once the slice is used up, every worker that calls it waits for the
  * turn (one worker still running resolved promises would hold the loop as before) until the first
  * of them is back, which starts the next slice.
+ *
+ * A slice counts only time in which the loop did not turn. A zero-delay timer armed when a slice
+ * begins fires once the loop has turned by itself (its timers are run in the same pass that polls
+ * I/O); from then on the next {@link take} starts a new slice without a turn of its own. Work that
+ * waits on I/O between items (deletions, each a request to the apiserver) would otherwise pay for a
+ * turn on every item: a 40 s profile of 10,000 deletions spent 1.7 s of its 16 s of CPU there.
  */
 export class Slicer {
   #sliceMs: number;
   #sliceStart = performance.now();
+  #turned = false;
+  #marker: ReturnType<typeof setTimeout> | undefined;
 
   constructor(sliceMs: number) {
     this.#sliceMs = sliceMs;
@@ -37,9 +45,31 @@ export class Slicer {
 
   /** Undefined while the slice lasts (go on); else resolves after a turn of the event loop. */
   take(): Promise<void> | undefined {
+    if (this.#turned) {
+      this.#begin();
+      return undefined;
+    }
     if (performance.now() - this.#sliceStart < this.#sliceMs) return undefined;
-    return yieldToEventLoop().then(() => {
-      this.#sliceStart = performance.now();
-    });
+    return yieldToEventLoop().then(() => this.#begin());
+  }
+
+  /** Clears the timer of the current slice; a later {@link take} arms a new one. */
+  stop(): void {
+    clearTimeout(this.#marker);
+    this.#marker = undefined;
+  }
+
+  #begin(): void {
+    this.#sliceStart = performance.now();
+    this.#turned = false;
+    // A marker of an earlier slice may fire for a turn before this one began: armed anew.
+    clearTimeout(this.#marker);
+    const marker = setTimeout(() => {
+      this.#marker = undefined;
+      this.#turned = true;
+    }, 0);
+    // A marker never keeps the process alive.
+    Deno.unrefTimer(marker);
+    this.#marker = marker;
   }
 }

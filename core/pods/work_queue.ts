@@ -193,6 +193,7 @@ export class WorkQueue {
       while (this.#workers.size > 0) await Promise.all(this.#workers);
     } finally {
       signal.removeEventListener("abort", onAbort);
+      this.#slicer.stop();
     }
   }
 
