@@ -221,11 +221,14 @@ async function measure(
     worstAgeSeconds: during.worstAgeSeconds,
     renewals: during.renewals,
   };
+  // With no pods (or a creation shorter than a renewal interval) no Lease was renewed twice.
+  const renewalsWhileCreating = Number.isNaN(during.p99GapSeconds)
+    ? "no Lease renewed twice"
+    : `worst renewal gap ${during.worstGapSeconds.toFixed(2)} s (p99 ` +
+      `${during.p99GapSeconds.toFixed(2)} s, ${during.gapsOver15s} over 15 s)`;
   say2(
     `${P} pods Running: ${seconds(result.podsRunningSeconds)}; ${fmtMem(pid)}; while creating: ` +
-      `worst renewal gap ${during.worstGapSeconds.toFixed(2)} s (p99 ` +
-      `${during.p99GapSeconds.toFixed(2)} s, ${during.gapsOver15s} over 15 s), oldest lease seen ` +
-      `${during.worstAgeSeconds.toFixed(1)} s`,
+      `${renewalsWhileCreating}, oldest lease seen ${during.worstAgeSeconds.toFixed(1)} s`,
   );
   // 3. Steady window: every lease's renewals, RSS and CPU.
   const lag = await leaseWindow(admin, N, flags.windowSeconds, pid);
