@@ -7,6 +7,7 @@
 import type { Node } from "kubernetes-types/core/v1.d.ts";
 import type { Lease } from "kubernetes-types/coordination/v1.d.ts";
 import type { KubeClient } from "../../k8s/client.ts";
+import { dropManagedFields } from "../../k8s/watch/informer.ts";
 
 /** Every call takes one; the call stops when `signal` aborts. */
 export interface ApiCallOptions {
@@ -60,29 +61,38 @@ export const FIELD_MANAGER = "vkubelet";
 /** The parts of `KubeClient` the adapter uses. */
 export type NodeApiClient = Pick<KubeClient, "request" | "nodes" | "leases">;
 
-/** Adapts the real Kubernetes client to {@link NodeApi}. */
+/**
+ * Adapts the real Kubernetes client to {@link NodeApi}. Nodes and Leases come back without
+ * `metadata.managedFields`, as the informers keep them: nothing here reads them, the lease is
+ * written back without them, and the controllers keep the last of each (with 1,000 nodes, 1.8
+ * copies of about 1.3 KiB a node).
+ */
 export function nodeApiFromClient(client: NodeApiClient): NodeApi {
   return {
     getNode(name, options = {}) {
-      if (!options.cached) return client.nodes.get(name, { signal: options.signal });
+      if (!options.cached) return client.nodes.get(name, { signal: options.signal }).then(lean);
       return client.request<Node>({
         path: client.nodes.path(undefined, name),
         query: { resourceVersion: "0" },
         signal: options.signal,
-      });
+      }).then(lean);
     },
-    createNode: (node, options = {}) => client.nodes.create(node, write(options)),
+    createNode: (node, options = {}) => client.nodes.create(node, write(options)).then(lean),
     patchNode: (name, patch, options = {}) =>
-      client.nodes.patch(name, { type: "strategic", body: patch, ...write(options) }),
+      client.nodes.patch(name, { type: "strategic", body: patch, ...write(options) }).then(lean),
     patchNodeStatus: (name, patch, options = {}) =>
-      client.nodes.patchStatus(name, { type: "strategic", body: patch, ...write(options) }),
+      client.nodes.patchStatus(name, { type: "strategic", body: patch, ...write(options) })
+        .then(lean),
     getLease: (namespace, name, options = {}) =>
-      client.leases.get(namespace, name, { signal: options.signal }),
+      client.leases.get(namespace, name, { signal: options.signal }).then(lean),
     createLease: (lease, options = {}) =>
-      client.leases.create(lease.metadata?.namespace ?? "", lease, write(options)),
-    updateLease: (lease, options = {}) => client.leases.update(lease, write(options)),
+      client.leases.create(lease.metadata?.namespace ?? "", lease, write(options)).then(lean),
+    updateLease: (lease, options = {}) => client.leases.update(lease, write(options)).then(lean),
   };
 }
+
+/** An object as the server sent it, without its managed fields. */
+const lean = <T extends Node | Lease>(object: T): T => dropManagedFields(object);
 
 function write(options: ApiCallOptions) {
   return { signal: options.signal, fieldManager: FIELD_MANAGER };

@@ -60,7 +60,9 @@ export class WorkQueue {
   /** Workers running, and those of them not holding a key. */
   #active = 0;
   #idle = 0;
+  /** Ends the timer loop's sleep until the next delayed key, or its wait for one. */
   #timerWake: AbortController | undefined;
+  #idleWake: (() => void) | undefined;
   #slicer = new Slicer(SLICE_MS);
   /** Callers of {@link drained} waiting for no key to be queued or in progress. */
   #drainWaiters: (() => void)[] = [];
@@ -143,7 +145,7 @@ export class WorkQueue {
     const current = this.#delayed.get(key);
     if (current !== undefined && current <= due) return;
     this.#delayed.set(key, due);
-    cancel(this.#timerWake);
+    this.#rearm();
   }
 
   /** Clears the failure count of `key`, so its next failure starts the backoff again. */
@@ -157,7 +159,7 @@ export class WorkQueue {
    */
   drop(key: string): void {
     this.#failures.delete(key);
-    if (this.#delayed.delete(key)) cancel(this.#timerWake);
+    if (this.#delayed.delete(key)) this.#rearm();
   }
 
   /** The delay before the next retry of `key`, counting this failure. */
@@ -183,7 +185,7 @@ export class WorkQueue {
 
   /** Runs the workers until `signal` aborts, then waits for the keys in progress to finish. */
   async run(signal: AbortSignal): Promise<void> {
-    const onAbort = () => cancel(this.#timerWake);
+    const onAbort = () => this.#rearm();
     signal.addEventListener("abort", onAbort, { once: true });
     this.#signal = signal;
     try {
@@ -257,11 +259,22 @@ export class WorkQueue {
           this.add(key);
         } else next = Math.min(next, due);
       }
-      this.#timerWake = new AbortController();
-      const wait = AbortSignal.any([signal, this.#timerWake.signal]);
-      // No delayed key: sleep until one is added (addAfter aborts timerWake).
-      const ms = next === Infinity ? 3_600_000 : next - now;
-      await clock.sleep(ms, wait).catch(() => {});
+      // Woken by addAfter, drop, or the end of the run (`run` listens on `signal` for that).
+      if (next === Infinity) {
+        // No delayed key: no timer at all, so an idle queue holds none (2,000 queues for 1,000
+        // nodes).
+        await new Promise<void>((resolve) => (this.#idleWake = resolve));
+        this.#idleWake = undefined;
+      } else {
+        this.#timerWake = new AbortController();
+        await clock.sleep(next - now, this.#timerWake.signal).catch(() => {});
+      }
     }
+  }
+
+  /** Has the timer loop look at the delayed keys again. */
+  #rearm(): void {
+    cancel(this.#timerWake);
+    this.#idleWake?.();
   }
 }

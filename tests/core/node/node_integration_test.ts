@@ -79,13 +79,16 @@ async function start(
   };
 }
 
+/** kubectl's JSON of an object, with the managed fields it hides by default. */
+const AS_STORED = ["-o", "json", "--show-managed-fields"];
+
 async function getNode(cluster: TestCluster, name: string): Promise<Node | undefined> {
-  const out = await cluster.kubectl(["get", "node", name, "-o", "json"]);
+  const out = await cluster.kubectl(["get", "node", name, ...AS_STORED]);
   return out.code === 0 ? JSON.parse(out.stdout) : undefined;
 }
 
 async function getLease(cluster: TestCluster, name: string): Promise<Lease | undefined> {
-  const out = await cluster.kubectl(["-n", "kube-node-lease", "get", "lease", name, "-o", "json"]);
+  const out = await cluster.kubectl(["-n", "kube-node-lease", "get", "lease", name, ...AS_STORED]);
   return out.code === 0 ? JSON.parse(out.stdout) : undefined;
 }
 
@@ -153,6 +156,11 @@ Deno.test("node is Ready within 5 s of start and its lease keeps being renewed",
     });
     const gap = Date.parse(renewed!.spec!.renewTime!) - Date.parse(first!.spec!.renewTime!);
     assert.ok(gap >= 9_500 && gap <= 11_500, `renewed after ${gap} ms`);
+    // The server keeps who wrote what; the controllers keep the objects without it.
+    assert.ok(renewed!.metadata?.managedFields?.length, "the server's Lease has managed fields");
+    assert.ok(node!.metadata?.managedFields?.length, "the server's Node has managed fields");
+    assert.equal(running.lease.lease?.metadata?.managedFields, undefined);
+    assert.equal(running.node.node?.metadata?.managedFields, undefined);
   } finally {
     await running.stop();
     await deleteNode(cluster, name);

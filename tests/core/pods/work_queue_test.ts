@@ -264,3 +264,32 @@ Deno.test("keys that never wait on I/O still let timers and sockets run between 
   assert.ok(leftWhenTimerRan > 0, `the timer ran with ${leftWhenTimerRan} keys left`);
   await q.stop();
 });
+
+Deno.test("an idle queue holds no timer; a delayed key holds one until it runs", async () => {
+  const seen: string[] = [];
+  const q = startQueue((key) => {
+    seen.push(key);
+  });
+  q.queue.add("ns/now");
+  await flush();
+  assert.deepEqual(seen, ["ns/now"]);
+  assert.equal(
+    q.clock.pending,
+    0,
+    "nothing delayed: no timer (a process of 1,000 nodes has 2,000 queues)",
+  );
+  q.queue.addAfter("ns/later", 5_000);
+  await flush();
+  assert.equal(q.clock.pending, 1, "one timer for the delayed key");
+  await q.clock.advance(4_999);
+  assert.deepEqual(seen, ["ns/now"]);
+  await q.clock.advance(1);
+  assert.deepEqual(seen, ["ns/now", "ns/later"]);
+  assert.equal(q.clock.pending, 0, "idle again: no timer");
+  q.queue.addAfter("ns/dropped", 5_000);
+  await flush();
+  q.queue.drop("ns/dropped");
+  await flush();
+  assert.equal(q.clock.pending, 0, "the dropped key's timer is gone");
+  await q.stop();
+});
