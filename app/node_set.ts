@@ -35,10 +35,11 @@ import denoJson from "../deno.json" with { type: "json" };
 const POD_WRITES_IN_FLIGHT = 64;
 
 /**
- * The node sides' sleeps (renewals, status checks, pings, their deadlines) end on shared
- * boundaries this far apart, so that the renewals of 1,000 nodes go out about 25 at a time
- * instead of one every 10 ms (base/tick_clock.ts has the figures). A renewal comes at most this
- * much later than its 10 s interval says; the lease lasts 40 s.
+ * Every node's sleeps end on shared boundaries this far apart: renewals, status checks, pings
+ * and their deadlines, and the pods' resyncs, retries and requeues. The renewals of 1,000 nodes
+ * go out about 25 at a time instead of one every 10 ms (base/tick_clock.ts has the figures), and
+ * the nodes' timers are one per boundary instead of several per node. A sleep ends at most this
+ * much later than asked: a renewal 0.25 s late on its 10 s interval, with the lease lasting 40 s.
  */
 const NODE_TICK_MS = 250;
 
@@ -90,7 +91,7 @@ export class NodeSet {
   readonly #podWrites = new Gate(POD_WRITES_IN_FLIGHT);
   /** Watches of the ConfigMaps and Secrets pods refer to, one per object for every node. */
   readonly #configSources: ConfigSources;
-  /** The clock of every node side: the process's, on {@link NODE_TICK_MS} boundaries. */
+  /** The clock of every node's controllers: the process's, on {@link NODE_TICK_MS} boundaries. */
   readonly #nodeClock: TickClock;
   readonly #deps: NodeSetDeps;
   /** Events the nodes' recorders dropped at shutdown, told once for all (not one line each). */
@@ -229,7 +230,7 @@ export class NodeSet {
   }
 
   #member(config: Config, entry: NodeEntry, leasePhase: number): Member {
-    const { kube, clock, metrics, heartbeat } = this.#deps;
+    const { kube, metrics, heartbeat } = this.#deps;
     const provider = this.#deps.providers.get(entry.name);
     if (!provider) throw new RangeError(`no provider was loaded for node ${entry.name}`);
     const log = (part: string) => getLogger(["vkubelet", part]).with({ node: entry.name });
@@ -264,7 +265,7 @@ export class NodeSet {
       },
       configSources: this.#configSources,
       provider,
-      clock,
+      clock: this.#nodeClock,
       log: log("pods"),
       nodeName: entry.name,
       workers: config.podSyncWorkers,
