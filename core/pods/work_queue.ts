@@ -60,9 +60,8 @@ export class WorkQueue {
   /** Workers running, and those of them not holding a key. */
   #active = 0;
   #idle = 0;
-  /** Ends the timer loop's sleep until the next delayed key, or its wait for one. */
-  #timerWake: AbortController | undefined;
-  #idleWake: (() => void) | undefined;
+  /** Ends the timer loop's current wait: its sleep until the next delayed key, or for one. */
+  #wakeTimerLoop: (() => void) | undefined;
   #slicer = new Slicer(SLICE_MS);
   /** Callers of {@link drained} waiting for no key to be queued or in progress. */
   #drainWaiters: (() => void)[] = [];
@@ -145,7 +144,7 @@ export class WorkQueue {
     const current = this.#delayed.get(key);
     if (current !== undefined && current <= due) return;
     this.#delayed.set(key, due);
-    this.#rearm();
+    this.#wakeTimerLoop?.();
   }
 
   /** Clears the failure count of `key`, so its next failure starts the backoff again. */
@@ -159,7 +158,7 @@ export class WorkQueue {
    */
   drop(key: string): void {
     this.#failures.delete(key);
-    if (this.#delayed.delete(key)) this.#rearm();
+    if (this.#delayed.delete(key)) this.#wakeTimerLoop?.();
   }
 
   /** The delay before the next retry of `key`, counting this failure. */
@@ -185,7 +184,7 @@ export class WorkQueue {
 
   /** Runs the workers until `signal` aborts, then waits for the keys in progress to finish. */
   async run(signal: AbortSignal): Promise<void> {
-    const onAbort = () => this.#rearm();
+    const onAbort = () => this.#wakeTimerLoop?.();
     signal.addEventListener("abort", onAbort, { once: true });
     this.#signal = signal;
     try {
@@ -263,18 +262,12 @@ export class WorkQueue {
       if (next === Infinity) {
         // No delayed key: no timer at all, so an idle queue holds none (2,000 queues for 1,000
         // nodes).
-        await new Promise<void>((resolve) => (this.#idleWake = resolve));
-        this.#idleWake = undefined;
+        await new Promise<void>((resolve) => (this.#wakeTimerLoop = resolve));
       } else {
-        this.#timerWake = new AbortController();
-        await clock.sleep(next - now, this.#timerWake.signal).catch(() => {});
+        const timer = new AbortController();
+        this.#wakeTimerLoop = () => cancel(timer);
+        await clock.sleep(next - now, timer.signal).catch(() => {});
       }
     }
-  }
-
-  /** Has the timer loop look at the delayed keys again. */
-  #rearm(): void {
-    cancel(this.#timerWake);
-    this.#idleWake?.();
   }
 }
