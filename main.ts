@@ -9,6 +9,7 @@ import { HELP_TEXT, loadConfig, VERSION } from "./app/config.ts";
 import { getLogger, setupLogging } from "./base/log.ts";
 import { detectInternalIp, runVkubelet, StartupConfigError } from "./app/run.ts";
 import { sdNotify } from "./app/sd_notify.ts";
+import { openGlibcHeap, trimPeriodically } from "./base/native_heap.ts";
 
 const encoder = new TextEncoder();
 const print = (stream: { writeSync(p: Uint8Array): number }, text: string) => {
@@ -17,6 +18,24 @@ const print = (stream: { writeSync(p: Uint8Array): number }, text: string) => {
     written += stream.writeSync(bytes.subarray(written));
   }
 };
+
+/** Trims the C heap every 10 s until `signal` aborts (base/native_heap.ts); resolves then. */
+async function trimNativeHeap(signal: AbortSignal): Promise<void> {
+  const log = getLogger(["vkubelet"]);
+  const opened = openGlibcHeap();
+  if ("unavailable" in opened) {
+    log.info("not returning freed native memory to the system: {reason}", {
+      reason: opened.unavailable,
+    });
+    return;
+  }
+  log.info("returning freed native memory to the system every 10 s (glibc's malloc_trim)");
+  try {
+    await trimPeriodically(opened.heap, { signal, clock: realClock, intervalMs: 10_000 });
+  } finally {
+    opened.heap.close();
+  }
+}
 
 /** Runs the CLI with `args` and returns the process exit code. */
 export async function main(args: string[]): Promise<number> {
@@ -65,6 +84,8 @@ export async function main(args: string[]): Promise<number> {
   };
   const signals = ["SIGINT", "SIGTERM"] as const;
   for (const name of signals) Deno.addSignalListener(name, onSignal);
+  const trimming = new AbortController();
+  const trimmed = trimNativeHeap(trimming.signal);
   try {
     await runVkubelet(config, {
       signal: stop.signal,
@@ -83,6 +104,8 @@ export async function main(args: string[]): Promise<number> {
     return 1;
   } finally {
     for (const name of signals) Deno.removeSignalListener(name, onSignal);
+    trimming.abort();
+    await trimmed;
     await stopping;
   }
 }
