@@ -12,7 +12,13 @@ import { Kube, KubeError, pool } from "./kube.ts";
 import { kubeletRequests, type MetricsSnapshot, scrape, verbDeltas } from "./metrics.ts";
 import { cpuSeconds, machine, memoryMiB } from "./proc.ts";
 import { type Settle, waitSettled } from "./settle.ts";
-import { NODE_NAME, type RunningSubject, startSubject, type SubjectName } from "./subjects.ts";
+import {
+  NODE_NAME,
+  type RunningSubject,
+  startSubject,
+  type SubjectName,
+  type SubjectSpec,
+} from "./subjects.ts";
 import { PodTracker } from "./tracker.ts";
 import { freePort } from "../tests/cluster/ports.ts";
 
@@ -112,8 +118,18 @@ export function settleTimeoutMs(n: number): number {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitNodeReady(admin: Kube, signal: AbortSignal): Promise<void> {
+async function waitNodeReady(
+  admin: Kube,
+  running: RunningSubject,
+  spec: SubjectSpec,
+  signal: AbortSignal,
+): Promise<void> {
   while (!signal.aborted) {
+    if (running.exitCode !== undefined) {
+      throw new Error(
+        `the kubelet exited (code ${running.exitCode}) before its node was Ready; see ${spec.logFile}`,
+      );
+    }
     try {
       const node = await admin.request<
         { status?: { conditions?: { type: string; status: string }[] } }
@@ -224,7 +240,7 @@ export async function runSubject(
   try {
     const started = performance.now();
     running = await startSubject(spec);
-    await waitNodeReady(admin, AbortSignal.timeout(120_000));
+    await waitNodeReady(admin, running, spec, AbortSignal.timeout(120_000));
     result.startupSeconds = (performance.now() - started) / 1000;
     say(`node Ready after ${result.startupSeconds.toFixed(1)} s`);
     await sleep(2000);
@@ -238,7 +254,7 @@ export async function runSubject(
       (result.crashes ??= []).push(`scenario 4 (exit ${running.exitCode})`);
       say(`the kubelet exited (code ${running.exitCode}) during scenario 4; starting it again`);
       running = await startSubject(spec);
-      await waitNodeReady(admin, AbortSignal.timeout(120_000));
+      await waitNodeReady(admin, running, spec, AbortSignal.timeout(120_000));
     }
     await scenarioDelete(result, admin, tracker, running.pid, options, say);
     if (running.exitCode !== undefined) {
