@@ -19,7 +19,10 @@ const print = (stream: { writeSync(p: Uint8Array): number }, text: string) => {
   }
 };
 
-/** Trims the C heap every 10 s until `signal` aborts (base/native_heap.ts); resolves then. */
+/** How often the C heap's free pages go back to the system. */
+const TRIM_INTERVAL_MS = 10_000;
+
+/** Trims the C heap until `signal` aborts (base/native_heap.ts); resolves then. */
 async function trimNativeHeap(signal: AbortSignal): Promise<void> {
   const log = getLogger(["vkubelet"]);
   const opened = openGlibcHeap();
@@ -29,9 +32,11 @@ async function trimNativeHeap(signal: AbortSignal): Promise<void> {
     });
     return;
   }
-  log.info("returning freed native memory to the system every 10 s (glibc's malloc_trim)");
+  log.info("returning freed native memory to the system every {seconds} s (glibc's malloc_trim)", {
+    seconds: TRIM_INTERVAL_MS / 1000,
+  });
   try {
-    await trimPeriodically(opened.heap, { signal, clock: realClock, intervalMs: 10_000 });
+    await trimPeriodically(opened.heap, { signal, clock: realClock, intervalMs: TRIM_INTERVAL_MS });
   } finally {
     opened.heap.close();
   }

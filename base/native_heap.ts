@@ -7,7 +7,7 @@
  * `malloc_trim(0)` releases every free page of every arena. One vkubelet with 10,000 pods: glibc's
  * heap 45.5 → 15.5 MiB after one call (bench/why.md, twelfth round).
  *
- * It needs glibc on Linux and `--allow-ffi` for the C library's folder (scripts/permissions.ts);
+ * It needs glibc on Linux and `--allow-ffi` for glibc's shared object (scripts/permissions.ts);
  * elsewhere {@link openGlibcHeap} says why not and nothing is trimmed.
  * @module
  */
@@ -26,8 +26,8 @@ export type OpenedHeap = { heap: NativeHeap } | { unavailable: string };
 
 /**
  * Where glibc's shared object is for a Deno `arch` (`x86_64`, `aarch64`): Debian's and Ubuntu's
- * multiarch folder, then Fedora's, then Arch's. A path, not the bare `libc.so.6`, so that a grant
- * scoped to folders covers it.
+ * multiarch folder, then Fedora's, then Arch's. Full paths, not the bare `libc.so.6`: Deno checks
+ * a grant scoped to paths against the name passed to `dlopen`.
  */
 export function glibcPaths(arch: string): string[] {
   return [`/lib/${arch}-linux-gnu/libc.so.6`, "/lib64/libc.so.6", "/usr/lib/libc.so.6"];

@@ -25,8 +25,9 @@
  *   information (checked with `DENO_AUDIT_PERMISSIONS` over the bundle test).
  * - `--allow-ffi` for glibc's shared object alone, at the paths base/native_heap.ts looks for it
  *   on x86_64 and aarch64: main.ts calls its `malloc_trim` every 10 s so that the native memory
- *   freed after a burst goes back to the system (30 MiB of 10,000 pods' steady RSS). No other
- *   library can be loaded; without the grant vkubelet runs as before and says so at start.
+ *   freed after a burst goes back to the system (one node's steady RSS at 10,000 pods 150 against
+ *   189 MiB, bench/why.md, twelfth round). No other library can be loaded; without the grant
+ *   vkubelet runs as before and says so at start.
  *
  * - `--unstable-net` (not a permission; the one runtime flag): `Deno.listenDatagram` with unix
  *   datagram sockets, to send systemd's `READY=1` (app/sd_notify.ts, `Type=notify`).
@@ -38,10 +39,10 @@
  *   21 MiB of steady RSS (202 against 181) and 12 % more CPU when they are all deleted, and saves
  *   it 22 MiB of peak (bench/why.md, "Eighth round").
  *
- * Not granted: FFI to any other library, and imports from hosts other than Deno's default list; `--provider` refuses
- * `http(s):` URLs for that reason (app/config_schema.ts), with the advice to download the module
- * and name its path, so the code vkubelet runs is on disk and the same under `deno task start`
- * and in the binary. `deno task start` also sets `VKUBELET_CALLER_DIR` from `$INIT_CWD`: deno
+ * Not granted: FFI to any other library, and imports from hosts other than Deno's default list;
+ * `--provider` refuses `http(s):` URLs for that reason (app/config_schema.ts), with the advice to
+ * download the module and name its path, so the code vkubelet runs is on disk and the same under
+ * `deno task start` and in the binary. `deno task start` also sets `VKUBELET_CALLER_DIR` from `$INIT_CWD`: deno
  * task runs in the repository, and main.ts changes back to where the command was typed.
  * @module
  */
