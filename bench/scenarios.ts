@@ -263,7 +263,15 @@ export async function runSubject(
     const mem = memoryMiB(running.pid);
     result.steady.peakMiB = Math.max(result.steady.peakMiB, mem.peak);
   } catch (err) {
-    result.error = String(err instanceof Error ? err.message : err);
+    const message = String(err instanceof Error ? err.message : err);
+    // A kubelet that died mid-scenario shows first as a failed read of its /proc files.
+    const exited = running && await Promise.race([
+      running.exited.then((status) => status.code),
+      sleep(1000).then(() => undefined),
+    ]);
+    result.error = exited === undefined
+      ? message
+      : `the kubelet exited (code ${exited}); see ${spec.logFile} (${message})`;
     say(`failed: ${result.error}`);
   } finally {
     // Clean-up must not hang the bench: each step gets a deadline.
