@@ -9,11 +9,11 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { isConflict, isKubeNotFound } from "../../k8s/errors.ts";
-import { isInvalidInput, isNotFound } from "../../provider/mod.ts";
+import { isInvalidInput, isNotFound, isTerminalPhase } from "../../provider/mod.ts";
 import type { PodContext } from "./pod_context.ts";
 import { podKey } from "./api.ts";
 import { isEnvResolutionError, resolvePodEnv } from "./env.ts";
-import { canonicalEqual, controllerStatus, isTerminal } from "./pod_status.ts";
+import { canonicalEqual, controllerStatus } from "./pod_status.ts";
 import { preflight } from "./preflight.ts";
 import type { ProcessResult } from "./work_queue.ts";
 
@@ -27,7 +27,7 @@ export async function syncPod(
   if (!pod) return await forgetPod(ctx, key, signal);
   ctx.states.ensure(key).lastKnown = pod;
   if (pod.metadata?.deletionTimestamp) return await syncDeleting(ctx, pod, signal);
-  if (isTerminal(pod)) {
+  if (isTerminalPhase(pod.status?.phase)) {
     ctx.configSources.untrack(key);
     return;
   }
@@ -77,9 +77,10 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
     if (err.event) ctx.recorder.record(pod, err.event);
     ctx.setLocalStatus(
       pod,
-      controllerStatus(pod, "Pending", "", "", {
-        container: err.container,
-        reason: "CreateContainerConfigError",
+      controllerStatus(pod, {
+        phase: "Pending",
+        waiting: { container: err.container, reason: "CreateContainerConfigError" },
+        nowMs: ctx.clock.now(),
       }),
     );
     throw err;
@@ -146,11 +147,11 @@ async function providerCall(
     ctx.recorder.record(pod, { type: "Warning", reason: `Provider${op}Failed`, message });
     // A DaemonSet pod marked Failed is replaced at once on the same node: keep it Pending.
     if (isInvalidInput(err) && !isDaemonSetPod(pod)) {
-      ctx.setLocalStatus(pod, controllerStatus(pod, "Failed", "ProviderFailed", message));
+      ctx.setLocalStatus(pod, heldStatus(ctx, pod, "Failed", "ProviderFailed", message));
       return false;
     }
     if (op === "Create") {
-      ctx.setLocalStatus(pod, controllerStatus(pod, "Pending", "ProviderFailed", message));
+      ctx.setLocalStatus(pod, heldStatus(ctx, pod, "Pending", "ProviderFailed", message));
     }
     throw err;
   }
@@ -252,7 +253,18 @@ function skipDaemonSetPod(ctx: PodContext, pod: Pod): void {
   const message = "DaemonSet pods are not run on this virtual node (daemonSetPods: skip)";
   if (pod.status?.reason === "DaemonSetPodSkipped") return;
   ctx.recorder.record(pod, { type: "Warning", reason: "DaemonSetPodSkipped", message });
-  ctx.setLocalStatus(pod, controllerStatus(pod, "Pending", "DaemonSetPodSkipped", message));
+  ctx.setLocalStatus(pod, heldStatus(ctx, pod, "Pending", "DaemonSetPodSkipped", message));
+}
+
+/** A held pod's status with a pod-level reason and message, no container at fault. */
+function heldStatus(
+  ctx: PodContext,
+  pod: Pod,
+  phase: "Pending" | "Failed",
+  reason: string,
+  message: string,
+) {
+  return controllerStatus(pod, { phase, reason, message, nowMs: ctx.clock.now() });
 }
 
 /** True when the parts of two pods that updatePod can change are equal. */

@@ -11,7 +11,8 @@ import { isConflict, isForbidden, isKubeNotFound } from "../../k8s/errors.ts";
 import { podKey, splitKey } from "./api.ts";
 import type { PodContext } from "./pod_context.ts";
 import type { StatusMemo, UidStatus } from "./pod_state.ts";
-import { isTerminal, lifecycleEvents, mergeStatus, statusEqual } from "./pod_status.ts";
+import { isTerminalPhase } from "../../provider/mod.ts";
+import { lifecycleEvents, mergeStatus, statusEqual } from "./pod_status.ts";
 
 const MAX_CONFLICT_RETRIES = 5;
 
@@ -48,7 +49,7 @@ async function syncStatusNow(
   poll: boolean,
 ): Promise<void> {
   const pod = ctx.pods.store.getByKey(key);
-  if (!pod || (isTerminal(pod) && !pod.metadata?.deletionTimestamp)) return;
+  if (!pod || (isTerminalPhase(pod.status?.phase) && !pod.metadata?.deletionTimestamp)) return;
   if (poll || !ctx.states.get(key)?.providerStatus) await pollStatus(ctx, pod, signal);
   const desired = desiredStatus(ctx, key, pod);
   if (desired) await writeStatus(ctx, pod, desired, signal);
@@ -99,7 +100,7 @@ async function writeStatus(
   for (let attempt = 0;; attempt++) {
     if (current.metadata?.uid !== desired.uid) return;
     // Never take a pod out of a terminal phase the API already holds.
-    if (isTerminal(current) && !isTerminalStatus(desired.status)) return;
+    if (isTerminalPhase(current.status?.phase) && !isTerminalPhase(desired.status.phase)) return;
     const next = mergeStatus(current.status, desired.status, {
       hostIps,
       readinessGates: current.spec?.readinessGates,
@@ -151,8 +152,4 @@ function alreadyWritten(
   if (!memo || memo.desired !== desired.status || memo.hostIps !== hostIps.join(",")) return false;
   const version = pod.metadata?.resourceVersion;
   return version !== undefined && (version === memo.written || version === memo.basedOn);
-}
-
-function isTerminalStatus(status: PodStatus): boolean {
-  return status.phase === "Succeeded" || status.phase === "Failed";
 }

@@ -19,6 +19,7 @@ import type {
   Toleration,
 } from "kubernetes-types/core/v1.d.ts";
 import { quantityToNumber } from "../../k8s/quantity.ts";
+import { isTerminalPhase } from "../../provider/mod.ts";
 import { isUsableNode, podRequests } from "./capacity.ts";
 
 /** The answer: fits, or why not per reason with the number of nodes, as B's scheduler says it. */
@@ -29,8 +30,7 @@ export function fitOnSomeNode(pod: Pod, nodes: Iterable<Node>, pods: Iterable<Po
   const used = new Map<string, Record<string, number>>();
   for (const p of pods) {
     const node = p.spec?.nodeName;
-    const phase = p.status?.phase;
-    if (!node || phase === "Succeeded" || phase === "Failed") continue;
+    if (!node || isTerminalPhase(p.status?.phase)) continue;
     if (
       p.metadata?.name === pod.metadata?.name && p.metadata?.namespace === pod.metadata?.namespace
     ) {
