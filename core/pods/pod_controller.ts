@@ -16,10 +16,10 @@ import { type InformerLike, type PodControllerApi, podKey } from "./api.ts";
 import type { ConfigSources } from "./config_sources.ts";
 import { PodCaches } from "./pod_caches.ts";
 import type { EnvSources, PodAddresses, ResourceList } from "./env.ts";
-import { withEphemeralContainers } from "./ephemeral.ts";
+import { withEphemeralWaiting } from "./ephemeral.ts";
 import { EventRecorder } from "./events.ts";
 import type { DaemonSetPodPolicy, PodContext } from "./pod_context.ts";
-import { PodStates, type UidStatus } from "./pod_state.ts";
+import { PodStates } from "./pod_state.ts";
 import { canonicalEqual } from "./pod_status.ts";
 import { removePodObject, sameSpec, syncPod } from "./pod_sync.ts";
 import { pollLoop, resyncLoop, sweepOrphans } from "./resync.ts";
@@ -216,10 +216,7 @@ export class PodController {
     const retryAfter = (err: unknown) => isTransient(err) ? err.retryAfterMs ?? 0 : 0;
     const ctx: PodContext = {
       api: d.api,
-      provider: withEphemeralContainers(
-        d.provider,
-        (pod, event) => ctx.recorder.record(pod, event),
-      ),
+      provider: d.provider,
       clock: d.clock,
       log: d.log,
       pods,
@@ -366,7 +363,10 @@ export class PodController {
     // write, and the status sync of a pod it lists later asks the provider first.
     if (!state) return;
     const previous = state.providerStatus;
-    const next: UidStatus = { uid: reported.metadata?.uid ?? "", status: reported.status ?? {} };
+    const next = withEphemeralWaiting(state, {
+      uid: reported.metadata?.uid ?? "",
+      status: reported.status ?? {},
+    });
     state.providerStatus = next;
     ctx.statusQueue.add(key);
     const pod = ctx.pods.store.getByKey(key);

@@ -13,6 +13,7 @@ import { isInvalidInput, isNotFound, isTerminalPhase } from "../../provider/mod.
 import type { PodContext } from "./pod_context.ts";
 import { podKey } from "./api.ts";
 import { isEnvResolutionError, resolvePodEnv } from "./env.ts";
+import { startEphemeralContainers } from "./ephemeral.ts";
 import { canonicalEqual, controllerStatus } from "./pod_status.ts";
 import { preflight } from "./preflight.ts";
 import type { ProcessResult } from "./work_queue.ts";
@@ -92,23 +93,17 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
   if (existing && !sameUid) await deleteInProvider(ctx, existing, signal);
   if (existing && sameUid) {
     if (sameSpec(existing, resolved.pod)) return markSynced(ctx, key, pod);
-    if (
-      !await providerCall(
-        ctx,
-        pod,
-        "Update",
-        () => ctx.provider.updatePod(resolved.pod, { signal }),
-      )
-    ) return;
+    const update = async () => {
+      await ctx.provider.updatePod(resolved.pod, { signal });
+      await startEphemeralContainers(ctx, resolved.pod, signal);
+    };
+    if (!await providerCall(ctx, pod, "Update", update)) return;
   } else {
-    if (
-      !await providerCall(
-        ctx,
-        pod,
-        "Create",
-        () => ctx.provider.createPod(resolved.pod, { signal }),
-      )
-    ) return;
+    const create = async () => {
+      await ctx.provider.createPod(resolved.pod, { signal });
+      await startEphemeralContainers(ctx, resolved.pod, signal);
+    };
+    if (!await providerCall(ctx, pod, "Create", create)) return;
   }
   for (const event of resolved.events) ctx.recorder.record(pod, event);
   markSynced(ctx, key, pod);
@@ -200,6 +195,11 @@ async function syncDeleting(
 }
 
 async function deleteInProvider(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {
+  // Its ephemeral containers are no longer reported waiting: nothing of the pod runs on.
+  const state = ctx.states.get(podKey(pod));
+  if (state && state.ephemeralWaiting?.uid === pod.metadata?.uid) {
+    state.ephemeralWaiting = undefined;
+  }
   try {
     await ctx.provider.deletePod(pod, { signal });
   } catch (err) {

@@ -9,6 +9,7 @@
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import { isConflict, isForbidden, isKubeNotFound } from "../../k8s/errors.ts";
 import { podKey, splitKey } from "./api.ts";
+import { withEphemeralWaiting } from "./ephemeral.ts";
 import type { PodContext } from "./pod_context.ts";
 import type { StatusMemo, UidStatus } from "./pod_state.ts";
 import { isTerminalPhase } from "../../provider/mod.ts";
@@ -68,7 +69,7 @@ export async function pollStatus(ctx: PodContext, pod: Pod, signal: AbortSignal)
     uid = running?.metadata?.uid ?? uid;
   }
   const state = ctx.states.get(podKey(pod));
-  if (status && state) state.providerStatus = { uid, status };
+  if (status && state) state.providerStatus = withEphemeralWaiting(state, { uid, status });
 }
 
 function desiredStatus(ctx: PodContext, key: string, pod: Pod): UidStatus | undefined {
