@@ -12,8 +12,11 @@
 
 /** One problem as a schema reports it. */
 export interface ConfigIssue {
+  /** Where in the config: keys and indexes from the top. */
   path: readonly PropertyKey[];
+  /** What is wrong. */
   message: string;
+  /** The schema's code for the problem. */
   code?: string;
   /** Unknown keys, for `code: "unrecognized_keys"`. */
   keys?: readonly string[];
@@ -21,6 +24,7 @@ export interface ConfigIssue {
 
 /** What {@link parseProviderConfig} needs of a schema (zod's `safeParse`). */
 export interface ConfigSchema<T> {
+  /** Validates `input`; every problem found is in `error.issues`. */
   safeParse(
     input: unknown,
   ): { success: true; data: T } | { success: false; error: { issues: readonly ConfigIssue[] } };

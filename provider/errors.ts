@@ -13,7 +13,9 @@ export interface ProviderErrorOptions {
 
 /** The pod (or request) can never succeed as given; the core marks the pod Failed, no retry. */
 export class InvalidInputError extends Error {
+  /** The error's name, compared by the predicates. */
   override name = "InvalidInputError";
+  /** An error with `message` and, optionally, its `cause`. */
   constructor(message: string, options?: ProviderErrorOptions) {
     super(message, options);
   }
@@ -27,9 +29,11 @@ export interface TransientErrorOptions extends ProviderErrorOptions {
 
 /** Worth trying again later (backend busy, quota, a dependency not there yet). */
 export class TransientError extends Error {
+  /** The error's name, compared by the predicates. */
   override name = "TransientError";
   /** The earliest useful retry, if known. */
   readonly retryAfterMs?: number;
+  /** An error with `message`, its `cause` and when to retry. */
   constructor(message: string, options?: TransientErrorOptions) {
     super(message, options);
     this.retryAfterMs = options?.retryAfterMs;
@@ -38,7 +42,9 @@ export class TransientError extends Error {
 
 /** The pod or container does not exist in the provider (kubelet API: 404). */
 export class NotFoundError extends Error {
+  /** The error's name, compared by the predicates. */
   override name = "NotFoundError";
+  /** An error with `message` and, optionally, its `cause`. */
   constructor(message: string, options?: ProviderErrorOptions) {
     super(message, options);
   }
@@ -46,7 +52,9 @@ export class NotFoundError extends Error {
 
 /** The provider cannot do this (kubelet API: 501); e.g. attach on a backend without it. */
 export class NotSupportedError extends Error {
+  /** The error's name, compared by the predicates. */
   override name = "NotSupportedError";
+  /** An error with `message` and, optionally, its `cause`. */
   constructor(message: string, options?: ProviderErrorOptions) {
     super(message, options);
   }

@@ -12,9 +12,11 @@ export interface ProviderNodeFields {
   labels?: Record<string, string>;
   /** Added; one with the same key and effect as an existing taint replaces it. */
   taints?: readonly Taint[];
+  /** `spec.providerID`, e.g. the backend's ID of the node. */
   providerID?: string;
   /** Capacity, and allocatable too unless given apart. */
   capacity: Record<string, string>;
+  /** What pods may use; default `capacity`. */
   allocatable?: Record<string, string>;
   /** Default: InternalIP (the node's IP) and Hostname (the node's name). */
   addresses?: readonly NodeAddress[];
