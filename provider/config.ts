@@ -3,7 +3,7 @@
  * every problem reported at once, each naming its field — the way vkubelet reports its own
  * config. Works with any schema that has zod's `safeParse` shape.
  *
- * ```ts
+ * ```ts ignore
  * const parsed = parseProviderConfig(mySchema, config, { required: "naming at least region" });
  * if (!parsed.ok) throw new InvalidInputError(parsed.errors.join("; "));
  * ```
@@ -44,7 +44,19 @@ export interface ParseConfigOptions {
   provider?: string;
 }
 
-/** Each issue as `field: message`, `(top level)` for the file itself. */
+/**
+ * Each issue as `field: message`, `(top level)` for the file itself.
+ *
+ * @example Usage
+ * ```ts
+ * import { formatConfigIssues } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.deepEqual(
+ *   formatConfigIssues([{ path: ["region"], message: "expected a string" }]),
+ *   ["region: expected a string"],
+ * );
+ * ```
+ */
 export function formatConfigIssues(issues: readonly ConfigIssue[]): string[] {
   return issues.map((issue) => {
     const path = issue.path.map(String).join(".") || "(top level)";
@@ -55,7 +67,27 @@ export function formatConfigIssues(issues: readonly ConfigIssue[]): string[] {
   });
 }
 
-/** Checks `input` (the parsed file, `undefined` without one) against `schema`. */
+/**
+ * Checks `input` (the parsed file, `undefined` without one) against `schema`.
+ *
+ * @example Usage
+ * ```ts
+ * import { parseProviderConfig } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const schema = {
+ *   safeParse: (input: unknown) =>
+ *     typeof input === "object" && input !== null && "region" in input
+ *       ? { success: true as const, data: input as { region: string } }
+ *       : {
+ *         success: false as const,
+ *         error: { issues: [{ path: ["region"], message: "is required" }] },
+ *       },
+ * };
+ * const parsed = parseProviderConfig(schema, { region: "eu-west-1" });
+ * assert.ok(parsed.ok && parsed.config.region === "eu-west-1");
+ * assert.deepEqual(parseProviderConfig(schema, {}), { ok: false, errors: ["region: is required"] });
+ * ```
+ */
 export function parseProviderConfig<T>(
   schema: ConfigSchema<T>,
   input: unknown,

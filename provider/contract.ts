@@ -263,7 +263,24 @@ export interface ProviderModule {
   createProvider: ProviderFactory;
 }
 
-/** The optional capabilities a provider has, by method name, for start-up logs and 501s. */
+/**
+ * The optional capabilities a provider has, by method name, for start-up logs and 501s.
+ *
+ * @example Usage
+ * ```ts
+ * import { providerCapabilities, type Provider } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const provider = {
+ *   createPod: () => Promise.resolve(),
+ *   updatePod: () => Promise.resolve(),
+ *   deletePod: () => Promise.resolve(),
+ *   getPod: () => Promise.resolve(undefined),
+ *   listPods: () => Promise.resolve([]),
+ *   ping: () => Promise.resolve(),
+ * } satisfies Provider;
+ * assert.ok(providerCapabilities(provider).includes("ping"));
+ * ```
+ */
 export function providerCapabilities(provider: Provider): string[] {
   const optional = [
     "notifyPods",

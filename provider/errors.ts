@@ -66,22 +66,60 @@ function hasName(err: unknown, name: string): boolean {
   return err instanceof Error && err.name === name;
 }
 
-/** True for an {@link InvalidInputError} (from any copy of this module). */
+/**
+ * True for an {@link InvalidInputError} (from any copy of this module).
+ *
+ * @example Usage
+ * ```ts
+ * import { InvalidInputError, isInvalidInput } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.ok(isInvalidInput(new InvalidInputError("no such instance type")));
+ * assert.ok(!isInvalidInput(new Error("no such instance type")));
+ * ```
+ */
 export function isInvalidInput(err: unknown): err is InvalidInputError {
   return err instanceof InvalidInputError || hasName(err, "InvalidInputError");
 }
 
-/** True for a {@link TransientError} (from any copy of this module). */
+/**
+ * True for a {@link TransientError} (from any copy of this module).
+ *
+ * @example Usage
+ * ```ts
+ * import { isTransient, TransientError } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const err = new TransientError("quota exceeded", { retryAfterMs: 5_000 });
+ * assert.ok(isTransient(err) && err.retryAfterMs === 5_000);
+ * ```
+ */
 export function isTransient(err: unknown): err is TransientError {
   return err instanceof TransientError || hasName(err, "TransientError");
 }
 
-/** True for a {@link NotFoundError} (from any copy of this module). */
+/**
+ * True for a {@link NotFoundError} (from any copy of this module).
+ *
+ * @example Usage
+ * ```ts
+ * import { isNotFound, NotFoundError } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.ok(isNotFound(new NotFoundError("pod shop/web-0 is not running here")));
+ * ```
+ */
 export function isNotFound(err: unknown): err is NotFoundError {
   return err instanceof NotFoundError || hasName(err, "NotFoundError");
 }
 
-/** True for a {@link NotSupportedError} (from any copy of this module). */
+/**
+ * True for a {@link NotSupportedError} (from any copy of this module).
+ *
+ * @example Usage
+ * ```ts
+ * import { isNotSupported, NotSupportedError } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.ok(isNotSupported(new NotSupportedError("this backend cannot attach")));
+ * ```
+ */
 export function isNotSupported(err: unknown): err is NotSupportedError {
   return err instanceof NotSupportedError || hasName(err, "NotSupportedError");
 }

@@ -22,7 +22,23 @@ export interface ProviderNodeFields {
   addresses?: readonly NodeAddress[];
 }
 
-/** Writes `fields` and the kubelet port into `node`, keeping what is already there otherwise. */
+/**
+ * Writes `fields` and the kubelet port into `node`, keeping what is already there otherwise.
+ *
+ * @example Usage
+ * ```ts
+ * import { applyProviderNode } from "@vkubelet/vkubelet/provider";
+ * import type { Node } from "kubernetes-types/core/v1.d.ts";
+ * import assert from "node:assert/strict";
+ * const node: Node = { metadata: { name: "vk-0" } };
+ * applyProviderNode(node, { capacity: { cpu: "8", memory: "16Gi", pods: "110" } }, {
+ *   nodeName: "vk-0",
+ *   internalIp: "127.0.0.1",
+ *   daemonPort: 10250,
+ * });
+ * assert.equal(node.status?.allocatable?.cpu, "8");
+ * ```
+ */
 export function applyProviderNode(
   node: Node,
   fields: ProviderNodeFields,

@@ -203,7 +203,29 @@ function assemble(
   return status;
 }
 
-/** The kubelet's `PodStatus` for `pod` from the provider's report; see the module doc. */
+/**
+ * The kubelet's `PodStatus` for `pod` from the provider's report; see the module doc.
+ *
+ * @example Usage
+ * ```ts
+ * import { buildPodStatus } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const pod = { metadata: { name: "web-0" }, spec: { containers: [{ name: "main", image: "nginx" }] } };
+ * const status = buildPodStatus(pod, {
+ *   containers: { main: { state: { running: { startedAtMs: Date.parse("2026-12-01T10:00:00Z") } } } },
+ *   nowMs: Date.parse("2026-12-01T10:00:01Z"),
+ *   podIP: "10.1.0.7",
+ * });
+ * assert.equal(status.phase, "Running");
+ * assert.deepEqual(status.conditions?.map((c) => c.type), [
+ *   "PodReadyToStartContainers",
+ *   "Initialized",
+ *   "Ready",
+ *   "ContainersReady",
+ *   "PodScheduled",
+ * ]);
+ * ```
+ */
 export function buildPodStatus(pod: Pod, report: PodStatusReport): PodStatus {
   const spec = pod.spec ?? { containers: [] };
   const previous = report.previous ?? pod.status;
@@ -259,6 +281,20 @@ export interface TerminalStatusOptions {
  * The status after deletion, from the current one: every running container terminated (ended
  * now with `exitCode`), the phase Succeeded when every regular container exited 0, else Failed
  * (a pod already Succeeded or Failed stays so), and the conditions of a finished pod.
+ *
+ * @example Usage
+ * ```ts
+ * import { buildPodStatus, terminalPodStatus } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const pod = { metadata: { name: "web-0" }, spec: { containers: [{ name: "main", image: "nginx" }] } };
+ * const running = buildPodStatus(pod, {
+ *   containers: { main: { state: { running: { startedAtMs: 0 } } } },
+ *   nowMs: 1_000,
+ * });
+ * const stopped = terminalPodStatus(pod, running, { nowMs: 2_000 });
+ * assert.equal(stopped.phase, "Succeeded");
+ * assert.equal(stopped.containerStatuses?.[0].state?.terminated?.exitCode, 0);
+ * ```
  */
 export function terminalPodStatus(
   pod: Pod,
