@@ -6,7 +6,8 @@
  * The layers, lowest first (the README's Layout section shows the same):
  *
  * 1. `base/` — clock, log, durations; imports nothing of ours
- * 2. `k8s/`, `spdy/` — libraries: the Kubernetes client, the SPDY/3.1 codec
+ * 2. `k8s/`, `spdy/`, `x509/` — libraries: the Kubernetes client, the SPDY/3.1 codec, keys and
+ *    certificates
  * 3. `provider/` — the provider contract and kit
  * 4. `core/` (node, pods, kubelet API) and `providers/` (built-in providers), side by side
  * 5. `app/` — config, start-up, the provider loader
@@ -23,6 +24,7 @@ export const LAYERS: Readonly<Record<string, number>> = {
   "base": 1,
   "k8s": 2,
   "spdy": 2,
+  "x509": 2,
   "provider": 3,
   "core": 4,
   "providers": 4,

@@ -4,7 +4,7 @@ import {
   createSelfSignedCertificate,
   generateKeyPair,
   privateKeyPem,
-} from "../../core/kubelet_api/x509.ts";
+} from "../../x509/encode.ts";
 
 const mainPath = new URL("../../main.ts", import.meta.url).pathname;
 

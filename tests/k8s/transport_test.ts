@@ -4,7 +4,7 @@ import {
   createSelfSignedCertificate,
   generateKeyPair,
   privateKeyPem,
-} from "../../core/kubelet_api/x509.ts";
+} from "../../x509/encode.ts";
 
 const config = { server: "https://127.0.0.1:6443", namespace: "default", source: "test" };
 

@@ -8,12 +8,11 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../../base/clock.ts";
 import {
   accessReviewerFrom,
-  type CertificateSource,
-  fileCertificates,
   KubeletServer,
   type KubeletServerDeps,
   tokenReviewerFrom,
 } from "../../../core/kubelet_api/mod.ts";
+import { type CertificateSource, fileCertificates } from "../../../x509/mod.ts";
 import { VkubeletMetrics } from "../../../core/metrics.ts";
 import type { Provider } from "../../../provider/mod.ts";
 import { KubeClient } from "../../../k8s/mod.ts";

@@ -146,7 +146,7 @@ Deno.test({
     const files = { certFile: `${dir}/tls.crt`, keyFile: `${dir}/tls.key` };
     await Deno.copyFile(first.certFile, files.certFile);
     await Deno.copyFile(first.keyFile, files.keyFile);
-    const { fileCertificates } = await import("../../../core/kubelet_api/mod.ts");
+    const { fileCertificates } = await import("../../../x509/mod.ts");
     const { realClock } = await import("../../../base/clock.ts");
     const { log } = await import("./_fakes.ts");
     try {
@@ -248,7 +248,8 @@ Deno.test({
   ...sanitize,
   async fn() {
     const cluster = await useCluster();
-    const { csrApiFrom, csrCertificate } = await import("../../../core/kubelet_api/mod.ts");
+    const { csrApiFrom } = await import("../../../core/kubelet_api/mod.ts");
+    const { csrCertificate } = await import("../../../x509/mod.ts");
     const { KubeClient } = await import("../../../k8s/mod.ts");
     const { realClock } = await import("../../../base/clock.ts");
     const { log } = await import("./_fakes.ts");

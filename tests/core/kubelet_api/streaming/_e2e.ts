@@ -8,7 +8,8 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../../../base/clock.ts";
-import { alwaysAllow, fileCertificates, KubeletServer } from "../../../../core/kubelet_api/mod.ts";
+import { alwaysAllow, KubeletServer } from "../../../../core/kubelet_api/mod.ts";
+import { fileCertificates } from "../../../../x509/mod.ts";
 import {
   createStreamingHandler,
   type KubeletStreamingHandler,

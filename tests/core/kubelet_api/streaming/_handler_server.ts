@@ -11,11 +11,8 @@ import { WebSocket } from "ws";
 import { type Clock, realClock } from "../../../../base/clock.ts";
 import { getLogger } from "../../../../base/log.ts";
 import type { Provider } from "../../../../provider/mod.ts";
-import {
-  alwaysAllow,
-  KubeletServer,
-  selfSignedCertificate,
-} from "../../../../core/kubelet_api/mod.ts";
+import { alwaysAllow, KubeletServer } from "../../../../core/kubelet_api/mod.ts";
+import { selfSignedCertificate } from "../../../../x509/mod.ts";
 import {
   createStreamingHandler,
   type KubeletStreamingHandler,

@@ -1,19 +1,15 @@
 import assert from "node:assert/strict";
 import type { CertificateSigningRequest } from "kubernetes-types/certificates/v1.d.ts";
-import { type CsrApi, csrCertificate, type KeyPair } from "../../../core/kubelet_api/mod.ts";
+import { type CsrApi, csrCertificate, type KeyPair } from "../../x509/mod.ts";
 import {
   type CertificateStore,
   defaultCertDirs,
   fileCertificateStore,
-} from "../../../core/kubelet_api/certificate_store.ts";
-import { storedPairProblem } from "../../../core/kubelet_api/csr_certificate.ts";
-import {
-  createSelfSignedCertificate,
-  generateKeyPair,
-  privateKeyPem,
-} from "../../../core/kubelet_api/x509.ts";
-import { FakeClock, flush } from "../../fakes/clock.ts";
-import { log } from "./_fakes.ts";
+} from "../../x509/certificate_store.ts";
+import { storedPairProblem } from "../../x509/csr_certificate.ts";
+import { createSelfSignedCertificate, generateKeyPair, privateKeyPem } from "../../x509/encode.ts";
+import { FakeClock, flush } from "../fakes/clock.ts";
+import { log } from "../core/kubelet_api/_fakes.ts";
 
 const NAMES = { nodeName: "vk-1", dnsNames: ["vk-1"], ipAddresses: ["127.0.0.1"] };
 const HOUR = 3_600_000;

@@ -8,16 +8,16 @@ import {
   fileCertificates,
   type KeyPair,
   selfSignedCertificate,
-} from "../../../core/kubelet_api/mod.ts";
-import { integer, oid, time } from "../../../core/kubelet_api/der.ts";
+} from "../../x509/mod.ts";
+import { integer, oid, time } from "../../x509/der.ts";
 import {
   createSelfSignedCertificate,
   generateKeyPair,
   ipBytes,
   privateKeyPem,
-} from "../../../core/kubelet_api/x509.ts";
-import { FakeClock, flush } from "../../fakes/clock.ts";
-import { log } from "./_fakes.ts";
+} from "../../x509/encode.ts";
+import { FakeClock, flush } from "../fakes/clock.ts";
+import { log } from "../core/kubelet_api/_fakes.ts";
 
 const hex = (bytes: Uint8Array) =>
   Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");

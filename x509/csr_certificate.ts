@@ -15,13 +15,23 @@
  * @module
  */
 import { X509Certificate } from "node:crypto";
-import { checkPair } from "./certificates.ts";
-import type { Clock } from "../../base/clock.ts";
-import type { Logger } from "../../base/log.ts";
-import type { CertificateSource, KeyPair } from "./certificates.ts";
-import type { CsrApi } from "./reviews.ts";
-import { createCsr, type EcKeyPair, generateKeyPair, privateKeyPem } from "./x509.ts";
+import { checkPair } from "./certificate_source.ts";
+import type { Clock } from "../base/clock.ts";
+import type { Logger } from "../base/log.ts";
+import type { CertificateSource, KeyPair } from "./certificate_source.ts";
+import type { CertificateSigningRequest } from "kubernetes-types/certificates/v1.d.ts";
+import { createCsr, type EcKeyPair, generateKeyPair, privateKeyPem } from "./encode.ts";
 import type { CertificateStore } from "./certificate_store.ts";
+
+/** The CertificateSigningRequest calls a serving-certificate requester needs. */
+export interface CsrApi {
+  create(
+    csr: CertificateSigningRequest,
+    options: { signal?: AbortSignal },
+  ): Promise<CertificateSigningRequest>;
+  /** Resolves with the issued PEM certificate; rejects if denied, failed or deleted. */
+  waitForCertificate(name: string, options: { signal?: AbortSignal }): Promise<string>;
+}
 
 /** Options for {@link csrCertificate}. */
 export interface CsrCertificateOptions {

@@ -8,7 +8,7 @@
  * directory is created with mode 0700.
  * @module
  */
-import type { KeyPair } from "./certificates.ts";
+import type { KeyPair } from "./certificate_source.ts";
 
 /** Keeps one key pair across restarts. */
 export interface CertificateStore {

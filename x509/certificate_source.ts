@@ -7,9 +7,9 @@
  * @module
  */
 import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
-import type { Clock } from "../../base/clock.ts";
-import type { Logger } from "../../base/log.ts";
-import { createSelfSignedCertificate, generateKeyPair, privateKeyPem } from "./x509.ts";
+import type { Clock } from "../base/clock.ts";
+import type { Logger } from "../base/log.ts";
+import { createSelfSignedCertificate, generateKeyPair, privateKeyPem } from "./encode.ts";
 
 /** A PEM certificate chain and its private key. */
 export interface KeyPair {
