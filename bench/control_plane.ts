@@ -1,5 +1,5 @@
 /**
- * The bench's own control plane: a side-by-side cluster named `vkbench` (tests/cluster), so that
+ * The bench's own control plane: a side-by-side cluster named `vkbench` (tools/cluster), so that
  * other work on the default cluster neither disturbs the numbers nor is disturbed. Every subject
  * run gets it fresh (empty etcd). Also issues the kubelet identity and makes its requests
  * countable: a FlowSchema that matches only that user, so the apiserver's
@@ -16,7 +16,7 @@ import {
   runChecked,
   running,
   up,
-} from "../tests/cluster/cluster.ts";
+} from "../tools/cluster/cluster.ts";
 import { type Credentials, readCredentials } from "./kube.ts";
 
 // VKBENCH_CLUSTER names another copy, so that a profiling run can go beside a measuring one.

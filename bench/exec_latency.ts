@@ -14,7 +14,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { useCluster } from "../tests/cluster/harness.ts";
+import { useCluster } from "../tools/cluster/harness.ts";
 import { EXTEND_WEBSOCKETS_TO_KUBELET } from "../core/kubelet_api/streaming/declared_features.ts";
 import {
   clusterKubectl,
@@ -23,7 +23,7 @@ import {
   runKubectl,
   startVirtualNode,
   type VirtualNode,
-} from "../tests/core/kubelet_api/streaming/_e2e.ts";
+} from "../tools/harness/streaming_e2e.ts";
 import { echo, quantile, withPortForward } from "./stream_transfer.ts";
 
 const MB = 1e6;

@@ -11,7 +11,7 @@
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { KubeClient } from "../k8s/client.ts";
 import type { Informer } from "../k8s/watch/informer.ts";
-import { useCluster } from "../tests/cluster/harness.ts";
+import { useCluster } from "../tools/cluster/harness.ts";
 
 const args = Object.fromEntries(
   Deno.args.map((a) => a.replace(/^--/, "").split("=", 2) as [string, string]),

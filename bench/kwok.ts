@@ -10,7 +10,7 @@
  * @module
  */
 import type { Node } from "kubernetes-types/core/v1.d.ts";
-import { cacheDir } from "../tests/cluster/build.ts";
+import { cacheDir } from "../tools/cluster/build.ts";
 
 /** The pinned release; the newest the module proxy served when this bench was written. */
 export const KWOK_VERSION = "v0.8.0";

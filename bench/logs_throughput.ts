@@ -7,9 +7,9 @@
  * @module
  */
 import type { Provider } from "../provider/mod.ts";
-import { type TestCluster, useCluster } from "../tests/cluster/harness.ts";
-import { call, startClusterServer } from "../tests/core/kubelet_api/_cluster_server.ts";
-import { bindPod, registerNode } from "../tests/core/kubelet_api/_node.ts";
+import { type TestCluster, useCluster } from "../tools/cluster/harness.ts";
+import { call, startClusterServer } from "../tools/harness/cluster_server.ts";
+import { bindPod, registerNode } from "../tools/harness/node.ts";
 
 const LINE_BYTES = 100;
 

@@ -8,7 +8,7 @@ import type { KubeletIdentity } from "./control_plane.ts";
 import { type Kube, pool } from "./kube.ts";
 import { inspectFlags, shippedFlags } from "./subjects.ts";
 import { ensureKwok, kwokArgs, kwokNode, writeKwokStages } from "./kwok.ts";
-import { freePort } from "../tests/cluster/ports.ts";
+import { freePort } from "../tools/cluster/ports.ts";
 
 /** Which implementation runs the nodes. */
 export type MultiNodeSubject = "vkubelet" | "kwok";

@@ -22,7 +22,7 @@ import {
   NodeController,
 } from "../core/node/mod.ts";
 import { createProvider } from "../providers/mock/mod.ts";
-import { type TestCluster, useCluster } from "../tests/cluster/harness.ts";
+import { type TestCluster, useCluster } from "../tools/cluster/harness.ts";
 
 const encoder = new TextEncoder();
 const say = (line: string) => Deno.stdout.writeSync(encoder.encode(line + "\n"));

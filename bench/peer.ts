@@ -12,7 +12,7 @@
  *    same client-side limit. Unset, the peer behaves exactly as shipped.
  * @module
  */
-import { cacheDir } from "../tests/cluster/build.ts";
+import { cacheDir } from "../tools/cluster/build.ts";
 
 /** The pinned release; the newest the module proxy serves when this bench was written. */
 export const PEER_VERSION = "v1.14.1";

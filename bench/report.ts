@@ -4,7 +4,7 @@
  * versions, and the issue's goals marked met or not.
  * @module
  */
-import { etcdVersion, kubernetesVersion } from "../tests/cluster/build.ts";
+import { etcdVersion, kubernetesVersion } from "../tools/cluster/build.ts";
 import { VERSION } from "../app/config.ts";
 import { PEER_VERSION } from "./peer.ts";
 import { machine } from "./proc.ts";
@@ -364,7 +364,7 @@ export async function writeReport(
     `- vkubelet ${VERSION} (Deno ${Deno.version.deno}, mock provider)`,
     `- peer: virtual-kubelet ${PEER_VERSION} \`cmd/virtual-kubelet\` with its mock provider (${await goVersion()})`,
     `- control plane: Kubernetes ${kubernetesVersion()}, etcd ${etcdVersion()}, built from Go modules`,
-    `  (tests/cluster), a fresh copy (empty etcd) for every subject and size`,
+    `  (tools/cluster), a fresh copy (empty etcd) for every subject and size`,
     `- node capacity for all: ${
       JSON.stringify(CAPACITY)
     }; client-side request limit of both kubelets:`,

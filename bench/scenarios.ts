@@ -14,7 +14,7 @@ import { cpuSeconds, machine, memoryMiB } from "./proc.ts";
 import { type Settle, waitSettled } from "./settle.ts";
 import { NODE_NAME, type RunningSubject, startSubject, type SubjectName } from "./subjects.ts";
 import { PodTracker } from "./tracker.ts";
-import { freePort } from "../tests/cluster/ports.ts";
+import { freePort } from "../tools/cluster/ports.ts";
 
 /** Knobs of one run. */
 export interface RunOptions {

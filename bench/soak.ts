@@ -20,7 +20,7 @@ import { brkHeapMiB, cpuSeconds, machine, memoryMiB } from "./proc.ts";
 import type { SoakFlags } from "./soak_flags.ts";
 import type { SoakSample } from "./soak_stats.ts";
 import { type RunningSubject, startSubject } from "./subjects.ts";
-import { freePort } from "../tests/cluster/ports.ts";
+import { freePort } from "../tools/cluster/ports.ts";
 
 /** What a soak run recorded, saved as soak.json and reported by `soak_report.ts`. */
 export interface SoakResult {

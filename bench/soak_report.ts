@@ -5,7 +5,7 @@
  * @module
  */
 import { VERSION } from "../app/config.ts";
-import { kubernetesVersion } from "../tests/cluster/build.ts";
+import { kubernetesVersion } from "../tools/cluster/build.ts";
 import { Raster, type Rgb } from "./png.ts";
 import type { SoakResult } from "./soak.ts";
 import {

@@ -5,9 +5,9 @@
  * Run: `deno run -A bench/stats_latency.ts [pods] [requests]`.
  * @module
  */
-import { type TestCluster, useCluster } from "../tests/cluster/harness.ts";
-import { startClusterServer } from "../tests/core/kubelet_api/_cluster_server.ts";
-import { NODE, setup, testPod } from "../tests/core/kubelet_api/_fakes.ts";
+import { type TestCluster, useCluster } from "../tools/cluster/harness.ts";
+import { startClusterServer } from "../tools/harness/cluster_server.ts";
+import { NODE, setup, testPod } from "../tools/harness/kubelet_api_fakes.ts";
 
 /** Milliseconds of each request, and the size of one answer. */
 export interface StatsTimes {

@@ -14,10 +14,10 @@
  * `VKBENCH_INSPECT=127.0.0.1:PORT`, vkubelet opens V8's inspector for bench/profile.ts.
  * @module
  */
-import { readState } from "../tests/cluster/cluster.ts";
-import { type TestCluster, useCluster } from "../tests/cluster/harness.ts";
-import { startVkubelet } from "../tests/cluster/vkubelet.ts";
-import { clusterKubectl } from "../tests/core/kubelet_api/streaming/_e2e.ts";
+import { readState } from "../tools/cluster/cluster.ts";
+import { type TestCluster, useCluster } from "../tools/cluster/harness.ts";
+import { startVkubelet } from "../tools/cluster/vkubelet.ts";
+import { clusterKubectl } from "../tools/harness/streaming_e2e.ts";
 import { execRoundTrips } from "./exec_latency.ts";
 import { measureLogs } from "./logs_throughput.ts";
 import { machine } from "./proc.ts";

@@ -1,7 +1,7 @@
 /**
  * The one list of Deno permissions vkubelet runs with: the compiled binary (`deno task
  * compile`), `deno task start` (checked against this list by tests/ship/permissions_test.ts),
- * the end-to-end tests (tests/cluster/vkubelet.ts) and the bundle test.
+ * the end-to-end tests (tools/cluster/vkubelet.ts) and the bundle test.
  *
  * Why each one, and why it is as wide as it is:
  * - `--allow-net`: the API server can be anywhere, the kubelet API listens on any address the

@@ -10,12 +10,12 @@
 import assert from "node:assert/strict";
 import { request } from "node:https";
 import { parseAllDocuments } from "yaml";
-import { type TestCluster, useCluster } from "../cluster/harness.ts";
+import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
 import { loadConfig } from "../../app/config.ts";
 import { VKUBELET_RULES } from "./rbac_rules.ts";
 import { eventually, podLogs, podPhase, spawnVkubelet } from "./_helpers.ts";
-import { freePort } from "../cluster/ports.ts";
+import { freePort } from "../../tools/cluster/ports.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const manifests = `${root}deploy/kubernetes`;

@@ -9,7 +9,7 @@ import {
 import { storedPairProblem } from "../../x509/csr_certificate.ts";
 import { createSelfSignedCertificate, generateKeyPair, privateKeyPem } from "../../x509/encode.ts";
 import { FakeClock, flush } from "../fakes/clock.ts";
-import { log } from "../core/kubelet_api/_fakes.ts";
+import { log } from "../../tools/harness/kubelet_api_fakes.ts";
 
 const NAMES = { nodeName: "vk-1", dnsNames: ["vk-1"], ipAddresses: ["127.0.0.1"] };
 const HOUR = 3_600_000;

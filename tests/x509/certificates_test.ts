@@ -17,7 +17,7 @@ import {
   privateKeyPem,
 } from "../../x509/encode.ts";
 import { FakeClock, flush } from "../fakes/clock.ts";
-import { log } from "../core/kubelet_api/_fakes.ts";
+import { log } from "../../tools/harness/kubelet_api_fakes.ts";
 
 const hex = (bytes: Uint8Array) =>
   Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");

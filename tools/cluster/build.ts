@@ -1,7 +1,7 @@
 /**
  * Builds the control-plane binary (etcd, kube-apiserver, kube-controller-manager,
  * kube-scheduler, kubectl in one multi-call executable) from the Go module under
- * `tests/cluster/`, once: the output is cached under `.cache/bin/`, named by a hash of the
+ * `tools/cluster/`, once: the output is cached under `.cache/bin/`, named by a hash of the
  * module's sources, so a second run finds it and builds nothing.
  * @module
  */

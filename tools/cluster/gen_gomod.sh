@@ -2,7 +2,7 @@
 # Regenerates go.mod/go.sum for the control-plane wrapper module at one Kubernetes version.
 # k8s.io/kubernetes requires its staging modules at v0.0.0 with local replaces that a consumer
 # does not inherit, so every one of them is pinned here to the matching v0.X.Y.
-# Usage: tests/cluster/gen_gomod.sh 1.37.2 3.7.0
+# Usage: tools/cluster/gen_gomod.sh 1.37.2 3.7.0
 set -euo pipefail
 k8s=${1:?Kubernetes version, e.g. 1.37.2}
 etcd=${2:?etcd server version, e.g. 3.7.0}

@@ -4,8 +4,8 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { TestCluster } from "../../cluster/harness.ts";
-import type { ClusterServer } from "./_cluster_server.ts";
+import type { TestCluster } from "../cluster/harness.ts";
+import type { ClusterServer } from "./cluster_server.ts";
 
 /** Registers `nodeName` with the server's port; returns a cleanup. */
 export async function registerNode(

@@ -5,19 +5,19 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { getLogger } from "../../../base/log.ts";
-import { VkubeletMetrics } from "../../../core/metrics.ts";
-import type { Provider } from "../../../provider/mod.ts";
+import { getLogger } from "../../base/log.ts";
+import { VkubeletMetrics } from "../../core/metrics.ts";
+import type { Provider } from "../../provider/mod.ts";
 import type {
   AccessAttributes,
   AccessReviewer,
   KubeletApiDeps,
   TokenReviewer,
   UserInfo,
-} from "../../../core/kubelet_api/mod.ts";
-import { createKubeletApp } from "../../../core/kubelet_api/mod.ts";
-import { createProvider, type MockProvider } from "../../../providers/mock/mod.ts";
-import { FakeClock } from "../../fakes/clock.ts";
+} from "../../core/kubelet_api/mod.ts";
+import { createKubeletApp } from "../../core/kubelet_api/mod.ts";
+import { createProvider, type MockProvider } from "../../providers/mock/mod.ts";
+import { FakeClock } from "../../base/fake_clock.ts";
 
 export const NODE = "vk-test";
 export const log = getLogger(["vkubelet", "test", "kubelet_api"]);

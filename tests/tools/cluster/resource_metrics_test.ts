@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import type { MockPod } from "../../providers/mock/provider.ts";
-import { metricsText, statsSummary } from "../../providers/mock/stats.ts";
-import { decodeScrape, usageProblems } from "./resource_metrics.ts";
+import type { MockPod } from "../../../providers/mock/provider.ts";
+import { metricsText, statsSummary } from "../../../providers/mock/stats.ts";
+import { decodeScrape, usageProblems } from "../../../tools/cluster/resource_metrics.ts";
 
 const t0 = Date.parse("2026-01-01T00:00:00Z");
 

@@ -5,20 +5,20 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { realClock } from "../../../base/clock.ts";
+import { realClock } from "../../base/clock.ts";
 import {
   accessReviewerFrom,
   KubeletServer,
   type KubeletServerDeps,
   tokenReviewerFrom,
-} from "../../../core/kubelet_api/mod.ts";
-import { type CertificateSource, fileCertificates } from "../../../x509/mod.ts";
-import { VkubeletMetrics } from "../../../core/metrics.ts";
-import type { Provider } from "../../../provider/mod.ts";
-import { KubeClient } from "../../../k8s/mod.ts";
-import { createProvider, type MockProvider } from "../../../providers/mock/mod.ts";
-import type { TestCluster } from "../../cluster/harness.ts";
-import { log } from "./_fakes.ts";
+} from "../../core/kubelet_api/mod.ts";
+import { type CertificateSource, fileCertificates } from "../../x509/mod.ts";
+import { VkubeletMetrics } from "../../core/metrics.ts";
+import type { Provider } from "../../provider/mod.ts";
+import { KubeClient } from "../../k8s/mod.ts";
+import { createProvider, type MockProvider } from "../../providers/mock/mod.ts";
+import type { TestCluster } from "../cluster/harness.ts";
+import { log } from "./kubelet_api_fakes.ts";
 
 /** A running server and what a test needs around it. */
 export interface ClusterServer extends AsyncDisposable {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { FakeClock } from "../fakes/clock.ts";
-import { BuildProgress, forEachLine } from "./build_progress.ts";
+import { FakeClock } from "../../fakes/clock.ts";
+import { BuildProgress, forEachLine } from "../../../tools/cluster/build_progress.ts";
 
 Deno.test("the control-plane build prints its step and the elapsed time every 30 s", async () => {
   const clock = new FakeClock();

@@ -5,9 +5,13 @@
  * CA, and the aggregator proxies `metrics.k8s.io` to it.
  */
 import assert from "node:assert/strict";
-import { type TestCluster, useCluster, useMetricsServer } from "./harness.ts";
-import { type DecodedScrape, decodeScrape, usageProblems } from "./resource_metrics.ts";
-import { startVkubelet } from "./vkubelet.ts";
+import { type TestCluster, useCluster, useMetricsServer } from "../../../tools/cluster/harness.ts";
+import {
+  type DecodedScrape,
+  decodeScrape,
+  usageProblems,
+} from "../../../tools/cluster/resource_metrics.ts";
+import { startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 
 const unique = (prefix: string) => `${prefix}-${crypto.randomUUID().slice(0, 6)}`;
 

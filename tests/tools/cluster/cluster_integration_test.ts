@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { useCluster } from "./harness.ts";
+import { useCluster } from "../../../tools/cluster/harness.ts";
 
 async function eventually<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000) {
   const deadline = Date.now() + ms;

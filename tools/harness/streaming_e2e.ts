@@ -7,22 +7,17 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { realClock } from "../../../../base/clock.ts";
-import { alwaysAllow, KubeletServer } from "../../../../core/kubelet_api/mod.ts";
-import { fileCertificates } from "../../../../x509/mod.ts";
+import { realClock } from "../../base/clock.ts";
+import { alwaysAllow, KubeletServer } from "../../core/kubelet_api/mod.ts";
+import { fileCertificates } from "../../x509/mod.ts";
 import {
   createStreamingHandler,
   type KubeletStreamingHandler,
-} from "../../../../core/kubelet_api/streaming/handler.ts";
-import type {
-  ContainerRef,
-  ExecOptions,
-  Provider,
-  TerminalSize,
-} from "../../../../provider/mod.ts";
-import { createProvider, type MockProvider } from "../../../../providers/mock/mod.ts";
-import type { TestCluster } from "../../../cluster/harness.ts";
-import { log, overrideProvider } from "./_handler_server.ts";
+} from "../../core/kubelet_api/streaming/handler.ts";
+import type { ContainerRef, ExecOptions, Provider, TerminalSize } from "../../provider/mod.ts";
+import { createProvider, type MockProvider } from "../../providers/mock/mod.ts";
+import type { TestCluster } from "../cluster/harness.ts";
+import { log, overrideProvider } from "./handler_server.ts";
 
 /** One kubectl: how to run it. */
 export interface Kubectl {

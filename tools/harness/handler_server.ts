@@ -8,19 +8,19 @@ import tls from "node:tls";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 // @ts-types="@types/ws"
 import { WebSocket } from "ws";
-import { type Clock, realClock } from "../../../../base/clock.ts";
-import { getLogger } from "../../../../base/log.ts";
-import type { Provider } from "../../../../provider/mod.ts";
-import { alwaysAllow, KubeletServer } from "../../../../core/kubelet_api/mod.ts";
-import { selfSignedCertificate } from "../../../../x509/mod.ts";
+import { type Clock, realClock } from "../../base/clock.ts";
+import { getLogger } from "../../base/log.ts";
+import type { Provider } from "../../provider/mod.ts";
+import { alwaysAllow, KubeletServer } from "../../core/kubelet_api/mod.ts";
+import { selfSignedCertificate } from "../../x509/mod.ts";
 import {
   createStreamingHandler,
   type KubeletStreamingHandler,
   type StreamingHandlerOptions,
-} from "../../../../core/kubelet_api/streaming/handler.ts";
-import { duplexFromNodeSocket } from "../../../../spdy/node_socket_duplex.ts";
-import { SpdySession } from "../../../../spdy/session.ts";
-import { createProvider, type MockProvider } from "../../../../providers/mock/mod.ts";
+} from "../../core/kubelet_api/streaming/handler.ts";
+import { duplexFromNodeSocket } from "../../spdy/node_socket_duplex.ts";
+import { SpdySession } from "../../spdy/session.ts";
+import { createProvider, type MockProvider } from "../../providers/mock/mod.ts";
 
 export const log = getLogger(["vkubelet", "test", "streaming"]);
 export const NODE = "vk-stream";

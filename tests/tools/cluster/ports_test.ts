@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { freePort } from "./ports.ts";
+import { freePort } from "../../../tools/cluster/ports.ts";
 
 Deno.test("a free port lies below the ephemeral range, where outgoing connections cannot take it", () => {
   const low = Number(
