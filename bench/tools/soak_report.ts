@@ -4,10 +4,10 @@
  * the rounds, and RSS, heap and CPU over time.
  * @module
  */
-import { VERSION } from "../app/config.ts";
-import { kubernetesVersion } from "../tools/cluster/build.ts";
+import { VERSION } from "../../app/config.ts";
+import { kubernetesVersion } from "../../tools/cluster/build.ts";
 import { Raster, type Rgb } from "./png.ts";
-import type { SoakResult } from "./soak.ts";
+import type { SoakResult } from "../scenarios/soak.ts";
 import {
   formatGrowth,
   GROWTH_GOAL,
@@ -128,7 +128,7 @@ export function soakReport(result: SoakResult): string[] {
   const lines = [
     "# vkubelet soak",
     "",
-    `Written by \`deno task bench --soak\` (bench/soak.ts) from one run started ${result.startedAt};`,
+    `Written by \`deno task bench --soak\` (bench/scenarios/soak.ts) from one run started ${result.startedAt};`,
     "the chart is `soak.png`. Do not edit by hand: run the soak again.",
     "",
     `- ${flags.pods} pods (one Deployment, its template changed every ${flags.rollSeconds} s, so`,
@@ -226,8 +226,8 @@ function median(values: number[]): number {
 
 /** Writes `dir/SOAK.md` (with `dir/soak_notes.md` appended, if there is one) and `dir/soak.png`. */
 export async function writeSoakReport(dir: string, result: SoakResult): Promise<void> {
-  const notes = await Deno.readTextFile(new URL("./soak_notes.md", import.meta.url)).catch(() =>
-    ""
+  const notes = await Deno.readTextFile(new URL("../reports/soak_notes.md", import.meta.url)).catch(
+    () => "",
   );
   await Deno.writeTextFile(`${dir}SOAK.md`, [...soakReport(result), notes.trim(), ""].join("\n"));
   await Deno.writeFile(`${dir}soak.png`, drawSoakChart(result));

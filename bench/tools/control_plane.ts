@@ -16,7 +16,7 @@ import {
   runChecked,
   running,
   up,
-} from "../tools/cluster/cluster.ts";
+} from "../../tools/cluster/cluster.ts";
 import { type Credentials, readCredentials } from "./kube.ts";
 
 // VKBENCH_CLUSTER names another copy, so that a profiling run can go beside a measuring one.

@@ -2,7 +2,7 @@
  * `deno task bench --soak 60m`: vkubelet (mock provider) under a rolling churn at a fixed pod
  * count — a Deployment of `--pods` replicas whose template is changed every `--roll-seconds`, so
  * every pod is replaced each round — with its RSS, heap in use and CPU sampled every
- * `--sample-seconds`; writes bench/SOAK.md and bench/soak.png (`soak_report.ts`). Stops by itself
+ * `--sample-seconds`; writes bench/reports/SOAK.md and bench/reports/soak.png (`soak_report.ts`). Stops by itself
  * after the duration; loopback only. With `VKBENCH_INSPECT=127.0.0.1:PORT` and `--heap-at 3,12`
  * it takes heap snapshots when those rounds have rolled out (`heap.ts`), for retention, not speed.
  * @module
@@ -13,14 +13,14 @@ import {
   issueKubeletIdentity,
   startControlPlane,
   stopControlPlane,
-} from "./control_plane.ts";
-import { takeHeapSnapshot } from "./heap.ts";
-import { Kube } from "./kube.ts";
-import { brkHeapMiB, cpuSeconds, machine, memoryMiB } from "./proc.ts";
-import type { SoakFlags } from "./soak_flags.ts";
-import type { SoakSample } from "./soak_stats.ts";
-import { type RunningSubject, startSubject } from "./subjects.ts";
-import { freePort } from "../tools/cluster/ports.ts";
+} from "../tools/control_plane.ts";
+import { takeHeapSnapshot } from "../tools/heap.ts";
+import { Kube } from "../tools/kube.ts";
+import { brkHeapMiB, cpuSeconds, machine, memoryMiB } from "../tools/proc.ts";
+import type { SoakFlags } from "../tools/soak_flags.ts";
+import type { SoakSample } from "../tools/soak_stats.ts";
+import { type RunningSubject, startSubject } from "../tools/subjects.ts";
+import { freePort } from "../../tools/cluster/ports.ts";
 
 /** What a soak run recorded, saved as soak.json and reported by `soak_report.ts`. */
 export interface SoakResult {

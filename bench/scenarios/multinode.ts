@@ -15,15 +15,15 @@
  */
 import type { Lease } from "kubernetes-types/coordination/v1.d.ts";
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
-import { Kube, pool } from "./kube.ts";
+import { Kube, pool } from "../tools/kube.ts";
 import {
   MULTI_NODE_SUBJECTS,
   type MultiNodeSubject,
   type StartedSubject,
   startMultiNodeSubject,
-} from "./multinode_subjects.ts";
-import { cpuSeconds, machine, memoryMiB } from "./proc.ts";
-import { realClock } from "../base/clock.ts";
+} from "../tools/multinode_subjects.ts";
+import { cpuSeconds, machine, memoryMiB } from "../tools/proc.ts";
+import { realClock } from "../../base/clock.ts";
 
 /** The flags of the multi-node scenario. */
 export interface MultiNodeFlags {
@@ -39,7 +39,7 @@ export interface MultiNodeFlags {
 const RENEW_INTERVAL_S = 10; // a quarter of the 40 s lease, for vkubelet and KWOK alike
 const PREFIX = "vkbench-mn-";
 const NAMESPACE = "bench";
-const repoRoot = new URL("../", import.meta.url).pathname;
+const repoRoot = new URL("../../", import.meta.url).pathname;
 const outDir = Deno.env.get("VKBENCH_OUT") ?? `${repoRoot}bench/out`;
 
 /** Parses the flags; throws a RangeError naming the bad one. */
@@ -108,7 +108,7 @@ export async function main(args: string[]): Promise<number> {
   }
   // Before control_plane.ts reads it: never the cluster another bench run may be using.
   if (!Deno.env.get("VKBENCH_CLUSTER")) Deno.env.set("VKBENCH_CLUSTER", "vkbench-multinode");
-  const cp = await import("./control_plane.ts");
+  const cp = await import("../tools/control_plane.ts");
   const { nodes: N, pods: P } = flags;
   const names = Array.from({ length: N }, (_, i) => `${PREFIX}${String(i).padStart(4, "0")}`);
   const results: Record<string, unknown>[] = [];

@@ -1,6 +1,6 @@
 /**
  * KWOK (sigs.k8s.io/kwok), the other subject of `deno task bench --nodes N --subjects vkubelet,kwok`: built from the
- * Go module proxy at a pinned release through the wrapper module in `bench/kwok/` (go.mod and
+ * Go module proxy at a pinned release through the wrapper module in `bench/tools/kwok/` (go.mod and
  * go.sum only; nothing patched), run against the same kind of fresh control plane, managing the
  * nodes that carry its annotation, with the stages kwokctl uses by default
  * (`kustomize/stage/fast` of the module: node-initialize, node-heartbeat-with-lease, and the fast
@@ -10,7 +10,7 @@
  * @module
  */
 import type { Node } from "kubernetes-types/core/v1.d.ts";
-import { cacheDir } from "../tools/cluster/build.ts";
+import { cacheDir } from "../../tools/cluster/build.ts";
 
 /** The pinned release; the newest the module proxy served when this bench was written. */
 export const KWOK_VERSION = "v0.8.0";
@@ -23,7 +23,7 @@ const MANAGED = { key: "kwok.x-k8s.io/node", value: "fake" };
 
 /** Returns the path of the KWOK binary, building it first when it is not cached. */
 export async function ensureKwok(progress: (line: string) => void): Promise<string> {
-  const binary = `${cacheDir}/bench/kwok/kwok-${KWOK_VERSION}`;
+  const binary = `${cacheDir}/bench/tools/kwok/kwok-${KWOK_VERSION}`;
   try {
     await Deno.stat(binary);
     return binary;

@@ -1,5 +1,5 @@
 /**
- * Flags of `deno task bench --streaming` (bench/streaming.ts), bounded so that a run stays
+ * Flags of `deno task bench --streaming` (bench/scenarios/streaming.ts), bounded so that a run stays
  * small: at most 1,000 MB per transfer, 500 round trips, 10 repeats, 10,000 pods.
  * @module
  */

@@ -7,14 +7,23 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { issueKubeletIdentity, startControlPlane, stopControlPlane } from "./control_plane.ts";
-import { Kube, KubeError, pool } from "./kube.ts";
-import { kubeletRequests, type MetricsSnapshot, scrape, verbDeltas } from "./metrics.ts";
-import { cpuSeconds, machine, memoryMiB } from "./proc.ts";
+import {
+  issueKubeletIdentity,
+  startControlPlane,
+  stopControlPlane,
+} from "../tools/control_plane.ts";
+import { Kube, KubeError, pool } from "../tools/kube.ts";
+import { kubeletRequests, type MetricsSnapshot, scrape, verbDeltas } from "../tools/metrics.ts";
+import { cpuSeconds, machine, memoryMiB } from "../tools/proc.ts";
 import { type Settle, waitSettled } from "./settle.ts";
-import { NODE_NAME, type RunningSubject, startSubject, type SubjectName } from "./subjects.ts";
-import { PodTracker } from "./tracker.ts";
-import { freePort } from "../tools/cluster/ports.ts";
+import {
+  NODE_NAME,
+  type RunningSubject,
+  startSubject,
+  type SubjectName,
+} from "../tools/subjects.ts";
+import { PodTracker } from "../tools/tracker.ts";
+import { freePort } from "../../tools/cluster/ports.ts";
 
 /** Knobs of one run. */
 export interface RunOptions {

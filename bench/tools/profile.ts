@@ -5,7 +5,7 @@
  * `.cpuprofile` (open it in Chrome DevTools) and prints the functions with the most self and
  * total time.
  *
- *   deno run -A bench/profile.ts --port 9329 --seconds 20 --out bench/out/create.cpuprofile
+ *   deno run -A bench/tools/profile.ts --port 9329 --seconds 20 --out bench/out/create.cpuprofile
  *
  * Deno 2.9 has no `--cpu-prof`, and `--v8-flags=--prof` needs d8's tick processor; this needs
  * neither.

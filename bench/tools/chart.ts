@@ -1,10 +1,10 @@
 /**
  * The chart of scenario 1: for each size, pods Running against seconds since the first create,
- * one line per subject, drawn from the run's own samples into bench/scenario1.png.
+ * one line per subject, drawn from the run's own samples into bench/reports/scenario1.png.
  * @module
  */
 import { Raster, type Rgb } from "./png.ts";
-import type { RunResult } from "./scenarios.ts";
+import type { RunResult } from "../scenarios/scenarios.ts";
 import type { SubjectName } from "./subjects.ts";
 
 const COLOURS: Record<SubjectName, Rgb> = {

@@ -3,15 +3,15 @@
  * provider: time from start to Ready (median of 5 fresh registrations and of 5 restarts of an
  * existing node), then API writes per minute at steady state, counted through the NodeApi.
  *
- *     deno run -A bench/node_writes.ts [--seconds=65]
+ *     deno run -A bench/scenarios/node_writes.ts [--seconds=65]
  *
  * Brings the test cluster up if it is down (`deno task cluster up`).
  * @module
  */
 import { parseArgs } from "node:util";
-import { KubeClient } from "../k8s/client.ts";
-import { realClock } from "../base/clock.ts";
-import { getLogger } from "../base/log.ts";
+import { KubeClient } from "../../k8s/client.ts";
+import { realClock } from "../../base/clock.ts";
+import { getLogger } from "../../base/log.ts";
 import {
   countingNodeApi,
   HealthMonitor,
@@ -20,9 +20,9 @@ import {
   type NodeApi,
   nodeApiFromClient,
   NodeController,
-} from "../core/node/mod.ts";
-import { createProvider } from "../providers/mock/mod.ts";
-import { type TestCluster, useCluster } from "../tools/cluster/harness.ts";
+} from "../../core/node/mod.ts";
+import { createProvider } from "../../providers/mock/mod.ts";
+import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 
 const encoder = new TextEncoder();
 const say = (line: string) => Deno.stdout.writeSync(encoder.encode(line + "\n"));

@@ -5,7 +5,7 @@
  * new pod (one merge patch) and, once a pod has a deletion timestamp, deletes it with grace 0
  * (one DELETE). Run as its own process by the bench:
  *
- *   deno run -A bench/floor.ts CONFIG_JSON
+ *   deno run -A bench/tools/floor.ts CONFIG_JSON
  *
  * It prints `ready` once the node exists and `reconciled N` after its first full pass.
  * @module

@@ -1,5 +1,5 @@
 /**
- * The subjects of the many-nodes scenario (`bench/multinode.ts`), each one process whose pid is
+ * The subjects of the many-nodes scenario (`bench/scenarios/multinode.ts`), each one process whose pid is
  * measured: vkubelet serving every node from one process (`--nodes`, mock provider, the full
  * kubelet API on one port), or KWOK managing the same number of annotated Nodes.
  * @module
@@ -8,7 +8,7 @@ import type { KubeletIdentity } from "./control_plane.ts";
 import { type Kube, pool } from "./kube.ts";
 import { inspectFlags, shippedFlags } from "./subjects.ts";
 import { ensureKwok, kwokArgs, kwokNode, writeKwokStages } from "./kwok.ts";
-import { freePort } from "../tools/cluster/ports.ts";
+import { freePort } from "../../tools/cluster/ports.ts";
 
 /** Which implementation runs the nodes. */
 export type MultiNodeSubject = "vkubelet" | "kwok";
@@ -39,7 +39,7 @@ export interface StartedSubject {
   stop(): Promise<void>;
 }
 
-const repoRoot = new URL("../", import.meta.url).pathname;
+const repoRoot = new URL("../../", import.meta.url).pathname;
 
 /** Starts `spec.subject`; KWOK's Nodes are created before this resolves. */
 export async function startMultiNodeSubject(spec: MultiNodeSpec): Promise<StartedSubject> {

@@ -3,15 +3,15 @@
  * node in a fresh namespace, then times list+watch until `synced` and measures heap bytes per
  * cached pod, with and without `managedFields`. Deletes the namespace at the end.
  *
- *   deno run -A --v8-flags=--expose-gc bench/informer_memory.ts [--pods=N] [--kubeconfig=PATH]
+ *   deno run -A --v8-flags=--expose-gc bench/scenarios/informer_memory.ts [--pods=N] [--kubeconfig=PATH]
  *
  * Without --kubeconfig it brings up (or reuses) the test control plane named `k8s-client`.
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { KubeClient } from "../k8s/client.ts";
-import type { Informer } from "../k8s/watch/informer.ts";
-import { useCluster } from "../tools/cluster/harness.ts";
+import { KubeClient } from "../../k8s/client.ts";
+import type { Informer } from "../../k8s/watch/informer.ts";
+import { useCluster } from "../../tools/cluster/harness.ts";
 
 const args = Object.fromEntries(
   Deno.args.map((a) => a.replace(/^--/, "").split("=", 2) as [string, string]),

@@ -1,16 +1,20 @@
 /**
- * Writes bench/RESULTS.md from the saved results of every subject and size: per size, a table of
+ * Writes bench/reports/RESULTS.md from the saved results of every subject and size: per size, a table of
  * vkubelet, the peer and the floor side by side with the ratios vkubelet/peer and vkubelet/floor, the machine and the
  * versions, and the issue's goals marked met or not.
  * @module
  */
-import { etcdVersion, kubernetesVersion } from "../tools/cluster/build.ts";
-import { VERSION } from "../app/config.ts";
+import { etcdVersion, kubernetesVersion } from "../../tools/cluster/build.ts";
+import { VERSION } from "../../app/config.ts";
 import { PEER_VERSION } from "./peer.ts";
 import { machine } from "./proc.ts";
-import type { BenchFlags } from "./run.ts";
-import { type Phase, phaseTimeoutMs, type RunResult } from "./scenarios.ts";
-import { SETTLE_IDLE_REQUESTS, SETTLE_SAMPLE_MS, SETTLE_WINDOW_SAMPLES } from "./settle.ts";
+import type { BenchFlags } from "../run.ts";
+import { type Phase, phaseTimeoutMs, type RunResult } from "../scenarios/scenarios.ts";
+import {
+  SETTLE_IDLE_REQUESTS,
+  SETTLE_SAMPLE_MS,
+  SETTLE_WINDOW_SAMPLES,
+} from "../scenarios/settle.ts";
 import { CAPACITY, type SubjectName } from "./subjects.ts";
 
 const decoder = new TextDecoder();
@@ -330,10 +334,10 @@ function verbs(results: RunResult[]): string[] {
   return [...out, "", `Finished: ${when}.`, ""];
 }
 
-/** The hand-written analysis in bench/why.md (profile findings, changes), if there is one. */
+/** The hand-written analysis in bench/reports/why.md (profile findings, changes), if there is one. */
 async function why(): Promise<string[]> {
   try {
-    const text = await Deno.readTextFile(new URL("./why.md", import.meta.url));
+    const text = await Deno.readTextFile(new URL("../reports/why.md", import.meta.url));
     return [text.trim(), ""];
   } catch {
     return [];
@@ -357,7 +361,7 @@ export async function writeReport(
     oneRun
       ? `Written by \`deno task bench\` (bench/run.ts) from one run of every subject and size below, started ${startedAt}, as is the chart \`scenario1.png\`.`
       : "Written by `deno task bench` (bench/run.ts) from the saved result of each subject and size (not all from one run: when each finished is listed below), as is the chart `scenario1.png`.",
-    "Do not edit by hand: run the bench again; the analysis at the end is bench/why.md.",
+    "Do not edit by hand: run the bench again; the analysis at the end is bench/reports/why.md.",
     "",
     `- machine: ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB} GiB; load average when the`,
     `  report was written: ${m.load} (other work on the machine shares the cores)`,

@@ -1,5 +1,5 @@
 /**
- * `deno run -A bench/exec_latency.ts [--runs=20] [--mb=64]`: the streaming path through the
+ * `deno run -A bench/scenarios/exec_latency.ts [--runs=20] [--mb=64]`: the streaming path through the
  * REAL apiserver to our kubelet API server and the mock provider, measured with kubectl:
  *
  * - `kubectl exec pod -- true` round trip, median (and p90) of `--runs`;
@@ -14,8 +14,8 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { useCluster } from "../tools/cluster/harness.ts";
-import { EXTEND_WEBSOCKETS_TO_KUBELET } from "../core/kubelet_api/streaming/declared_features.ts";
+import { useCluster } from "../../tools/cluster/harness.ts";
+import { EXTEND_WEBSOCKETS_TO_KUBELET } from "../../core/kubelet_api/streaming/declared_features.ts";
 import {
   clusterKubectl,
   debianKubectl,
@@ -23,8 +23,8 @@ import {
   runKubectl,
   startVirtualNode,
   type VirtualNode,
-} from "../tools/harness/streaming_e2e.ts";
-import { echo, quantile, withPortForward } from "./stream_transfer.ts";
+} from "../../tools/harness/streaming_e2e.ts";
+import { echo, quantile, withPortForward } from "../tools/stream_transfer.ts";
 
 const MB = 1e6;
 const say = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));

@@ -3,10 +3,10 @@
  * inspector (`HeapProfiler.takeHeapSnapshot`), summarized per constructor (`heap_summary.ts`), and
  * a comparison of two summaries — to tell memory retained per deleted pod from V8 growing its heap.
  *
- *   deno run -A bench/heap.ts --port 9329 --out bench/out/round3      # writes .heapsnapshot + .json
- *   deno run -A bench/heap.ts --compare bench/out/round3.json bench/out/round12.json
- *   deno run -A bench/heap.ts --summarize bench/out/round3.heapsnapshot   # rewrites round3.json
- *   deno run -A bench/heap.ts --fields bench/out/round3.heapsnapshot      # which fields hold it
+ *   deno run -A bench/tools/heap.ts --port 9329 --out bench/out/round3      # writes .heapsnapshot + .json
+ *   deno run -A bench/tools/heap.ts --compare bench/out/round3.json bench/out/round12.json
+ *   deno run -A bench/tools/heap.ts --summarize bench/out/round3.heapsnapshot   # rewrites round3.json
+ *   deno run -A bench/tools/heap.ts --fields bench/out/round3.heapsnapshot      # which fields hold it
  *
  * The bench's soak mode takes them itself at the rounds given by `--heap-at`.
  * @module

@@ -3,7 +3,7 @@
  * comes back; a client's half-close ends its answer), so it is the sink and the source of a
  * port-forward transfer. The process provider runs it as the pod's container:
  *
- *   deno run --allow-net=127.0.0.1 bench/stream_server.ts PORT
+ *   deno run --allow-net=127.0.0.1 bench/tools/stream_server.ts PORT
  * @module
  */
 

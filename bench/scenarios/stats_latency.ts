@@ -2,12 +2,12 @@
  * `/stats/summary` latency with 1,000 pods in the mock provider: in-process (`app.request`)
  * and over TLS on 127.0.0.1 with the apiserver's kubelet client certificate (one keep-alive
  * connection). Prints the median, p95 and max of each, and the answer's size.
- * Run: `deno run -A bench/stats_latency.ts [pods] [requests]`.
+ * Run: `deno run -A bench/scenarios/stats_latency.ts [pods] [requests]`.
  * @module
  */
-import { type TestCluster, useCluster } from "../tools/cluster/harness.ts";
-import { startClusterServer } from "../tools/harness/cluster_server.ts";
-import { NODE, setup, testPod } from "../tools/harness/kubelet_api_fakes.ts";
+import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
+import { startClusterServer } from "../../tools/harness/cluster_server.ts";
+import { NODE, setup, testPod } from "../../tools/harness/kubelet_api_fakes.ts";
 
 /** Milliseconds of each request, and the size of one answer. */
 export interface StatsTimes {

@@ -5,7 +5,7 @@
  * function with its callees (total). A peak of RSS is garbage made faster than it is collected:
  * this names who makes it.
  *
- *   deno run -A bench/alloc_profile.ts --port 9329 --seconds 30 [--out x.heapprofile]
+ *   deno run -A bench/tools/alloc_profile.ts --port 9329 --seconds 30 [--out x.heapprofile]
  * @module
  */
 import { Cdp, connectInspector } from "./inspector.ts";

@@ -2,26 +2,26 @@
  * `deno task bench --streaming`: issue 22's streaming figures, each side by side with a direct
  * path on the same machine, on the running default control plane (loopback only):
  *
- * - vkubelet (`main.ts`, process provider) runs one pod, bench/stream_server.ts, an echo server
+ * - vkubelet (`main.ts`, process provider) runs one pod, bench/tools/stream_server.ts, an echo server
  *   on a loopback port;
  * - `kubectl exec -- true` round trips (p50/p99) against spawning `true` here;
  * - `kubectl exec -i … -- cat` of `--mb` MB against piping it through a local `cat`;
  * - `kubectl port-forward` echo of `--mb` MB against dialling the pod's server directly;
  * - `kubectl logs -f` lines/s and `/stats/summary` latency with `--pods` pods, from
- *   bench/logs_throughput.ts and bench/stats_latency.ts.
+ *   bench/scenarios/logs_throughput.ts and bench/scenarios/stats_latency.ts.
  *
- * Prints a table and writes bench/STREAMING.md (raw figures in bench/out/streaming.json). With
- * `VKBENCH_INSPECT=127.0.0.1:PORT`, vkubelet opens V8's inspector for bench/profile.ts.
+ * Prints a table and writes bench/reports/STREAMING.md (raw figures in bench/out/streaming.json). With
+ * `VKBENCH_INSPECT=127.0.0.1:PORT`, vkubelet opens V8's inspector for bench/tools/profile.ts.
  * @module
  */
-import { readState } from "../tools/cluster/cluster.ts";
-import { type TestCluster, useCluster } from "../tools/cluster/harness.ts";
-import { startVkubelet } from "../tools/cluster/vkubelet.ts";
-import { clusterKubectl } from "../tools/harness/streaming_e2e.ts";
+import { readState } from "../../tools/cluster/cluster.ts";
+import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
+import { startVkubelet } from "../../tools/cluster/vkubelet.ts";
+import { clusterKubectl } from "../../tools/harness/streaming_e2e.ts";
 import { execRoundTrips } from "./exec_latency.ts";
 import { measureLogs } from "./logs_throughput.ts";
-import { machine } from "./proc.ts";
-import { profileDuring } from "./profile.ts";
+import { machine } from "../tools/proc.ts";
+import { profileDuring } from "../tools/profile.ts";
 import { measureStats } from "./stats_latency.ts";
 import {
   cpuOf,
@@ -30,11 +30,11 @@ import {
   pipeFile,
   randomFile,
   withPortForward,
-} from "./stream_transfer.ts";
-import { parseStreamingFlags, type StreamingFlags } from "./streaming_flags.ts";
-import { renderStreaming, type StreamingResult, type Transfer } from "./streaming_report.ts";
+} from "../tools/stream_transfer.ts";
+import { parseStreamingFlags, type StreamingFlags } from "../tools/streaming_flags.ts";
+import { renderStreaming, type StreamingResult, type Transfer } from "../tools/streaming_report.ts";
 
-const benchDir = new URL(".", import.meta.url).pathname;
+const benchDir = new URL("../", import.meta.url).pathname;
 const NODE = "vkbench-stream";
 const POD_SERVER = "echo server (pod)";
 
@@ -103,7 +103,7 @@ async function startEchoPod(cluster: TestCluster, pod: EchoPod): Promise<number>
             Deno.execPath(),
             "run",
             "--allow-net=127.0.0.1",
-            `${benchDir}stream_server.ts`,
+            `${benchDir}tools/stream_server.ts`,
             String(port),
           ],
           env: [{ name: "DENO_DIR", value: pod.denoDir }],
@@ -279,7 +279,7 @@ export async function main(args: string[]): Promise<number> {
   }
   const sideDir = Deno.env.get("VKBENCH_OUT");
   const outDir = sideDir ?? `${benchDir}out`;
-  const reportFile = sideDir ? `${sideDir}/STREAMING.md` : `${benchDir}STREAMING.md`;
+  const reportFile = sideDir ? `${sideDir}/STREAMING.md` : `${benchDir}reports/STREAMING.md`;
   await Deno.mkdir(outDir, { recursive: true });
   const resultFile = `${outDir}/streaming.json`;
   if (!flags.reportOnly) {
@@ -299,7 +299,7 @@ export async function main(args: string[]): Promise<number> {
     await Deno.writeTextFile(resultFile, JSON.stringify(result, null, 2));
   }
   const result: StreamingResult = JSON.parse(await Deno.readTextFile(resultFile));
-  const notes = await Deno.readTextFile(`${benchDir}streaming_notes.md`).catch(() => "");
+  const notes = await Deno.readTextFile(`${benchDir}reports/streaming_notes.md`).catch(() => "");
   await Deno.writeTextFile(reportFile, renderStreaming(result, notes));
   await new Deno.Command(Deno.execPath(), { args: ["fmt", "-q", reportFile] }).output();
   Deno.stdout.writeSync(new TextEncoder().encode(await Deno.readTextFile(reportFile)));

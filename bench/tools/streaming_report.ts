@@ -2,7 +2,7 @@
  * The streaming bench's figures and their report: a table of each measure through kubectl
  * against its direct path on the same machine, the ≥ 50% goal of issue 22 for exec and
  * port-forward throughput, and the CPU seconds each process spent on those transfers (where
- * the time goes). `renderStreaming` is pure; bench/streaming.ts measures and writes the file.
+ * the time goes). `renderStreaming` is pure; bench/scenarios/streaming.ts measures and writes the file.
  * @module
  */
 import { mbPerSecond, quantile } from "./stream_transfer.ts";
@@ -153,8 +153,8 @@ export function renderStreaming(r: StreamingResult, notes = ""): string {
   return [
     "# Streaming figures: through kubectl and vkubelet against the direct path",
     "",
-    "Written by `deno task bench --streaming` (bench/streaming.ts); do not edit the figures by hand,",
-    "run it again. The analysis at the end is bench/streaming_notes.md.",
+    "Written by `deno task bench --streaming` (bench/scenarios/streaming.ts); do not edit the figures by hand,",
+    "run it again. The analysis at the end is bench/reports/streaming_notes.md.",
     "",
     `- run: ${r.startedAt} to ${r.finishedAt}; ${r.machine}`,
     `- load average (1, 5, 15 min): ${r.load.before} before, ${r.load.after} after`,

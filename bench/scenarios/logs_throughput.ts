@@ -2,14 +2,14 @@
  * `kubectl logs` throughput through the real apiserver: a container whose log is `MB` of
  * generated 100-byte lines, read with the control plane's kubectl (apiserver -> kubelet API over
  * TLS with its kubelet client certificate), and, for comparison, read straight from the kubelet
- * API. Prints MB/s and lines/s. Run: `deno run -A bench/logs_throughput.ts [MB] [--follow]`
+ * API. Prints MB/s and lines/s. Run: `deno run -A bench/scenarios/logs_throughput.ts [MB] [--follow]`
  * (`--follow`: `kubectl logs -f` and `?follow=true`; the log still ends after MB).
  * @module
  */
-import type { Provider } from "../provider/mod.ts";
-import { type TestCluster, useCluster } from "../tools/cluster/harness.ts";
-import { call, startClusterServer } from "../tools/harness/cluster_server.ts";
-import { bindPod, registerNode } from "../tools/harness/node.ts";
+import type { Provider } from "../../provider/mod.ts";
+import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
+import { call, startClusterServer } from "../../tools/harness/cluster_server.ts";
+import { bindPod, registerNode } from "../../tools/harness/node.ts";
 
 const LINE_BYTES = 100;
 

@@ -1,12 +1,12 @@
 /**
  * The three subjects the bench compares, each started as one process whose pid is the process
  * measured: vkubelet (`deno run main.ts`, mock provider), the peer (virtual-kubelet's CLI, mock
- * provider) and the floor (`bench/floor.ts`). Same node name, capacity, identity, client-side
+ * provider) and the floor (`bench/tools/floor.ts`). Same node name, capacity, identity, client-side
  * request limit and loopback addresses for all.
  * @module
  */
 import type { KubeletIdentity } from "./control_plane.ts";
-import { VKUBELET_PERMISSIONS } from "../scripts/permissions.ts";
+import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
 
 /** Which implementation runs the node. */
 export type SubjectName = "vkubelet" | "peer" | "floor";
@@ -48,11 +48,11 @@ export interface RunningSubject {
   stop(): Promise<void>;
 }
 
-const repoRoot = new URL("../", import.meta.url).pathname;
+const repoRoot = new URL("../../", import.meta.url).pathname;
 
 /**
- * `--inspect=127.0.0.1:PORT` when VKBENCH_INSPECT names a loopback port (for bench/profile.ts and
- * bench/heap.ts), else nothing; throws a RangeError for any other address.
+ * `--inspect=127.0.0.1:PORT` when VKBENCH_INSPECT names a loopback port (for bench/tools/profile.ts and
+ * bench/tools/heap.ts), else nothing; throws a RangeError for any other address.
  */
 export function inspectFlags(): string[] {
   const inspect = Deno.env.get("VKBENCH_INSPECT");
@@ -147,7 +147,7 @@ function command(
         "-A",
         // The floor is a Deno program too: the V8 flags of a side run apply to it as well.
         ...shippedFlags().filter((flag) => flag.startsWith("--v8-flags")),
-        `${repoRoot}bench/floor.ts`,
+        `${repoRoot}bench/tools/floor.ts`,
         JSON.stringify({
           server: spec.server,
           ca: id.ca,

@@ -1,7 +1,7 @@
 /**
  * The peer: virtual-kubelet's own CLI (`cmd/virtual-kubelet`, which registers its mock provider
  * unconditionally at v1.14.1, no build tag needed) built from the Go module proxy through the
- * wrapper module in `bench/peer/` (go.mod and go.sum only). Two small, printed patches are
+ * wrapper module in `bench/tools/peer/` (go.mod and go.sum only). Two small, printed patches are
  * applied to a copy of the downloaded module under `.cache/`, never committed:
  *
  * 1. `cmd/virtual-kubelet/internal/commands/root/http.go` listens on `":PORT"` (every
@@ -12,7 +12,7 @@
  *    same client-side limit. Unset, the peer behaves exactly as shipped.
  * @module
  */
-import { cacheDir } from "../tools/cluster/build.ts";
+import { cacheDir } from "../../tools/cluster/build.ts";
 
 /** The pinned release; the newest the module proxy serves when this bench was written. */
 export const PEER_VERSION = "v1.14.1";
@@ -111,7 +111,9 @@ export async function ensurePeer(options: EnsurePeerOptions = {}): Promise<strin
     const path = `${src}/${patch.file}`;
     const text = await Deno.readTextFile(path);
     if (!text.includes(patch.from)) {
-      throw new Error(`the peer patch for ${patch.file} no longer applies; update bench/peer.ts`);
+      throw new Error(
+        `the peer patch for ${patch.file} no longer applies; update bench/tools/peer.ts`,
+      );
     }
     await Deno.writeTextFile(path, text.replace(patch.from, patch.to));
     progress(`  patched ${patch.file}: ${patch.to.trim().split("\n")[0]}`);
