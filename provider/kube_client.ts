@@ -29,7 +29,7 @@ import type {
   ResourceInformerOptions,
   ResumableWatchOptions,
   WatchEvent,
-} from "../k8s/mod.ts";
+} from "../k8s/api_types.ts";
 import type { SignalOptions } from "../base/options.ts";
 
 /** A list+watch cache: handlers get adds, updates and deletes once `run` is called. */
