@@ -2,10 +2,11 @@
  * A pod as an ECS task definition for Fargate (awsvpc networking, the awslogs log driver), or an
  * {@link InvalidInputError} naming the first field Fargate cannot honour. What is mapped:
  * image, command (ECS `entryPoint`) and args (ECS `command`), env (already resolved by the
- * core), ports, working dir, user, read-only root, tty/stdin, an exec liveness probe as the ECS
- * health check, emptyDir as task volumes, the grace period as `stopTimeout`, the task size from
- * `./sizing.ts`. What is only noted (returned in `notes`, recorded as events): rounding, clamping,
- * probes ECS cannot run, and the service-account token volume, which is not mounted.
+ * core), ports, working dir, the pod's and the container's security context
+ * (`./security_context.ts`), tty/stdin, an exec liveness probe as the ECS health check, emptyDir
+ * as task volumes, the grace period as `stopTimeout`, the task size from `./sizing.ts`. What is
+ * only noted (returned in `notes`, recorded as events): rounding, clamping, probes ECS cannot
+ * run, and the service-account token volume, which is not mounted.
  * @module
  */
 import type {
@@ -14,10 +15,11 @@ import type {
   RegisterTaskDefinitionCommandInput,
   Volume,
 } from "@aws-sdk/client-ecs";
-import type { Container, Pod, Probe } from "kubernetes-types/core/v1.d.ts";
+import type { Container, Pod, PodSecurityContext, Probe } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError } from "../../provider/mod.ts";
 import type { FargateConfig } from "./config.ts";
 import { familyName, LOG_STREAM_PREFIX, podTags } from "./names.ts";
+import { containerSecurity } from "./security_context.ts";
 import { containerSize, taskSize } from "./sizing.ts";
 
 /** A registered-to-be task definition and what the user should hear about it. */
@@ -72,7 +74,14 @@ export function taskDefinitionFor(
     stopTimeout = MAX_STOP_TIMEOUT;
   }
   const containerDefinitions = spec.containers.map((c, i) =>
-    containerDefinition(c, i, { config, size, skipped, stopTimeout, notes })
+    containerDefinition(c, i, {
+      config,
+      podSecurity: spec.securityContext,
+      size,
+      skipped,
+      stopTimeout,
+      notes,
+    })
   );
   return {
     input: {
@@ -114,6 +123,7 @@ function taskVolumes(pod: Pod): { volumes: Volume[]; skipped: string[] } {
 
 interface ContainerContext {
   config: FargateConfig;
+  podSecurity: PodSecurityContext | undefined;
   size: { memory: number };
   skipped: string[];
   stopTimeout: number;
@@ -126,16 +136,7 @@ function containerDefinition(
   ctx: ContainerContext,
 ): ContainerDefinition {
   const field = `spec.containers[${i}]`;
-  const security = c.securityContext;
-  if (security?.privileged) refuse(`${field}.securityContext.privileged`, "no privileged tasks");
-  const added = security?.capabilities?.add ?? [];
-  const notPtrace = added.find((cap) => cap.replace(/^CAP_/, "") !== "SYS_PTRACE");
-  if (notPtrace) {
-    refuse(
-      `${field}.securityContext.capabilities.add`,
-      `only SYS_PTRACE may be added, not ${notPtrace}`,
-    );
-  }
+  const security = containerSecurity(ctx.podSecurity, c, field);
   if (c.image === undefined) refuse(`${field}.image`, "an image is required");
   const own = containerSize(c, i);
   const env = (c.env ?? []).map((e, j) => {
@@ -166,9 +167,6 @@ function containerDefinition(
     );
   }
   if (c.lifecycle) ctx.notes.push(`container ${c.name}: lifecycle hooks do not run on Fargate`);
-  const user = security?.runAsUser === undefined
-    ? undefined
-    : `${security.runAsUser}${security.runAsGroup === undefined ? "" : `:${security.runAsGroup}`}`;
   return {
     name: c.name,
     image: c.image,
@@ -182,13 +180,11 @@ function containerDefinition(
     cpu: own.cpu || undefined,
     // Every container carries a hard limit: its own, or the task's.
     memory: own.memory || ctx.size.memory,
-    user,
-    readonlyRootFilesystem: security?.readOnlyRootFilesystem,
+    ...security,
     interactive: c.stdin,
     pseudoTerminal: c.tty,
     stopTimeout: ctx.stopTimeout,
     healthCheck: healthCheck(c.livenessProbe),
-    linuxParameters: added.length ? { capabilities: { add: ["SYS_PTRACE"] } } : undefined,
     logConfiguration: {
       logDriver: "awslogs",
       options: {
