@@ -29,6 +29,7 @@ import { containerNames, endOnDelete, type PodRecord, podStatusOf } from "./stat
 import { EcsTasks } from "./tasks.ts";
 import { TaskSupervisor } from "./supervisor.ts";
 import { taskDefinitionFor } from "./task_definition.ts";
+import { taskRoleFor } from "./task_role.ts";
 
 /** Runs the virtual node's pods as Fargate tasks; see the module doc. */
 export class FargateProvider implements Provider {
@@ -78,8 +79,8 @@ export class FargateProvider implements Provider {
       await this.#finish(record, "replaced by a newer pod of the same name", options.signal);
       record = undefined;
     }
-    const plan = taskDefinitionFor(pod, this.#config, this.#deps.nodeName);
     if (record) {
+      const plan = taskDefinitionFor(pod, this.#config, this.#deps.nodeName);
       record.pod = structuredClone(pod);
       record.healthChecked = healthChecked(plan.input.containerDefinitions);
       if (record.taskArn || record.restartAt !== undefined || record.finished) {
@@ -87,6 +88,11 @@ export class FargateProvider implements Provider {
         return;
       }
     } else {
+      // A role the ServiceAccount may not have fails the pod before anything is registered.
+      const role = await taskRoleFor(pod, this.#config, { kube: this.#deps.kube, ...options });
+      const plan = taskDefinitionFor(pod, this.#config, this.#deps.nodeName, {
+        taskRoleArn: role.arn,
+      });
       await (this.#logGroup ??= this.#ecs.ensureLogGroup(options.signal).catch((err) => {
         this.#logGroup = undefined;
         throw err;
@@ -103,7 +109,9 @@ export class FargateProvider implements Provider {
         previousTaskIds: [],
       };
       this.#records.set(k, record);
-      for (const note of plan.notes) this.#event(pod, "Normal", "FargateAdjusted", note);
+      for (const note of [...role.notes, ...plan.notes]) {
+        this.#event(pod, "Normal", "FargateAdjusted", note);
+      }
     }
     try {
       await this.#startTask(record, options.signal);

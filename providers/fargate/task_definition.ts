@@ -36,11 +36,18 @@ function refuse(field: string, why: string): never {
   throw new InvalidInputError(`${field}: ${why}; Fargate cannot run this pod as written`);
 }
 
+/** What the provider found out about a pod before translating it. */
+export interface TaskDefinitionOptions {
+  /** The pod's task role (`./task_role.ts`); the config's `taskRoleArn` when not given. */
+  taskRoleArn?: string;
+}
+
 /** Translates `pod` for `nodeName`; throws {@link InvalidInputError} for what Fargate lacks. */
 export function taskDefinitionFor(
   pod: Pod,
   config: FargateConfig,
   nodeName: string,
+  options: TaskDefinitionOptions = { taskRoleArn: config.taskRoleArn },
 ): TaskDefinitionPlan {
   const { namespace = "", name = "", uid = "" } = pod.metadata ?? {};
   const spec = pod.spec ?? { containers: [] };
@@ -91,7 +98,7 @@ export function taskDefinitionFor(
       cpu: String(size.cpu),
       memory: String(size.memory),
       executionRoleArn: config.executionRoleArn,
-      taskRoleArn: config.taskRoleArn,
+      taskRoleArn: options.taskRoleArn,
       containerDefinitions,
       volumes,
       tags: podTags({ namespace, name, uid }, nodeName, config.tags),
