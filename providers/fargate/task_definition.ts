@@ -12,13 +12,16 @@
 import type {
   ContainerDefinition,
   HealthCheck,
+  KeyValuePair,
   RegisterTaskDefinitionCommandInput,
+  Secret as EcsSecret,
   Volume,
 } from "@aws-sdk/client-ecs";
 import type { Container, Pod, PodSecurityContext, Probe } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError } from "../../provider/mod.ts";
 import type { FargateConfig } from "./config.ts";
 import { familyName, LOG_STREAM_PREFIX, podTags } from "./names.ts";
+import { secretKey } from "./pod_secrets.ts";
 import { containerSecurity } from "./security_context.ts";
 import { containerSize, taskSize } from "./sizing.ts";
 
@@ -40,6 +43,11 @@ function refuse(field: string, why: string): never {
 export interface TaskDefinitionOptions {
   /** The pod's task role (`./task_role.ts`); the config's `taskRoleArn` when not given. */
   taskRoleArn?: string;
+  /**
+   * The ARN of the pod's Secrets Manager secret (`./pod_secrets.ts`): env vars the core marked
+   * as Secret-sourced become ECS `secrets` read from it, not plain `environment`.
+   */
+  secretArn?: string;
 }
 
 /** Translates `pod` for `nodeName`; throws {@link InvalidInputError} for what Fargate lacks. */
@@ -83,6 +91,7 @@ export function taskDefinitionFor(
   const containerDefinitions = spec.containers.map((c, i) =>
     containerDefinition(c, i, {
       config,
+      secretArn: options.secretArn,
       podSecurity: spec.securityContext,
       size,
       skipped,
@@ -130,6 +139,7 @@ function taskVolumes(pod: Pod): { volumes: Volume[]; skipped: string[] } {
 
 interface ContainerContext {
   config: FargateConfig;
+  secretArn: string | undefined;
   podSecurity: PodSecurityContext | undefined;
   size: { memory: number };
   skipped: string[];
@@ -146,12 +156,7 @@ function containerDefinition(
   const security = containerSecurity(ctx.podSecurity, c, field);
   if (c.image === undefined) refuse(`${field}.image`, "an image is required");
   const own = containerSize(c, i);
-  const env = (c.env ?? []).map((e, j) => {
-    if (e.value === undefined && e.valueFrom) {
-      refuse(`${field}.env[${j}].valueFrom`, "was not resolved before reaching the provider");
-    }
-    return { name: e.name, value: e.value ?? "" };
-  });
+  const { environment, secrets } = containerEnv(c, field, ctx.secretArn);
   const portMappings = (c.ports ?? []).map((p, j) => {
     if (p.protocol === "SCTP") refuse(`${field}.ports[${j}].protocol`, "SCTP is not supported");
     if (p.hostPort && p.hostPort !== p.containerPort) {
@@ -181,7 +186,8 @@ function containerDefinition(
     entryPoint: c.command,
     command: c.args,
     workingDirectory: c.workingDir,
-    environment: env,
+    environment,
+    secrets: secrets.length ? secrets : undefined,
     portMappings,
     mountPoints,
     cpu: own.cpu || undefined,
@@ -201,6 +207,24 @@ function containerDefinition(
       },
     },
   };
+}
+
+/** Plain env, and the Secret-sourced vars as ECS `secrets` when the pod has a secret. */
+function containerEnv(c: Container, field: string, secretArn: string | undefined) {
+  const environment: KeyValuePair[] = [];
+  const secrets: EcsSecret[] = [];
+  (c.env ?? []).forEach((e, j) => {
+    if (e.value === undefined && e.valueFrom) {
+      refuse(`${field}.env[${j}].valueFrom`, "was not resolved before reaching the provider");
+    }
+    if (secretArn && e.valueFrom?.secretKeyRef) {
+      // ECS's form for one key of a JSON secret: arn:json-key:version-stage:version-id.
+      secrets.push({ name: e.name, valueFrom: `${secretArn}:${secretKey(c.name, e.name)}::` });
+    } else {
+      environment.push({ name: e.name, value: e.value ?? "" });
+    }
+  });
+  return { environment, secrets };
 }
 
 const clamp = (v: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, v));
