@@ -154,6 +154,14 @@ export interface Provider {
    * `valueFrom.fieldRef`, and `$(NAME)` references to such vars unexpanded in later values.
    */
   readonly deferredFieldPaths?: readonly string[];
+  /**
+   * True when the provider keeps Secret-sourced env values out of its plain env (its runtime's
+   * own secret store): the core still resolves every var as for any provider, and marks each one
+   * whose value came from a Secret (`secretKeyRef`, or `envFrom.secretRef`) with the Secret and
+   * key in `valueFrom.secretKeyRef`, beside `value`. Values built with `$(NAME)` from such a var
+   * are not marked.
+   */
+  readonly secretEnvRefs?: boolean;
   /** The pod's current status, or `undefined` if unknown. Used only when polling. */
   getPodStatus?(
     namespace: string,

@@ -174,6 +174,7 @@ export class TaskSupervisor {
         healthChecked: new Set(),
         startTimeMs: task.createdAt?.getTime() ?? this.#deps.clock.now(),
         previousTaskIds: [],
+        secrets: id.secrets,
       });
       this.#deps.log.info("{pod}: adopted ECS task {task}", { pod: k, task: task.taskArn });
     }
