@@ -3,7 +3,7 @@
  * stays inside its own top-level folder. Run by `deno task ok` (and so by CI); prints each
  * import that runs up or sideways and exits 1.
  *
- * The layers, lowest first (the README's Layout section shows the same):
+ * The layers, lowest first (docs/development.md's Layout section shows the same):
  *
  * 1. `base/` — clock, log, durations; imports nothing of ours
  * 2. `k8s/`, `spdy/`, `x509/` — libraries: the Kubernetes client, the SPDY/3.1 codec, keys and
@@ -157,7 +157,7 @@ if (import.meta.main) {
   if (found.length > 0) {
     console.error(
       `${found.length} import(s) break the layering; move the code down a layer or pass it in ` +
-        "through deps (see the README's Layout section)",
+        "through deps (see docs/development.md, Layout)",
     );
     Deno.exit(1);
   }
