@@ -213,6 +213,20 @@ export interface Provider {
   standby?(): void;
 }
 
+/**
+ * `--leader-elect`: whether this replica may write now. A provider with clients of its own (a
+ * second cluster, a cloud API) asks it before each write to them, so that a standby, or a leader
+ * whose lease has run out, writes nothing anywhere.
+ */
+export interface WriteFence {
+  /** True while this replica leads and its lease is surely its own. */
+  readonly open: boolean;
+  /** Throws (a `NotLeaderError`) unless {@link open}; `what` names the write, for the message. */
+  check(what: string): void;
+  /** For a `KubeClient`'s `beforeSend`: reads pass, every other method needs the fence open. */
+  guardRequest(request: { method: string; path: string }): void;
+}
+
 /** What the core hands a provider factory. */
 export interface ProviderDeps {
   /** The Node's name. */
@@ -233,6 +247,11 @@ export interface ProviderDeps {
    * methods a provider may call, so it needs no cast. Absent in unit tests that give none.
    */
   kube?: ProviderKubeClient;
+  /**
+   * `--leader-elect` only: check it before every write to the provider's own backends (its
+   * createPod, updatePod and deletePod are fenced already). Absent without leader election.
+   */
+  fence?: WriteFence;
 }
 
 /** Builds a provider from its parsed config file (`undefined` without `--provider-config`). */
