@@ -142,12 +142,14 @@ export interface Provider {
   listPods(options: CallOptions): Promise<Pod[]>;
 
   /**
-   * Registers the status callback. The provider calls it with the full pod (a copy, or a
+   * Registers a status callback. The provider calls it with the full pod (a copy, or a
    * deep-frozen object as for {@link listPods}; current `.status`) whenever a pod's status
-   * changes, including the terminal status after delete.
-   * Must not block. Without it the core polls {@link getPodStatus}.
+   * changes, including the terminal status after delete. Returns the unsubscribe: after it the
+   * provider no longer calls nor holds that callback (the core subscribes once per run of its
+   * pod controller, so once per `--leader-elect` term). Must not block. Without it the core
+   * polls {@link getPodStatus}.
    */
-  notifyPods?(callback: (pod: Pod) => void): void;
+  notifyPods?(callback: (pod: Pod) => void): () => void;
   /**
    * fieldRef paths (such as `status.podIP`) that this provider's runtime resolves itself, because
    * their value is known only once the pod runs there: the core leaves env vars using them as

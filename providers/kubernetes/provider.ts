@@ -320,8 +320,8 @@ export class KubernetesProvider implements Provider {
     });
   }
 
-  notifyPods(callback: (pod: Pod) => void): void {
-    this.#relay.notifyPods(callback);
+  notifyPods(callback: (pod: Pod) => void): () => void {
+    return this.#relay.notifyPods(callback);
   }
 
   configureNode(node: Node): Promise<void> {
