@@ -66,6 +66,8 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
     internalIp,
     daemonPort: port,
     signal: stop.signal,
+    // The provider's own clients (a second cluster, a cloud API) write only while we lead.
+    fence,
   });
   log.info("talking to {server} as configured by {source}", {
     server: kube.config.server,

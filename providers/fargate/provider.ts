@@ -166,8 +166,9 @@ export class FargateProvider implements Provider {
     return [...this.#records.values()].map((r) => this.#withStatus(r));
   }
 
-  notifyPods(callback: (pod: Pod) => void): void {
+  notifyPods(callback: (pod: Pod) => void): () => void {
     this.#callbacks.add(callback);
+    return () => void this.#callbacks.delete(callback);
   }
 
   configureNode(node: Node): void {

@@ -278,8 +278,9 @@ export class MockProvider implements Provider {
     });
   }
 
-  notifyPods(callback: (pod: Pod) => void): void {
+  notifyPods(callback: (pod: Pod) => void): () => void {
     this.#podCallbacks.add(callback);
+    return () => void this.#podCallbacks.delete(callback);
   }
 
   getPodStatus(
