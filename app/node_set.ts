@@ -27,7 +27,7 @@ import type { VkubeletMetrics } from "../core/metrics.ts";
 import type { KubeletApiDeps } from "../core/kubelet_api/types.ts";
 import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import type { Config } from "./config.ts";
-import { SharedPodInformer } from "../core/pods/shared_pods.ts";
+import { SharedPodInformer } from "../core/pods/mod.ts";
 import { Gate } from "./heartbeat_api.ts";
 import denoJson from "../deno.json" with { type: "json" };
 

@@ -6,12 +6,15 @@
  * @module
  */
 import type { Lease } from "kubernetes-types/coordination/v1.d.ts";
-import type { Clock } from "../../base/clock.ts";
-import { getLogger } from "../../base/log.ts";
-import { KubeApiError } from "../../k8s/mod.ts";
-import { LeaderElector, type LeaseStore } from "../../app/leader_elector.ts";
-import { LeadershipFence } from "../../app/leader_fence.ts";
-import { type FakeClock, flush } from "../fakes/clock.ts";
+import type { Clock } from "../../../base/clock.ts";
+import { getLogger } from "../../../base/log.ts";
+import { KubeApiError } from "../../../k8s/mod.ts";
+import {
+  LeaderElector,
+  LeadershipFence,
+  type LeaseStore,
+} from "../../../k8s/leader_election/mod.ts";
+import { type FakeClock, flush } from "../../fakes/clock.ts";
 
 /** How one replica's Lease calls behave; read at each call. */
 export interface Link {

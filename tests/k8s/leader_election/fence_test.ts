@@ -4,9 +4,9 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { FakeClock, flush } from "../fakes/clock.ts";
-import { LeadershipFence } from "../../app/leader_fence.ts";
-import { MemoryLeases, replica, stopAll, twoWriters } from "./_leader_fakes.ts";
+import { FakeClock, flush } from "../../fakes/clock.ts";
+import { LeadershipFence } from "../../../k8s/leader_election/mod.ts";
+import { MemoryLeases, replica, stopAll, twoWriters } from "./_fakes.ts";
 
 Deno.test("a standby whose GET is slow counts the lease from when the GET returned: never two writers", async () => {
   const clock = new FakeClock();

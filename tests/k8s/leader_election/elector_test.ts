@@ -1,13 +1,14 @@
 /**
  * The leader elector and its fence with a fake clock and an in-memory Lease store that has the
- * apiserver's optimistic concurrency (`./_leader_fakes.ts`).
+ * apiserver's optimistic concurrency (`./_fakes.ts`).
  * @module
  */
 import assert from "node:assert/strict";
-import { FakeClock, flush } from "../fakes/clock.ts";
-import { fenceProvider, isNotLeader, LeadershipFence } from "../../app/leader_fence.ts";
-import type { Provider } from "../../provider/mod.ts";
-import { MemoryLeases, replica, stopAll } from "./_leader_fakes.ts";
+import { FakeClock, flush } from "../../fakes/clock.ts";
+import { isNotLeader, LeadershipFence } from "../../../k8s/leader_election/mod.ts";
+import { fenceProvider } from "../../../app/fenced_provider.ts";
+import type { Provider } from "../../../provider/mod.ts";
+import { MemoryLeases, replica, stopAll } from "./_fakes.ts";
 
 Deno.test("one of two replicas leads; the other takes over once the lease expires", async () => {
   const clock = new FakeClock();

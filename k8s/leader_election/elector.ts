@@ -24,10 +24,11 @@
  * @module
  */
 import type { Lease, LeaseSpec } from "kubernetes-types/coordination/v1.d.ts";
-import type { Clock } from "../base/clock.ts";
-import type { Logger } from "../base/log.ts";
-import { formatMicroTime, isAlreadyExists, isForbidden, isKubeNotFound } from "../k8s/mod.ts";
-import type { FenceMark, LeadershipFence } from "./leader_fence.ts";
+import type { Clock } from "../../base/clock.ts";
+import type { Logger } from "../../base/log.ts";
+import { isAlreadyExists, isForbidden, isKubeNotFound } from "../errors.ts";
+import { formatMicroTime } from "../micro_time.ts";
+import type { FenceMark, LeadershipFence } from "./fence.ts";
 
 /** The Lease calls the elector makes (a `KubeClient`'s `leases` fits). */
 export interface LeaseStore {

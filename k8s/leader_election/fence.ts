@@ -5,7 +5,7 @@
  * write, not a timer, so a process that was paused (SIGSTOP, a long GC, a frozen VM) past its
  * lease writes nothing when it wakes up, before its elector has even noticed: every apiserver
  * write goes through {@link LeadershipFence.guardRequest} (the client's `beforeSend`), every
- * create, update or delete in the provider through {@link fenceProvider}, and the provider's own
+ * create, update or delete in the provider through `fenceProvider` (app/), and the provider's own
  * clients through the same fence (`ProviderDeps.fence`).
  *
  * The deadline is kept on both clocks, and a write needs both to agree that it has not passed:
@@ -15,8 +15,7 @@
  * a step forwards closes it early, which is safe (the elector renews and opens it again).
  * @module
  */
-import type { Clock } from "../base/clock.ts";
-import type { Provider, WriteFence } from "../provider/mod.ts";
+import type { Clock } from "../../base/clock.ts";
 
 /** Thrown instead of a write by a replica that does not (or no longer surely) lead. */
 export class NotLeaderError extends Error {
@@ -39,8 +38,11 @@ export interface FenceMark {
 /** Methods that only read; everything else is a write and needs the lease. */
 const READS = new Set(["GET", "HEAD"]);
 
-/** Whether this replica may write now; see the module doc. */
-export class LeadershipFence implements WriteFence {
+/**
+ * Whether this replica may write now; see the module doc. It is the provider kit's `WriteFence`
+ * (by shape: this library does not import the kit).
+ */
+export class LeadershipFence {
   readonly #clock: Clock;
   /** Writes are allowed before these times (wall: ms since the epoch; mono: monotonic ms). */
   #until: FenceMark = { wall: 0, mono: -Infinity };
@@ -102,28 +104,4 @@ export class LeadershipFence implements WriteFence {
   readonly guardRequest = (request: { method: string; path: string }): void => {
     if (!READS.has(request.method)) this.check(`${request.method} ${request.path}`);
   };
-}
-
-/** The provider calls that change what runs; the rest only read. */
-const ACTIONS = new Set(["createPod", "updatePod", "deletePod", "runEphemeralContainer"]);
-
-/** `provider` with createPod, updatePod and deletePod refused while `fence` is closed. */
-export function fenceProvider(provider: Provider, fence: LeadershipFence): Provider {
-  return new Proxy(provider, {
-    get(target, property) {
-      const value = Reflect.get(target, property, target);
-      if (typeof value !== "function") return value;
-      if (typeof property === "string" && ACTIONS.has(property)) {
-        return (...args: unknown[]) => {
-          try {
-            fence.check(`provider.${property}`);
-          } catch (err) {
-            return Promise.reject(err);
-          }
-          return value.apply(target, args);
-        };
-      }
-      return value.bind(target);
-    },
-  });
 }
