@@ -7,19 +7,17 @@
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { KubeClient } from "../k8s/mod.ts";
 import type { Clock } from "../base/clock.ts";
-import type { Config } from "./config.ts";
+import type { Config } from "./config/config.ts";
 import {
   accessReviewerFrom,
   alwaysAllow,
   csrApiFrom,
-  csrCertificate,
-  fileCertificates,
   KubeletServer,
-  selfSignedCertificate,
   tokenReviewerFrom,
 } from "../core/kubelet_api/mod.ts";
+import { csrCertificate, fileCertificates, selfSignedCertificate } from "../x509/mod.ts";
 import { createStreamingHandler } from "../core/kubelet_api/streaming/handler.ts";
-import { defaultCertDirs, fileCertificateStore } from "../core/kubelet_api/certificate_store.ts";
+import { defaultCertDirs, fileCertificateStore } from "../x509/certificate_store.ts";
 import { getLogger } from "../base/log.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
 import type { Provider } from "../provider/mod.ts";

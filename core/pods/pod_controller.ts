@@ -43,7 +43,7 @@ export interface PodControllerDeps {
    * client's QPS); default 64, so that status writes keep pace with an apiserver that creates
    * hundreds of pods a second instead of falling behind until the creates stop (with 32, each
    * write taking ~130 ms under that load, a new pod's status waited 0.3–0.6 s in the queue at
-   * 1,000 pods: bench/why.md, fourth round).
+   * 1,000 pods: bench/reports/why.md, fourth round).
    */
   statusWorkers?: number;
   /** Told how long each sync with the provider took and whether it worked; for metrics. */
@@ -129,10 +129,12 @@ export class PodController {
     const ctx = this.#ctx;
     const caches = this.#caches;
     const startedAt = this.#deps.clock.now();
-    // The contract has no unsubscribe: a controller that stopped (a term that ended) ignores.
+    // Unsubscribed when this run ends (a term that ended leaves no callback in the provider);
+    // `live` also covers a provider built against the older contract, which returned nothing.
     let live = true;
-    ctx.provider.notifyPods?.((pod) => live && this.#onProviderStatus(pod));
     const unsubscribe: (() => void)[] = [];
+    const off = ctx.provider.notifyPods?.((pod) => live && this.#onProviderStatus(pod));
+    if (typeof off === "function") unsubscribe.push(off);
     // Our own caches tell us about every pod as they list it; shared ones are told below.
     if (this.#ownsCaches) unsubscribe.push(...this.#subscribe());
     const informers = this.#ownsCaches ? caches.run(signal) : undefined;

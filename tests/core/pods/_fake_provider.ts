@@ -21,7 +21,7 @@ export class FakeProvider implements Provider {
   createError?: (pod: Pod) => Error | undefined;
   /** When false, deletePod leaves containers running until {@link finishStop}. */
   stopImmediately = true;
-  notifyPods?: (callback: (pod: Pod) => void) => void;
+  notifyPods?: (callback: (pod: Pod) => void) => () => void;
   /** Absent unless a test sets it: the controller then reports ephemeral containers waiting. */
   runEphemeralContainer?: (pod: Pod, name: string) => Promise<void>;
   #callbacks: ((pod: Pod) => void)[] = [];
@@ -30,7 +30,17 @@ export class FakeProvider implements Provider {
 
   constructor(options: FakeProviderOptions = {}) {
     this.#now = options.now ?? (() => Date.UTC(2026, 0, 1));
-    if (options.push ?? true) this.notifyPods = (cb) => this.#callbacks.push(cb);
+    if (options.push ?? true) {
+      this.notifyPods = (cb) => {
+        this.#callbacks.push(cb);
+        return () => void (this.#callbacks = this.#callbacks.filter((c) => c !== cb));
+      };
+    }
+  }
+
+  /** Status callbacks registered and not unsubscribed. */
+  get subscribers(): number {
+    return this.#callbacks.length;
   }
 
   ops(op: string): string[] {
