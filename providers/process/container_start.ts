@@ -18,6 +18,7 @@ import {
   volumeEnv,
 } from "./container_spec.ts";
 import type { ExecContext } from "./exec.ts";
+import { containerIdentity, type HostUser } from "./identity.ts";
 import { Instance, type InstanceFiles } from "./instance.ts";
 import { makeFifos } from "./launcher.ts";
 import { join } from "node:path";
@@ -33,12 +34,19 @@ export interface StartDeps {
   mountNamespace: { ok: boolean; reason?: string };
   cgroups: CgroupSupport;
   stopMarker: Uint8Array;
+  /** vkubelet's own uid and gid: what a container without runAsUser runs as. */
+  hostUser: HostUser;
 }
 
-/** A container's start: an instance, or the waiting/terminated reason it could not start. */
+/**
+ * A container's start: an instance, or the waiting/terminated reason it could not start
+ * (`create-error`: the spec is valid but this runtime cannot honour it, the kubelet's
+ * `CreateContainerError`).
+ */
 export type StartResult =
   | { kind: "started"; instance: Instance; exec: ExecContext }
   | { kind: "config-error"; message: string }
+  | { kind: "create-error"; message: string }
   | { kind: "start-error"; message: string };
 
 /** Files of instance `n` of `container`. */
@@ -70,12 +78,44 @@ export function execContextOf(
   paths: PodPaths,
   pid: number,
   namespaced: boolean,
+  identity: string[],
 ): ExecContext {
   const env = containerEnv(pod, container);
   if (!namespaced && container.volumeMounts?.length) {
     Object.assign(env, volumeEnv(container, volumes));
   }
-  return { pid, namespaced, env, workingDir: container.workingDir ?? paths.work };
+  return { pid, namespaced, env, workingDir: container.workingDir ?? paths.work, identity };
+}
+
+/**
+ * The container's identity, or why it cannot start: the kubelet's runAsNonRoot messages
+ * (CreateContainerConfigError), or a setting this runtime cannot honour (CreateContainerError).
+ */
+function checkIdentity(
+  pod: Pod,
+  container: Container,
+  deps: StartDeps,
+  namespaced: boolean,
+): { ok: true; argv: string[] } | Exclude<StartResult, { kind: "started" }> {
+  const identity = containerIdentity(pod, container, deps.hostUser);
+  if (!identity.ok) return { kind: "config-error", message: identity.message };
+  if (container.securityContext?.readOnlyRootFilesystem) {
+    return {
+      kind: "create-error",
+      message:
+        `container ${container.name}: readOnlyRootFilesystem cannot be honoured by the process provider: its containers share the host's filesystem; remove it, or run the pod on a node with a container runtime`,
+    };
+  }
+  if (!namespaced && identity.uid !== 0 && container.volumeMounts?.length) {
+    return {
+      kind: "create-error",
+      message:
+        `container ${container.name} runs as uid ${identity.uid} and cannot reach its volumes without a private mount namespace (${
+          deps.mountNamespace.reason ?? "mountNamespace is off"
+        }); run vkubelet as root with util-linux unshare, or run the container as root`,
+    };
+  }
+  return identity;
 }
 
 /** Starts instance `n` of `container`. */
@@ -104,7 +144,9 @@ export async function startContainer(
     };
   }
   const namespaced = wantsView && deps.mountNamespace.ok;
-  const exec = execContextOf(pod, container, volumes, paths, 0, namespaced);
+  const identity = checkIdentity(pod, container, deps, namespaced);
+  if ("kind" in identity) return identity;
+  const exec = execContextOf(pod, container, volumes, paths, 0, namespaced, identity.argv);
   const extraDirs: string[] = [];
   if (container.workingDir && !exists(container.workingDir)) {
     if (!namespaced) {
@@ -151,7 +193,7 @@ export async function startContainer(
       ready: false,
     },
     {
-      argv,
+      argv: [...identity.argv, ...argv],
       env: exec.env,
       workingDir: exec.workingDir,
       exitFile: files.exitFile,

@@ -16,6 +16,7 @@ import { execContextOf, instanceFiles, startContainer, type StartDeps } from "./
 import { allContainers } from "./container_spec.ts";
 import { killGraceMs, type LiveContainer, stopContainer } from "./container_stop.ts";
 import type { ExecContext } from "./exec.ts";
+import { containerIdentity, type HostUser } from "./identity.ts";
 import { stepInitContainers } from "./init_containers.ts";
 import { Instance } from "./instance.ts";
 import { superviseInstance } from "./instance_supervisor.ts";
@@ -162,6 +163,7 @@ export class PodRunner {
       this.paths,
       running.pid,
       running.namespaced,
+      adoptedIdentity(this.record.pod, container, this.#deps.hostUser),
     );
     this.#track(container, instance, exec);
   }
@@ -300,6 +302,8 @@ export class PodRunner {
     cr.image = c.image ?? "";
     if (result.kind === "config-error") {
       cr.waiting = { reason: "CreateContainerConfigError", message: result.message };
+    } else if (result.kind === "create-error") {
+      cr.waiting = { reason: "CreateContainerError", message: result.message };
     } else if (result.kind === "start-error") {
       const now = this.#deps.clock.now();
       cr.waiting = undefined;
@@ -386,6 +390,12 @@ export class PodRunner {
     );
     return this.#saving;
   }
+}
+
+/** The identity an adopted instance's exec sessions get: the one it was started with. */
+function adoptedIdentity(pod: Pod, container: Container, host: HostUser): string[] {
+  const identity = containerIdentity(pod, container, host);
+  return identity.ok ? identity.argv : [];
 }
 
 function earliest(times: (number | undefined)[]): number | undefined {

@@ -30,6 +30,7 @@ import {
   POD_IP_FIELD_PATHS,
 } from "./container_spec.ts";
 import { runInteractive } from "./exec.ts";
+import { type HostUser, hostUser } from "./identity.ts";
 import { validateAction } from "./handlers.ts";
 import { containerLogStream } from "./log_reader.ts";
 import { configureProcessNode, nodeCapacity } from "./node.ts";
@@ -45,6 +46,8 @@ export interface ProcessProviderOptions {
   mountNamespace: { ok: boolean; reason?: string };
   cgroups: CgroupSupport;
   volumeSource?: VolumeSource;
+  /** vkubelet's uid and gid (default: this process's), which containers without runAsUser get. */
+  hostUser?: HostUser;
 }
 
 const key = (namespace?: string, name?: string) => `${namespace}/${name}`;
@@ -296,6 +299,7 @@ export class ProcessProvider implements Provider {
       mountNamespace: this.#options.mountNamespace,
       cgroups: this.#options.cgroups,
       stopMarker: this.#stopMarker,
+      hostUser: this.#options.hostUser ?? hostUser(),
       hostIp: this.#deps.internalIp,
       volumeContext: {
         source: this.#options.volumeSource,
