@@ -8,7 +8,7 @@
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 import { isInvalidInput } from "../../provider/mod.ts";
-import { cgroupProcsFiles, type CgroupSupport, createCgroup, hasLimits } from "./cgroups.ts";
+import { cgroupProcsFiles, type CgroupSupport, createCgroup } from "./cgroups.ts";
 import { logMaxBytes, type ProcessConfig } from "./config.ts";
 import {
   containerArgv,
@@ -174,7 +174,9 @@ export async function startContainer(
   await makeFifos([files.stdoutFifo, files.stderrFifo, ...(withStdin ? [files.stdinFifo] : [])]);
   await pruneInstances(paths, container.name, n);
   let cgroup: string | undefined;
-  if (deps.cgroups.ok && hasLimits(container)) {
+  // Every instance gets a cgroup where the host has them, limits or not: deleting the pod kills
+  // whatever is in it (./reaper.ts).
+  if (deps.cgroups.ok) {
     cgroup = await createCgroup(
       deps.cgroups,
       `${pod.metadata?.uid}-${container.name}-${n}`,
