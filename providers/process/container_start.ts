@@ -135,8 +135,12 @@ export async function startContainer(
     if (isInvalidInput(err)) return { kind: "config-error", message: err.message };
     throw err;
   }
-  const wantsView = mounts.length > 0 && deps.config.mountNamespace !== "off";
-  if (wantsView && !deps.mountNamespace.ok && deps.config.mountNamespace === "required") {
+  // Every container gets a view where the host can give one, volumes or not: it hides
+  // vkubelet's files and other pods' (./mount_ns.ts).
+  const wantsView = deps.config.mountNamespace !== "off";
+  if (
+    mounts.length > 0 && !deps.mountNamespace.ok && deps.config.mountNamespace === "required"
+  ) {
     return {
       kind: "config-error",
       message:
@@ -205,7 +209,7 @@ export async function startContainer(
         ? { fifo: files.stdinFifo, holderPidFile: files.stdinHolderFile }
         : undefined,
       cgroupProcs: cgroup ? cgroupProcsFiles(cgroup) : undefined,
-      view: namespaced ? { root, mounts, extraDirs } : undefined,
+      view: namespaced ? { root, mounts, extraDirs, hidden: hiddenPaths(paths, deps) } : undefined,
     },
     files,
     deps.clock,
@@ -230,6 +234,11 @@ async function settled(pid: number, ended: Promise<unknown>): Promise<void> {
     }
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/** What the container's view hides: the state directory but for the pod's own, and the config's. */
+function hiddenPaths(paths: PodPaths, deps: StartDeps) {
+  return { paths: [deps.config.stateDir, ...deps.config.hiddenPaths], keep: paths.dir };
 }
 
 function exists(path: string): boolean {

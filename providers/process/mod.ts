@@ -42,6 +42,9 @@ export async function createProvider(
     });
   const cfg = { ...parsed.config, stateDir };
   await Deno.mkdir(`${cfg.stateDir}/pods`, { recursive: true, mode: 0o700 });
+  // Only vkubelet may list or enter the pods' directories (their Secrets, tokens and logs): a
+  // container outside a mount namespace is kept out by this mode and its non-root runAsUser.
+  await Deno.chmod(`${cfg.stateDir}/pods`, 0o700);
   if (parsed.config.stateDir === undefined) deps.log.info("pods are kept in {stateDir}", cfg);
   const mountNamespace = overrides.mountNamespace ??
     (cfg.mountNamespace === "off"

@@ -289,6 +289,9 @@ export class PodRunner {
       }
       return decision.until;
     }
+    // The back-off is over: while the new instance starts (a mount namespace takes a moment)
+    // the status must not pair the new restart count with the old back-off message.
+    if (cr.waiting?.reason === "CrashLoopBackOff") cr.waiting = undefined;
     await this.#start(c, cr);
     return undefined;
   }
