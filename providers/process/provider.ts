@@ -36,6 +36,7 @@ import { containerLogStream } from "./log_reader.ts";
 import { configureProcessNode, nodeCapacity } from "./node.ts";
 import { PodRunner, type RunnerDeps } from "./pod_runner.ts";
 import { forwardPort } from "./port_forward.ts";
+import { podOwnsPort, podPids } from "./pod_ports.ts";
 import { podDirName, PodPaths, type PodRecord, readRecords } from "./state.ts";
 import { statsSummary, UsageSampler } from "./stats.ts";
 import { metricsText } from "../../provider/mod.ts";
@@ -230,8 +231,19 @@ export class ProcessProvider implements Provider {
   }
 
   async portForward(ref: PodRef, options: PortForwardOptions): Promise<void> {
-    this.#get(ref.namespace, ref.name);
-    await forwardPort(options.port, options.stream, options.signal);
+    const runner = this.#get(ref.namespace, ref.name);
+    const owns = (port: number) => {
+      const running = allContainers(runner.record.pod).flatMap((c) => {
+        const live = runner.live(c.name);
+        return live ? [live.instance.record] : [];
+      });
+      return podOwnsPort(runner.record.pod, podPids(running), port);
+    };
+    await forwardPort(options.port, options.stream, {
+      signal: options.signal,
+      pod: runner.key,
+      owns,
+    });
   }
 
   getStatsSummary(options: CallOptions): Promise<StatsSummary> {
