@@ -10,8 +10,9 @@
  * probes, hooks, restarts with back-off, stats from /proc or cgroups (v2 or v1), and re-adoption of
  * running processes after a vkubelet restart. Config: `./config.ts`.
  *
- * Host tools used: `/bin/sh`, `cat`, `sleep`, `mkfifo`, `unshare`, `mount`, `chroot`,
- * `nsenter`, `script` and `stty` (coreutils and util-linux).
+ * Host tools used: `/bin/sh`, `cat`, `sleep`, `mkfifo`, `readlink`, `unshare`, `mount`,
+ * `chroot`, `nsenter`, `setpriv`, `script` and `stty` (coreutils and util-linux). What isolation
+ * pods get, and what they do not: ./README.md.
  * @module
  */
 import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
