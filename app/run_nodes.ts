@@ -15,11 +15,10 @@ import { nodeApiFromClient } from "../core/node/mod.ts";
 import {
   accessReviewerFrom,
   alwaysAllow,
-  fileCertificates,
   KubeletServer,
-  selfSignedCertificate,
   tokenReviewerFrom,
 } from "../core/kubelet_api/mod.ts";
+import { fileCertificates, selfSignedCertificate } from "../x509/mod.ts";
 import { createStreamingHandler } from "../core/kubelet_api/streaming/handler.ts";
 import { loadProvider, ProviderLoadError } from "./provider_loader.ts";
 import { observePodController, serveMetrics } from "./metrics_server.ts";

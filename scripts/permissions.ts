@@ -1,7 +1,7 @@
 /**
  * The one list of Deno permissions vkubelet runs with: the compiled binary (`deno task
  * compile`), `deno task start` (checked against this list by tests/ship/permissions_test.ts),
- * the end-to-end tests (tests/cluster/vkubelet.ts) and the bundle test.
+ * the end-to-end tests (tools/cluster/vkubelet.ts) and the bundle test.
  *
  * Why each one, and why it is as wide as it is:
  * - `--allow-net`: the API server can be anywhere, the kubelet API listens on any address the
@@ -26,7 +26,7 @@
  * - `--allow-ffi` for glibc's shared object alone, at the paths base/native_heap.ts looks for it
  *   on x86_64 and aarch64: main.ts calls its `malloc_trim` every 10 s so that the native memory
  *   freed after a burst goes back to the system (one node's steady RSS at 10,000 pods 150 against
- *   189 MiB, bench/why.md, twelfth round). No other library can be loaded; without the grant
+ *   189 MiB, bench/reports/why.md, twelfth round). No other library can be loaded; without the grant
  *   vkubelet runs as before and says so at start.
  *
  * - `--unstable-net` (not a permission; the one runtime flag): `Deno.listenDatagram` with unix
@@ -37,7 +37,7 @@
  *   V8's default let their heap pages reach 600 MiB (RSS 709 MiB, peak 824, against 433 and 439
  *   with the setting, for the same CPU in the steady window). It costs one node with 10,000 pods
  *   21 MiB of steady RSS (202 against 181) and 12 % more CPU when they are all deleted, and saves
- *   it 22 MiB of peak (bench/why.md, "Eighth round").
+ *   it 22 MiB of peak (bench/reports/why.md, "Eighth round").
  *
  * Not granted: FFI to any other library, and imports from hosts other than Deno's default list;
  * `--provider` refuses `http(s):` URLs for that reason (app/config_schema.ts), with the advice to
