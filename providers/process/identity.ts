@@ -20,6 +20,7 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
+import { readProcText } from "./proc.ts";
 
 /** The containerd/Docker default capability set, without the `CAP_` prefix. */
 export const DEFAULT_CAPABILITIES: readonly string[] = [
@@ -217,9 +218,15 @@ export function setprivArgv(
   return { ok: true, argv };
 }
 
-/** vkubelet's own uid and gid. */
+/**
+ * vkubelet's own uid and gid, from `/proc/self/status` (`Deno.uid()` would want
+ * `--allow-sys`, which vkubelet is not given; a `cat` fallback runs as the same user).
+ */
 export function hostUser(): HostUser {
-  return { uid: Deno.uid() ?? 0, gid: Deno.gid() ?? 0 };
+  const status = readProcText("/proc/self/status");
+  const id = (field: string) =>
+    Number(new RegExp(`^${field}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
+  return { uid: id("Uid"), gid: id("Gid") };
 }
 
 /** The `setpriv` prefix for `container` with its uid, or why it may not start. */

@@ -66,6 +66,7 @@ export class ProcessProvider implements Provider {
   );
   readonly #startMs: number;
   readonly #capacity: Record<string, string>;
+  readonly #hostUser: HostUser;
 
   /** The pod IP is this provider's to give: env fieldRefs to it are resolved here. */
   readonly deferredFieldPaths: readonly string[] = POD_IP_FIELD_PATHS;
@@ -76,6 +77,7 @@ export class ProcessProvider implements Provider {
     this.#options = options;
     this.#startMs = deps.clock.now();
     this.#capacity = nodeCapacity(config);
+    this.#hostUser = options.hostUser ?? hostUser();
   }
 
   /** Re-adopts every pod recorded under the state directory. Call once, before use. */
@@ -311,7 +313,7 @@ export class ProcessProvider implements Provider {
       mountNamespace: this.#options.mountNamespace,
       cgroups: this.#options.cgroups,
       stopMarker: this.#stopMarker,
-      hostUser: this.#options.hostUser ?? hostUser(),
+      hostUser: this.#hostUser,
       hostIp: this.#deps.internalIp,
       volumeContext: {
         source: this.#options.volumeSource,
