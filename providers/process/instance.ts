@@ -6,7 +6,6 @@
  * lets go of a running instance without touching it, for a vkubelet shutdown.
  * @module
  */
-import type { Clock } from "../../base/clock.ts";
 import {
   adopt,
   launch,
@@ -21,6 +20,7 @@ import { OutputFanout } from "./output_fanout.ts";
 import { instanceTree, isSameProcess, type ProcStat, readProcStat } from "./proc.ts";
 import { killInstance } from "./reaper.ts";
 import type { InstanceRecord, Termination } from "./state.ts";
+import type { Clock } from "../../provider/mod.ts";
 
 /** Files and settings of one instance. */
 export interface InstanceFiles {
