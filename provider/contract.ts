@@ -11,7 +11,7 @@
  * @module
  */
 import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
-import type { Logger } from "../base/log.ts";
+import type { Logger } from "./logger.ts";
 import type { Clock } from "../base/clock.ts";
 import type { SignalOptions } from "../base/options.ts";
 import type { StatsSummary } from "./stats.ts";
