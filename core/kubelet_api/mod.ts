@@ -10,7 +10,8 @@
  *   plain and upgrade requests, with a serving certificate from {@link fileCertificates},
  *   {@link csrCertificate} or {@link selfSignedCertificate}.
  * - {@link tokenReviewerFrom}, {@link accessReviewerFrom}, {@link csrApiFrom}: adapters from the
- *   `k8s/` client to the narrow interfaces used here.
+ *   `k8s/` client to the narrow interfaces used here; {@link boundedReviewers} runs the reviews
+ *   in {@link ReviewSlots} (an in-flight cap, then 429).
  *
  * ```ts
  * const server = new KubeletServer({
@@ -53,8 +54,11 @@ export {
   type AccessReviewer,
   accessReviewerFrom,
   alwaysAllow,
+  boundedReviewers,
   type CsrApi,
   csrApiFrom,
+  type ReviewLimits,
+  ReviewSlots,
   type TokenReviewer,
   tokenReviewerFrom,
   type TokenReviewResult,
