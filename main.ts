@@ -102,8 +102,11 @@ export async function main(args: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof StartupConfigError) {
       const list = err.problems.map((p) => `  - ${p}\n`).join("");
-      print(Deno.stderr, `vkubelet: invalid configuration:\n${list}`);
-      return 2;
+      // 1 for what a restart may fix (a port still held by a stopping process): the shipped
+      // systemd unit restarts on 1 and not on 2 (RestartPreventExitStatus=2).
+      const what = err.transient ? "cannot start" : "invalid configuration";
+      print(Deno.stderr, `vkubelet: ${what}:\n${list}`);
+      return err.transient ? 1 : 2;
     }
     getLogger(["vkubelet"]).fatal("vkubelet failed: {err}", { err });
     return 1;

@@ -159,7 +159,8 @@ async function connectAndLoad(
   fence: LeadershipFence | undefined,
   providerDeps: Omit<ProviderDeps, "kube">,
 ): Promise<Clients & { provider: Provider }> {
-  const problems = await preflight(config);
+  const checked = await preflight(config);
+  const problems = [...checked.problems];
   let clients: Clients | undefined;
   try {
     const connection = await loadKubeConfig({ kubeconfig: config.kubeconfig, clock: deps.clock });
@@ -172,7 +173,9 @@ async function connectAndLoad(
   }
   if (!clients || problems.length > 0) {
     clients?.close();
-    throw new StartupConfigError(problems);
+    // A port in use alone is worth a restart; with anything else the config needs fixing.
+    const transient = checked.transient && problems.length === checked.problems.length;
+    throw new StartupConfigError(problems, { transient });
   }
   const { kube } = clients;
   try {
