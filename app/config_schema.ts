@@ -322,6 +322,7 @@ const fields = z.object({
   // Leader election (issue 21). Defaults: a standby takes over 8-10 s after the leader's last
   // renewal, far inside the node Lease's 40 s and the node monitor's grace period (40-50 s),
   // so the node stays Ready while the writers change hands.
+  nativeHeapTrim: boolean(true),
   leaderElect: boolean(false),
   leaderElectLeaseDuration: duration().default(8_000),
   leaderElectRenewDeadline: duration().default(6_000),

@@ -245,3 +245,30 @@ Deno.test("--provider=process with --leader-elect exits 2 before the state dir i
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("--native-heap-trim=false opens no C library and says so", async () => {
+  const dir = await Deno.makeTempDir();
+  const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const { code, stderr } = await vkubelet(
+      [
+        "--provider=mock",
+        `--kubeconfig=${await writeKubeconfig(dir)}`,
+        "--listen-address=127.0.0.1",
+        `--port=${(taken.addr as Deno.NetAddr).port}`,
+        "--tls-self-signed",
+        "--native-heap-trim=false",
+      ],
+      { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" },
+      [...VKUBELET_PERMISSIONS],
+    );
+    assert.equal(code, 1, stderr);
+    assert.match(
+      stderr,
+      /not returning freed native memory to the system: --native-heap-trim=false/,
+    );
+  } finally {
+    taken.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
