@@ -10,6 +10,7 @@ COPY deno.json deno.lock main.ts ./
 COPY base/ base/
 COPY k8s/ k8s/
 COPY spdy/ spdy/
+COPY x509/ x509/
 COPY provider/ provider/
 COPY core/ core/
 COPY providers/ providers/

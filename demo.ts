@@ -12,9 +12,9 @@
  * stopped. (The process provider leaves pods running when vkubelet stops, to re-adopt them.)
  * @module
  */
-import { clusterPaths, down, readState, running, up } from "./tests/cluster/cluster.ts";
-import { useCluster } from "./tests/cluster/harness.ts";
-import { startVkubelet } from "./tests/cluster/vkubelet.ts";
+import { clusterPaths, down, readState, running, up } from "./tools/cluster/cluster.ts";
+import { useCluster } from "./tools/cluster/harness.ts";
+import { startVkubelet } from "./tools/cluster/vkubelet.ts";
 
 const encoder = new TextEncoder();
 const say = (line: string) => Deno.stdout.writeSync(encoder.encode(line + "\n"));

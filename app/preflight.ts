@@ -8,7 +8,7 @@
 import { X509Certificate } from "node:crypto";
 import type { Config } from "./config.ts";
 import { parseHostPort } from "./config_schema.ts";
-import { checkPair } from "../core/kubelet_api/certificates.ts";
+import { checkPair } from "../x509/certificate_source.ts";
 
 /** What {@link preflight} found. */
 export interface PreflightResult {

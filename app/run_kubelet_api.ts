@@ -13,15 +13,13 @@ import {
   alwaysAllow,
   boundedReviewers,
   csrApiFrom,
-  csrCertificate,
-  fileCertificates,
   KubeletServer,
   ReviewSlots,
-  selfSignedCertificate,
   tokenReviewerFrom,
 } from "../core/kubelet_api/mod.ts";
+import { csrCertificate, fileCertificates, selfSignedCertificate } from "../x509/mod.ts";
 import { createStreamingHandler } from "../core/kubelet_api/streaming/handler.ts";
-import { defaultCertDirs, fileCertificateStore } from "../core/kubelet_api/certificate_store.ts";
+import { defaultCertDirs, fileCertificateStore } from "../x509/certificate_store.ts";
 import { getLogger } from "../base/log.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
 import type { Provider } from "../provider/mod.ts";

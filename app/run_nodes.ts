@@ -12,7 +12,8 @@ import { isKubeConfigError, type KubeClient, loadKubeConfig } from "../k8s/mod.t
 import type { Provider } from "../provider/mod.ts";
 import { VkubeletMetrics } from "../core/metrics.ts";
 import { nodeApiFromClient } from "../core/node/mod.ts";
-import { fileCertificates, KubeletServer, selfSignedCertificate } from "../core/kubelet_api/mod.ts";
+import { KubeletServer } from "../core/kubelet_api/mod.ts";
+import { fileCertificates, selfSignedCertificate } from "../x509/mod.ts";
 import { clientCa, reviewersFor } from "./run_kubelet_api.ts";
 import { type Clients, createClients } from "./run_clients.ts";
 import { createStreamingHandler } from "../core/kubelet_api/streaming/handler.ts";

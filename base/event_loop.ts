@@ -32,7 +32,7 @@ export async function yieldToEventLoop(): Promise<void> {
  * I/O); from then on the next {@link take} starts a new slice without a turn of its own. Work that
  * waits on I/O between items (deletions, each a request to the apiserver) would otherwise pay for a
  * turn on every item: 40 s of a deletion of 10,000 pods, profiled, spent 1.7 s of its 16 s of CPU
- * there (bench/why.md, tenth round).
+ * there (bench/reports/why.md, tenth round).
  */
 export class Slicer {
   #sliceMs: number;

@@ -5,7 +5,7 @@
  * memory only from the top of an arena: after a burst, such as the list of 10,000 pods at start
  * or a mass deletion, the free chunks below one still in use stay resident. glibc's
  * `malloc_trim(0)` releases every free page of every arena. One vkubelet with 10,000 pods: glibc's
- * heap 45.5 → 15.5 MiB after one call (bench/why.md, twelfth round).
+ * heap 45.5 → 15.5 MiB after one call (bench/reports/why.md, twelfth round).
  *
  * It needs glibc on Linux and `--allow-ffi` for glibc's shared object (scripts/permissions.ts);
  * elsewhere {@link openGlibcHeap} says why not and nothing is trimmed. That grant is wide: Deno

@@ -1,35 +1,40 @@
 /**
  * `deno task bench`: vkubelet (mock provider) against virtual-kubelet's own CLI with its mock
  * provider (the peer) and against the floor, one after the other, each on a fresh copy of the
- * same local control plane; writes bench/RESULTS.md and bench/scenario1.png from that run.
+ * same local control plane; writes bench/reports/RESULTS.md and bench/reports/scenario1.png from that run.
  *
  *   deno task bench [--max-n N] [--sizes 100,1000,10000] [--subjects vkubelet,peer,floor]
  *                   [--steady-seconds 120] [--qps 500|shipped] [--concurrency 32]
  *                   [--report-only] [--merge results.json]
  *   deno task bench --soak 60m [--pods 300] [--roll-seconds 60] [--sample-seconds 30]
  *                   [--cluster NAME] [--heap-at 3,12] [--report-only]     (see soak.ts)
- *   deno task bench --nodes 1000 --pods 10000   (many nodes in one process: bench/multinode.ts)
- *   deno task bench --streaming [--mb 100]      (exec, port-forward, logs: bench/streaming.ts)
+ *   deno task bench --nodes 1000 --pods 10000   (many nodes in one process: bench/scenarios/multinode.ts)
+ *   deno task bench --streaming [--mb 100]      (exec, port-forward, logs: bench/scenarios/streaming.ts)
  *
  * Raw results go to bench/out/results.json (git-ignored), one entry per subject and size, so a
  * long run that is stopped can still be reported with `--report-only`.
  * @module
  */
-import { ensurePeer } from "./peer.ts";
-import { writeChart } from "./chart.ts";
-import { writeReport } from "./report.ts";
-import { phaseTimeoutMs, type RunResult, runSubject, settleTimeoutMs } from "./scenarios.ts";
-import { type SubjectName, SUBJECTS } from "./subjects.ts";
-import { parseSoakFlags } from "./soak_flags.ts";
-import { runSoak, type SoakResult } from "./soak.ts";
-import { writeSoakReport } from "./soak_report.ts";
+import { ensurePeer } from "./tools/peer.ts";
+import { writeChart } from "./tools/chart.ts";
+import { writeReport } from "./tools/report.ts";
+import {
+  phaseTimeoutMs,
+  type RunResult,
+  runSubject,
+  settleTimeoutMs,
+} from "./scenarios/scenarios.ts";
+import { type SubjectName, SUBJECTS } from "./tools/subjects.ts";
+import { parseSoakFlags } from "./tools/soak_flags.ts";
+import { runSoak, type SoakResult } from "./scenarios/soak.ts";
+import { writeSoakReport } from "./tools/soak_report.ts";
 
 const benchDir = new URL(".", import.meta.url).pathname;
 // VKBENCH_OUT keeps a side run's results, report and chart apart from bench/out and from the
-// committed bench/RESULTS.md and bench/scenario1.png.
+// committed bench/reports/RESULTS.md and bench/reports/scenario1.png.
 const sideDir = Deno.env.get("VKBENCH_OUT");
 const outDir = sideDir ?? `${benchDir}out`;
-const reportDir = sideDir ? `${sideDir}/` : benchDir;
+const reportDir = sideDir ? `${sideDir}/` : `${benchDir}reports/`;
 const resultsFile = `${outDir}/results.json`;
 
 /** The bench's command-line options. */
@@ -170,11 +175,13 @@ async function soakMain(args: string[]): Promise<number> {
 
 async function main(args: string[]): Promise<number> {
   if (args.some((a) => a === "--soak" || a.startsWith("--soak="))) return await soakMain(args);
-  // Many nodes in one process is a scenario of its own (bench/multinode.ts).
+  // Many nodes in one process is a scenario of its own (bench/scenarios/multinode.ts).
   if (args.some((a) => a === "--nodes" || a.startsWith("--nodes="))) {
-    return await (await import("./multinode.ts")).main(args);
+    return await (await import("./scenarios/multinode.ts")).main(args);
   }
-  if (args.includes("--streaming")) return await (await import("./streaming.ts")).main(args);
+  if (args.includes("--streaming")) {
+    return await (await import("./scenarios/streaming.ts")).main(args);
+  }
   let flags: BenchFlags;
   try {
     flags = parseFlags(args);

@@ -17,7 +17,7 @@ export function formatMicroTime(time: Date | number): string {
 /**
  * Formats a time as a plain `metav1.Time` (RFC 3339, whole seconds, UTC). Times of the same
  * second are one string: 10,000 pods started over half a minute hold their ~90,000 condition,
- * start and container times in a few dozen strings instead of one each (bench/why.md).
+ * start and container times in a few dozen strings instead of one each (bench/reports/why.md).
  */
 export function formatTime(time: Date | number): string {
   const ms = typeof time === "number" ? time : time.getTime();

@@ -6,14 +6,16 @@
  * The layers, lowest first (the README's Layout section shows the same):
  *
  * 1. `base/` — clock, log, durations; imports nothing of ours
- * 2. `k8s/`, `spdy/` — libraries: the Kubernetes client, the SPDY/3.1 codec
+ * 2. `k8s/`, `spdy/`, `x509/` — libraries: the Kubernetes client, the SPDY/3.1 codec, keys and
+ *    certificates
  * 3. `provider/` — the provider contract and kit
  * 4. `core/` (node, pods, kubelet API) and `providers/` (built-in providers), side by side
  * 5. `app/` — config, start-up, the provider loader
  * 6. `main.ts` — the composition root
  *
- * Tests, benchmarks, scripts and the demo may import any layer; `examples/` only the provider
- * kit, as a provider outside this repository would.
+ * Tests, benchmarks, scripts and the demo may import any layer; `tools/` (the local control plane
+ * and the harness that tests and the bench share) any product layer but never `tests/` or
+ * `bench/`; `examples/` only the provider kit, as a provider outside this repository would.
  * @module
  */
 import { dirname, join, relative, resolve } from "node:path";
@@ -23,6 +25,7 @@ export const LAYERS: Readonly<Record<string, number>> = {
   "base": 1,
   "k8s": 2,
   "spdy": 2,
+  "x509": 2,
   "provider": 3,
   "core": 4,
   "providers": 4,
@@ -53,7 +56,8 @@ export function checkSource(file: string, source: string): LayerViolation[] {
   const from = topOf(file);
   const fromRank = LAYERS[from];
   const isExample = from === "examples";
-  if (fromRank === undefined && !isExample) return [];
+  const isTool = from === "tools";
+  if (fromRank === undefined && !isExample && !isTool) return [];
   const found: LayerViolation[] = [];
   for (const match of source.matchAll(IMPORT)) {
     const spec = match[1] ?? match[2];
@@ -64,6 +68,12 @@ export function checkSource(file: string, source: string): LayerViolation[] {
     if (isExample) {
       if (!EXAMPLE_ALLOWED.has(to)) {
         found.push({ file, line, target, why: "an example imports only provider/, k8s/ or base/" });
+      }
+      continue;
+    }
+    if (isTool) {
+      if (to === "tests" || to === "bench") {
+        found.push({ file, line, target, why: "tools/ is shared by tests and the bench; move it" });
       }
       continue;
     }
@@ -95,7 +105,7 @@ async function* sourceFiles(dir: string): AsyncGenerator<string> {
 /** Checks every product file under `root`. */
 export async function checkTree(root: string): Promise<LayerViolation[]> {
   const found: LayerViolation[] = [];
-  for (const top of [...Object.keys(LAYERS), "examples"]) {
+  for (const top of [...Object.keys(LAYERS), "examples", "tools"]) {
     const path = resolve(root, top);
     const stat = await Deno.stat(path).catch(() => undefined);
     if (!stat) continue;

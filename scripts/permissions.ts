@@ -1,7 +1,7 @@
 /**
  * The one list of Deno permissions vkubelet runs with: the compiled binary (`deno task
  * compile`), `deno task start` (checked against this list by tests/ship/permissions_test.ts),
- * the end-to-end tests (tests/cluster/vkubelet.ts) and the bundle test.
+ * the end-to-end tests (tools/cluster/vkubelet.ts) and the bundle test.
  *
  * Why each one, and why it is as wide as it is:
  * - `--allow-net`: the API server can be anywhere, the kubelet API listens on any address the
@@ -26,7 +26,7 @@
  * - `--allow-ffi` for glibc's shared object, at the paths where distributions put it on x86_64
  *   and aarch64: main.ts calls its `malloc_trim` every 10 s so that the native memory freed
  *   after a burst goes back to the system (one node's steady RSS at 10,000 pods 150 against
- *   189 MiB, bench/why.md, twelfth round). It opens only the one the process has loaded (as its
+ *   189 MiB, bench/reports/why.md, twelfth round). It opens only the one the process has loaded (as its
  *   `/proc/<pid>/maps` shows). The grant is scoped to the library, not to the function: with it,
  *   code in this process can call any libc function (`system`, `dlopen` of any library), so it
  *   is close to `--allow-all` for vkubelet. `--native-heap-trim=false` turns the trim off, and
@@ -41,7 +41,7 @@
  *   V8's default let their heap pages reach 600 MiB (RSS 709 MiB, peak 824, against 433 and 439
  *   with the setting, for the same CPU in the steady window). It costs one node with 10,000 pods
  *   21 MiB of steady RSS (202 against 181) and 12 % more CPU when they are all deleted, and saves
- *   it 22 MiB of peak (bench/why.md, "Eighth round").
+ *   it 22 MiB of peak (bench/reports/why.md, "Eighth round").
  *
  * Not granted: FFI to any other library, and imports from hosts other than Deno's default list;
  * `--provider` refuses `http(s):` URLs for that reason (app/config_schema.ts), with the advice to

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 
 const demo = new URL("../demo.ts", import.meta.url).pathname;
-const cli = new URL("./cluster/cli.ts", import.meta.url).pathname;
+const cli = new URL("../tools/cluster/cli.ts", import.meta.url).pathname;
 const CLUSTER = "demo-ctrl-c";
 
 /** Pids of processes whose environment says they are the demo's pods. */

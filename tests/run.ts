@@ -7,10 +7,10 @@
  * Set `VKUBELET_KEEP_CLUSTER=1` to leave the cluster running afterwards.
  * @module
  */
-import { cacheDir } from "./cluster/build.ts";
-import { clusterPaths, readState } from "./cluster/cluster.ts";
+import { cacheDir } from "../tools/cluster/build.ts";
+import { clusterPaths, readState } from "../tools/cluster/cluster.ts";
 
-const cli = new URL("./cluster/cli.ts", import.meta.url).pathname;
+const cli = new URL("../tools/cluster/cli.ts", import.meta.url).pathname;
 const root = new URL("../", import.meta.url).pathname;
 const encoder = new TextEncoder();
 const say = (line: string) => Deno.stdout.writeSync(encoder.encode(line + "\n"));

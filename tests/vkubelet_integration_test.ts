@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { useCluster } from "./cluster/harness.ts";
-import { nodeReady, startVkubelet, VKUBELET_PERMISSIONS } from "./cluster/vkubelet.ts";
+import { useCluster } from "../tools/cluster/harness.ts";
+import { nodeReady, startVkubelet, VKUBELET_PERMISSIONS } from "../tools/cluster/vkubelet.ts";
 
 const mainPath = new URL("../main.ts", import.meta.url).pathname;
 const unique = (prefix: string) => `${prefix}-${crypto.randomUUID().slice(0, 6)}`;

@@ -7,8 +7,8 @@
  *   `/readyz`, `/stats/summary`, `/metrics/resource`, `/metrics`, and the `/exec`, `/attach`,
  *   `/portForward` routes that hand the connection to a {@link StreamingHandler}.
  * - {@link KubeletServer}: the TLS listener (`node:https`, HTTP/1.1 only) that runs the app for
- *   plain and upgrade requests, with a serving certificate from {@link fileCertificates},
- *   {@link csrCertificate} or {@link selfSignedCertificate}.
+ *   plain and upgrade requests, with a serving certificate from a `CertificateSource` of
+ *   `x509/` (files, a CSR the cluster signs, or self-signed).
  * - {@link tokenReviewerFrom}, {@link accessReviewerFrom}, {@link csrApiFrom}: adapters from the
  *   `k8s/` client to the narrow interfaces used here; {@link boundedReviewers} runs the reviews
  *   in {@link ReviewSlots} (an in-flight cap, then 429).
@@ -32,21 +32,6 @@
 export { createKubeletApp, errorResponse } from "./app.ts";
 export { type Authentication, Authenticator, bearerToken, certificateUser } from "./authn.ts";
 export { type AuthorizationResult, Authorizer, requestAttributes } from "./authz.ts";
-export {
-  type CertificateSource,
-  checkPair,
-  type FileCertificateOptions,
-  fileCertificates,
-  type KeyPair,
-  selfSignedCertificate,
-  type SelfSignedCertificateOptions,
-} from "./certificates.ts";
-export {
-  csrCertificate,
-  type CsrCertificateOptions,
-  renewalTime,
-  requestServingCertificate,
-} from "./csr_certificate.ts";
 export { type ParsedLogOptions, parseLogOptions } from "./log_options.ts";
 export {
   type AccessAttributes,
@@ -55,7 +40,6 @@ export {
   accessReviewerFrom,
   alwaysAllow,
   boundedReviewers,
-  type CsrApi,
   csrApiFrom,
   type ReviewLimits,
   ReviewSlots,

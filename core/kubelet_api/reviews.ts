@@ -6,9 +6,9 @@
  */
 import type { TokenReview } from "kubernetes-types/authentication/v1.d.ts";
 import type { SubjectAccessReview } from "kubernetes-types/authorization/v1.d.ts";
-import type { CertificateSigningRequest } from "kubernetes-types/certificates/v1.d.ts";
 import type { KubeApis } from "../../k8s/mod.ts";
 import { HttpError } from "./status.ts";
+import type { CsrApi } from "../../x509/mod.ts";
 
 /** Options for a review call. */
 export interface ReviewOptions {
@@ -63,16 +63,6 @@ export interface AccessReviewer {
 export const alwaysAllow: AccessReviewer = {
   review: () => Promise.resolve({ allowed: true, reason: "AlwaysAllow" }),
 };
-
-/** The CertificateSigningRequest calls a serving-certificate requester needs. */
-export interface CsrApi {
-  create(
-    csr: CertificateSigningRequest,
-    options: ReviewOptions,
-  ): Promise<CertificateSigningRequest>;
-  /** Resolves with the issued PEM certificate; rejects if denied, failed or deleted. */
-  waitForCertificate(name: string, options: ReviewOptions): Promise<string>;
-}
 
 /** A {@link TokenReviewer} on the `k8s/` client. */
 export function tokenReviewerFrom(kube: Pick<KubeApis, "tokenReviews">): TokenReviewer {

@@ -13,7 +13,7 @@ import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { getRequestListener } from "@hono/node-server";
 import { createKubeletApp } from "./app.ts";
-import type { CertificateSource, KeyPair } from "./certificates.ts";
+import type { CertificateSource, KeyPair } from "../../x509/certificate_source.ts";
 import type { KubeletApiDeps } from "./types.ts";
 import { handleUpgrade, writeResponse } from "./upgrade.ts";
 import { statusResponse } from "./status.ts";

@@ -118,7 +118,7 @@ export async function resolvePodEnv(
 ): Promise<ResolvedEnv> {
   // A copy of the parts this changes (the spec, its container lists and their containers), the
   // rest shared with `pod`: the provider keeps this pod for the pod's life, and a whole copy of
-  // every pod beside the informer's was a third of what the pods took of the heap (bench/why.md).
+  // every pod beside the informer's was a third of what the pods took of the heap (bench/reports/why.md).
   const spec = pod.spec && { ...pod.spec };
   for (const list of LISTS) {
     const containers = spec?.[list];

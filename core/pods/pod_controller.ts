@@ -43,7 +43,7 @@ export interface PodControllerDeps {
    * client's QPS); default 64, so that status writes keep pace with an apiserver that creates
    * hundreds of pods a second instead of falling behind until the creates stop (with 32, each
    * write taking ~130 ms under that load, a new pod's status waited 0.3–0.6 s in the queue at
-   * 1,000 pods: bench/why.md, fourth round).
+   * 1,000 pods: bench/reports/why.md, fourth round).
    */
   statusWorkers?: number;
   /** Told how long each sync with the provider took and whether it worked; for metrics. */

@@ -1,6 +1,6 @@
 /**
  * Where the process provider keeps its pods when the config names no `stateDir`: like the
- * serving certificate's `--cert-dir` default (core/kubelet_api/certificate_store.ts), systemd's
+ * serving certificate's `--cert-dir` default (x509/certificate_store.ts), systemd's
  * `$STATE_DIRECTORY`, then `/var/lib/vkubelet/process`, then the user's state directory, so that
  * a non-root user gets a working default instead of "Permission denied".
  * @module

@@ -6,11 +6,11 @@
  * duplicated). Bounded: fixed seed, 40 s of churn, every wait with a deadline.
  */
 import assert from "node:assert/strict";
-import { useCluster } from "../cluster/harness.ts";
-import { startVkubelet } from "../cluster/vkubelet.ts";
+import { useCluster } from "../../tools/cluster/harness.ts";
+import { startVkubelet } from "../../tools/cluster/vkubelet.ts";
 import { random } from "../fakes/fuzz.ts";
 
-const cli = new URL("../cluster/cli.ts", import.meta.url).pathname;
+const cli = new URL("../../tools/cluster/cli.ts", import.meta.url).pathname;
 const CLUSTER = "robust-churn";
 const NODE = "vk-churn";
 const NS = "churn";

@@ -6,10 +6,10 @@
  * outage lengths, every wait with a deadline.
  */
 import assert from "node:assert/strict";
-import { useCluster } from "../cluster/harness.ts";
-import { startVkubelet } from "../cluster/vkubelet.ts";
+import { useCluster } from "../../tools/cluster/harness.ts";
+import { startVkubelet } from "../../tools/cluster/vkubelet.ts";
 
-const cli = new URL("../cluster/cli.ts", import.meta.url).pathname;
+const cli = new URL("../../tools/cluster/cli.ts", import.meta.url).pathname;
 const CLUSTER = "robust-faults";
 const NODE = "vk-faults";
 const NS = "faults";

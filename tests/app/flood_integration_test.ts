@@ -8,8 +8,8 @@
  */
 import assert from "node:assert/strict";
 import https from "node:https";
-import { useCluster } from "../cluster/harness.ts";
-import { nodeReady, startVkubelet } from "../cluster/vkubelet.ts";
+import { useCluster } from "../../tools/cluster/harness.ts";
+import { nodeReady, startVkubelet } from "../../tools/cluster/vkubelet.ts";
 
 const NODE = `vk-flood-${crypto.randomUUID().slice(0, 6)}`;
 /** Short, so that a renewal stuck behind the flood shows within the test. */

@@ -10,9 +10,9 @@ import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { KubeClient } from "../../k8s/mod.ts";
-import { type TestCluster, useCluster } from "../cluster/harness.ts";
-import { type RunningVkubelet, startVkubelet } from "../cluster/vkubelet.ts";
-import { freePort } from "../cluster/ports.ts";
+import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
+import { type RunningVkubelet, startVkubelet } from "../../tools/cluster/vkubelet.ts";
+import { freePort } from "../../tools/cluster/ports.ts";
 
 const PODS = 50;
 

@@ -1,10 +1,6 @@
 import assert from "node:assert/strict";
 import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
-import {
-  createSelfSignedCertificate,
-  generateKeyPair,
-  privateKeyPem,
-} from "../../core/kubelet_api/x509.ts";
+import { createSelfSignedCertificate, generateKeyPair, privateKeyPem } from "../../x509/encode.ts";
 
 const mainPath = new URL("../../main.ts", import.meta.url).pathname;
 

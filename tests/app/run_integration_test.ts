@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { useCluster } from "../cluster/harness.ts";
+import { useCluster } from "../../tools/cluster/harness.ts";
 import { loadConfig } from "../../app/config.ts";
 import { LoopFailedError, runVkubelet } from "../../app/run.ts";
 import { loadProvider } from "../../app/provider_loader.ts";

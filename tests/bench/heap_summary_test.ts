@@ -4,7 +4,7 @@ import {
   type HeapSnapshot,
   summarizeFields,
   summarizeHeap,
-} from "../../bench/heap_summary.ts";
+} from "../../bench/tools/heap_summary.ts";
 
 /**
  * A snapshot in V8's format: nodes `[type, name, id, self_size, edge_count]`, edges

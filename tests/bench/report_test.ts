@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { ratio } from "../../bench/report.ts";
-import { groupThousands, stoppedEarly } from "../../bench/chart.ts";
-import type { RunResult } from "../../bench/scenarios.ts";
+import { ratio } from "../../bench/tools/report.ts";
+import { groupThousands, stoppedEarly } from "../../bench/tools/chart.ts";
+import type { RunResult } from "../../bench/scenarios/scenarios.ts";
 
 Deno.test("no ratio is given against a value the table shows as 0.00", () => {
   // 0.0042 CPU s shows as "0.00": "1911.00×" would only measure the rounding.

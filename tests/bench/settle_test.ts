@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { isSettled, waitSettled, windowRequests } from "../../bench/settle.ts";
+import { isSettled, waitSettled, windowRequests } from "../../bench/scenarios/settle.ts";
 
 /** The index of the first sample at which the rule says settled, checking every prefix. */
 function settledAt(counts: number[]): number | undefined {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { drawSoakChart, soakReport } from "../../bench/soak_report.ts";
-import type { SoakResult } from "../../bench/soak.ts";
+import { drawSoakChart, soakReport } from "../../bench/tools/soak_report.ts";
+import type { SoakResult } from "../../bench/scenarios/soak.ts";
 
 function result(rss: (t: number) => number): SoakResult {
   return {

@@ -5,8 +5,8 @@ import {
   type SoakSample,
   windowGrowth,
   windowSeconds,
-} from "../../bench/soak_stats.ts";
-import { parseSoakFlags } from "../../bench/soak_flags.ts";
+} from "../../bench/tools/soak_stats.ts";
+import { parseSoakFlags } from "../../bench/tools/soak_flags.ts";
 
 Deno.test("soak durations read as seconds, minutes or hours; anything else is refused", () => {
   assert.equal(parseDuration("60m"), 3600);

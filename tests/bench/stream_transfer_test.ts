@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { serveEcho } from "../../bench/stream_server.ts";
+import { serveEcho } from "../../bench/tools/stream_server.ts";
 import {
   cpuOf,
   cpuOfTree,
@@ -7,7 +7,7 @@ import {
   pipeFile,
   quantile,
   randomFile,
-} from "../../bench/stream_transfer.ts";
+} from "../../bench/tools/stream_transfer.ts";
 
 function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });

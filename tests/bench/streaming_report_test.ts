@@ -5,8 +5,8 @@ import {
   share,
   type StreamingResult,
   transferRate,
-} from "../../bench/streaming_report.ts";
-import { parseStreamingFlags } from "../../bench/streaming_flags.ts";
+} from "../../bench/tools/streaming_report.ts";
+import { parseStreamingFlags } from "../../bench/tools/streaming_flags.ts";
 
 const transfer = (ms: number[], cpu: Record<string, number>) => ({ bytes: 100e6, ms, cpu });
 

@@ -3,7 +3,7 @@
  * @module
  */
 import { KubeClient, type KubeClientOptions } from "../../k8s/client.ts";
-import { type TestCluster, useCluster } from "../cluster/harness.ts";
+import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 
 export type { TestCluster };
 export { useCluster };

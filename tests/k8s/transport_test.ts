@@ -1,10 +1,6 @@
 import assert from "node:assert/strict";
 import { HttpClientPool } from "../../k8s/transport.ts";
-import {
-  createSelfSignedCertificate,
-  generateKeyPair,
-  privateKeyPem,
-} from "../../core/kubelet_api/x509.ts";
+import { createSelfSignedCertificate, generateKeyPair, privateKeyPem } from "../../x509/encode.ts";
 
 const config = { server: "https://127.0.0.1:6443", namespace: "default", source: "test" };
 

@@ -3,8 +3,8 @@
  * service account) as a process until its node is Ready, and a small workload to check it with.
  * @module
  */
-import type { TestCluster } from "../cluster/harness.ts";
-import { nodeReady } from "../cluster/vkubelet.ts";
+import type { TestCluster } from "../../tools/cluster/harness.ts";
+import { nodeReady } from "../../tools/cluster/vkubelet.ts";
 
 /** A vkubelet process started by {@link spawnVkubelet}. */
 export interface SpawnedVkubelet {

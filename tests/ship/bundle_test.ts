@@ -8,11 +8,11 @@
  */
 import assert from "node:assert/strict";
 import { get } from "node:https";
-import { useCluster } from "../cluster/harness.ts";
+import { useCluster } from "../../tools/cluster/harness.ts";
 import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
 import { bundleArgs } from "../../scripts/compile.ts";
 import { greeterPod, podLogs, podPhase, spawnVkubelet } from "./_helpers.ts";
-import { freePort } from "../cluster/ports.ts";
+import { freePort } from "../../tools/cluster/ports.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 

@@ -4,8 +4,8 @@
  * runs a pod on the real control plane, with its logs through `kubectl logs`.
  */
 import assert from "node:assert/strict";
-import { useCluster } from "../cluster/harness.ts";
-import { startVkubelet } from "../cluster/vkubelet.ts";
+import { useCluster } from "../../tools/cluster/harness.ts";
+import { startVkubelet } from "../../tools/cluster/vkubelet.ts";
 import { greeterPod, podLogs, podPhase } from "./_helpers.ts";
 
 const example = new URL("../../examples/hello_provider.ts", import.meta.url).pathname;

@@ -10,12 +10,12 @@
 import assert from "node:assert/strict";
 import { request } from "node:https";
 import { parseAllDocuments } from "yaml";
-import { type TestCluster, useCluster } from "../cluster/harness.ts";
+import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
 import { loadConfig } from "../../app/config.ts";
 import { VKUBELET_RULES } from "./rbac_rules.ts";
 import { eventually, podLogs, podPhase, spawnVkubelet } from "./_helpers.ts";
-import { freePort } from "../cluster/ports.ts";
+import { freePort } from "../../tools/cluster/ports.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const manifests = `${root}deploy/kubernetes`;
@@ -129,7 +129,7 @@ Deno.test("the Deployment survives a CSR waiting for approval and the measured m
   );
   const config = (configMap.data as Record<string, string>)["config.yaml"];
   assert.match(config, new RegExp(`^\\s*metricsAddr: "?:${port.containerPort}"?$`, "m"));
-  // Peak RSS at 10,000 pods: 410 MiB in bench/RESULTS.md (556 MiB in the run before).
+  // Peak RSS at 10,000 pods: 410 MiB in bench/reports/RESULTS.md (556 MiB in the run before).
   const limit = container.resources.limits.memory as string;
   const mib = Number(limit.replace(/Gi$/, "")) * (limit.endsWith("Gi") ? 1024 : 1) ||
     Number(limit.replace(/Mi$/, ""));

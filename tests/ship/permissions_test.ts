@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import denoJson from "../../deno.json" with { type: "json" };
 import { COMPILE_TARGETS, VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
 import { bundleArgs, compileArgs } from "../../scripts/compile.ts";
-import { VKUBELET_PERMISSIONS as TEST_PERMISSIONS } from "../cluster/vkubelet.ts";
+import { VKUBELET_PERMISSIONS as TEST_PERMISSIONS } from "../../tools/cluster/vkubelet.ts";
 
 Deno.test("deno task start runs main.ts with exactly the shipped permissions", () => {
   assert.equal(

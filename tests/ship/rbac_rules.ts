@@ -91,6 +91,6 @@ export const VKUBELET_RULES: readonly Rule[] = [
     group: "certificates.k8s.io",
     resource: "certificatesigningrequests",
     verbs: ["create", "watch"],
-    why: "core/kubelet_api/csr_certificate.ts kubelet-serving CSR",
+    why: "x509/csr_certificate.ts kubelet-serving CSR",
   },
 ];

@@ -4,7 +4,7 @@
  * `READY=1` to `$NOTIFY_SOCKET` once its node is Ready and `STOPPING=1` on SIGTERM.
  */
 import assert from "node:assert/strict";
-import { useCluster } from "../cluster/harness.ts";
+import { useCluster } from "../../tools/cluster/harness.ts";
 import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
 import { eventually, spawnVkubelet } from "./_helpers.ts";
 

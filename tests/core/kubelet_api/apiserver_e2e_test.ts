@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { useCluster } from "../../cluster/harness.ts";
-import { call, startClusterServer, withDeadline } from "./_cluster_server.ts";
-import { bindPod, registerNode } from "./_node.ts";
+import { useCluster } from "../../../tools/cluster/harness.ts";
+import { call, startClusterServer, withDeadline } from "../../../tools/harness/cluster_server.ts";
+import { bindPod, registerNode } from "../../../tools/harness/node.ts";
 
 Deno.test({
   name: "the apiserver reaches the kubelet API: stats, resource metrics and kubectl logs",

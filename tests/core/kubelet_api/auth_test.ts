@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { requestAttributes } from "../../../core/kubelet_api/mod.ts";
-import { certEnv, setup } from "./_fakes.ts";
+import { certEnv, setup } from "../../../tools/harness/kubelet_api_fakes.ts";
 
 Deno.test("paths and methods map to the kubelet's verbs and subresources", () => {
   const table: Array<[string, string, string, string[]]> = [

@@ -11,10 +11,16 @@ import {
   boundedReviewers,
   KubeletServer,
   ReviewSlots,
-  selfSignedCertificate,
   type TokenReviewer,
 } from "../../../core/kubelet_api/mod.ts";
-import { bareProvider, FakeAccessReviewer, log, NODE, setup } from "./_fakes.ts";
+import { selfSignedCertificate } from "../../../x509/mod.ts";
+import {
+  bareProvider,
+  FakeAccessReviewer,
+  log,
+  NODE,
+  setup,
+} from "../../../tools/harness/kubelet_api_fakes.ts";
 
 /** A reviewer that answers "not authenticated" only when released; counts what it started. */
 function heldReviewer() {

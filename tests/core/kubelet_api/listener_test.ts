@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import tls from "node:tls";
-import { useCluster } from "../../cluster/harness.ts";
-import { call, startClusterServer } from "./_cluster_server.ts";
+import { useCluster } from "../../../tools/cluster/harness.ts";
+import { call, startClusterServer } from "../../../tools/harness/cluster_server.ts";
 
 const sanitize = { sanitizeOps: true, sanitizeResources: true };
 
@@ -146,9 +146,9 @@ Deno.test({
     const files = { certFile: `${dir}/tls.crt`, keyFile: `${dir}/tls.key` };
     await Deno.copyFile(first.certFile, files.certFile);
     await Deno.copyFile(first.keyFile, files.keyFile);
-    const { fileCertificates } = await import("../../../core/kubelet_api/mod.ts");
+    const { fileCertificates } = await import("../../../x509/mod.ts");
     const { realClock } = await import("../../../base/clock.ts");
-    const { log } = await import("./_fakes.ts");
+    const { log } = await import("../../../tools/harness/kubelet_api_fakes.ts");
     try {
       await using s = await startClusterServer(cluster, {
         nodeName: "vk-reload",
@@ -248,10 +248,11 @@ Deno.test({
   ...sanitize,
   async fn() {
     const cluster = await useCluster();
-    const { csrApiFrom, csrCertificate } = await import("../../../core/kubelet_api/mod.ts");
+    const { csrApiFrom } = await import("../../../core/kubelet_api/mod.ts");
+    const { csrCertificate } = await import("../../../x509/mod.ts");
     const { KubeClient } = await import("../../../k8s/mod.ts");
     const { realClock } = await import("../../../base/clock.ts");
-    const { log } = await import("./_fakes.ts");
+    const { log } = await import("../../../tools/harness/kubelet_api_fakes.ts");
     using kube = await KubeClient.fromConfig({ kubeconfig: cluster.kubeconfigPath });
     const nodeName = `vk-csr-${crypto.randomUUID().slice(0, 6)}`;
     const api = csrApiFrom(kube);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { HttpError, parseLogOptions } from "../../../core/kubelet_api/mod.ts";
 import { flush } from "../../fakes/clock.ts";
-import { bareProvider, setup, testPod } from "./_fakes.ts";
+import { bareProvider, setup, testPod } from "../../../tools/harness/kubelet_api_fakes.ts";
 
 const parse = (query: string) => parseLogOptions(new URLSearchParams(query));
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { cleanPath, muxRedirect, routePath } from "../../../core/kubelet_api/mux_paths.ts";
-import { setup } from "./_fakes.ts";
+import { setup } from "../../../tools/harness/kubelet_api_fakes.ts";
 
 Deno.test("subtree paths without their slash redirect 301 to it, with the query, before auth", async () => {
   await using t = await setup();

@@ -9,8 +9,8 @@
  */
 import assert from "node:assert/strict";
 import type { PodList } from "kubernetes-types/core/v1.d.ts";
-import { useCluster } from "../../cluster/harness.ts";
-import { startVkubelet } from "../../cluster/vkubelet.ts";
+import { useCluster } from "../../../tools/cluster/harness.ts";
+import { startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 
 async function run(cmd: string, args: string[]) {
   const out = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" }).output();

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
 import type { StreamingContext, StreamingHandler } from "../../../core/kubelet_api/mod.ts";
-import { bareProvider, setup, testPod } from "./_fakes.ts";
+import { bareProvider, setup, testPod } from "../../../tools/harness/kubelet_api_fakes.ts";
 
 Deno.test("/pods lists the pod cache as a PodList", async () => {
   await using t = await setup();

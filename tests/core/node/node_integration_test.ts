@@ -14,7 +14,7 @@ import {
   NodeController,
   type NodeControllerDeps,
 } from "../../../core/node/mod.ts";
-import { type TestCluster, useCluster } from "../../cluster/harness.ts";
+import { type TestCluster, useCluster } from "../../../tools/cluster/harness.ts";
 import { FakeNodeProvider, type LogRecord, recordingLogger } from "./fakes.ts";
 
 interface Running {

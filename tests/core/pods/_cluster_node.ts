@@ -12,7 +12,7 @@ import { getLogger } from "../../../base/log.ts";
 import { PodController } from "../../../core/pods/mod.ts";
 import type { MockProvider } from "../../../providers/mock/mod.ts";
 import { createProvider } from "../../../providers/mock/mod.ts";
-import type { TestCluster } from "../../cluster/harness.ts";
+import type { TestCluster } from "../../../tools/cluster/harness.ts";
 
 export const log = getLogger(["vkubelet", "test", "pods"]);
 /** The test node's address. */

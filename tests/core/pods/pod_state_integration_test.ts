@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { useCluster } from "../../cluster/harness.ts";
+import { useCluster } from "../../../tools/cluster/harness.ts";
 import { deployment, log, podsIn, registerNode, runningCount, waitFor } from "./_cluster_node.ts";
 
 const deletes = (requests: Map<string, number>) =>

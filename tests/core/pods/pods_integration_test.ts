@@ -5,7 +5,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { useCluster } from "../../cluster/harness.ts";
+import { useCluster } from "../../../tools/cluster/harness.ts";
 import {
   deployment,
   eventsIn,

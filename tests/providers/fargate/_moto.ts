@@ -7,7 +7,7 @@
  */
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
-import { freePort } from "../../cluster/ports.ts";
+import { freePort } from "../../../tools/cluster/ports.ts";
 
 const root = new URL("../../../", import.meta.url).pathname;
 const venv = `${root}.cache/moto`;

@@ -11,8 +11,8 @@ import {
 } from "@aws-sdk/client-ecs";
 import { CreateLogStreamCommand, PutLogEventsCommand } from "@aws-sdk/client-cloudwatch-logs";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { type TestCluster, useCluster } from "../../cluster/harness.ts";
-import { type RunningVkubelet, startVkubelet } from "../../cluster/vkubelet.ts";
+import { type TestCluster, useCluster } from "../../../tools/cluster/harness.ts";
+import { type RunningVkubelet, startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 import { type Moto, MOTO_ENV, startMoto } from "./_moto.ts";
 
 /** The log group the tests' provider config names. */

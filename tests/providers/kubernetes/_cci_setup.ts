@@ -7,9 +7,9 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { clusterPaths } from "../../cluster/cluster.ts";
-import { type TestCluster, useCluster } from "../../cluster/harness.ts";
-import { type RunningVkubelet, startVkubelet } from "../../cluster/vkubelet.ts";
+import { clusterPaths } from "../../../tools/cluster/cluster.ts";
+import { type TestCluster, useCluster } from "../../../tools/cluster/harness.ts";
+import { type RunningVkubelet, startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 import { downstreamRbac } from "./_setup.ts";
 
 const here = new URL(".", import.meta.url).pathname;

@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { KubeClient } from "../../../k8s/mod.ts";
-import { type TestCluster, useCluster } from "../../cluster/harness.ts";
-import { type RunningVkubelet, startVkubelet } from "../../cluster/vkubelet.ts";
+import { type TestCluster, useCluster } from "../../../tools/cluster/harness.ts";
+import { type RunningVkubelet, startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 
 /** Polls `check` until it gives a value; throws after `ms`. */
 export async function eventually<T>(

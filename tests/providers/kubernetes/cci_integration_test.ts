@@ -8,8 +8,8 @@
 import assert from "node:assert/strict";
 import type { Event, Pod } from "kubernetes-types/core/v1.d.ts";
 import { KubeClient } from "../../../k8s/mod.ts";
-import { useCluster } from "../../cluster/harness.ts";
-import { type RunningVkubelet, startVkubelet } from "../../cluster/vkubelet.ts";
+import { useCluster } from "../../../tools/cluster/harness.ts";
+import { type RunningVkubelet, startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 import { eventually } from "./_setup.ts";
 import { CCI_USER, type CciCluster, cciCluster, cciNode } from "./_cci_setup.ts";
 

@@ -7,7 +7,7 @@
 import { KubeClient } from "../../../k8s/mod.ts";
 import { runProviderConformance } from "../../../provider/testing/mod.ts";
 import { createProvider } from "../../../providers/kubernetes/mod.ts";
-import { useCluster } from "../../cluster/harness.ts";
+import { useCluster } from "../../../tools/cluster/harness.ts";
 import { downstreamCluster } from "./_setup.ts";
 
 Deno.test("the kubernetes provider keeps the provider contract", async (t) => {

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { nodeReady } from "../../cluster/vkubelet.ts";
+import { nodeReady } from "../../../tools/cluster/vkubelet.ts";
 import { eventually, type TwoClusters, twoClusters } from "./_setup.ts";
 
 const TICKER =

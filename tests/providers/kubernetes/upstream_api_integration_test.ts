@@ -4,7 +4,7 @@
  * service account of A (before, they named A's `kubernetes` ClusterIP, which B cannot route).
  */
 import assert from "node:assert/strict";
-import { useCluster } from "../../cluster/harness.ts";
+import { useCluster } from "../../../tools/cluster/harness.ts";
 import { eventually, twoClusters } from "./_setup.ts";
 
 Deno.test("kubernetes provider: KUBERNETES_SERVICE_HOST/PORT in B lead to A's apiserver", async () => {

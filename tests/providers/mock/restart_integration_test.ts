@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import type { Event, Pod } from "kubernetes-types/core/v1.d.ts";
-import { useCluster } from "../../cluster/harness.ts";
-import { startVkubelet } from "../../cluster/vkubelet.ts";
+import { useCluster } from "../../../tools/cluster/harness.ts";
+import { startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 
 async function eventually<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000) {
   const deadline = Date.now() + ms;

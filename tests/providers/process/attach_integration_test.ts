@@ -3,8 +3,8 @@
  * the container and its answer comes back; a second session finds the container still reading.
  */
 import assert from "node:assert/strict";
-import { useCluster } from "../../cluster/harness.ts";
-import { type RunningVkubelet, startVkubelet } from "../../cluster/vkubelet.ts";
+import { useCluster } from "../../../tools/cluster/harness.ts";
+import { type RunningVkubelet, startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 
 const NODE = `vk-process-attach-${crypto.randomUUID().slice(0, 6)}`;
 

@@ -9,8 +9,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { useCluster } from "../../cluster/harness.ts";
-import { startVkubelet } from "../../cluster/vkubelet.ts";
+import { useCluster } from "../../../tools/cluster/harness.ts";
+import { startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 
 const cgroupRoot = `/sys/fs/cgroup/vkubelet-oom-${crypto.randomUUID().slice(0, 6)}`;
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../fakes/clock.ts";
 import { cleanup, makePod, startProvider, waitFor } from "./_helpers.ts";
-import { freePort } from "../../cluster/ports.ts";
+import { freePort } from "../../../tools/cluster/ports.ts";
 
 Deno.test("a readiness probe on an HTTP server makes the pod Ready", async () => {
   const t = await startProvider();

@@ -3,8 +3,8 @@
  * must show". Prints the start-up latency and vkubelet's memory per running pod.
  */
 import assert from "node:assert/strict";
-import { useCluster } from "../../cluster/harness.ts";
-import { type RunningVkubelet, startVkubelet } from "../../cluster/vkubelet.ts";
+import { useCluster } from "../../../tools/cluster/harness.ts";
+import { type RunningVkubelet, startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 
 async function eventually<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000) {
   const deadline = Date.now() + ms;

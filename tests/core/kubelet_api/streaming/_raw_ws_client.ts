@@ -6,7 +6,7 @@
  * @module
  */
 import type { ByteDuplex } from "../../../../spdy/byte_duplex.ts";
-import { rawUpgrade } from "./_handler_server.ts";
+import { rawUpgrade } from "../../../../tools/harness/handler_server.ts";
 
 /** Opens `path` offering `protocol`; rejects unless the server answers 101 with it. */
 export async function rawWebSocket(port: number, path: string, protocol: string) {

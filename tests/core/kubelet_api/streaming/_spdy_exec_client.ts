@@ -5,7 +5,7 @@
  */
 import { spdyHeaders } from "../../../../spdy/headers.ts";
 import { KUBELET_REMOTE_COMMAND_PROTOCOLS } from "../../../../core/kubelet_api/streaming/negotiation.ts";
-import { rawUpgrade, readAll, spdyRequest } from "./_handler_server.ts";
+import { rawUpgrade, readAll, spdyRequest } from "../../../../tools/harness/handler_server.ts";
 
 /** What one exec produced. */
 export interface SpdyExecResult {

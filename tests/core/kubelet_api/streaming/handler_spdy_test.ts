@@ -14,7 +14,7 @@ import {
   readAll,
   spdyRequest,
   startHandlerServer,
-} from "./_handler_server.ts";
+} from "../../../../tools/harness/handler_server.ts";
 import { spdyExec } from "./_spdy_exec_client.ts";
 import { sha256 } from "./_memory_duplex.ts";
 

@@ -17,7 +17,7 @@ import {
   readAll,
   spdyRequest,
   startHandlerServer,
-} from "./_handler_server.ts";
+} from "../../../../tools/harness/handler_server.ts";
 import { sha256 } from "./_memory_duplex.ts";
 import { rawWebSocket } from "./_raw_ws_client.ts";
 import { chooseWsProtocol } from "../../../../core/kubelet_api/streaming/ws_serve.ts";

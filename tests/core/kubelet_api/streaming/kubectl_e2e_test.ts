@@ -6,7 +6,7 @@
  * ExtendWebSocketsToKubelet so the apiserver passes WebSocket through to us untranslated.
  */
 import assert from "node:assert/strict";
-import { useCluster } from "../../../cluster/harness.ts";
+import { useCluster } from "../../../../tools/cluster/harness.ts";
 import { EXTEND_WEBSOCKETS_TO_KUBELET } from "../../../../core/kubelet_api/streaming/declared_features.ts";
 import {
   clusterKubectl,
@@ -15,7 +15,7 @@ import {
   runKubectl,
   startVirtualNode,
   type VirtualNode,
-} from "./_e2e.ts";
+} from "../../../../tools/harness/streaming_e2e.ts";
 import { sha256 } from "./_memory_duplex.ts";
 
 const sanitize = { sanitizeOps: true, sanitizeResources: true };

@@ -14,7 +14,11 @@ import {
 } from "../../../../core/kubelet_api/streaming/ws_channels.ts";
 import { ResizeDecoder } from "../../../../core/kubelet_api/streaming/resize.ts";
 import { forBudget, fuzzBudgetMs, type Random, random } from "../../../fakes/fuzz.ts";
-import { openWebSocket, rawUpgrade, startHandlerServer } from "./_handler_server.ts";
+import {
+  openWebSocket,
+  rawUpgrade,
+  startHandlerServer,
+} from "../../../../tools/harness/handler_server.ts";
 
 const encoder = new TextEncoder();
 const PROTOCOLS = WS_EXEC_PROTOCOLS.filter((p) => p !== "");
