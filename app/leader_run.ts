@@ -23,8 +23,8 @@ import type { VkubeletMetrics } from "../core/metrics.ts";
 import type { Config } from "./config.ts";
 import { parseHostPort } from "./config_schema.ts";
 import { type MetricsListener, serveMetrics } from "./metrics_server.ts";
-import { LeaderElector } from "./leader_elector.ts";
-import { fenceProvider, type LeadershipFence } from "./leader_fence.ts";
+import { LeaderElector, type LeadershipFence } from "../k8s/leader_election/mod.ts";
+import { fenceProvider } from "./fenced_provider.ts";
 
 /** What a standby keeps warm for its terms: read-only, run for the whole process. */
 export interface WarmStandby {

@@ -2,7 +2,7 @@
  * `NodeSet`: several virtual nodes served by one process (`--nodes`). Each node keeps the
  * controllers a single vkubelet has, unchanged — node, lease and health (`core/node`), pods
  * (`core/pods`) — and what they share is wired here, through the deps they already take: one
- * client, one pod watch split into a view per node (`shared_pods.ts`), one services cache, one
+ * client, one pod watch split into a view per node (`core/pods/shared_pods.ts`), one services cache, one
  * watch per referenced ConfigMap or Secret whichever nodes' pods refer to it, and
  * the node and lease calls of every node on one heartbeat client with bounded concurrency
  * (`heartbeat_api.ts`). Each node's kubelet API app is looked up by the address a connection
@@ -27,7 +27,7 @@ import type { VkubeletMetrics } from "../core/metrics.ts";
 import type { KubeletApiDeps } from "../core/kubelet_api/types.ts";
 import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import type { Config } from "./config.ts";
-import { SharedPodInformer } from "./shared_pods.ts";
+import { SharedPodInformer } from "../core/pods/mod.ts";
 import { Gate } from "./heartbeat_api.ts";
 import denoJson from "../deno.json" with { type: "json" };
 

@@ -21,7 +21,7 @@ import { observePodController, serveMetrics } from "./metrics_server.ts";
 import { parseHostPort } from "./config_schema.ts";
 import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import denoJson from "../deno.json" with { type: "json" };
-import { LeadershipFence } from "./leader_fence.ts";
+import { LeadershipFence } from "../k8s/leader_election/mod.ts";
 import { highAvailabilityProblem, runLeaderElected, type WarmStandby } from "./leader_run.ts";
 import { abortion, freePort, StartupConfigError, withStartupTimeout } from "./run_parts.ts";
 import { runNodeSet } from "./run_nodes.ts";
@@ -57,7 +57,7 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   // Everything started below stops with `stop`: on the signal, or when start-up fails.
   const stop = new AbortController();
   const metrics = new VkubeletMetrics();
-  // --leader-elect: every write of this replica needs the lease (app/leader_fence.ts).
+  // --leader-elect: every write of this replica needs the lease (k8s/leader_election/fence.ts).
   const fence = config.leaderElect ? new LeadershipFence(deps.clock) : undefined;
   metrics.leader.set(1);
   const { kube, heartbeat, reviews, provider, close } = await connectAndLoad(
@@ -72,6 +72,8 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
       internalIp,
       daemonPort: port,
       signal: stop.signal,
+      // The provider's own clients (a second cluster, a cloud API) write only while we lead.
+      fence,
     },
   );
   log.info("talking to {server} as configured by {source}", {

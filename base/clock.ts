@@ -6,8 +6,13 @@
 
 /** Reads the time and waits; sleeps end early, with the signal's reason, when it aborts. */
 export interface Clock {
-  /** Milliseconds since the Unix epoch. */
+  /** Milliseconds since the Unix epoch (the wall clock: NTP or an operator may step it). */
   now(): number;
+  /**
+   * Milliseconds since an arbitrary start, never stepped (`performance.now()`): for measuring
+   * how long something took or is left, where a step of the wall clock must not count.
+   */
+  monotonic(): number;
   /** Resolves after `ms` milliseconds; rejects with `signal.reason` if the signal aborts first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
@@ -15,6 +20,7 @@ export interface Clock {
 /** The wall clock, with timers that are cleared when the signal aborts. */
 export const realClock: Clock = {
   now: () => Date.now(),
+  monotonic: () => performance.now(),
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);

@@ -44,6 +44,10 @@ export class TickClock implements Clock {
     return this.#clock.now();
   }
 
+  monotonic(): number {
+    return this.#clock.monotonic();
+  }
+
   /** Resolves at the first boundary at least `ms` from now; rejects when `signal` aborts first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);

@@ -40,8 +40,11 @@ class HelloProvider implements Provider {
 
   constructor(readonly greeting: string, readonly deps: ProviderDeps) {}
 
-  notifyPods(callback: (pod: Pod) => void): void {
+  notifyPods(callback: (pod: Pod) => void): () => void {
     this.#notify = callback;
+    return () => {
+      if (this.#notify === callback) this.#notify = () => {};
+    };
   }
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {

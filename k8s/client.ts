@@ -54,7 +54,7 @@ export interface KubeClientOptions {
   onResponse?: (response: { verb: string; code: number }) => void;
   /**
    * Called just before each attempt is sent (after the rate limiter, retries included); what it
-   * throws fails the request unsent. Leader election fences writes with it (app/leader_fence.ts).
+   * throws fails the request unsent. Leader election fences writes with it (k8s/leader_election/fence.ts).
    */
   beforeSend?: (request: { method: string; path: string }) => void;
 }

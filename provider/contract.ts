@@ -142,18 +142,28 @@ export interface Provider {
   listPods(options: CallOptions): Promise<Pod[]>;
 
   /**
-   * Registers the status callback. The provider calls it with the full pod (a copy, or a
+   * Registers a status callback. The provider calls it with the full pod (a copy, or a
    * deep-frozen object as for {@link listPods}; current `.status`) whenever a pod's status
-   * changes, including the terminal status after delete.
-   * Must not block. Without it the core polls {@link getPodStatus}.
+   * changes, including the terminal status after delete. Returns the unsubscribe: after it the
+   * provider no longer calls nor holds that callback (the core subscribes once per run of its
+   * pod controller, so once per `--leader-elect` term). Must not block. Without it the core
+   * polls {@link getPodStatus}.
    */
-  notifyPods?(callback: (pod: Pod) => void): void;
+  notifyPods?(callback: (pod: Pod) => void): () => void;
   /**
    * fieldRef paths (such as `status.podIP`) that this provider's runtime resolves itself, because
    * their value is known only once the pod runs there: the core leaves env vars using them as
    * `valueFrom.fieldRef`, and `$(NAME)` references to such vars unexpanded in later values.
    */
   readonly deferredFieldPaths?: readonly string[];
+  /**
+   * True when the provider keeps Secret-sourced env values out of its plain env (its runtime's
+   * own secret store): the core still resolves every var as for any provider, and marks each one
+   * whose value came from a Secret (`secretKeyRef`, or `envFrom.secretRef`) with the Secret and
+   * key in `valueFrom.secretKeyRef`, beside `value`. Values built with `$(NAME)` from such a var
+   * are not marked.
+   */
+  readonly secretEnvRefs?: boolean;
   /** The pod's current status, or `undefined` if unknown. Used only when polling. */
   getPodStatus?(
     namespace: string,
@@ -213,6 +223,20 @@ export interface Provider {
   standby?(): void;
 }
 
+/**
+ * `--leader-elect`: whether this replica may write now. A provider with clients of its own (a
+ * second cluster, a cloud API) asks it before each write to them, so that a standby, or a leader
+ * whose lease has run out, writes nothing anywhere.
+ */
+export interface WriteFence {
+  /** True while this replica leads and its lease is surely its own. */
+  readonly open: boolean;
+  /** Throws (a `NotLeaderError`) unless {@link open}; `what` names the write, for the message. */
+  check(what: string): void;
+  /** For a `KubeClient`'s `beforeSend`: reads pass, every other method needs the fence open. */
+  guardRequest(request: { method: string; path: string }): void;
+}
+
 /** What the core hands a provider factory. */
 export interface ProviderDeps {
   /** The Node's name. */
@@ -233,6 +257,11 @@ export interface ProviderDeps {
    * methods a provider may call, so it needs no cast. Absent in unit tests that give none.
    */
   kube?: ProviderKubeClient;
+  /**
+   * `--leader-elect` only: check it before every write to the provider's own backends (its
+   * createPod, updatePod and deletePod are fenced already). Absent without leader election.
+   */
+  fence?: WriteFence;
 }
 
 /** Builds a provider from its parsed config file (`undefined` without `--provider-config`). */

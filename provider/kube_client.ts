@@ -19,6 +19,7 @@ import type {
   PersistentVolumeClaim,
   Secret,
   Service,
+  ServiceAccount,
 } from "kubernetes-types/core/v1.d.ts";
 import type {
   InformerHandlers,
@@ -29,7 +30,7 @@ import type {
   ResourceInformerOptions,
   ResumableWatchOptions,
   WatchEvent,
-} from "../k8s/mod.ts";
+} from "../k8s/api_types.ts";
 import type { SignalOptions } from "../base/options.ts";
 
 /** A list+watch cache: handlers get adds, updates and deletes once `run` is called. */
@@ -70,8 +71,14 @@ export interface ProviderPersistentVolumesApi {
   ): Promise<unknown>;
 }
 
-/** Service accounts: the TokenRequest subresource. */
+/** Service accounts: the TokenRequest subresource, and reading one (its annotations). */
 export interface ProviderServiceAccountsApi {
+  /**
+   * One ServiceAccount; rejects with a 404 error when it does not exist. Needs `get` on
+   * `serviceaccounts`, which neither the Node authorizer nor vkubelet's own ClusterRole grants:
+   * a provider that reads them says so in its README.
+   */
+  get?(namespace: string, name: string, options?: SignalOptions): Promise<ServiceAccount>;
   /** Issues a token for the service account (`POST .../serviceaccounts/<name>/token`). */
   createToken(
     namespace: string,

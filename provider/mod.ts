@@ -50,6 +50,15 @@ export {
 export { isSidecar, isTerminalPhase } from "./pod_phase.ts";
 export { qosClass } from "./qos.ts";
 export { formatTime } from "../k8s/micro_time.ts";
+export type { Clock } from "../base/clock.ts";
+export type { Logger } from "../base/log.ts";
+export { formatDuration, parseDuration } from "../base/duration.ts";
+export {
+  parseQuantity,
+  quantityMilliValue,
+  quantityToNumber,
+  quantityValue,
+} from "../k8s/quantity.ts";
 export {
   type ConfigIssue,
   type ConfigSchema,

@@ -3,7 +3,7 @@
  * stays inside its own top-level folder. Run by `deno task ok` (and so by CI); prints each
  * import that runs up or sideways and exits 1.
  *
- * The layers, lowest first (the README's Layout section shows the same):
+ * The layers, lowest first (docs/development.md's Layout section shows the same):
  *
  * 1. `base/` — clock, log, durations; imports nothing of ours
  * 2. `k8s/`, `spdy/`, `x509/` — libraries: the Kubernetes client, the SPDY/3.1 codec, keys and
@@ -12,6 +12,12 @@
  * 4. `core/` (node, pods, kubelet API) and `providers/` (built-in providers), side by side
  * 5. `app/` — config, start-up, the provider loader
  * 6. `main.ts` — the composition root
+ *
+ * Inside a layer, sibling folders stay apart: `core/pods`, `core/node` and `core/kubelet_api`
+ * never import each other (they talk through callbacks `app/` wires; files directly in `core/`
+ * are theirs to share), and no provider imports another. A built-in provider imports only the
+ * kit, `provider/`, exactly what a provider outside this repository gets; the exceptions are
+ * named in {@link PROVIDER_EXCEPTIONS}.
  *
  * Tests, benchmarks, scripts and the demo may import any layer; `tools/` (the local control plane
  * and the harness that tests and the bench share) any product layer but never `tests/` or
@@ -33,8 +39,16 @@ export const LAYERS: Readonly<Record<string, number>> = {
   "main.ts": 6,
 };
 
-/** What `examples/` may import. */
-const EXAMPLE_ALLOWED = new Set(["base", "provider", "k8s"]);
+/** Top-level folders whose subfolders may not import each other. */
+const APART = new Set(["core", "providers"]);
+
+/**
+ * What a built-in provider may import besides the kit, and why. The kubernetes provider drives a
+ * second cluster with the full client and relays exec, attach and port-forward over SPDY to it.
+ */
+export const PROVIDER_EXCEPTIONS: Readonly<Record<string, readonly string[]>> = {
+  "providers/kubernetes": ["k8s", "spdy"],
+};
 
 /** One import that breaks the layering. */
 export interface LayerViolation {
@@ -58,16 +72,23 @@ export function checkSource(file: string, source: string): LayerViolation[] {
   const isExample = from === "examples";
   const isTool = from === "tools";
   if (fromRank === undefined && !isExample && !isTool) return [];
+  const fromPart = file.split("/").slice(0, 2).join("/");
   const found: LayerViolation[] = [];
   for (const match of source.matchAll(IMPORT)) {
     const spec = match[1] ?? match[2];
     const target = join(dirname(file), spec);
     const to = topOf(target);
-    if (to === from) continue;
     const line = source.slice(0, match.index).split("\n").length;
-    if (isExample) {
-      if (!EXAMPLE_ALLOWED.has(to)) {
-        found.push({ file, line, target, why: "an example imports only provider/, k8s/ or base/" });
+    if (to === from) {
+      const why = siblingProblem(file, target);
+      if (why) found.push({ file, line, target, why });
+      continue;
+    }
+    if (isExample || from === "providers") {
+      const allowed = isExample ? [] : PROVIDER_EXCEPTIONS[fromPart] ?? [];
+      if (to !== "provider" && !allowed.includes(to)) {
+        const who = isExample ? "an example" : fromPart;
+        found.push({ file, line, target, why: `${who} imports only the kit, provider/` });
       }
       continue;
     }
@@ -92,6 +113,16 @@ export function checkSource(file: string, source: string): LayerViolation[] {
     }
   }
   return found;
+}
+
+/** Why an import inside one top-level folder crosses between sibling subfolders, if it does. */
+function siblingProblem(file: string, target: string): string | undefined {
+  const [top, ...fromRest] = file.split("/");
+  if (!APART.has(top)) return undefined;
+  const toRest = target.split("/").slice(1);
+  // A file directly in the top folder is shared; only subfolder-to-subfolder imports are checked.
+  if (fromRest.length < 2 || toRest.length < 2 || fromRest[0] === toRest[0]) return undefined;
+  return `${top}/${fromRest[0]} imports its sibling ${top}/${toRest[0]}; pass it in through deps`;
 }
 
 async function* sourceFiles(dir: string): AsyncGenerator<string> {
@@ -126,7 +157,7 @@ if (import.meta.main) {
   if (found.length > 0) {
     console.error(
       `${found.length} import(s) break the layering; move the code down a layer or pass it in ` +
-        "through deps (see the README's Layout section)",
+        "through deps (see docs/development.md, Layout)",
     );
     Deno.exit(1);
   }

@@ -1,14 +1,17 @@
 /**
- * `deno task docs`: rewrites the "Configuration reference" section of README.md from the option
- * table (`app/config_options.ts`, the table `--help` and the config loader are built from), so
- * the README cannot drift from the code; tests/ship/docs_test.ts fails while it differs.
+ * `deno task docs`: rewrites the generated part of docs/configuration.md from the option table
+ * (`app/config_options.ts`, the table `--help` and the config loader are built from), so the
+ * reference cannot drift from the code; tests/ship/docs_test.ts fails while it differs.
  * @module
  */
 import { OPTIONS, type OptionSpec } from "../app/config_options.ts";
 
-/** Marks the generated part of README.md; everything between them is replaced. */
+/** Marks the generated part of docs/configuration.md; everything between them is replaced. */
 export const BEGIN = "<!-- BEGIN GENERATED: configuration reference (deno task docs) -->";
 export const END = "<!-- END GENERATED: configuration reference -->";
+
+/** The page that holds the generated reference, from the repository root. */
+export const REFERENCE_PAGE = "docs/configuration.md";
 
 const GROUPS: OptionSpec["group"][] = ["General", "Node", "Pods", "Kubelet API", "Logging"];
 
@@ -28,7 +31,7 @@ export function configurationReference(): string {
     "environment variables for one option the first listed wins, with a warning if the other differs.",
     "Flags of virtual-kubelet and the kubelet without an option here (`--taint`, `-v`, `--address`,",
     "`--namespace`, `--klog.*`, ...) are mapped or ignored with a warning; see",
-    "[docs/migrating-from-virtual-kubelet.md](docs/migrating-from-virtual-kubelet.md).",
+    "[migrating-from-virtual-kubelet.md](migrating-from-virtual-kubelet.md).",
   ];
   for (const group of GROUPS) {
     lines.push("", `#### ${group}`, "");
@@ -51,21 +54,21 @@ export function configurationReference(): string {
   return lines.join("\n");
 }
 
-/** README text with the generated section replaced; throws if the markers are missing. */
-export function updateReadme(readme: string): string {
-  const start = readme.indexOf(BEGIN);
-  const end = readme.indexOf(END);
+/** The page's text with the generated section replaced; throws if the markers are missing. */
+export function updateReference(page: string): string {
+  const start = page.indexOf(BEGIN);
+  const end = page.indexOf(END);
   if (start < 0 || end < start) {
-    throw new Error(`README.md has no ${BEGIN} ... ${END} section; add the two markers`);
+    throw new Error(`${REFERENCE_PAGE} has no ${BEGIN} ... ${END} section; add the two markers`);
   }
-  return readme.slice(0, start) + configurationReference() + readme.slice(end + END.length);
+  return page.slice(0, start) + configurationReference() + page.slice(end + END.length);
 }
 
 /**
- * README text with the generated section replaced and formatted as `deno fmt` would (it pads
- * Markdown tables), so that `deno fmt --check` and the drift test agree.
+ * The page's text with the generated section replaced and formatted as `deno fmt` would (it
+ * pads Markdown tables), so that `deno fmt --check` and the drift test agree.
  */
-export async function renderReadme(readme: string): Promise<string> {
+export async function renderReference(page: string): Promise<string> {
   const root = new URL("../", import.meta.url).pathname;
   const child = new Deno.Command(Deno.execPath(), {
     args: ["fmt", "--ext=md", "-"],
@@ -75,7 +78,7 @@ export async function renderReadme(readme: string): Promise<string> {
     stderr: "piped",
   }).spawn();
   const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(updateReadme(readme)));
+  await writer.write(new TextEncoder().encode(updateReference(page)));
   await writer.close();
   const out = await child.output();
   if (!out.success) throw new Error(`deno fmt failed: ${new TextDecoder().decode(out.stderr)}`);
@@ -83,9 +86,9 @@ export async function renderReadme(readme: string): Promise<string> {
 }
 
 if (import.meta.main) {
-  const path = new URL("../README.md", import.meta.url);
+  const path = new URL(`../${REFERENCE_PAGE}`, import.meta.url);
   const before = await Deno.readTextFile(path);
-  const after = await renderReadme(before);
+  const after = await renderReference(before);
   if (after !== before) await Deno.writeTextFile(path, after);
-  console.log(after === before ? "README.md is up to date" : "README.md updated");
+  console.log(after === before ? `${REFERENCE_PAGE} is up to date` : `${REFERENCE_PAGE} updated`);
 }

@@ -18,6 +18,7 @@ import type {
   EnvVar,
   Pod,
   Secret,
+  SecretKeySelector,
   Service,
 } from "kubernetes-types/core/v1.d.ts";
 import {
@@ -98,6 +99,8 @@ export interface ResolveEnvOptions extends CallOptions {
    * vars using them stay fieldRefs, and `$(NAME)` references to them stay unexpanded.
    */
   deferredFieldPaths?: readonly string[];
+  /** Mark Secret-sourced vars with their Secret and key beside the value (`secretEnvRefs`). */
+  secretEnvRefs?: boolean;
   /**
    * Where the resolved spec's parts are shared with other pods' equal ones (the replicas of one
    * template resolve to one spec unless their env takes pod fields); they are frozen then.
@@ -172,7 +175,11 @@ class Resolution {
     const vars = new Map<string, string>();
     // Vars left for the provider's runtime; `$(NAME)` of them is kept for it to expand.
     const deferred = new Map<string, EnvVar>();
-    for (const from of container.envFrom ?? []) await this.#envFrom(from, vars, fieldPath);
+    // The Secret and key of each var whose value is a Secret's, for providers that ask.
+    const fromSecret = new Map<string, SecretKeySelector>();
+    for (const from of container.envFrom ?? []) {
+      await this.#envFrom(from, vars, fieldPath, fromSecret);
+    }
     const lookup = (name: string) =>
       deferred.has(name) ? undefined : vars.get(name) ?? this.links.get(name);
     const deferredPaths = this.options.deferredFieldPaths ?? [];
@@ -192,12 +199,25 @@ class Resolution {
       if (value === undefined) continue;
       vars.set(envVar.name, value);
       deferred.delete(envVar.name);
+      const secretRef = envVar.value ? undefined : envVar.valueFrom?.secretKeyRef;
+      if (secretRef) fromSecret.set(envVar.name, { name: secretRef.name, key: secretRef.key });
+      else fromSecret.delete(envVar.name);
     }
     for (const [name, value] of this.links) if (!vars.has(name)) vars.set(name, value);
-    return [...vars].map(([name, value]) => deferred.get(name) ?? { name, value });
+    const marked = this.options.secretEnvRefs ? fromSecret : new Map();
+    return [...vars].map(([name, value]) => {
+      const secretKeyRef = marked.get(name);
+      return deferred.get(name) ??
+        (secretKeyRef ? { name, value, valueFrom: { secretKeyRef } } : { name, value });
+    });
   }
 
-  async #envFrom(from: EnvFromSource, vars: Map<string, string>, fieldPath: string) {
+  async #envFrom(
+    from: EnvFromSource,
+    vars: Map<string, string>,
+    fieldPath: string,
+    fromSecret: Map<string, SecretKeySelector>,
+  ) {
     const ref = from.configMapRef ?? from.secretRef;
     if (!ref) return;
     const kind = from.configMapRef ? "configMap" : "secret";
@@ -208,8 +228,13 @@ class Resolution {
     const invalid: string[] = [];
     for (const [key, value] of Object.entries(data)) {
       const name = (from.prefix ?? "") + key;
-      if (ENV_NAME.test(name)) vars.set(name, value);
-      else invalid.push(name);
+      if (!ENV_NAME.test(name)) {
+        invalid.push(name);
+        continue;
+      }
+      vars.set(name, value);
+      if (kind === "secret") fromSecret.set(name, { name: ref.name, key });
+      else fromSecret.delete(name);
     }
     if (invalid.length > 0) {
       this.events.push({

@@ -98,7 +98,11 @@ export function withEphemeralContainers(provider: Provider, record: RecordEvent)
   if (provider.notifyPods) {
     overrides.notifyPods = (cb) => {
       callback = cb;
-      provider.notifyPods!((pod) => cb(augment(pod)));
+      const off = provider.notifyPods!((pod) => cb(augment(pod)));
+      return () => {
+        if (callback === cb) callback = undefined;
+        off?.();
+      };
     };
   }
   if (provider.getPodStatus) {

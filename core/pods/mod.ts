@@ -32,3 +32,4 @@ export {
 export { expandVars } from "./expansion.ts";
 export { ConfigSources, type ConfigSourcesOptions, envReferences } from "./config_sources.ts";
 export { EventRecorder, type EventRecorderOptions, type PodEvent } from "./events.ts";
+export { SharedPodInformer, type SharedPodInformerDeps } from "./shared_pods.ts";

@@ -129,10 +129,12 @@ export class PodController {
     const ctx = this.#ctx;
     const caches = this.#caches;
     const startedAt = this.#deps.clock.now();
-    // The contract has no unsubscribe: a controller that stopped (a term that ended) ignores.
+    // Unsubscribed when this run ends (a term that ended leaves no callback in the provider);
+    // `live` also covers a provider built against the older contract, which returned nothing.
     let live = true;
-    ctx.provider.notifyPods?.((pod) => live && this.#onProviderStatus(pod));
     const unsubscribe: (() => void)[] = [];
+    const off = ctx.provider.notifyPods?.((pod) => live && this.#onProviderStatus(pod));
+    if (typeof off === "function") unsubscribe.push(off);
     // Our own caches tell us about every pod as they list it; shared ones are told below.
     if (this.#ownsCaches) unsubscribe.push(...this.#subscribe());
     const informers = this.#ownsCaches ? caches.run(signal) : undefined;

@@ -63,6 +63,7 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
     resolved = await resolvePodEnv(pod, ctx.envSources, ctx.addresses(key, pod), {
       signal,
       deferredFieldPaths: ctx.provider.deferredFieldPaths,
+      secretEnvRefs: ctx.provider.secretEnvRefs,
       sharedParts: ctx.resolvedParts,
     });
   } catch (err) {

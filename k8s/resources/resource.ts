@@ -6,18 +6,15 @@
  */
 import type { Status } from "kubernetes-types/meta/v1.d.ts";
 import type { KubeRequester, Query } from "../request.ts";
-import {
-  Informer,
-  type InformerOptions,
-  type ListOptions,
-  type ListResult,
-} from "../watch/informer.ts";
+import { Informer, type ListOptions, type ListResult } from "../watch/informer.ts";
 import {
   type KubeObject,
   resumableWatch,
   type ResumableWatchOptions,
   type WatchEvent,
 } from "../watch/watch.ts";
+import type { ResourceInformerOptions } from "../api_types.ts";
+export type { ResourceInformerOptions } from "../api_types.ts";
 
 /** Where a kind lives in the API. */
 export interface ResourceInfo {
@@ -66,11 +63,6 @@ export interface DeleteOptions {
   propagationPolicy?: "Orphan" | "Background" | "Foreground";
   dryRun?: boolean;
 }
-
-/** Options of a resource's {@link ResourceApi.informer}. */
-export type ResourceInformerOptions<T> = Omit<InformerOptions<T>, "source"> & {
-  namespace?: string;
-};
 
 function writeQuery(options: WriteOptions, extra: Query = {}): Query {
   return {

@@ -15,10 +15,9 @@ import {
 } from "./resource.ts";
 
 import type { SignalOptions } from "../../base/options.ts";
+import type { InNamespace } from "../api_types.ts";
+export type { InNamespace } from "../api_types.ts";
 export type { SignalOptions };
-
-/** List or watch in one namespace, or in all when `namespace` is omitted. */
-export type InNamespace<O> = O & { namespace?: string };
 
 /** A kind that lives in namespaces (pods, leases, secrets, ...). */
 export class NamespacedApi<T extends KubeObject, L extends ListResult<T> = ListResult<T>>

@@ -11,63 +11,15 @@ import { getLogger } from "../../base/log.ts";
 import { isGone } from "../errors.ts";
 import { objectKey, type ReadonlyStore, Store } from "./store.ts";
 import { shareUnchanged } from "./share.ts";
-import type { KubeObject, ResumableWatchOptions, WatchEvent } from "./watch.ts";
-
-/** Options of one list call (one page). */
-export interface ListOptions {
-  labelSelector?: string;
-  fieldSelector?: string;
-  /** Page size; the answer's `metadata.continue` fetches the next page. */
-  limit?: number;
-  continue?: string;
-  resourceVersion?: string;
-  resourceVersionMatch?: "Exact" | "NotOlderThan";
-  signal?: AbortSignal;
-}
-
-/** What a list returns. */
-export interface ListResult<T> {
-  items: T[];
-  metadata?: { resourceVersion?: string; continue?: string };
-}
-
-/** Where an informer lists and watches; every typed resource helper can produce one. */
-export interface ListWatchSource<T> {
-  list(options: ListOptions): Promise<ListResult<T>>;
-  watch(options: ResumableWatchOptions): AsyncIterable<WatchEvent<T>>;
-}
-
-/** Options for {@link Informer}. */
-export interface InformerOptions<T> {
-  source: ListWatchSource<T>;
-  labelSelector?: string;
-  fieldSelector?: string;
-  /** Objects per list page; default 500, like client-go's pager. */
-  pageSize?: number;
-  /**
-   * Applied to each object before it is cached. The default drops `metadata.managedFields`,
-   * which is often half an object's size and which no controller here reads; updates sent
-   * without it leave the server's copy untouched.
-   */
-  transform?: (object: T) => T;
-  /**
-   * Applied to each object the cache takes that is new or changed, after it shares what did not
-   * change with its previous version (`previous`: the cached version, or what this process wrote
-   * of it): for sharing parts across objects (intern.ts `internPodParts`). May change the object
-   * in place, not its previous version.
-   */
-  intern?: (object: T, previous: T | undefined) => T;
-  clock?: Clock;
-  /** Names this informer in logs, e.g. `pods`. */
-  name?: string;
-}
-
-/** Handlers by event; `update` also gets the previous object. */
-export interface InformerHandlers<T> {
-  add: (object: T) => void;
-  update: (object: T, old: T) => void;
-  delete: (object: T) => void;
-}
+import type { WatchEvent } from "./watch.ts";
+import type { InformerHandlers, InformerOptions, KubeObject, ListResult } from "../api_types.ts";
+export type {
+  InformerHandlers,
+  InformerOptions,
+  ListOptions,
+  ListResult,
+  ListWatchSource,
+} from "../api_types.ts";
 
 /** Drops `metadata.managedFields` (the default {@link InformerOptions.transform}). */
 export function dropManagedFields<T extends KubeObject>(object: T): T {

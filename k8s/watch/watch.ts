@@ -9,47 +9,12 @@
  * @module
  */
 import type { Status } from "kubernetes-types/meta/v1.d.ts";
-import { type Clock, jitter, realClock } from "../../base/clock.ts";
+import { jitter, realClock } from "../../base/clock.ts";
 import { getLogger } from "../../base/log.ts";
 import { isGone, KubeApiError } from "../errors.ts";
 import type { KubeRequester, Query } from "../request.ts";
-
-/** An object with the metadata a watch needs. */
-export interface KubeObject {
-  metadata?: { name?: string; namespace?: string; resourceVersion?: string; uid?: string };
-}
-
-/** One change seen by a watch. `BOOKMARK` objects carry only `metadata.resourceVersion`. */
-export interface WatchEvent<T> {
-  type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK";
-  object: T;
-}
-
-/** Selectors and starting point of a watch. */
-export interface WatchOptions {
-  /** Start after this version; omitted means "current state as ADDED events, then changes". */
-  resourceVersion?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
-  /** Ask for BOOKMARK events so that resuming is cheap; default true. */
-  allowWatchBookmarks?: boolean;
-  /** Stops the watch; the iteration then ends without an error. */
-  signal?: AbortSignal;
-}
-
-/** Options for {@link resumableWatch}. */
-export interface ResumableWatchOptions extends WatchOptions {
-  clock?: Clock;
-  /** First delay after a failed connection; doubles up to `maxBackoffMs`. Default 800 ms. */
-  initialBackoffMs?: number;
-  /** Default 30 s, like client-go's reflector. */
-  maxBackoffMs?: number;
-  /**
-   * How long the apiserver keeps each connection open before the watch reconnects; default a
-   * random 5 to 10 minutes, as client-go's reflector does, so that clients do not reconnect in step.
-   */
-  timeoutSeconds?: number;
-}
+import type { KubeObject, ResumableWatchOptions, WatchEvent } from "../api_types.ts";
+export type { KubeObject, ResumableWatchOptions, WatchEvent, WatchOptions } from "../api_types.ts";
 
 const log = getLogger(["vkubelet", "k8s", "watch"]);
 

@@ -1,5 +1,5 @@
 /**
- * The AWS clients: the official SDK's ECS and CloudWatch Logs clients with its default
+ * The AWS clients: the official SDK's ECS, CloudWatch Logs and Secrets Manager clients with its default
  * credential chain (environment, shared config and profile, web identity for IRSA, the ECS task
  * role, instance metadata) and its standard retry mode, which backs off on throttling and
  * transient errors before any error reaches the provider. What still fails is sorted here into
@@ -8,13 +8,16 @@
  */
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
+import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { InvalidInputError, TransientError } from "../../provider/mod.ts";
 import type { FargateConfig } from "./config.ts";
 
-/** The two clients the provider uses. */
+/** The clients the provider uses. */
 export interface AwsClients {
   ecs: ECSClient;
   logs: CloudWatchLogsClient;
+  /** Secrets Manager, for the pods' Secret-sourced env values. */
+  secrets: SecretsManagerClient;
 }
 
 /**
@@ -33,7 +36,11 @@ export function createAwsClients(config: FargateConfig): AwsClients {
     retryMode: "standard",
     defaultUserAgentProvider: userAgent,
   };
-  return { ecs: new ECSClient(common), logs: new CloudWatchLogsClient(common) };
+  return {
+    ecs: new ECSClient(common),
+    logs: new CloudWatchLogsClient(common),
+    secrets: new SecretsManagerClient(common),
+  };
 }
 
 /** The AWS error code (`name`) of an SDK error, if it is one. */

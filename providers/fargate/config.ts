@@ -9,7 +9,8 @@
  * securityGroups: [sg-0123456789abcdef0]
  * assignPublicIp: false                   # true to pull public images without a NAT gateway
  * executionRoleArn: arn:aws:iam::123456789012:role/ecsTaskExecutionRole
- * taskRoleArn: arn:aws:iam::123456789012:role/app   # optional: the containers' AWS identity
+ * taskRoleArn: arn:aws:iam::123456789012:role/app   # optional: the default task role
+ * allowedTaskRoleArns: [arn:aws:iam::123456789012:role/billing]  # roles ServiceAccounts may name
  * platformVersion: LATEST
  * logGroup: /vkubelet/pods                # created if missing
  * capacity: { cpu: "100", memory: 400Gi, pods: "200" }
@@ -20,9 +21,12 @@
  * @module
  */
 import { z } from "zod";
-import { parseDuration } from "../../base/duration.ts";
-import { type ParsedConfig, parseProviderConfig } from "../../provider/mod.ts";
-import { quantityToNumber } from "../../k8s/quantity.ts";
+import {
+  type ParsedConfig,
+  parseDuration,
+  parseProviderConfig,
+  quantityToNumber,
+} from "../../provider/mod.ts";
 
 const quantity = (fallback: string) =>
   z.string().default(fallback).refine((q) => (quantityToNumber(q) ?? -1) > 0, {
@@ -31,6 +35,10 @@ const quantity = (fallback: string) =>
 
 const tagKey = z.string().min(1).max(128).refine((k) => !k.toLowerCase().startsWith("aws:"), {
   error: "tag keys starting with aws: are reserved by AWS",
+});
+
+const roleArn = z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, {
+  error: "is not an IAM role ARN",
 });
 
 /** The fargate provider's config schema. */
@@ -50,9 +58,8 @@ export const fargateConfigSchema = z.strictObject({
   executionRoleArn: z.string({
     error: "is required: the task execution role that lets ECS write the awslogs log streams",
   }).regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, { error: "is not an IAM role ARN" }),
-  taskRoleArn: z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, {
-    error: "is not an IAM role ARN",
-  }).optional(),
+  taskRoleArn: roleArn.optional(),
+  allowedTaskRoleArns: z.array(roleArn).default([]),
   platformVersion: z.string().min(1).default("LATEST"),
   logGroup: z.string().regex(/^[\w\-/.#]{1,512}$/, {
     error: "is not a CloudWatch Logs group name (letters, digits, _ - / . #)",

@@ -10,8 +10,7 @@ import {
   type GetLogEventsCommandOutput,
   type OutputLogEvent,
 } from "@aws-sdk/client-cloudwatch-logs";
-import type { Clock } from "../../base/clock.ts";
-import type { ContainerLogOptions } from "../../provider/mod.ts";
+import type { Clock, ContainerLogOptions } from "../../provider/mod.ts";
 import { awsError, awsErrorName } from "./aws.ts";
 
 /** Where a container's log is and how to poll it. */

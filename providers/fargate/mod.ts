@@ -8,6 +8,7 @@
 import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
 import { createAwsClients } from "./aws.ts";
 import { parseFargateConfig } from "./config.ts";
+import { fenceAwsClients } from "./fence.ts";
 import { FargateProvider } from "./provider.ts";
 
 export { type FargateConfig, parseFargateConfig } from "./config.ts";
@@ -21,5 +22,6 @@ export function createProvider(config: unknown, deps: ProviderDeps): FargateProv
   if (!parsed.ok) {
     throw new InvalidInputError(`invalid fargate provider config: ${parsed.errors.join("; ")}`);
   }
-  return new FargateProvider(parsed.config, deps, createAwsClients(parsed.config));
+  const aws = fenceAwsClients(createAwsClients(parsed.config), deps.fence);
+  return new FargateProvider(parsed.config, deps, aws);
 }

@@ -15,6 +15,8 @@ export const TAGS = {
   restarts: "vkubelet.io/restarts",
   /** On tasks only: the pod's restart policy, for a pod adopted before the core hands it over. */
   restartPolicy: "vkubelet.io/restart-policy",
+  /** On tasks only, `"true"` when the pod's Secret-sourced env is in its Secrets Manager secret. */
+  secrets: "vkubelet.io/secrets",
 } as const;
 
 /** The awslogs stream prefix: streams are named `vk/<container>/<task id>`. */
@@ -59,6 +61,8 @@ export interface AdoptedIdentity {
   node: string;
   restarts: number;
   restartPolicy?: string;
+  /** The pod has a secret in Secrets Manager, to delete with it. */
+  secrets: boolean;
 }
 
 /** Reads the pod identity back from a task's tags; `undefined` if it is not one of ours. */
@@ -77,6 +81,7 @@ export function podOfTags(
     node,
     restarts: Number.isInteger(restarts) ? restarts : 0,
     restartPolicy: get(TAGS.restartPolicy),
+    secrets: get(TAGS.secrets) === "true",
   };
 }
 

@@ -29,6 +29,8 @@ import { containerNames, endOnDelete, type PodRecord, podStatusOf } from "./stat
 import { EcsTasks } from "./tasks.ts";
 import { TaskSupervisor } from "./supervisor.ts";
 import { taskDefinitionFor } from "./task_definition.ts";
+import { taskRoleFor } from "./task_role.ts";
+import { PodSecrets, secretValuesOf } from "./pod_secrets.ts";
 
 /** Runs the virtual node's pods as Fargate tasks; see the module doc. */
 export class FargateProvider implements Provider {
@@ -44,6 +46,9 @@ export class FargateProvider implements Provider {
   readonly #stop = new AbortController();
   readonly #signal: AbortSignal;
   readonly #running: Promise<void>;
+  readonly #secrets: PodSecrets;
+  /** Secret-sourced env values come marked, and go to Secrets Manager (`./pod_secrets.ts`). */
+  readonly secretEnvRefs = true;
   #logGroup?: Promise<void>;
 
   constructor(config: FargateConfig, deps: ProviderDeps, aws: AwsClients) {
@@ -51,6 +56,7 @@ export class FargateProvider implements Provider {
     this.#deps = deps;
     this.#aws = aws;
     this.#ecs = new EcsTasks(aws, config);
+    this.#secrets = new PodSecrets(aws.secrets);
     this.#event = podEventSink(deps);
     this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
     this.#supervisor = new TaskSupervisor({
@@ -78,8 +84,10 @@ export class FargateProvider implements Provider {
       await this.#finish(record, "replaced by a newer pod of the same name", options.signal);
       record = undefined;
     }
-    const plan = taskDefinitionFor(pod, this.#config, this.#deps.nodeName);
     if (record) {
+      const plan = taskDefinitionFor(pod, this.#config, this.#deps.nodeName);
+      // An adopted task reads the pod's secret at its next start: the values must be there.
+      await this.#writeSecrets(record, pod, options.signal);
       record.pod = structuredClone(pod);
       record.healthChecked = healthChecked(plan.input.containerDefinitions);
       if (record.taskArn || record.restartAt !== undefined || record.finished) {
@@ -87,11 +95,22 @@ export class FargateProvider implements Provider {
         return;
       }
     } else {
+      // A role the ServiceAccount may not have fails the pod before anything is registered.
+      const role = await taskRoleFor(pod, this.#config, { kube: this.#deps.kube, ...options });
+      taskDefinitionFor(pod, this.#config, this.#deps.nodeName); // refuses before any write
       await (this.#logGroup ??= this.#ecs.ensureLogGroup(options.signal).catch((err) => {
         this.#logGroup = undefined;
         throw err;
       }));
-      const arn = await this.#ecs.register(plan.input, options.signal);
+      const secretArn = await this.#writeSecrets(undefined, pod, options.signal);
+      const plan = taskDefinitionFor(pod, this.#config, this.#deps.nodeName, {
+        taskRoleArn: role.arn,
+        secretArn,
+      });
+      const arn = await this.#ecs.register(plan.input, options.signal).catch(async (err) => {
+        if (secretArn) await this.#secrets.remove(identity(pod)).catch(() => {});
+        throw err;
+      });
       record = {
         pod: structuredClone(pod),
         taskDefinitionArn: arn,
@@ -101,9 +120,12 @@ export class FargateProvider implements Provider {
         healthChecked: healthChecked(plan.input.containerDefinitions),
         startTimeMs: this.#deps.clock.now(),
         previousTaskIds: [],
+        secrets: secretArn !== undefined,
       };
       this.#records.set(k, record);
-      for (const note of plan.notes) this.#event(pod, "Normal", "FargateAdjusted", note);
+      for (const note of [...role.notes, ...plan.notes]) {
+        this.#event(pod, "Normal", "FargateAdjusted", note);
+      }
     }
     try {
       await this.#startTask(record, options.signal);
@@ -111,19 +133,21 @@ export class FargateProvider implements Provider {
       if (err instanceof InvalidInputError) {
         this.#records.delete(k);
         await this.#ecs.deregister(record.taskDefinitionArn!).catch(() => {});
+        if (record.secrets) await this.#secrets.remove(identity(record.pod)).catch(() => {});
       }
       throw err;
     }
   }
 
-  updatePod(pod: Pod, _options: CallOptions): Promise<void> {
-    // A task's definition cannot change; only metadata (labels, annotations) is taken over.
+  async updatePod(pod: Pod, options: CallOptions): Promise<void> {
+    // A task's definition cannot change; metadata (labels, annotations) is taken over, and
+    // changed Secret values go into the pod's secret, read by its next task.
     const record = this.#records.get(podKey(pod.metadata?.namespace, pod.metadata?.name));
     if (record && record.pod.metadata?.uid === pod.metadata?.uid) {
+      if (record.secrets) await this.#writeSecrets(record, pod, options.signal);
       record.pod = { ...structuredClone(pod), status: record.pod.status };
       this.#notify(record);
     }
-    return Promise.resolve();
   }
 
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
@@ -142,8 +166,9 @@ export class FargateProvider implements Provider {
     return [...this.#records.values()].map((r) => this.#withStatus(r));
   }
 
-  notifyPods(callback: (pod: Pod) => void): void {
+  notifyPods(callback: (pod: Pod) => void): () => void {
     this.#callbacks.add(callback);
+    return () => void this.#callbacks.delete(callback);
   }
 
   configureNode(node: Node): void {
@@ -212,6 +237,26 @@ export class FargateProvider implements Provider {
     await this.#running;
     this.#aws.ecs.destroy();
     this.#aws.logs.destroy();
+    this.#aws.secrets.destroy();
+  }
+
+  /**
+   * Writes the pod's Secret-sourced values into its secret when it has any (or had: the record
+   * says so) and they changed; the secret's ARN, or `undefined` when the pod has none.
+   */
+  async #writeSecrets(
+    record: PodRecord | undefined,
+    pod: Pod,
+    signal?: AbortSignal,
+  ): Promise<string | undefined> {
+    const values = secretValuesOf(pod);
+    const none = Object.keys(values).length === 0;
+    if (none && !record?.secrets) return undefined;
+    const before = record?.secrets && record.pod.spec && secretValuesOf(record.pod);
+    if (before && JSON.stringify(before) === JSON.stringify(values)) return undefined;
+    const arn = await this.#secrets.put(identity(pod), values, { tags: this.#config.tags, signal });
+    if (record) record.secrets = true;
+    return arn;
   }
 
   /** The record of a pod (and container) on this node, or {@link NotFoundError}. */
@@ -232,6 +277,7 @@ export class FargateProvider implements Provider {
       key: TAGS.restartPolicy,
       value: record.pod.spec?.restartPolicy ?? "Always",
     });
+    if (record.secrets) tags.push({ key: TAGS.secrets, value: "true" });
     const task = await this.#ecs.run(record.taskDefinitionArn!, {
       startedBy: startedBy(this.#deps.nodeName),
       tags,
@@ -258,6 +304,10 @@ export class FargateProvider implements Provider {
       await this.#ecs.deregister(record.taskDefinitionArn, signal);
       record.taskDefinitionArn = undefined;
     }
+    if (record.secrets) {
+      await this.#secrets.remove(identity(record.pod), signal);
+      record.secrets = false;
+    }
     this.#notify(record, true);
     this.#records.delete(k);
     this.#lastSent.delete(k);
@@ -283,6 +333,12 @@ export class FargateProvider implements Provider {
       }
     }
   }
+}
+
+/** A pod's identity as the secret's name needs it. */
+function identity(pod: Pod): { namespace: string; name: string; uid: string } {
+  const { namespace = "", name = "", uid = "" } = pod.metadata ?? {};
+  return { namespace, name, uid };
 }
 
 function healthChecked(defs: { name?: string; healthCheck?: unknown }[] | undefined): Set<string> {

@@ -5,8 +5,7 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { quantityToNumber } from "../../k8s/quantity.ts";
-import { InvalidInputError } from "../../provider/mod.ts";
+import { InvalidInputError, quantityToNumber } from "../../provider/mod.ts";
 
 const MIB = 1024 * 1024;
 

@@ -43,6 +43,8 @@ export interface PodRecord {
   startTimeMs: number;
   /** IDs of earlier tasks, newest last (for `kubectl logs --previous`). */
   previousTaskIds: string[];
+  /** The pod's Secret-sourced env is in its Secrets Manager secret (`./pod_secrets.ts`). */
+  secrets?: boolean;
 }
 
 /** The pod IP: the private IPv4 address of the task's network interface. */

@@ -7,8 +7,6 @@
  * @module
  */
 import type { Task } from "@aws-sdk/client-ecs";
-import type { Clock } from "../../base/clock.ts";
-import type { Logger } from "../../base/log.ts";
 import type { PodEventSink } from "./events.ts";
 import { podKey, podOfTags, startedBy, taskId } from "./names.ts";
 import {
@@ -20,6 +18,7 @@ import {
   terminatedOf,
 } from "./status.ts";
 import type { EcsTasks } from "./tasks.ts";
+import type { Clock, Logger } from "../../provider/mod.ts";
 
 /** What {@link TaskSupervisor} needs. */
 export interface TaskSupervisorDeps {
@@ -175,6 +174,7 @@ export class TaskSupervisor {
         healthChecked: new Set(),
         startTimeMs: task.createdAt?.getTime() ?? this.#deps.clock.now(),
         previousTaskIds: [],
+        secrets: id.secrets,
       });
       this.#deps.log.info("{pod}: adopted ECS task {task}", { pod: k, task: task.taskArn });
     }

@@ -2,22 +2,27 @@
  * A pod as an ECS task definition for Fargate (awsvpc networking, the awslogs log driver), or an
  * {@link InvalidInputError} naming the first field Fargate cannot honour. What is mapped:
  * image, command (ECS `entryPoint`) and args (ECS `command`), env (already resolved by the
- * core), ports, working dir, user, read-only root, tty/stdin, an exec liveness probe as the ECS
- * health check, emptyDir as task volumes, the grace period as `stopTimeout`, the task size from
- * `./sizing.ts`. What is only noted (returned in `notes`, recorded as events): rounding, clamping,
- * probes ECS cannot run, and the service-account token volume, which is not mounted.
+ * core), ports, working dir, the pod's and the container's security context
+ * (`./security_context.ts`), tty/stdin, an exec liveness probe as the ECS health check, emptyDir
+ * as task volumes, the grace period as `stopTimeout`, the task size from `./sizing.ts`. What is
+ * only noted (returned in `notes`, recorded as events): rounding, clamping, probes ECS cannot
+ * run, and the service-account token volume, which is not mounted.
  * @module
  */
 import type {
   ContainerDefinition,
   HealthCheck,
+  KeyValuePair,
   RegisterTaskDefinitionCommandInput,
+  Secret as EcsSecret,
   Volume,
 } from "@aws-sdk/client-ecs";
-import type { Container, Pod, Probe } from "kubernetes-types/core/v1.d.ts";
+import type { Container, Pod, PodSecurityContext, Probe } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError } from "../../provider/mod.ts";
 import type { FargateConfig } from "./config.ts";
 import { familyName, LOG_STREAM_PREFIX, podTags } from "./names.ts";
+import { secretKey } from "./pod_secrets.ts";
+import { containerSecurity } from "./security_context.ts";
 import { containerSize, taskSize } from "./sizing.ts";
 
 /** A registered-to-be task definition and what the user should hear about it. */
@@ -34,11 +39,23 @@ function refuse(field: string, why: string): never {
   throw new InvalidInputError(`${field}: ${why}; Fargate cannot run this pod as written`);
 }
 
+/** What the provider found out about a pod before translating it. */
+export interface TaskDefinitionOptions {
+  /** The pod's task role (`./task_role.ts`); the config's `taskRoleArn` when not given. */
+  taskRoleArn?: string;
+  /**
+   * The ARN of the pod's Secrets Manager secret (`./pod_secrets.ts`): env vars the core marked
+   * as Secret-sourced become ECS `secrets` read from it, not plain `environment`.
+   */
+  secretArn?: string;
+}
+
 /** Translates `pod` for `nodeName`; throws {@link InvalidInputError} for what Fargate lacks. */
 export function taskDefinitionFor(
   pod: Pod,
   config: FargateConfig,
   nodeName: string,
+  options: TaskDefinitionOptions = { taskRoleArn: config.taskRoleArn },
 ): TaskDefinitionPlan {
   const { namespace = "", name = "", uid = "" } = pod.metadata ?? {};
   const spec = pod.spec ?? { containers: [] };
@@ -72,7 +89,15 @@ export function taskDefinitionFor(
     stopTimeout = MAX_STOP_TIMEOUT;
   }
   const containerDefinitions = spec.containers.map((c, i) =>
-    containerDefinition(c, i, { config, size, skipped, stopTimeout, notes })
+    containerDefinition(c, i, {
+      config,
+      secretArn: options.secretArn,
+      podSecurity: spec.securityContext,
+      size,
+      skipped,
+      stopTimeout,
+      notes,
+    })
   );
   return {
     input: {
@@ -82,7 +107,7 @@ export function taskDefinitionFor(
       cpu: String(size.cpu),
       memory: String(size.memory),
       executionRoleArn: config.executionRoleArn,
-      taskRoleArn: config.taskRoleArn,
+      taskRoleArn: options.taskRoleArn,
       containerDefinitions,
       volumes,
       tags: podTags({ namespace, name, uid }, nodeName, config.tags),
@@ -114,6 +139,8 @@ function taskVolumes(pod: Pod): { volumes: Volume[]; skipped: string[] } {
 
 interface ContainerContext {
   config: FargateConfig;
+  secretArn: string | undefined;
+  podSecurity: PodSecurityContext | undefined;
   size: { memory: number };
   skipped: string[];
   stopTimeout: number;
@@ -126,24 +153,10 @@ function containerDefinition(
   ctx: ContainerContext,
 ): ContainerDefinition {
   const field = `spec.containers[${i}]`;
-  const security = c.securityContext;
-  if (security?.privileged) refuse(`${field}.securityContext.privileged`, "no privileged tasks");
-  const added = security?.capabilities?.add ?? [];
-  const notPtrace = added.find((cap) => cap.replace(/^CAP_/, "") !== "SYS_PTRACE");
-  if (notPtrace) {
-    refuse(
-      `${field}.securityContext.capabilities.add`,
-      `only SYS_PTRACE may be added, not ${notPtrace}`,
-    );
-  }
+  const security = containerSecurity(ctx.podSecurity, c, field);
   if (c.image === undefined) refuse(`${field}.image`, "an image is required");
   const own = containerSize(c, i);
-  const env = (c.env ?? []).map((e, j) => {
-    if (e.value === undefined && e.valueFrom) {
-      refuse(`${field}.env[${j}].valueFrom`, "was not resolved before reaching the provider");
-    }
-    return { name: e.name, value: e.value ?? "" };
-  });
+  const { environment, secrets } = containerEnv(c, field, ctx.secretArn);
   const portMappings = (c.ports ?? []).map((p, j) => {
     if (p.protocol === "SCTP") refuse(`${field}.ports[${j}].protocol`, "SCTP is not supported");
     if (p.hostPort && p.hostPort !== p.containerPort) {
@@ -166,9 +179,6 @@ function containerDefinition(
     );
   }
   if (c.lifecycle) ctx.notes.push(`container ${c.name}: lifecycle hooks do not run on Fargate`);
-  const user = security?.runAsUser === undefined
-    ? undefined
-    : `${security.runAsUser}${security.runAsGroup === undefined ? "" : `:${security.runAsGroup}`}`;
   return {
     name: c.name,
     image: c.image,
@@ -176,19 +186,18 @@ function containerDefinition(
     entryPoint: c.command,
     command: c.args,
     workingDirectory: c.workingDir,
-    environment: env,
+    environment,
+    secrets: secrets.length ? secrets : undefined,
     portMappings,
     mountPoints,
     cpu: own.cpu || undefined,
     // Every container carries a hard limit: its own, or the task's.
     memory: own.memory || ctx.size.memory,
-    user,
-    readonlyRootFilesystem: security?.readOnlyRootFilesystem,
+    ...security,
     interactive: c.stdin,
     pseudoTerminal: c.tty,
     stopTimeout: ctx.stopTimeout,
     healthCheck: healthCheck(c.livenessProbe),
-    linuxParameters: added.length ? { capabilities: { add: ["SYS_PTRACE"] } } : undefined,
     logConfiguration: {
       logDriver: "awslogs",
       options: {
@@ -198,6 +207,24 @@ function containerDefinition(
       },
     },
   };
+}
+
+/** Plain env, and the Secret-sourced vars as ECS `secrets` when the pod has a secret. */
+function containerEnv(c: Container, field: string, secretArn: string | undefined) {
+  const environment: KeyValuePair[] = [];
+  const secrets: EcsSecret[] = [];
+  (c.env ?? []).forEach((e, j) => {
+    if (e.value === undefined && e.valueFrom) {
+      refuse(`${field}.env[${j}].valueFrom`, "was not resolved before reaching the provider");
+    }
+    if (secretArn && e.valueFrom?.secretKeyRef) {
+      // ECS's form for one key of a JSON secret: arn:json-key:version-stage:version-id.
+      secrets.push({ name: e.name, valueFrom: `${secretArn}:${secretKey(c.name, e.name)}::` });
+    } else {
+      environment.push({ name: e.name, value: e.value ?? "" });
+    }
+  });
+  return { environment, secrets };
 }
 
 const clamp = (v: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, v));

@@ -4,6 +4,7 @@
  * @module
  */
 import {
+  DeleteTaskDefinitionsCommand,
   DeregisterTaskDefinitionCommand,
   DescribeClustersCommand,
   DescribeTasksCommand,
@@ -130,7 +131,10 @@ export class EcsTasks {
     }
   }
 
-  /** `ecs:DeregisterTaskDefinition`; one already gone counts as done. */
+  /**
+   * `ecs:DeregisterTaskDefinition`, then `ecs:DeleteTaskDefinitions`: an INACTIVE definition
+   * stays readable (with its env) until deleted. One already gone counts as done.
+   */
   async deregister(taskDefinitionArn: string, signal?: AbortSignal): Promise<void> {
     try {
       await this.#aws.ecs.send(
@@ -140,6 +144,16 @@ export class EcsTasks {
     } catch (err) {
       if (awsError("", err) instanceof InvalidInputError) return;
       throw awsError(`deregistering ${taskDefinitionArn}`, err);
+    }
+    const out = await this.#aws.ecs.send(
+      new DeleteTaskDefinitionsCommand({ taskDefinitions: [taskDefinitionArn] }),
+      { abortSignal: signal },
+    ).catch((err) => {
+      throw awsError(`deleting ${taskDefinitionArn}`, err);
+    });
+    const failure = out.failures?.find((f) => !/does not exist/i.test(f.reason ?? ""));
+    if (failure) {
+      throw new TransientError(`ECS did not delete ${taskDefinitionArn}: ${failure.reason}`);
     }
   }
 

@@ -6,10 +6,10 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { KubeClient } from "../../k8s/mod.ts";
-import type { Clock } from "../../base/clock.ts";
 import {
   type AttachOptions,
   type CallOptions,
+  type Clock,
   type ContainerLogOptions,
   type ContainerRef,
   type ExecOptions,

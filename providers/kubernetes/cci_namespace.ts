@@ -14,9 +14,9 @@
  */
 import type { Event, Namespace, Pod } from "kubernetes-types/core/v1.d.ts";
 import type { KubeClient } from "../../k8s/mod.ts";
-import { formatTime } from "../../k8s/micro_time.ts";
 import {
   type CallOptions,
+  formatTime,
   InvalidInputError,
   type ProviderKubeClient,
 } from "../../provider/mod.ts";

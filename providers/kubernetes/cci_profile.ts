@@ -25,8 +25,12 @@
  * @module
  */
 import type { Container, Pod, PodSpec, ResourceRequirements } from "kubernetes-types/core/v1.d.ts";
-import { parseQuantity, quantityMilliValue, quantityValue } from "../../k8s/quantity.ts";
-import { InvalidInputError } from "../../provider/mod.ts";
+import {
+  InvalidInputError,
+  parseQuantity,
+  quantityMilliValue,
+  quantityValue,
+} from "../../provider/mod.ts";
 
 /** The profile names the config accepts. */
 export const PROFILES = ["cci"] as const;

@@ -23,17 +23,17 @@ import {
 } from "../../k8s/mod.ts";
 import {
   type CallOptions,
+  type Clock,
   InvalidInputError,
+  type Logger,
   type ProviderKubeClient,
   type ProviderObjectApi,
   TransientError,
 } from "../../provider/mod.ts";
-import type { Logger } from "../../base/log.ts";
 import { markLabels, MARKS, nodeSelector } from "./names.ts";
 import type { Placement } from "./placement.ts";
 import { UpstreamProvisioner } from "./upstream_provisioner.ts";
 import type { KubernetesConfig } from "./config.ts";
-import type { Clock } from "../../base/clock.ts";
 import { key } from "./_private.ts";
 
 /** What the copies need. */

@@ -25,8 +25,7 @@
  * @module
  */
 import { z } from "zod";
-import { parseDuration } from "../../base/duration.ts";
-import { type ParsedConfig, parseProviderConfig } from "../../provider/mod.ts";
+import { type ParsedConfig, parseDuration, parseProviderConfig } from "../../provider/mod.ts";
 import { PROFILES } from "./cci_profile.ts";
 
 const duration = (fallback: string) =>

@@ -9,8 +9,7 @@
  */
 import type { ConfigMap, Secret } from "kubernetes-types/core/v1.d.ts";
 import { isAlreadyExists, isConflict, isKubeNotFound, type KubeClient } from "../../k8s/mod.ts";
-import type { Logger } from "../../base/log.ts";
-import type { ProviderKubeClient } from "../../provider/mod.ts";
+import type { Logger, ProviderKubeClient } from "../../provider/mod.ts";
 import { markLabels, MARKS } from "./names.ts";
 import type { Placement } from "./placement.ts";
 import type { Dependency } from "./translate.ts";

@@ -8,8 +8,7 @@
  */
 import type { Event, Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Informer, KubeClient } from "../../k8s/mod.ts";
-import type { Logger } from "../../base/log.ts";
-import type { ProviderEventsApi } from "../../provider/mod.ts";
+import type { Logger, ProviderEventsApi } from "../../provider/mod.ts";
 import { isAlreadyExists } from "../../k8s/mod.ts";
 import { upstreamOf } from "./names.ts";
 

@@ -18,8 +18,8 @@ import type {
   Taint,
   Toleration,
 } from "kubernetes-types/core/v1.d.ts";
-import { quantityToNumber } from "../../k8s/quantity.ts";
 import { isUsableNode, podRequests } from "./capacity.ts";
+import { quantityToNumber } from "../../provider/mod.ts";
 
 /** The answer: fits, or why not per reason with the number of nodes, as B's scheduler says it. */
 export type Fit = { ok: true; node: string } | { ok: false; message: string };

@@ -32,9 +32,12 @@ export async function createProvider(
   }
   let downstream: KubeClientType;
   try {
+    const fence = deps.fence;
     downstream = await KubeClient.fromConfig({
       kubeconfig: parsed.config.kubeconfig,
       context: parsed.config.context,
+      // `--leader-elect`: a standby reads B (its informers stay warm) but writes nothing there.
+      beforeSend: fence ? (request) => fence.guardRequest(request) : undefined,
     });
   } catch (err) {
     throw new InvalidInputError(

@@ -164,6 +164,7 @@ export class KubernetesProvider implements Provider {
       timeoutMs: config.unschedulableTimeout,
       clock: deps.clock,
       fail: (p, message) => this.#failUnschedulable(p, message),
+      active: () => !this.#standingBy,
     });
     for (const event of ["add", "update"] as const) {
       this.#ours.on(event, (p: Pod) => {
@@ -320,8 +321,8 @@ export class KubernetesProvider implements Provider {
     });
   }
 
-  notifyPods(callback: (pod: Pod) => void): void {
-    this.#relay.notifyPods(callback);
+  notifyPods(callback: (pod: Pod) => void): () => void {
+    return this.#relay.notifyPods(callback);
   }
 
   configureNode(node: Node): Promise<void> {
@@ -383,6 +384,7 @@ export class KubernetesProvider implements Provider {
       try {
         const t = this.#translate(pod);
         void this.#mirror.track(k, t.dependencies).catch(() => {});
+        void this.#services?.track(k, namespace).catch(() => {});
         if (t.tokenSecret) {
           this.#tokens.start(pod, t.tokenSecret).catch((err) =>
             this.#deps.log.warn("could not renew the token of {pod}: {err}", {
@@ -401,13 +403,15 @@ export class KubernetesProvider implements Provider {
   }
 
   /**
-   * `--leader-elect`: the term ended. Stop mirroring ConfigMaps and Secrets and renewing tokens
-   * into B (the copies and token Secrets stay: the pods still use them, and the new leader
-   * keeps them current), and delete nothing there when a pod leaves B.
+   * `--leader-elect`: the term ended. Stop mirroring ConfigMaps, Secrets and Services and
+   * renewing tokens into B (the copies and token Secrets stay: the pods still use them, and the
+   * new leader keeps them current), fail no unschedulable pod, and delete nothing there when a
+   * pod leaves B. B's client refuses writes besides (`ProviderDeps.fence`).
    */
   standby(): void {
     this.#standingBy = true;
     this.#mirror.standby();
+    this.#services?.standby();
     this.#tokens.close();
   }
 

@@ -11,8 +11,7 @@
  */
 import type { Service, ServiceSpec } from "kubernetes-types/core/v1.d.ts";
 import { isKubeNotFound, type KubeClient } from "../../k8s/mod.ts";
-import type { Logger } from "../../base/log.ts";
-import type { ProviderInformer, ProviderObjectApi } from "../../provider/mod.ts";
+import type { Logger, ProviderInformer, ProviderObjectApi } from "../../provider/mod.ts";
 import { markLabels, MARKS } from "./names.ts";
 
 /** What {@link ServiceMirror} needs. */
@@ -38,6 +37,8 @@ interface Watched {
 export class ServiceMirror {
   readonly #o: ServiceMirrorOptions;
   readonly #byNamespace = new Map<string, Watched>();
+  /** Watches stopped by {@link standby}, awaited by {@link close}. */
+  readonly #stopped: Promise<void>[] = [];
 
   constructor(options: ServiceMirrorOptions) {
     this.#o = options;
@@ -70,10 +71,23 @@ export class ServiceMirror {
     }
   }
 
+  /**
+   * `--leader-elect`: the term ended. Stops every namespace's watch and copies nothing more,
+   * deleting nothing (the pods in B still use the copies; the next leader keeps them current,
+   * and `track` starts them again when this replica leads).
+   */
+  standby(): void {
+    for (const w of this.#byNamespace.values()) {
+      w.stop.abort();
+      this.#stopped.push(w.running);
+    }
+    this.#byNamespace.clear();
+  }
+
   /** Waits for the watches to stop (after the provider's signal aborted). */
   async close(): Promise<void> {
     for (const w of this.#byNamespace.values()) w.stop.abort();
-    await Promise.all([...this.#byNamespace.values()].map((w) => w.running));
+    await Promise.all([...this.#byNamespace.values()].map((w) => w.running).concat(this.#stopped));
   }
 
   #start(namespace: string): Watched {

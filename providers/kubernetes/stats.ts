@@ -13,10 +13,10 @@ import {
   type ContainerStats,
   NotSupportedError,
   type PodStats,
+  quantityToNumber,
   type StatsSummary,
 } from "../../provider/mod.ts";
 import { metricsText } from "../../provider/mod.ts";
-import { quantityToNumber } from "../../k8s/quantity.ts";
 import { downstreamError } from "./errors.ts";
 
 interface PodMetrics {

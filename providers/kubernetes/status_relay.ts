@@ -46,8 +46,9 @@ export class StatusRelay {
   }
 
   /** Calls `callback` with every changed upstream pod status. */
-  notifyPods(callback: (pod: Pod) => void): void {
+  notifyPods(callback: (pod: Pod) => void): () => void {
     this.#callbacks.add(callback);
+    return () => void this.#callbacks.delete(callback);
   }
 
   /** The upstream pod a downstream one stands for, with B's status. */

@@ -8,9 +8,7 @@
  */
 import type { Pod, Secret } from "kubernetes-types/core/v1.d.ts";
 import type { KubeClient } from "../../k8s/mod.ts";
-import type { Clock } from "../../base/clock.ts";
-import type { Logger } from "../../base/log.ts";
-import type { ProviderKubeClient } from "../../provider/mod.ts";
+import type { Clock, Logger, ProviderKubeClient } from "../../provider/mod.ts";
 import { type KindApi, upsert } from "./dependencies.ts";
 import { markLabels, MARKS } from "./names.ts";
 import type { TokenNeed } from "./translate.ts";

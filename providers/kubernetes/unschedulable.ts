@@ -6,7 +6,7 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../base/clock.ts";
+import type { Clock } from "../../provider/mod.ts";
 
 /** What {@link UnschedulableWatch} needs. */
 export interface UnschedulableWatchDeps {
@@ -14,6 +14,11 @@ export interface UnschedulableWatchDeps {
   clock: Clock;
   /** Called once per downstream pod (by uid) that stayed unschedulable past the timeout. */
   fail: (downstream: Pod, message: string) => void;
+  /**
+   * False while this replica stands by (`--leader-elect`): pods are not failed then; they are
+   * still watched, and the leader (this replica again, or another) fails them.
+   */
+  active?: () => boolean;
 }
 
 /** The `PodScheduled=False, reason Unschedulable` condition of `pod`, if it has one. */
@@ -59,7 +64,7 @@ export class UnschedulableWatch {
     const everyMs = Math.min(1_000, Math.max(100, this.#deps.timeoutMs / 10));
     while (!signal.aborted) {
       if (!await this.#deps.clock.sleep(everyMs, signal).then(() => true, () => false)) return;
-      this.check();
+      if (this.#deps.active?.() ?? true) this.check();
     }
   }
 

@@ -18,10 +18,8 @@
  * @module
  */
 import type { PersistentVolume, PersistentVolumeClaim } from "kubernetes-types/core/v1.d.ts";
-import type { Logger } from "../../base/log.ts";
 import { isAlreadyExists, isConflict, isKubeNotFound } from "../../k8s/mod.ts";
-import type { ProviderPersistentVolumesApi } from "../../provider/mod.ts";
-import type { Clock } from "../../base/clock.ts";
+import type { Clock, Logger, ProviderPersistentVolumesApi } from "../../provider/mod.ts";
 import { markLabels, MARKS } from "./names.ts";
 import type { Placement } from "./placement.ts";
 

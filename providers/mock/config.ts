@@ -20,10 +20,8 @@
  * @module
  */
 import { z } from "zod";
-import { parseDuration } from "../../base/duration.ts";
-import { formatConfigIssues } from "../../provider/mod.ts";
+import { formatConfigIssues, parseDuration, quantityToNumber } from "../../provider/mod.ts";
 import { parseLoopbackCidr } from "./cidr.ts";
-import { quantityToNumber } from "../../k8s/quantity.ts";
 
 const quantity = z.union([z.string(), z.number()], {
   error: (i) => `expected a quantity such as "2", "500m" or "4Gi", got ${JSON.stringify(i.input)}`,

@@ -7,8 +7,7 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../base/clock.ts";
-import type { AttachOptions, ContainerRef, ExecOptions } from "../../provider/mod.ts";
+import type { AttachOptions, Clock, ContainerRef, ExecOptions } from "../../provider/mod.ts";
 
 /** What a command can see of its container. */
 export interface ExecContext {

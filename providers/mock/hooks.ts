@@ -17,9 +17,13 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../base/clock.ts";
-import { formatDuration, parseDuration } from "../../base/duration.ts";
-import { InvalidInputError, isSidecar } from "../../provider/mod.ts";
+import {
+  type Clock,
+  formatDuration,
+  InvalidInputError,
+  isSidecar,
+  parseDuration,
+} from "../../provider/mod.ts";
 import { type ContainerRun, isRunning, longRunningContainers } from "./status.ts";
 
 /** The annotation naming containers that exit, with their code and delay. */

@@ -8,8 +8,7 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../base/clock.ts";
-import { type ContainerLogOptions, InvalidInputError } from "../../provider/mod.ts";
+import { type Clock, type ContainerLogOptions, InvalidInputError } from "../../provider/mod.ts";
 import type { ContainerRun } from "./status.ts";
 
 const START_LINES = 3;

@@ -21,6 +21,7 @@ import {
   type PortForwardOptions,
   type Provider,
   type ProviderDeps,
+  quantityToNumber,
   type StatsSummary,
   terminalPodStatus,
   TransientError,
@@ -38,7 +39,6 @@ import {
   startErrorRun,
 } from "./hooks.ts";
 import { cpuNanoSeconds, metricsText, statsSummary, type Usage } from "./stats.ts";
-import { quantityToNumber } from "../../k8s/quantity.ts";
 import { configureMockNode } from "./node.ts";
 import { frozenPod } from "./frozen.ts";
 import { writtenStarts } from "./written_starts.ts";
@@ -278,8 +278,9 @@ export class MockProvider implements Provider {
     });
   }
 
-  notifyPods(callback: (pod: Pod) => void): void {
+  notifyPods(callback: (pod: Pod) => void): () => void {
     this.#podCallbacks.add(callback);
+    return () => void this.#podCallbacks.delete(callback);
   }
 
   getPodStatus(

@@ -19,8 +19,8 @@
  */
 import type { Container } from "kubernetes-types/core/v1.d.ts";
 import { basename, dirname, join } from "node:path";
-import { quantityToNumber } from "../../k8s/quantity.ts";
 import { makeSysDir, readSysText, removeSysDir, sysExists, writeSysText } from "./sysfs.ts";
+import { quantityToNumber } from "../../provider/mod.ts";
 
 /** The v1 hierarchies used, by controller. */
 export interface CgroupV1Roots {

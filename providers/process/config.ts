@@ -24,9 +24,12 @@
  * @module
  */
 import { z } from "zod";
-import { parseDuration } from "../../base/duration.ts";
-import { type ParsedConfig, parseProviderConfig } from "../../provider/mod.ts";
-import { quantityToNumber } from "../../k8s/quantity.ts";
+import {
+  type ParsedConfig,
+  parseDuration,
+  parseProviderConfig,
+  quantityToNumber,
+} from "../../provider/mod.ts";
 
 const quantity = z.union([z.string(), z.number()]).refine(
   (q) => quantityToNumber(q) !== undefined,

@@ -6,8 +6,7 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../base/clock.ts";
-import { isInvalidInput } from "../../provider/mod.ts";
+import { type Clock, isInvalidInput } from "../../provider/mod.ts";
 import { cgroupProcsFiles, type CgroupSupport, createCgroup, hasLimits } from "./cgroups.ts";
 import { logMaxBytes, type ProcessConfig } from "./config.ts";
 import {

@@ -6,10 +6,10 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../base/clock.ts";
 import type { ExecContext } from "./exec.ts";
 import { runAction } from "./handlers.ts";
 import type { Instance } from "./instance.ts";
+import type { Clock } from "../../provider/mod.ts";
 
 /** A running instance as its pod runner tracks it. */
 export interface LiveContainer {

@@ -14,8 +14,7 @@ import type {
   SleepAction,
   TCPSocketAction,
 } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../base/clock.ts";
-import { InvalidInputError } from "../../provider/mod.ts";
+import { type Clock, InvalidInputError } from "../../provider/mod.ts";
 import { type ExecContext, runCaptured } from "./exec.ts";
 
 /** Any probe or hook action. */

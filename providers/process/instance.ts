@@ -6,7 +6,6 @@
  * lets go of a running instance without touching it, for a vkubelet shutdown.
  * @module
  */
-import type { Clock } from "../../base/clock.ts";
 import {
   adopt,
   launch,
@@ -20,6 +19,7 @@ import { removeCgroup, wasOomKilled } from "./cgroups.ts";
 import { OutputFanout } from "./output_fanout.ts";
 import { isSameProcess, readProcStat } from "./proc.ts";
 import type { InstanceRecord, Termination } from "./state.ts";
+import type { Clock } from "../../provider/mod.ts";
 
 /** Files and settings of one instance. */
 export interface InstanceFiles {

@@ -5,10 +5,10 @@
  * @module
  */
 import type { Container } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../base/clock.ts";
 import type { LiveContainer } from "./container_stop.ts";
 import { runAction } from "./handlers.ts";
 import { runProbes } from "./probes.ts";
+import type { Clock } from "../../provider/mod.ts";
 
 /** Where the supervisor reports to. */
 export interface SupervisorEvents {

@@ -6,7 +6,7 @@
  * and stderr FIFOs into `<instance>.log`, rotating to `.log.1`, `.log.2`... past the size cap.
  * @module
  */
-import type { Clock } from "../../base/clock.ts";
+import type { Clock } from "../../provider/mod.ts";
 
 const NEWLINE = 10;
 /** A line longer than this is written in parts tagged `P`, as CRI runtimes do. */

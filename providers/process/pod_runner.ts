@@ -10,8 +10,7 @@
  * @module
  */
 import type { Container, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
-import type { Logger } from "../../base/log.ts";
-import { isSidecar } from "../../provider/mod.ts";
+import { isSidecar, type Logger } from "../../provider/mod.ts";
 import { execContextOf, instanceFiles, startContainer, type StartDeps } from "./container_start.ts";
 import { allContainers } from "./container_spec.ts";
 import { killGraceMs, type LiveContainer, stopContainer } from "./container_stop.ts";

@@ -9,9 +9,9 @@
  * @module
  */
 import type { Container, Probe } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../base/clock.ts";
 import { type ActionContext, runAction } from "./handlers.ts";
 import type { ExecContext } from "./exec.ts";
+import type { Clock } from "../../provider/mod.ts";
 
 /** What the probes report to the container's owner. */
 export interface ProbeEvents {

@@ -154,8 +154,9 @@ export class ProcessProvider implements Provider {
     return Promise.resolve([...this.#runners.values()].map((r) => r.pod()));
   }
 
-  notifyPods(callback: (pod: Pod) => void): void {
+  notifyPods(callback: (pod: Pod) => void): () => void {
     this.#callbacks.add(callback);
+    return () => void this.#callbacks.delete(callback);
   }
 
   getPodStatus(

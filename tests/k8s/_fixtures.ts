@@ -29,6 +29,9 @@ export class RecordingClock implements Clock {
   now(): number {
     return Date.now();
   }
+  monotonic(): number {
+    return performance.now();
+  }
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.throwIfAborted();
     this.sleeps.push(ms);

@@ -1,5 +1,5 @@
 /**
- * The README's "Writing a provider": the example provider under examples/ runs the provider
+ * docs/writing-a-provider.md: the example provider under examples/ runs the provider
  * conformance suite (provider/testing) as a provider author would run it on theirs.
  */
 import { runProviderConformance } from "../../provider/testing/mod.ts";

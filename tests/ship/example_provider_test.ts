@@ -1,5 +1,5 @@
 /**
- * The README's "Writing a provider": the example provider under examples/ is loaded by path
+ * docs/writing-a-provider.md: the example provider under examples/ is loaded by path
  * (`--provider=<file>`, its config from `--provider-config`) by the real vkubelet process and
  * runs a pod on the real control plane, with its logs through `kubectl logs`.
  */

@@ -29,7 +29,7 @@ export const VKUBELET_RULES: readonly Rule[] = [
     group: "coordination.k8s.io",
     resource: "leases",
     verbs: ["get", "create", "update"],
-    why: "core/node/lease_controller.ts; app/leader_elector.ts (--leader-elect)",
+    why: "core/node/lease_controller.ts; k8s/leader_election/elector.ts (--leader-elect)",
   },
   {
     group: "",

@@ -21,14 +21,24 @@ export class FakeProvider implements Provider {
   createError?: (pod: Pod) => Error | undefined;
   /** When false, deletePod leaves containers running until {@link finishStop}. */
   stopImmediately = true;
-  notifyPods?: (callback: (pod: Pod) => void) => void;
+  notifyPods?: (callback: (pod: Pod) => void) => () => void;
   #callbacks: ((pod: Pod) => void)[] = [];
   #ip = 10;
   #now: () => number;
 
   constructor(options: FakeProviderOptions = {}) {
     this.#now = options.now ?? (() => Date.UTC(2026, 0, 1));
-    if (options.push ?? true) this.notifyPods = (cb) => this.#callbacks.push(cb);
+    if (options.push ?? true) {
+      this.notifyPods = (cb) => {
+        this.#callbacks.push(cb);
+        return () => void (this.#callbacks = this.#callbacks.filter((c) => c !== cb));
+      };
+    }
+  }
+
+  /** Status callbacks registered and not unsubscribed. */
+  get subscribers(): number {
+    return this.#callbacks.length;
   }
 
   ops(op: string): string[] {

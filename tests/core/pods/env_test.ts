@@ -432,3 +432,36 @@ Deno.test("env: fieldRefs the provider defers stay fieldRefs, and $(NAME) of the
     { name: "AGAIN", value: "web-0" },
   ]);
 });
+
+Deno.test("a provider that asks gets Secret-sourced vars marked with their Secret and key", async () => {
+  const pod = podWith({
+    envFrom: [{ secretRef: { name: "creds" }, prefix: "DB_" }, { configMapRef: { name: "app" } }],
+    env: [
+      { name: "TOKEN", valueFrom: { secretKeyRef: { name: "creds", key: "PASSWORD" } } },
+      { name: "MODE", value: "test" },
+      { name: "DB_PASSWORD", value: "overridden" },
+      { name: "URL", value: "https://x:$(TOKEN)@h" },
+    ],
+  });
+  const marked = await resolvePodEnv(pod, sources, addresses, { secretEnvRefs: true });
+  const env = marked.pod.spec!.containers[0].env!.filter((e) => !e.name.startsWith("KUBERNETES"));
+  assert.deepEqual(env, [
+    { name: "DB_PASSWORD", value: "overridden" },
+    {
+      name: "DB_user.name",
+      value: "ann",
+      valueFrom: { secretKeyRef: { name: "creds", key: "user.name" } },
+    },
+    { name: "MODE", value: "test" },
+    { name: "LEVEL", value: "3" },
+    {
+      name: "TOKEN",
+      value: "s3cret",
+      valueFrom: { secretKeyRef: { name: "creds", key: "PASSWORD" } },
+    },
+    { name: "URL", value: "https://x:s3cret@h" },
+  ]);
+  // Other providers get plain values, as before.
+  const plain = await resolvePodEnv(pod, sources, addresses);
+  assert.ok(plain.pod.spec!.containers[0].env!.every((e) => e.valueFrom === undefined));
+});

@@ -234,6 +234,15 @@ Deno.test("a missing mandatory ConfigMap is reported as the kubelet does, and th
   await t.stop();
 });
 
+Deno.test("a pod controller that stops (a term that ends) leaves no status callback in the provider", async () => {
+  const t = startController();
+  t.api.pods.put(boundPod("web-0"));
+  await t.settle();
+  assert.equal(t.provider.subscribers, 1);
+  await t.stop();
+  assert.equal(t.provider.subscribers, 0, "unsubscribed");
+});
+
 Deno.test("a provider without notifyPods is polled for status", async () => {
   const t = startController({ push: false, deps: { statusPollIntervalMs: 5_000 } });
   t.api.pods.put(boundPod("web-0"));

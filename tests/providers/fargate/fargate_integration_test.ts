@@ -169,26 +169,33 @@ Deno.test("fargate provider: pods run as ECS tasks in moto and follow the API", 
       assert.ok(running.every((p) => p.status?.phase === "Running"));
     });
 
-    await t.step("scale to 0: tasks stopped, task definitions deregistered", async () => {
-      const tasks = (await env.tasks()).filter((x) =>
-        x.lastStatus === "RUNNING" && tag(x, "vkubelet.io/pod")?.startsWith("web-")
-      );
-      assert.equal(tasks.length, 5);
-      await kubectl(["scale", "deployment/web", "--replicas=0"]);
-      await eventually("no web pods left", async () => (await env.pods("app=web")).length === 0);
-      await eventually("every web task stopped", async () => {
-        const now = await env.tasks();
-        return tasks.every((x) =>
-          now.find((y) => y.taskArn === x.taskArn)?.lastStatus === "STOPPED"
+    await t.step(
+      "scale to 0: tasks stopped, task definitions deregistered and deleted",
+      async () => {
+        const tasks = (await env.tasks()).filter((x) =>
+          x.lastStatus === "RUNNING" && tag(x, "vkubelet.io/pod")?.startsWith("web-")
         );
-      });
-      for (const task of tasks) {
-        const def = await moto.ecs.send(
-          new DescribeTaskDefinitionCommand({ taskDefinition: task.taskDefinitionArn }),
-        );
-        assert.equal(def.taskDefinition?.status, "INACTIVE", `${task.taskDefinitionArn}`);
-      }
-    });
+        assert.equal(tasks.length, 5);
+        await kubectl(["scale", "deployment/web", "--replicas=0"]);
+        await eventually("no web pods left", async () => (await env.pods("app=web")).length === 0);
+        await eventually("every web task stopped", async () => {
+          const now = await env.tasks();
+          return tasks.every((x) =>
+            now.find((y) => y.taskArn === x.taskArn)?.lastStatus === "STOPPED"
+          );
+        });
+        // Deregistered and deleted: ECS no longer describes them.
+        for (const task of tasks) {
+          await assert.rejects(
+            moto.ecs.send(
+              new DescribeTaskDefinitionCommand({ taskDefinition: task.taskDefinitionArn }),
+            ),
+            (err: Error) => err.name === "ClientException",
+            `${task.taskDefinitionArn} is still there`,
+          );
+        }
+      },
+    );
   } finally {
     await env.close();
   }

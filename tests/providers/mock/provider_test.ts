@@ -84,6 +84,17 @@ Deno.test("every change is pushed through notifyPods", async () => {
   assert.deepEqual(notified[1].metadata?.labels, { v: "2" });
 });
 
+Deno.test("after notifyPods' unsubscribe the callback is told nothing more", async () => {
+  const { provider, options, notified } = mockProvider();
+  const late: string[] = [];
+  const off = provider.notifyPods((pod) => late.push(pod.status?.phase ?? ""));
+  await provider.createPod(samplePod(), options);
+  off();
+  await provider.deletePod(samplePod(), options);
+  assert.deepEqual(late, ["Running"]);
+  assert.deepEqual(notified.map((p) => p.status?.phase), ["Running", "Succeeded"]);
+});
+
 Deno.test("deletePod reports terminated containers, then forgets the pod and its IP", async () => {
   const { provider, options, notified, clock } = mockProvider();
   await provider.createPod(samplePod("a"), options);

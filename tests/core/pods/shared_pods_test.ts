@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import type { Node, Pod, Service } from "kubernetes-types/core/v1.d.ts";
-import { SharedPodInformer } from "../../app/shared_pods.ts";
-import { cachedNodeReads, Gate } from "../../app/heartbeat_api.ts";
-import type { NodeApi } from "../../core/node/mod.ts";
-import { Informer, type InformerOptions, type ListOptions } from "../../k8s/watch/informer.ts";
-import type { WatchEvent } from "../../k8s/watch/watch.ts";
-import { realClock } from "../../base/clock.ts";
+import { SharedPodInformer } from "../../../core/pods/shared_pods.ts";
+import { cachedNodeReads, Gate } from "../../../app/heartbeat_api.ts";
+import type { NodeApi } from "../../../core/node/mod.ts";
+import { Informer, type InformerOptions, type ListOptions } from "../../../k8s/watch/informer.ts";
+import type { WatchEvent } from "../../../k8s/watch/watch.ts";
+import { realClock } from "../../../base/clock.ts";
 
 /** A list of `items`, then the watch events pushed with `send` until the signal aborts. */
 function source<T>(items: T[]) {

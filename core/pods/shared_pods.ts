@@ -10,12 +10,12 @@
  * @module
  */
 import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../base/clock.ts";
-import type { Informer } from "../k8s/watch/informer.ts";
-import { dropManagedFields } from "../k8s/watch/informer.ts";
-import { internPodParts, SharedParts } from "../k8s/watch/intern.ts";
-import type { KubeClient } from "../k8s/mod.ts";
-import { type InformerLike, podKey } from "../core/pods/mod.ts";
+import type { Clock } from "../../base/clock.ts";
+import type { Informer } from "../../k8s/watch/informer.ts";
+import { dropManagedFields } from "../../k8s/watch/informer.ts";
+import { internPodParts, SharedParts } from "../../k8s/watch/intern.ts";
+import type { KubeClient } from "../../k8s/mod.ts";
+import { type InformerLike, podKey } from "./api.ts";
 
 type Handler = (pod: Pod, old: Pod) => void;
 

@@ -5,7 +5,10 @@
  *
  * - a candidate tries every retry period (jittered by up to 20 %) and takes the lease when it
  *   is free, or when its record has not changed for `leaseDurationSeconds` by the candidate's
- *   own clock (the time it *saw* the record change, so clocks need not agree between hosts);
+ *   own monotonic clock, counted from when its GET *returned* with the changed record (client-go
+ *   `setObservedRecord` reads the clock after `Lock.Get`), so clocks need not agree between
+ *   hosts, a slow GET cannot make the lease look older than it is, and a step of the wall clock
+ *   does not expire it;
  * - the leader renews every retry period; when no renewal has worked for the renew deadline it
  *   stops leading — before the lease can expire for anyone else, because the deadline is
  *   shorter than the lease duration;
@@ -13,15 +16,19 @@
  *   it at its next try instead of waiting for expiry.
  *
  * While it leads, it keeps a {@link LeadershipFence} open until the last renewal's start plus
- * the renew deadline; the work started by `onStartedLeading` gets a signal that aborts when
- * leadership ends. After a term the replica goes back to being a candidate (a standby).
+ * the renew deadline (on the wall and the monotonic clock); the work started by
+ * `onStartedLeading` gets a signal that aborts when leadership ends — at the latest by a timer at
+ * the fence's deadline, not when a renewal still in flight answers, and each renewal's timeout
+ * is the time left on the fence (client-go `renew` bounds its retries by `RenewDeadline` the
+ * same way). After a term the replica goes back to being a candidate (a standby).
  * @module
  */
 import type { Lease, LeaseSpec } from "kubernetes-types/coordination/v1.d.ts";
-import type { Clock } from "../base/clock.ts";
-import type { Logger } from "../base/log.ts";
-import { formatMicroTime, isAlreadyExists, isForbidden, isKubeNotFound } from "../k8s/mod.ts";
-import type { LeadershipFence } from "./leader_fence.ts";
+import type { Clock } from "../../base/clock.ts";
+import type { Logger } from "../../base/log.ts";
+import { isAlreadyExists, isForbidden, isKubeNotFound } from "../errors.ts";
+import { formatMicroTime } from "../micro_time.ts";
+import type { FenceMark, LeadershipFence } from "./fence.ts";
 
 /** The Lease calls the elector makes (a `KubeClient`'s `leases` fits). */
 export interface LeaseStore {
@@ -63,7 +70,8 @@ export class LeaderElector {
   readonly #deps: LeaderElectorDeps;
   #observed?: LeaseSpec;
   #observedJson = "";
-  #observedAtMs = 0;
+  /** When (monotonic ms) a GET or write first returned the record we hold. */
+  #observedAtMono = 0;
   #leading = false;
   #lastError = "";
 
@@ -101,12 +109,14 @@ export class LeaderElector {
       // Renewals stop with the term, also when the work ended by itself.
       const renewing = new AbortController();
       const renewal = this.#renew(AbortSignal.any([signal, renewing.signal]));
-      const outcome = await Promise.race([renewal, work.then(() => "gave up" as const)]);
-      renewing.abort();
-      await renewal;
+      // The fence's deadline ends the term by itself, even while a renewal waits for an answer.
+      const expired = this.#deps.fence.closed(renewing.signal).then(() => "lost" as const);
+      const outcome = await Promise.race([renewal, expired, work.then(() => "gave up" as const)]);
       this.#leading = false;
       this.#deps.fence.close();
       term.abort(new Error(`leadership ended: ${outcome}`));
+      renewing.abort();
+      await Promise.all([renewal, expired]);
       // Release at once: the fence already stops our writes, so the standby may start now.
       if (outcome !== "lost") await this.#release();
       if (outcome === "lost") {
@@ -163,8 +173,11 @@ export class LeaderElector {
    */
   async #tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
     const { leases, clock, namespace, name, identity, fence, renewDeadlineMs } = this.#deps;
-    const startedMs = clock.now();
-    const timeout = this.#timeout(signal);
+    const started = fence.mark();
+    // A leader's renewal may take no longer than its fence stays open.
+    const limitMs = this.#leading ? Math.min(renewDeadlineMs, fence.remainingMs) : renewDeadlineMs;
+    if (limitMs <= 0) return false;
+    const timeout = this.#timeout(signal, limitMs);
     try {
       let lease: Lease;
       try {
@@ -175,25 +188,21 @@ export class LeaderElector {
           apiVersion: "coordination.k8s.io/v1",
           kind: "Lease",
           metadata: { name, namespace },
-          spec: this.#spec(startedMs, undefined),
+          spec: this.#spec(started.wall, undefined),
         }, { signal: timeout.signal });
-        this.#observe(created.spec ?? {}, startedMs);
-        fence.extend(startedMs + renewDeadlineMs);
-        return true;
+        return this.#won(created, started, timeout.signal);
       }
       const spec = lease.spec ?? {};
-      this.#observe(spec, startedMs);
+      // Seen now that the GET has returned (client-go `setObservedRecord` after `Lock.Get`).
+      this.#observe(spec, clock.monotonic());
       const holder = spec.holderIdentity ?? "";
-      const expiresMs = this.#observedAtMs + (spec.leaseDurationSeconds ?? 0) * 1000;
-      if (holder !== "" && holder !== identity && expiresMs > startedMs) return false;
+      const expiresMono = this.#observedAtMono + (spec.leaseDurationSeconds ?? 0) * 1000;
+      if (holder !== "" && holder !== identity && expiresMono > started.mono) return false;
       const updated = await leases.update(
-        { ...lease, spec: this.#spec(startedMs, spec) },
+        { ...lease, spec: this.#spec(started.wall, spec) },
         { signal: timeout.signal },
       );
-      this.#observe(updated.spec ?? {}, startedMs);
-      fence.extend(startedMs + renewDeadlineMs);
-      this.#lastError = "";
-      return true;
+      return this.#won(updated, started, timeout.signal);
     } catch (err) {
       // A conflict or a taken name means another replica wrote first: not an error.
       if (!signal.aborted && !isAlreadyExists(err)) this.#warnOnce(err);
@@ -201,6 +210,19 @@ export class LeaderElector {
     } finally {
       timeout.done();
     }
+  }
+
+  /**
+   * Our write of the lease worked: the fence opens until the renew deadline from its start —
+   * unless the answer came after the attempt's timeout, when the fence may already have closed
+   * and the term ended (a late answer opens nothing).
+   */
+  #won(written: Lease, started: FenceMark, attempt: AbortSignal): boolean {
+    if (attempt.aborted) return false;
+    this.#observe(written.spec ?? {}, this.#deps.clock.monotonic());
+    this.#deps.fence.extend(started, this.#deps.renewDeadlineMs);
+    this.#lastError = "";
+    return true;
   }
 
   /** The spec we write: ours from now, keeping acquireTime and transitions while we hold it. */
@@ -217,14 +239,14 @@ export class LeaderElector {
     };
   }
 
-  /** Notes the record and, if it changed, when we saw it change. */
-  #observe(spec: LeaseSpec, nowMs: number): void {
+  /** Notes the record and, if it changed, when (monotonic ms) we saw it change. */
+  #observe(spec: LeaseSpec, nowMono: number): void {
     const json = JSON.stringify(spec);
     if (json === this.#observedJson) return;
     const before = this.#observed?.holderIdentity ?? "";
     this.#observed = spec;
     this.#observedJson = json;
-    this.#observedAtMs = nowMs;
+    this.#observedAtMono = nowMono;
     const holder = spec.holderIdentity ?? "";
     if (holder !== before) {
       this.#deps.log.info("leader is now {holder}", { holder: holder || "nobody" });
@@ -235,7 +257,7 @@ export class LeaderElector {
   /** Gives the lease up (client-go `release`): holder cleared, duration 1 s. */
   async #release(): Promise<void> {
     const { leases, clock, namespace, name, identity, log } = this.#deps;
-    const timeout = this.#timeout(undefined);
+    const timeout = this.#timeout(undefined, this.#deps.renewDeadlineMs);
     try {
       const lease = await leases.get(namespace, name, { signal: timeout.signal });
       if (lease.spec?.holderIdentity !== identity) return;
@@ -261,12 +283,15 @@ export class LeaderElector {
     }
   }
 
-  /** A signal that aborts with `outer` or after the renew deadline, whichever comes first. */
-  #timeout(outer: AbortSignal | undefined): { signal: AbortSignal; done: () => void } {
+  /** A signal that aborts with `outer` or after `ms`, whichever comes first. */
+  #timeout(outer: AbortSignal | undefined, ms: number): { signal: AbortSignal; done: () => void } {
     const controller = new AbortController();
     const finished = new AbortController();
-    this.#deps.clock.sleep(this.#deps.renewDeadlineMs, finished.signal).then(
-      () => controller.abort(new Error("lease request timed out after the renew deadline")),
+    this.#deps.clock.sleep(ms, finished.signal).then(
+      () =>
+        controller.abort(
+          new Error(`lease request timed out after ${ms} ms (the renew deadline or the fence)`),
+        ),
       () => {},
     );
     const signal = outer ? AbortSignal.any([outer, controller.signal]) : controller.signal;
