@@ -5,7 +5,7 @@
  * @module
  */
 import { realClock } from "./base/clock.ts";
-import { HELP_TEXT, loadConfig, VERSION } from "./app/config.ts";
+import { HELP_TEXT, loadConfig, VERSION } from "./app/config/config.ts";
 import { getLogger, setupLogging } from "./base/log.ts";
 import { detectInternalIp, runVkubelet, StartupConfigError } from "./app/run.ts";
 import { sdNotify } from "./app/sd_notify.ts";

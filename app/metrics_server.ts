@@ -13,7 +13,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { HostPort } from "./config_schema.ts";
+import type { HostPort } from "./config/schema.ts";
 import type { Logger } from "../base/log.ts";
 import { PROMETHEUS_TEXT, type VkubeletMetrics } from "../core/metrics.ts";
 import type { HealthSource } from "../core/node/health_monitor.ts";

@@ -26,7 +26,7 @@ import { ConfigSources, PodController, podKey } from "../core/pods/mod.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
 import type { KubeletApiDeps } from "../core/kubelet_api/types.ts";
 import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
-import type { Config } from "./config.ts";
+import type { Config } from "./config/config.ts";
 import { SharedPodInformer } from "../core/pods/mod.ts";
 import { Gate } from "./heartbeat_api.ts";
 import denoJson from "../deno.json" with { type: "json" };

@@ -6,8 +6,8 @@
  * @module
  */
 import { X509Certificate } from "node:crypto";
-import type { Config } from "./config.ts";
-import { parseHostPort } from "./config_schema.ts";
+import type { Config } from "./config/config.ts";
+import { parseHostPort } from "./config/schema.ts";
 import { checkPair } from "../x509/certificate_source.ts";
 
 /** What {@link preflight} found. */

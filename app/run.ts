@@ -5,7 +5,7 @@
  * @module
  */
 import type { Clock } from "../base/clock.ts";
-import type { Config } from "./config.ts";
+import type { Config } from "./config/config.ts";
 import { getLogger } from "../base/log.ts";
 import { type Provider, providerCapabilities, type ProviderDeps } from "../provider/mod.ts";
 import { loadProvider, type LoadProviderOptions, ProviderLoadError } from "./provider_loader.ts";
@@ -18,7 +18,7 @@ import { drain, Loops } from "./run_loops.ts";
 import { preflight } from "./preflight.ts";
 import { VkubeletMetrics } from "../core/metrics.ts";
 import { observePodController, serveMetrics } from "./metrics_server.ts";
-import { parseHostPort } from "./config_schema.ts";
+import { parseHostPort } from "./config/schema.ts";
 import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import denoJson from "../deno.json" with { type: "json" };
 import { LeadershipFence } from "../k8s/leader_election/mod.ts";

@@ -7,7 +7,7 @@
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { KubeClient } from "../k8s/mod.ts";
 import type { Clock } from "../base/clock.ts";
-import type { Config } from "./config.ts";
+import type { Config } from "./config/config.ts";
 import {
   accessReviewerFrom,
   alwaysAllow,

@@ -5,7 +5,7 @@
  * See docs/multinode.md for what is shared and why.
  * @module
  */
-import type { Config } from "./config.ts";
+import type { Config } from "./config/config.ts";
 import type { RunDeps } from "./run.ts";
 import { getLogger } from "../base/log.ts";
 import { isKubeConfigError, type KubeClient, loadKubeConfig } from "../k8s/mod.ts";
@@ -19,7 +19,7 @@ import { type Clients, createClients } from "./run_clients.ts";
 import { createStreamingHandler } from "../core/kubelet_api/streaming/handler.ts";
 import { loadProvider, ProviderLoadError } from "./provider_loader.ts";
 import { observePodController, serveMetrics } from "./metrics_server.ts";
-import { parseHostPort } from "./config_schema.ts";
+import { parseHostPort } from "./config/schema.ts";
 import { cachedNodeReads, Gate } from "./heartbeat_api.ts";
 import { type NodeEntry, NodeSet } from "./node_set.ts";
 import { abortion, freePort, StartupConfigError, withStartupTimeout } from "./run_parts.ts";

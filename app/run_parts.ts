@@ -4,7 +4,7 @@
  * @module
  */
 import type { Clock } from "../base/clock.ts";
-import type { Config } from "./config.ts";
+import type { Config } from "./config/config.ts";
 
 /** Thrown when start-up does not finish within `--startup-timeout`. */
 export class StartupTimeoutError extends Error {

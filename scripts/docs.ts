@@ -1,10 +1,10 @@
 /**
  * `deno task docs`: rewrites the generated part of docs/configuration.md from the option table
- * (`app/config_options.ts`, the table `--help` and the config loader are built from), so the
+ * (`app/config/options.ts`, the table `--help` and the config loader are built from), so the
  * reference cannot drift from the code; tests/ship/docs_test.ts fails while it differs.
  * @module
  */
-import { OPTIONS, type OptionSpec } from "../app/config_options.ts";
+import { OPTIONS, type OptionSpec } from "../app/config/options.ts";
 
 /** Marks the generated part of docs/configuration.md; everything between them is replaced. */
 export const BEGIN = "<!-- BEGIN GENERATED: configuration reference (deno task docs) -->";

@@ -44,7 +44,7 @@
  *   it 22 MiB of peak (bench/reports/why.md, "Eighth round").
  *
  * Not granted: FFI to any other library, and imports from hosts other than Deno's default list;
- * `--provider` refuses `http(s):` URLs for that reason (app/config_schema.ts), with the advice to
+ * `--provider` refuses `http(s):` URLs for that reason (app/config/schema.ts), with the advice to
  * download the module and name its path, so the code vkubelet runs is on disk and the same under
  * `deno task start` and in the binary. `deno task start` also sets `VKUBELET_CALLER_DIR` from `$INIT_CWD`: deno
  * task runs in the repository, and main.ts changes back to where the command was typed.

@@ -5,7 +5,7 @@
  * @module
  */
 import { etcdVersion, kubernetesVersion } from "../../tools/cluster/build.ts";
-import { VERSION } from "../../app/config.ts";
+import { VERSION } from "../../app/config/config.ts";
 import { PEER_VERSION } from "./peer.ts";
 import { machine } from "./proc.ts";
 import type { BenchFlags } from "../run.ts";

@@ -4,7 +4,7 @@
  * the rounds, and RSS, heap and CPU over time.
  * @module
  */
-import { VERSION } from "../../app/config.ts";
+import { VERSION } from "../../app/config/config.ts";
 import { kubernetesVersion } from "../../tools/cluster/build.ts";
 import { Raster, type Rgb } from "./png.ts";
 import type { SoakResult } from "../scenarios/soak.ts";

@@ -4,7 +4,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { loadConfig } from "../../app/config.ts";
+import { loadConfig } from "../../app/config/config.ts";
 
 const load = (args: string[]) =>
   loadConfig({ args: ["--provider=mock", ...args], env: {}, readFile: () => Promise.reject() });

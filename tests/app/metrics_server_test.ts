@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 // As in vkubelet, the kubelet API's server library is loaded (it replaces the global Response).
 import "@hono/node-server";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { loadConfig } from "../../app/config.ts";
-import { parseHostPort } from "../../app/config_schema.ts";
+import { loadConfig } from "../../app/config/config.ts";
+import { parseHostPort } from "../../app/config/schema.ts";
 import { getLogger } from "../../base/log.ts";
 import { VkubeletMetrics } from "../../core/metrics.ts";
 import {

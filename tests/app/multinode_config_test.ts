@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { loadConfig } from "../../app/config.ts";
+import { loadConfig } from "../../app/config/config.ts";
 
 function files(contents: Record<string, string>) {
   return (path: string) =>

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { useCluster } from "../../tools/cluster/harness.ts";
-import { loadConfig } from "../../app/config.ts";
+import { loadConfig } from "../../app/config/config.ts";
 import { LoopFailedError, runVkubelet } from "../../app/run.ts";
 import { loadProvider } from "../../app/provider_loader.ts";
 import { realClock } from "../../base/clock.ts";

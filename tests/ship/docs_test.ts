@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { configurationReference, REFERENCE_PAGE, renderReference } from "../../scripts/docs.ts";
-import { OPTIONS } from "../../app/config_options.ts";
+import { OPTIONS } from "../../app/config/options.ts";
 
 const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
 const reference = await Deno.readTextFile(new URL(`../../${REFERENCE_PAGE}`, import.meta.url));

@@ -12,7 +12,7 @@ import { request } from "node:https";
 import { parseAllDocuments } from "yaml";
 import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
-import { loadConfig } from "../../app/config.ts";
+import { loadConfig } from "../../app/config/config.ts";
 import { VKUBELET_RULES } from "./rbac_rules.ts";
 import { eventually, podLogs, podPhase, spawnVkubelet } from "./_helpers.ts";
 import { freePort } from "../../tools/cluster/ports.ts";

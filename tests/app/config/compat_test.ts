@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { loadConfig } from "../../app/config.ts";
-import type { Config } from "../../app/config_schema.ts";
+import { loadConfig } from "../../../app/config/config.ts";
+import type { Config } from "../../../app/config/schema.ts";
 
 const KUBECONFIG = "apiVersion: v1\nkind: Config\n";
 

@@ -2,15 +2,15 @@
  * The zod schema of vkubelet's config. Values arrive as strings (flags, environment) or as YAML
  * scalars (config file) and leave typed: durations in milliseconds, numbers, booleans, a label
  * map. Field rules live on the fields; rules between fields in the final `superRefine`. Every
- * message says what is wrong and what would be right; `app/config.ts` prefixes the field's name
+ * message says what is wrong and what would be right; `app/config/config.ts` prefixes the field's name
  * as the user wrote it (flag, environment variable or file key).
  * @module
  */
 import { isIP } from "node:net";
 import { z } from "zod";
-import { LOG_LEVELS, type LogLevel } from "../base/log.ts";
-import { formatDuration, parseDuration } from "../base/duration.ts";
-import { builtinProviderNames, isModuleReference, isRemoteModule } from "./provider_loader.ts";
+import { LOG_LEVELS, type LogLevel } from "../../base/log.ts";
+import { formatDuration, parseDuration } from "../../base/duration.ts";
+import { builtinProviderNames, isModuleReference, isRemoteModule } from "../provider_loader.ts";
 
 const show = (value: unknown) => typeof value === "string" ? JSON.stringify(value) : String(value);
 
@@ -248,7 +248,7 @@ const SINGLE_NODE_PROVIDERS: Record<string, string> = {
     "the kubernetes provider does not serve several nodes yet; run one vkubelet per downstream cluster",
 };
 
-/** Field by field; the keys match `OPTIONS` in `app/config_options.ts`. */
+/** Field by field; the keys match `OPTIONS` in `app/config/options.ts`. */
 const fields = z.object({
   config: text("a file path").optional(),
   provider: z.unknown().refine((v) => v !== undefined, {

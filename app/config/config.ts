@@ -1,18 +1,18 @@
 /**
  * vkubelet's configuration: flags, environment and an optional YAML/JSON file (`--config`),
  * merged with the precedence flag > environment > file > default, and validated once by the zod
- * schema in `app/config_schema.ts`. Every problem is reported at once, each naming the field as
+ * schema in `app/config/schema.ts`. Every problem is reported at once, each naming the field as
  * the user wrote it and saying how to fix it. The options themselves are listed once, in
- * `app/config_options.ts`, which also feeds {@link HELP_TEXT}.
+ * `app/config/options.ts`, which also feeds {@link HELP_TEXT}.
  * @module
  */
 import { parseArgs } from "node:util";
 import { parse as parseYaml } from "yaml";
-import denoJson from "../deno.json" with { type: "json" };
-import { OPTIONS, type OptionSpec } from "./config_options.ts";
-import { type Config, configSchema } from "./config_schema.ts";
-import { closest, helpText } from "./config_help.ts";
-import { translateCompatFlags } from "./config_compat.ts";
+import denoJson from "../../deno.json" with { type: "json" };
+import { OPTIONS, type OptionSpec } from "./options.ts";
+import { type Config, configSchema } from "./schema.ts";
+import { closest, helpText } from "./help.ts";
+import { translateCompatFlags } from "./compat.ts";
 
 export type { Config };
 
@@ -34,7 +34,7 @@ export interface LoadConfigOptions {
 
 /**
  * A valid config, or every problem found; either way the warnings about flags of virtual-kubelet
- * or the kubelet that were mapped or ignored (`app/config_compat.ts`).
+ * or the kubelet that were mapped or ignored (`app/config/compat.ts`).
  */
 export type LoadConfigResult =
   | { ok: true; config: Config; warnings: string[] }

@@ -1,6 +1,6 @@
 /**
  * Every vkubelet option once: its flag, environment variables, config-file key, default and
- * help. `app/config.ts` builds the flag parser, the environment reader and the help text from
+ * help. `app/config/config.ts` builds the flag parser, the environment reader and the help text from
  * this table and validates the values with its zod schema. Names follow virtual-kubelet where it
  * has one (virtual-kubelet/virtual-kubelet cmd/virtual-kubelet/internal/commands/root/flag.go,
  * opts.go) and the kubelet's otherwise.

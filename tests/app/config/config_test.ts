@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
-import { HELP_TEXT, loadConfig, type LoadConfigResult, VERSION } from "../../app/config.ts";
-import { OPTIONS } from "../../app/config_options.ts";
-import { formatDuration, parseDuration } from "../../base/duration.ts";
+import {
+  HELP_TEXT,
+  loadConfig,
+  type LoadConfigResult,
+  VERSION,
+} from "../../../app/config/config.ts";
+import { OPTIONS } from "../../../app/config/options.ts";
+import { formatDuration, parseDuration } from "../../../base/duration.ts";
 
 /** A readFile over an in-memory set of files. */
 function files(contents: Record<string, string>) {

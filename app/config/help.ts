@@ -3,7 +3,7 @@
  * flags and config keys.
  * @module
  */
-import { OPTIONS, type OptionSpec } from "./config_options.ts";
+import { OPTIONS, type OptionSpec } from "./options.ts";
 
 const GROUPS: OptionSpec["group"][] = ["General", "Node", "Pods", "Kubelet API", "Logging"];
 
