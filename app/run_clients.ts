@@ -12,7 +12,7 @@
 import type { Clock } from "../base/clock.ts";
 import { type ConnectionConfig, KubeClient } from "../k8s/mod.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
-import type { Config } from "./config.ts";
+import type { Config } from "./config/config.ts";
 
 /** The clients; `close` closes all three. */
 export interface Clients {
