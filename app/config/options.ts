@@ -25,7 +25,11 @@ export interface OptionSpec {
   kind: OptionKind;
   /** Placeholder for the value in the help text. */
   value?: string;
-  /** The default as the help text shows it. */
+  /**
+   * The default as the help text shows it. A stated value (`10s`, `50`, `false`) must be the
+   * schema's default in `schema.ts`: tests/app/config/defaults_test.ts holds the two
+   * together; a described one (`the provider's name`) is listed there as described.
+   */
   shownDefault?: string;
   help: string;
   group: "Node" | "Pods" | "Kubelet API" | "Logging" | "General";
