@@ -11,16 +11,13 @@ import { type Provider, providerCapabilities, type ProviderDeps } from "../provi
 import { loadProvider, type LoadProviderOptions, ProviderLoadError } from "./provider_loader.ts";
 import { isKubeConfigError, type KubeClient, loadKubeConfig } from "../k8s/mod.ts";
 import { type Clients, createClients } from "./run_clients.ts";
-import { createNodeSide } from "../core/node/mod.ts";
-import { PodController } from "../core/pods/mod.ts";
+import { wireNode } from "./wire_node.ts";
 import { createKubeletApiServer } from "./run_kubelet_api.ts";
 import { drain, Loops } from "./run_loops.ts";
 import { preflight } from "./preflight.ts";
 import { VkubeletMetrics } from "../core/metrics.ts";
 import { observePodController, serveMetrics } from "./metrics_server.ts";
 import { parseHostPort } from "./config/schema.ts";
-import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
-import denoJson from "../deno.json" with { type: "json" };
 import { LeadershipFence } from "../k8s/leader_election/mod.ts";
 import { highAvailabilityProblem, runLeaderElected, type WarmStandby } from "./leader_run.ts";
 import { abortion, freePort, StartupConfigError, withStartupTimeout } from "./run_parts.ts";
@@ -219,34 +216,16 @@ interface Parts {
 async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void> {
   const { kube, provider, internalIp, loops, metrics, warm } = parts;
   const { signal, clock } = deps;
-  const side = createNodeSide(config, {
+  const { side, pods } = wireNode(config, {
     // Its own client, as the kubelet's heartbeat client: pod writes never delay a renewal.
-    client: parts.heartbeat,
+    heartbeat: { client: parts.heartbeat },
+    podApi: kube,
     provider,
     clock,
-    log: getLogger(["vkubelet", "node"]).with({ node: config.nodeName }),
+    metrics,
     internalIp,
-    version: denoJson.version,
-    // The kubelet API speaks WebSocket v5 too, so the apiserver need not translate to SPDY.
-    declaredFeatures: declaredFeatures(),
-    onLeaseRenewal: (seconds, ok) =>
-      metrics.leaseRenewalLatency.observe({ result: ok ? "success" : "error" }, seconds),
-    health: warm?.health,
-  });
-  const pods = new PodController({
-    api: kube,
-    provider,
-    clock,
-    log: getLogger(["vkubelet", "pods"]).with({ node: config.nodeName }),
-    nodeName: config.nodeName,
-    workers: config.podSyncWorkers,
-    resyncPeriodMs: config.fullResyncPeriod,
-    daemonSetPods: config.daemonSetPods,
-    onSync: (seconds, ok) =>
-      metrics.syncLatency.observe({ result: ok ? "success" : "error" }, seconds),
-    nodeIps: () => [internalIp],
-    allocatable: () => side.node.node?.status?.allocatable ?? {},
-    caches: warm?.caches,
+    side: { health: warm?.health },
+    pods: { caches: warm?.caches },
   });
   const api = await createKubeletApiServer(config, {
     kube,
