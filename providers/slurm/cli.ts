@@ -1,0 +1,129 @@
+/**
+ * The backend through SLURM's commands, for vkubelet on a login node: `sbatch` (script on
+ * stdin), `squeue --json` (the same job shape as slurmrestd), `scancel`, `sinfo`,
+ * `scontrol ping`. The commands run as vkubelet's user, so jobs do too.
+ * @module
+ */
+import { InvalidInputError, TransientError } from "../../provider/mod.ts";
+import {
+  type JobInfo,
+  type JobRequest,
+  type PartitionInfo,
+  parseJobs,
+  type SlurmBackend,
+} from "./backend.ts";
+
+/** Runs one SLURM command; its stdout, or an error with its stderr. */
+export type CommandRunner = (
+  command: string,
+  args: string[],
+  options: { stdin?: string; signal?: AbortSignal },
+) => Promise<string>;
+
+/** Runs the command from `bin` (or PATH when empty) with Deno.Command. */
+export function commandRunner(bin: string): CommandRunner {
+  return async (command, args, { stdin, signal }) => {
+    const path = bin ? `${bin.replace(/\/$/, "")}/${command}` : command;
+    let child: Deno.ChildProcess;
+    try {
+      child = new Deno.Command(path, {
+        args,
+        stdin: stdin === undefined ? "null" : "piped",
+        stdout: "piped",
+        stderr: "piped",
+        signal,
+      }).spawn();
+    } catch (err) {
+      throw new InvalidInputError(
+        `${path} cannot be run (${String(err)}); install SLURM's client commands or set cli.bin`,
+      );
+    }
+    if (stdin !== undefined) {
+      const writer = child.stdin.getWriter();
+      await writer.write(new TextEncoder().encode(stdin));
+      await writer.close();
+    }
+    const out = await child.output();
+    const text = new TextDecoder().decode(out.stdout);
+    if (!out.success) {
+      const err = new TextDecoder().decode(out.stderr).trim();
+      const Kind = /invalid|unrecognized|not recognized|unknown/i.test(err)
+        ? InvalidInputError
+        : TransientError;
+      throw new Kind(`${command} ${args[0] ?? ""} failed: ${err || `exit ${out.code}`}`);
+    }
+    return text;
+  };
+}
+
+/** Talks to SLURM through its commands; see the module doc. */
+export class CliBackend implements SlurmBackend {
+  readonly kind = "cli";
+  readonly #run: CommandRunner;
+
+  constructor(run: CommandRunner) {
+    this.#run = run;
+  }
+
+  async submit(job: JobRequest, options: { signal?: AbortSignal }): Promise<number> {
+    const out = await this.#run("sbatch", sbatchArgs(job), { stdin: job.script, ...options });
+    const id = Number(out.trim().split(";")[0]);
+    if (!Number.isInteger(id) || id <= 0) {
+      throw new TransientError(`sbatch printed no job ID: ${out.slice(0, 200)}`);
+    }
+    return id;
+  }
+
+  async jobs(options: { signal?: AbortSignal }): Promise<JobInfo[]> {
+    return parseJobs(JSON.parse(await this.#run("squeue", ["--all", "--json"], options)));
+  }
+
+  async cancel(id: number, options: { signal?: AbortSignal }): Promise<void> {
+    try {
+      await this.#run("scancel", [String(id)], options);
+    } catch (err) {
+      if (/Invalid job id|already completed/i.test(String(err))) return;
+      throw err;
+    }
+  }
+
+  async ping(options: { signal?: AbortSignal }): Promise<void> {
+    const out = await this.#run("scontrol", ["ping"], options);
+    if (!/ is UP/.test(out)) throw new TransientError(`slurmctld is not up: ${out.trim()}`);
+  }
+
+  async partitions(options: { signal?: AbortSignal }): Promise<PartitionInfo[]> {
+    const out = await this.#run("sinfo", ["--noheader", "--all", "--format=%R|%D|%C|%m"], options);
+    const byName = new Map<string, PartitionInfo>();
+    for (const line of out.split("\n").filter(Boolean)) {
+      const [name, nodes, cpus, memory] = line.trim().split("|");
+      const p = byName.get(name) ?? { name, cpus: 0, memoryMiB: 0, nodes: 0 };
+      p.nodes += Number(nodes) || 0;
+      p.cpus += Number(cpus.split("/")[3]) || 0;
+      p.memoryMiB += (Number(memory) || 0) * (Number(nodes) || 0);
+      byName.set(name, p);
+    }
+    return [...byName.values()];
+  }
+
+  close(): void {}
+}
+
+/** sbatch's arguments for a job (the script comes on stdin). */
+export function sbatchArgs(job: JobRequest): string[] {
+  const args = [
+    "--parsable",
+    `--job-name=${job.name}`,
+    `--comment=${job.comment}`,
+    `--chdir=${job.workDir}`,
+    `--output=${job.output}`,
+    "--export=NONE",
+  ];
+  if (job.cpusPerTask !== undefined) args.push(`--cpus-per-task=${job.cpusPerTask}`);
+  if (job.memoryMiB !== undefined) args.push(`--mem=${job.memoryMiB}M`);
+  if (job.timeLimitMinutes !== undefined) args.push(`--time=${job.timeLimitMinutes}`);
+  for (const [option, value] of Object.entries(job.options)) {
+    args.push(value === "" ? `--${option}` : `--${option}=${value}`);
+  }
+  return args;
+}

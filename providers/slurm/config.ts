@@ -1,0 +1,103 @@
+/**
+ * The slurm provider's config file (`--provider-config`, YAML or JSON), validated with zod; every
+ * problem names its field.
+ *
+ * ```yaml
+ * rest:                                  # slurmrestd; or `cli: {}` on a login node
+ *   socket: /run/slurmrestd/rest.sock    # rest_auth/local on a unix socket, or
+ *   # url: http://127.0.0.1:6820         # with user + tokenFile (rest_auth/jwt)
+ *   # user: vk
+ *   # tokenFile: /etc/vkubelet/slurm-jwt
+ * cli: { bin: "" }                       # sbatch/squeue/scancel/sinfo/srun from PATH (or bin/)
+ * sharedDir: /shared/vkubelet            # per-pod directories, seen by vkubelet and the nodes
+ * fileOwner: { uid: 1000, gid: 1000 }    # optional: chown pod directories to the job user
+ * partition: batch
+ * account: proj1
+ * qos: normal
+ * sbatchOptions: { exclusive: "" }       # extra options for every job
+ * podAnnotations: [partition, qos]       # which slurm.vkubelet.io/<option> annotations pods may set
+ * runtime: none                          # none (commands run on the node) | apptainer
+ * imageCommands: { nginx:1.27: [nginx, -g, "daemon off;"] }
+ * runAsUsers: {}                         # runAsUser → SLURM user mapping; none → refused
+ * statusInterval: 2s                     # one squeue (or GET /jobs) per interval for all jobs
+ * restartBackOff: { initial: 10s, max: 5m }
+ * capacity: { pods: "110" }              # cpu and memory come from the partition
+ * ```
+ * @module
+ */
+import { z } from "zod";
+import { type ParsedConfig, parseDuration, parseProviderConfig } from "../../provider/mod.ts";
+
+const duration = (fallback: string, min = 1) =>
+  z.string().default(fallback).transform((text, ctx) => {
+    const ms = parseDuration(text);
+    if (ms === undefined || ms < min) {
+      ctx.addIssue(`expected a duration of at least ${min}ms such as 2s, got ${JSON.stringify(text)}`);
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+const absolutePath = z.string().refine((p) => p.startsWith("/"), {
+  error: "must be an absolute path",
+});
+
+/** An sbatch long option name, without the dashes. */
+const optionName = z.string().regex(/^[a-z][a-z0-9-]*$/, {
+  error: "must be an sbatch long option name without dashes, such as constraint",
+});
+
+/** Options a pod may never set through an annotation: they decide what runs and as whom. */
+const FORBIDDEN = ["uid", "gid", "chdir", "output", "error", "input", "wrap", "export", "comment"];
+
+/** The slurm provider's config schema. */
+export const slurmConfigSchema = z.strictObject({
+  rest: z.strictObject({
+    socket: absolutePath.optional(),
+    url: z.url({ error: "must be a URL such as http://127.0.0.1:6820" }).optional(),
+    user: z.string().min(1).optional(),
+    tokenFile: absolutePath.optional(),
+    version: z.string().regex(/^v0\.0\.\d+$/).optional(),
+  }).refine((r) => (r.socket === undefined) !== (r.url === undefined), {
+    error: "needs exactly one of socket (rest_auth/local) or url (with user and tokenFile)",
+  }).optional(),
+  cli: z.strictObject({
+    bin: z.string().default(""),
+  }).optional(),
+  sharedDir: absolutePath,
+  fileOwner: z.strictObject({ uid: z.number().int().min(0), gid: z.number().int().min(0) })
+    .optional(),
+  partition: z.string().min(1).optional(),
+  account: z.string().min(1).optional(),
+  qos: z.string().min(1).optional(),
+  sbatchOptions: z.record(optionName, z.string()).default({}),
+  podAnnotations: z.array(optionName.refine((o) => !FORBIDDEN.includes(o), {
+    error: `may not be one of ${FORBIDDEN.join(", ")}: they decide what runs and as whom`,
+  })).default([]),
+  runtime: z.enum(["none", "apptainer"]).default("none"),
+  imageCommands: z.record(z.string().min(1), z.array(z.string()).min(1)).default({}),
+  runAsUsers: z.record(z.string().regex(/^\d+$/), z.string().min(1)).default({}),
+  statusInterval: duration("2s", 100),
+  restartBackOff: z.strictObject({
+    initial: duration("10s"),
+    max: duration("5m"),
+  }).prefault({}),
+  capacity: z.record(z.string(), z.string()).default({}),
+  labels: z.record(z.string(), z.string()).default({}),
+}).refine((c) => c.rest !== undefined || c.cli !== undefined, {
+  error: "needs rest (slurmrestd) or cli (sbatch and squeue on this host)",
+});
+
+/** The validated config; durations in milliseconds. */
+export type SlurmConfig = z.output<typeof slurmConfigSchema>;
+
+/** The annotation prefix that carries per-pod sbatch options (allowlisted in `podAnnotations`). */
+export const ANNOTATION_PREFIX = "slurm.vkubelet.io/";
+
+/** Validates a parsed config file; returns every problem, each with its field. */
+export function parseSlurmConfig(input: unknown): ParsedConfig<SlurmConfig> {
+  return parseProviderConfig(slurmConfigSchema, input, {
+    provider: "slurm",
+    required: "naming at least sharedDir and rest or cli",
+  });
+}

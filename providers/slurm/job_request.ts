@@ -1,0 +1,100 @@
+/**
+ * A pod's sbatch options: `--cpus-per-task` and `--mem` from its requests/limits (the pod's
+ * effective request: the larger of the sum of its regular containers and sidecars and of any
+ * init container, as the scheduler counts it), `--time` from `activeDeadlineSeconds`, the
+ * node config's partition, account, QoS and options, and the pod's `slurm.vkubelet.io/<option>`
+ * annotations for the options the config allows.
+ * @module
+ */
+import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
+import { InvalidInputError, isSidecar, quantityToNumber } from "../../provider/mod.ts";
+import type { JobRequest } from "./backend.ts";
+import { ANNOTATION_PREFIX, type SlurmConfig } from "./config.ts";
+import { batchScript, jobComment, podDirName } from "./script.ts";
+
+/** Everything but the script's run number is fixed per pod; `run` counts submissions. */
+export function jobRequestFor(
+  pod: Pod,
+  config: SlurmConfig,
+  node: string,
+  run: number,
+  elapsedMs = 0,
+): JobRequest {
+  const podDir = `${config.sharedDir}/${podDirName(pod)}`;
+  const { namespace = "", name = "" } = pod.metadata ?? {};
+  const cpu = effective(pod, "cpu");
+  const memory = effective(pod, "memory");
+  const deadline = pod.spec?.activeDeadlineSeconds;
+  return {
+    script: batchScript(pod, podDir, run),
+    name: `vk_${namespace}_${name}`,
+    comment: jobComment(node, pod, run),
+    workDir: podDir,
+    output: `${podDir}/job.out`,
+    cpusPerTask: cpu > 0 ? Math.max(1, Math.ceil(cpu - 1e-9)) : undefined,
+    memoryMiB: memory > 0 ? Math.ceil(memory / (1 << 20)) : undefined,
+    timeLimitMinutes: deadline === undefined
+      ? undefined
+      : Math.max(1, Math.ceil((deadline * 1000 - elapsedMs) / 60_000)),
+    options: jobOptions(pod, config),
+  };
+}
+
+/** The config's options, then the pod's allowlisted annotations, then a runAsUser mapping. */
+function jobOptions(pod: Pod, config: SlurmConfig): Record<string, string> {
+  const options: Record<string, string> = { ...config.sbatchOptions };
+  if (config.partition) options.partition = config.partition;
+  if (config.account) options.account = config.account;
+  if (config.qos) options.qos = config.qos;
+  for (const [key, value] of Object.entries(pod.metadata?.annotations ?? {})) {
+    if (!key.startsWith(ANNOTATION_PREFIX)) continue;
+    const option = key.slice(ANNOTATION_PREFIX.length);
+    if (!config.podAnnotations.includes(option)) {
+      throw new InvalidInputError(
+        `annotation ${key}: the slurm provider config does not let pods set --${option}; remove the annotation or add ${option} to podAnnotations in the provider config`,
+      );
+    }
+    options[option] = value;
+  }
+  const uid = runAsUser(pod);
+  if (uid !== undefined) {
+    const user = config.runAsUsers[String(uid)];
+    if (!user || config.rest) {
+      throw new InvalidInputError(
+        user
+          ? `runAsUser ${uid}: slurmrestd submits every job as the user it authenticates; map users only with the cli backend run as root, or drop runAsUser`
+          : `runAsUser ${uid} has no SLURM user in the provider config's runAsUsers; add "${uid}": <user> there, or drop runAsUser`,
+      );
+    }
+    options.uid = user;
+  }
+  return options;
+}
+
+/** The one runAsUser the pod asks for (pod or container level), or undefined. */
+function runAsUser(pod: Pod): number | undefined {
+  const asked = new Set<number>();
+  const podLevel = pod.spec?.securityContext?.runAsUser;
+  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+    const uid = c.securityContext?.runAsUser ?? podLevel;
+    if (uid !== undefined) asked.add(uid);
+  }
+  if (asked.size > 1) {
+    throw new InvalidInputError(
+      `the pod's containers run as different users (${[...asked].join(", ")}); a SLURM job runs as one user, so give every container the same runAsUser`,
+    );
+  }
+  return [...asked][0];
+}
+
+/** The pod's effective cpu (cores) or memory (bytes): limits where set, else requests. */
+function effective(pod: Pod, resource: "cpu" | "memory"): number {
+  const of = (c: Container) => {
+    const q = c.resources?.limits?.[resource] ?? c.resources?.requests?.[resource];
+    return q === undefined ? 0 : quantityToNumber(String(q)) ?? 0;
+  };
+  const init = pod.spec?.initContainers ?? [];
+  const running = [...init.filter(isSidecar), ...(pod.spec?.containers ?? [])]
+    .reduce((sum, c) => sum + of(c), 0);
+  return Math.max(running, ...init.filter((c) => !isSidecar(c)).map(of));
+}

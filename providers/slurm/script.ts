@@ -1,0 +1,140 @@
+/**
+ * Pod → SLURM job: the batch script (init containers in order, sidecars started first, then
+ * every container as its own job step with `srun --overlap`), one launcher script per container
+ * (its env, working directory and command), and the job's sbatch options (resources, time limit,
+ * partition, account, QoS, allowlisted annotations). Pure: nothing here touches the disk.
+ *
+ * The batch script records what the provider reads back from the pod directory: per container
+ * and run, `state/NAME.RUN.started` (epoch ms) and `state/NAME.RUN.exit` ("code epoch-ms"), and
+ * its output, each line prefixed by its epoch time in microseconds, in `logs/NAME.RUN.log`. It
+ * needs bash 5 on the compute nodes (`$EPOCHREALTIME`: no process per line).
+ * @module
+ */
+import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
+import { InvalidInputError, isSidecar } from "../../provider/mod.ts";
+import type { SlurmConfig } from "./config.ts";
+
+/** Quotes `text` for sh. */
+export function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+/** The pod's directory name under the shared directory. */
+export function podDirName(pod: Pod): string {
+  const { namespace = "", name = "", uid = "" } = pod.metadata ?? {};
+  return `${namespace}_${name}_${uid}`;
+}
+
+/** The job comment that names the pod: how a restarted vkubelet finds its jobs. */
+export function jobComment(node: string, pod: Pod, run: number): string {
+  const { namespace = "", name = "", uid = "" } = pod.metadata ?? {};
+  return `vkubelet node=${node} pod=${namespace}/${name} uid=${uid} run=${run}`;
+}
+
+/** The pod identity in a job comment written by {@link jobComment}, or undefined. */
+export function parseJobComment(
+  comment: string,
+): { node: string; namespace: string; name: string; uid: string; run: number } | undefined {
+  const m = /^vkubelet node=(\S+) pod=([^/\s]+)\/(\S+) uid=(\S+) run=(\d+)$/.exec(comment);
+  return m ? { node: m[1], namespace: m[2], name: m[3], uid: m[4], run: Number(m[5]) } : undefined;
+}
+
+/** The volume's env var for a runtime without mounts: `VKUBELET_VOLUME_<NAME>`. */
+export function volumeEnvName(volume: string): string {
+  return `VKUBELET_VOLUME_${volume.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`;
+}
+
+/** The launcher script of one container: env, working directory, then its command. */
+export function launcherScript(
+  pod: Pod,
+  container: Container,
+  podDir: string,
+  config: SlurmConfig,
+): string {
+  const argv = containerArgv(container, config);
+  const lines = ["#!/bin/sh", `export HOSTNAME=${shellQuote(pod.metadata?.name ?? "")}`];
+  lines.push(`export HOME=${shellQuote(podDir)}`);
+  const volumes = volumePaths(container, podDir);
+  for (const [name, path] of Object.entries(volumes.env)) {
+    lines.push(`export ${name}=${shellQuote(path)}`);
+  }
+  for (const e of container.env ?? []) {
+    if (e.value === undefined || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(e.name)) continue;
+    lines.push(`export ${e.name}=${shellQuote(e.value)}`);
+  }
+  if (config.runtime === "apptainer") {
+    const binds = volumes.binds.flatMap(([from, to]) => ["--bind", `${from}:${to}`]);
+    const pwd = container.workingDir ? ["--pwd", container.workingDir] : [];
+    const image = `docker://${container.image ?? ""}`;
+    const run = ["apptainer", "exec", "--cleanenv", ...binds, ...pwd, image, ...argv];
+    lines.push(`exec ${run.map(shellQuote).join(" ")}`);
+  } else {
+    lines.push(`cd ${shellQuote(container.workingDir ?? podDir)} || exit 1`);
+    lines.push(`exec ${argv.map(shellQuote).join(" ")}`);
+  }
+  return lines.join("\n") + "\n";
+}
+
+/** The container's argv: `command` + `args`, or the config's command for its image. */
+function containerArgv(container: Container, config: SlurmConfig): string[] {
+  const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value ?? ""]));
+  const expand = (t: string) =>
+    t.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (m, n) => m === "$$" ? "$" : env[n] ?? m);
+  const bare = (container.image ?? "").replace(/@.*$/, "").replace(/:[^:/]+$/, "");
+  const base = container.command ??
+    config.imageCommands[container.image ?? ""] ?? config.imageCommands[bare];
+  if (!base && config.runtime === "none") {
+    throw new InvalidInputError(
+      `container ${container.name}: image ${container.image} has no command in the provider config; set command in the pod spec, or map the image under imageCommands`,
+    );
+  }
+  return [...(base ?? []), ...(container.args ?? [])].map(expand);
+}
+
+/** Where each mounted volume is: env vars (runtime none) and binds (apptainer). */
+function volumePaths(container: Container, podDir: string) {
+  const env: Record<string, string> = {};
+  const binds: [string, string][] = [];
+  for (const m of container.volumeMounts ?? []) {
+    const source = `${podDir}/volumes/${m.name}${m.subPath ? `/${m.subPath}` : ""}`;
+    env[volumeEnvName(m.name)] = source;
+    binds.push([source, m.mountPath]);
+  }
+  return { env, binds };
+}
+
+/** The batch script for one run (submission) of the pod. */
+export function batchScript(pod: Pod, podDir: string, run: number): string {
+  const init = pod.spec?.initContainers ?? [];
+  const lines = [
+    "#!/bin/bash",
+    `D=${shellQuote(podDir)}; R=${run}`,
+    "ms() { local t=$EPOCHREALTIME; echo \"${t%.*}${t#*.}\" | cut -c1-13; }",
+    "stamp() { while IFS= read -r l || [ -n \"$l\" ]; do printf '%s %s\\n' \"$EPOCHREALTIME\" \"$l\"; done; }",
+    "step() {",
+    "  ms > \"$D/state/$1.$R.started\"",
+    "  srun --overlap --ntasks=1 --nodes=1 bash -c 'exec \"$0\" 2>&1' \"$D/c/$1.sh\" < /dev/null \\",
+    "    | stamp >> \"$D/logs/$1.$R.log\"",
+    "  local rc=${PIPESTATUS[0]}",
+    "  echo \"$rc $(ms)\" > \"$D/state/$1.$R.exit\"",
+    "  return $rc",
+    "}",
+    "sidecars=()",
+  ];
+  for (const c of init) {
+    if (isSidecar(c)) {
+      lines.push(`step ${shellQuote(c.name)} & sidecars+=($!)`);
+    } else {
+      lines.push(`step ${shellQuote(c.name)} || exit $?`);
+    }
+  }
+  lines.push("mains=()");
+  for (const c of pod.spec?.containers ?? []) lines.push(`step ${shellQuote(c.name)} & mains+=($!)`);
+  lines.push(
+    "rc=0",
+    "for p in \"${mains[@]}\"; do wait \"$p\" || { s=$?; [ $rc -eq 0 ] && rc=$s; }; done",
+    // Sidecars still running end with the job: slurmd stops every step of a finished job.
+    "exit $rc",
+  );
+  return lines.join("\n") + "\n";
+}
