@@ -8,8 +8,8 @@ import { InvalidInputError, TransientError } from "../../provider/mod.ts";
 import {
   type JobInfo,
   type JobRequest,
-  type PartitionInfo,
   parseJobs,
+  type PartitionInfo,
   type SlurmBackend,
 } from "./backend.ts";
 

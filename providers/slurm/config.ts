@@ -32,7 +32,9 @@ const duration = (fallback: string, min = 1) =>
   z.string().default(fallback).transform((text, ctx) => {
     const ms = parseDuration(text);
     if (ms === undefined || ms < min) {
-      ctx.addIssue(`expected a duration of at least ${min}ms such as 2s, got ${JSON.stringify(text)}`);
+      ctx.addIssue(
+        `expected a duration of at least ${min}ms such as 2s, got ${JSON.stringify(text)}`,
+      );
       return z.NEVER;
     }
     return ms;

@@ -50,9 +50,7 @@ export async function execInJob(target: ExecTarget): Promise<number> {
   const errTarget = io.stderr ?? (io.tty ? io.stdout : undefined);
   if (errTarget && (io.stderr || io.tty)) {
     pumps.push(
-      io.stderr
-        ? child.stderr.pipeTo(io.stderr, { preventClose: true })
-        : child.stderr.cancel(),
+      io.stderr ? child.stderr.pipeTo(io.stderr, { preventClose: true }) : child.stderr.cancel(),
     );
   }
   const status = await child.status;

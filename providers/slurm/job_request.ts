@@ -81,7 +81,9 @@ function runAsUser(pod: Pod): number | undefined {
   }
   if (asked.size > 1) {
     throw new InvalidInputError(
-      `the pod's containers run as different users (${[...asked].join(", ")}); a SLURM job runs as one user, so give every container the same runAsUser`,
+      `the pod's containers run as different users (${
+        [...asked].join(", ")
+      }); a SLURM job runs as one user, so give every container the same runAsUser`,
     );
   }
   return [...asked][0];

@@ -42,7 +42,10 @@ export function formatLogTime(micros: number): string {
 }
 
 /** The container's log as bytes; with `follow`, open until the signal aborts or the run ends. */
-export function readLogFile(file: LogFile, options: ContainerLogOptions): ReadableStream<Uint8Array> {
+export function readLogFile(
+  file: LogFile,
+  options: ContainerLogOptions,
+): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let left = options.limitBytes ?? Infinity;
   const sinceMicros = options.sinceTime

@@ -144,11 +144,14 @@ async function projectionFiles(
     const sa = pod.spec?.serviceAccountName ?? "default";
     const answer = await kube(deps).serviceAccounts.createToken(ns, sa, {
       spec: {
-        audiences: source.serviceAccountToken.audience
-          ? [source.serviceAccountToken.audience]
-          : [],
+        audiences: source.serviceAccountToken.audience ? [source.serviceAccountToken.audience] : [],
         expirationSeconds: source.serviceAccountToken.expirationSeconds ?? 3600,
-        boundObjectRef: { kind: "Pod", apiVersion: "v1", name: pod.metadata?.name, uid: pod.metadata?.uid },
+        boundObjectRef: {
+          kind: "Pod",
+          apiVersion: "v1",
+          name: pod.metadata?.name,
+          uid: pod.metadata?.uid,
+        },
       },
     }, { signal });
     return [[source.serviceAccountToken.path, answer.status?.token ?? ""]];

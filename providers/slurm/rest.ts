@@ -8,9 +8,9 @@ import { InvalidInputError, TransientError } from "../../provider/mod.ts";
 import {
   type JobInfo,
   type JobRequest,
-  type PartitionInfo,
   parseJobs,
   parsePartitions,
+  type PartitionInfo,
   type SlurmBackend,
 } from "./backend.ts";
 import type { SlurmConfig } from "./config.ts";

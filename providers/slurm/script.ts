@@ -109,14 +109,14 @@ export function batchScript(pod: Pod, podDir: string, run: number): string {
   const lines = [
     "#!/bin/bash",
     `D=${shellQuote(podDir)}; R=${run}`,
-    "ms() { local t=$EPOCHREALTIME; echo \"${t%.*}${t#*.}\" | cut -c1-13; }",
-    "stamp() { while IFS= read -r l || [ -n \"$l\" ]; do printf '%s %s\\n' \"$EPOCHREALTIME\" \"$l\"; done; }",
+    'ms() { local t=$EPOCHREALTIME; echo "${t%.*}${t#*.}" | cut -c1-13; }',
+    'stamp() { while IFS= read -r l || [ -n "$l" ]; do printf \'%s %s\\n\' "$EPOCHREALTIME" "$l"; done; }',
     "step() {",
-    "  ms > \"$D/state/$1.$R.started\"",
-    "  srun --overlap --ntasks=1 --nodes=1 bash -c 'exec \"$0\" 2>&1' \"$D/c/$1.sh\" < /dev/null \\",
-    "    | stamp >> \"$D/logs/$1.$R.log\"",
+    '  ms > "$D/state/$1.$R.started"',
+    '  srun --overlap --ntasks=1 --nodes=1 bash -c \'exec "$0" 2>&1\' "$D/c/$1.sh" < /dev/null \\',
+    '    | stamp >> "$D/logs/$1.$R.log"',
     "  local rc=${PIPESTATUS[0]}",
-    "  echo \"$rc $(ms)\" > \"$D/state/$1.$R.exit\"",
+    '  echo "$rc $(ms)" > "$D/state/$1.$R.exit"',
     "  return $rc",
     "}",
     "sidecars=()",
@@ -129,10 +129,12 @@ export function batchScript(pod: Pod, podDir: string, run: number): string {
     }
   }
   lines.push("mains=()");
-  for (const c of pod.spec?.containers ?? []) lines.push(`step ${shellQuote(c.name)} & mains+=($!)`);
+  for (const c of pod.spec?.containers ?? []) {
+    lines.push(`step ${shellQuote(c.name)} & mains+=($!)`);
+  }
   lines.push(
     "rc=0",
-    "for p in \"${mains[@]}\"; do wait \"$p\" || { s=$?; [ $rc -eq 0 ] && rc=$s; }; done",
+    'for p in "${mains[@]}"; do wait "$p" || { s=$?; [ $rc -eq 0 ] && rc=$s; }; done',
     // Sidecars still running end with the job: slurmd stops every step of a finished job.
     "exit $rc",
   );

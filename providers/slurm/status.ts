@@ -56,8 +56,18 @@ const END_STATES: Record<string, { exitCode: number; reason: string }> = {
 
 /** True when the job has ended (or is gone, having been listed before). */
 export function jobEnded(job: JobInfo | undefined): boolean {
-  return job !== undefined && !["PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED",
-    "REQUEUED", "RESIZING", "SIGNALING", "STAGE_OUT"].includes(job.state);
+  return job !== undefined &&
+    ![
+      "PENDING",
+      "RUNNING",
+      "CONFIGURING",
+      "COMPLETING",
+      "SUSPENDED",
+      "REQUEUED",
+      "RESIZING",
+      "SIGNALING",
+      "STAGE_OUT",
+    ].includes(job.state);
 }
 
 /** A container's state in the current run. */
@@ -128,7 +138,9 @@ export function podStatusOf(record: PodRecord, hostIp: string, nowMs: number): P
   const pod = record.pod;
   const init: Record<string, ContainerReport> = {};
   const containers: Record<string, ContainerReport> = {};
-  for (const c of pod.spec?.initContainers ?? []) init[c.name] = containerReport(record, c.name, nowMs);
+  for (const c of pod.spec?.initContainers ?? []) {
+    init[c.name] = containerReport(record, c.name, nowMs);
+  }
   for (const c of pod.spec?.containers ?? []) {
     containers[c.name] = containerReport(record, c.name, nowMs);
   }

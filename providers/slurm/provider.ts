@@ -1,0 +1,326 @@
+/**
+ * The slurm provider: every pod bound to the node runs as one SLURM batch job (see
+ * `./script.ts`), submitted through slurmrestd or sbatch; one loop lists the jobs for all pods
+ * (`./supervisor.ts`) and pushes status. On start it adopts this node's jobs by their comment
+ * and lists them as pods, so the core deletes (and this cancels) only those the API no longer
+ * has, once its caches have synced; a pod created again adopts its job rather than submit a
+ * second one.
+ * @module
+ */
+import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import {
+  applyProviderNode,
+  type CallOptions,
+  type ContainerLogOptions,
+  type ContainerRef,
+  type ExecOptions,
+  NotFoundError,
+  NotSupportedError,
+  type Provider,
+  type ProviderDeps,
+} from "../../provider/mod.ts";
+import type { PartitionInfo, SlurmBackend } from "./backend.ts";
+import type { SlurmConfig } from "./config.ts";
+import { execInJob } from "./exec.ts";
+import { jobRequestFor } from "./job_request.ts";
+import { readLogFile } from "./logs.ts";
+import { podDirOf, removePodDir, writePodDir } from "./pod_dir.ts";
+import { parseJobComment } from "./script.ts";
+import { jobEnded, type PodRecord, podStatusOf } from "./status.ts";
+import { supervise } from "./supervisor.ts";
+
+/** Runs the node's pods as SLURM jobs; see the module doc. */
+export class SlurmProvider implements Provider {
+  readonly #config: SlurmConfig;
+  readonly #deps: ProviderDeps;
+  readonly #backend: SlurmBackend;
+  readonly #records = new Map<string, PodRecord>();
+  readonly #callbacks = new Set<(pod: Pod) => void>();
+  readonly #lastSent = new Map<string, string>();
+  readonly #stop = new AbortController();
+  readonly #signal: AbortSignal;
+  readonly #adopted: Promise<void>;
+  readonly #running: Promise<void>;
+  #reachable = true;
+  #partitions: PartitionInfo[] = [];
+
+  constructor(config: SlurmConfig, deps: ProviderDeps, backend: SlurmBackend) {
+    this.#config = config;
+    this.#deps = deps;
+    this.#backend = backend;
+    this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
+    this.#adopted = this.#adopt(this.#signal);
+    this.#running = this.#adopted.then(() =>
+      supervise({
+        backend,
+        config,
+        records: this.#records,
+        clock: deps.clock,
+        log: deps.log,
+        submit: (record, signal) => this.#submit(record, signal),
+        changed: (record) => this.#notify(record),
+        reachable: (ok) => void (this.#reachable = ok),
+      }, this.#signal)
+    );
+  }
+
+  async createPod(pod: Pod, options: CallOptions): Promise<void> {
+    await this.#adopted;
+    const k = podKey(pod);
+    let record = this.#records.get(k);
+    if (record && record.pod.metadata?.uid !== pod.metadata?.uid) {
+      await this.#finish(record, options.signal);
+      record = undefined;
+    }
+    if (record) {
+      // The same pod again, or one adopted from its job: keep its job.
+      record.pod = { ...structuredClone(pod), status: record.pod.status };
+      this.#notify(record);
+      return;
+    }
+    jobRequestFor(pod, this.#config, this.#deps.nodeName, 0); // refuses before any write
+    record = {
+      pod: structuredClone(pod),
+      run: 0,
+      files: new Map(),
+      lastTerminated: new Map(),
+      deleting: false,
+      startTimeMs: this.#deps.clock.now(),
+    };
+    await writePodDir(pod, { config: this.#config, kube: this.#deps.kube }, options);
+    this.#records.set(k, record);
+    try {
+      await this.#submit(record, options.signal);
+    } catch (err) {
+      this.#records.delete(k);
+      await removePodDir(this.#config, pod).catch(() => {});
+      throw err;
+    }
+  }
+
+  updatePod(pod: Pod, _options: CallOptions): Promise<void> {
+    // A submitted job's script cannot change; labels and annotations are taken over.
+    const record = this.#records.get(podKey(pod));
+    if (record && record.pod.metadata?.uid === pod.metadata?.uid) {
+      record.pod = { ...structuredClone(pod), status: record.pod.status };
+      this.#notify(record);
+    }
+    return Promise.resolve();
+  }
+
+  async deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    const record = this.#records.get(podKey(pod));
+    if (!record || (pod.metadata?.uid && record.pod.metadata?.uid !== pod.metadata.uid)) return;
+    await this.#finish(record, options.signal);
+  }
+
+  getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {
+    const record = this.#records.get(`${namespace}/${name}`);
+    return Promise.resolve(record && this.#withStatus(record));
+  }
+
+  async listPods(_options: CallOptions): Promise<Pod[]> {
+    await this.#adopted;
+    return [...this.#records.values()].map((r) => this.#withStatus(r));
+  }
+
+  notifyPods(callback: (pod: Pod) => void): () => void {
+    this.#callbacks.add(callback);
+    return () => void this.#callbacks.delete(callback);
+  }
+
+  async configureNode(node: Node): Promise<void> {
+    try {
+      this.#partitions = await this.#backend.partitions({ signal: AbortSignal.timeout(10_000) });
+    } catch (err) {
+      this.#deps.log.warn("reading SLURM partitions failed: {err}", { err: String(err) });
+    }
+    const chosen = this.#partitions.filter((p) =>
+      this.#config.partition ? p.name === this.#config.partition : true
+    );
+    const cpus = chosen.reduce((s, p) => s + p.cpus, 0);
+    const memory = chosen.reduce((s, p) => s + p.memoryMiB, 0);
+    applyProviderNode(node, {
+      capacity: {
+        ...(cpus ? { cpu: String(cpus) } : {}),
+        ...(memory ? { memory: `${memory}Mi` } : {}),
+        pods: "110",
+        ...this.#config.capacity,
+      },
+      labels: {
+        "kubernetes.io/os": "linux",
+        "vkubelet.io/provider": "slurm",
+        ...this.#config.labels,
+      },
+    }, this.#deps);
+  }
+
+  async ping(options: CallOptions): Promise<void> {
+    await this.#backend.ping(options);
+  }
+
+  getContainerLogs(
+    ref: ContainerRef,
+    options: ContainerLogOptions,
+  ): Promise<ReadableStream<Uint8Array>> {
+    return settle(() => {
+      const record = this.#known(ref);
+      const run = options.previous ? record.run - 1 : record.run;
+      if (run < 0) {
+        throw new NotFoundError(
+          `container ${ref.container} has not been restarted; there is no previous log`,
+        );
+      }
+      const signal = AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]);
+      return readLogFile({
+        path: `${podDirOf(this.#config, record.pod)}/logs/${ref.container}.${run}.log`,
+        clock: this.#deps.clock,
+        done: () =>
+          options.previous || record.deleting || record.finished === true ||
+          record.files.get(ref.container)?.exit !== undefined || jobEnded(record.job),
+      }, { ...options, signal });
+    });
+  }
+
+  async runInContainer(ref: ContainerRef, options: ExecOptions): Promise<number> {
+    const record = this.#known(ref);
+    if (!this.#config.cli) {
+      throw new NotSupportedError(
+        "exec needs srun on vkubelet's host: add cli to the slurm provider config (it may sit beside rest)",
+      );
+    }
+    if (record.jobId === undefined || record.job?.state !== "RUNNING") {
+      throw new NotFoundError(
+        `container ${ref.container} is not running; exec needs a running job`,
+      );
+    }
+    const bin = this.#config.cli.bin;
+    return await execInJob({
+      srun: bin ? `${bin.replace(/\/$/, "")}/srun` : "srun",
+      jobId: record.jobId,
+      launcher: `${podDirOf(this.#config, record.pod)}/c/${ref.container}.sh`,
+      command: options.command,
+      io: options.io,
+      signal: options.signal,
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#stop.abort();
+    await this.#running.catch(() => {});
+    this.#backend.close();
+  }
+
+  /** Lists this node's jobs and makes a record of each pod's latest run. */
+  async #adopt(signal: AbortSignal): Promise<void> {
+    for (let attempt = 0;; attempt++) {
+      try {
+        const jobs = await this.#backend.jobs({ signal });
+        for (const job of jobs.sort((a, b) => a.id - b.id)) {
+          const id = parseJobComment(job.comment);
+          if (!id || id.node !== this.#deps.nodeName) continue;
+          const pod: Pod = {
+            metadata: { namespace: id.namespace, name: id.name, uid: id.uid },
+            spec: { containers: [] },
+          };
+          this.#records.set(podKey(pod), {
+            pod,
+            run: id.run,
+            jobId: job.id,
+            job,
+            files: new Map(),
+            lastTerminated: new Map(),
+            deleting: false,
+            startTimeMs: job.startMs || this.#deps.clock.now(),
+          });
+        }
+        return;
+      } catch (err) {
+        if (signal.aborted) return;
+        this.#deps.log.warn("listing SLURM jobs to adopt failed: {err}", { err: String(err) });
+        await this.#deps.clock.sleep(Math.min(30_000, 1000 * 2 ** attempt), signal).catch(() => {});
+      }
+    }
+  }
+
+  async #submit(record: PodRecord, signal?: AbortSignal): Promise<void> {
+    const elapsed = this.#deps.clock.now() - record.startTimeMs;
+    const request = jobRequestFor(
+      record.pod,
+      this.#config,
+      this.#deps.nodeName,
+      record.run,
+      elapsed,
+    );
+    record.jobId = await this.#backend.submit(request, { signal });
+    this.#deps.log.info("submitted SLURM job {job} for {pod}", {
+      job: record.jobId,
+      pod: podKey(record.pod),
+    });
+    this.#notify(record);
+  }
+
+  /** Cancels the pod's job, reports it terminated, forgets it and removes its directory. */
+  async #finish(record: PodRecord, signal?: AbortSignal): Promise<void> {
+    record.deleting = true;
+    if (record.jobId !== undefined && !jobEnded(record.job)) {
+      await this.#backend.cancel(record.jobId, { signal });
+    }
+    this.#notify(record);
+    this.#records.delete(podKey(record.pod));
+    this.#lastSent.delete(podKey(record.pod));
+    await removePodDir(this.#config, record.pod).catch((err) => {
+      this.#deps.log.warn("removing {pod}'s directory failed: {err}", {
+        pod: podKey(record.pod),
+        err: String(err),
+      });
+    });
+  }
+
+  #known(ref: ContainerRef): PodRecord {
+    const record = this.#records.get(`${ref.namespace}/${ref.pod}`);
+    if (!record) throw new NotFoundError(`pod ${ref.namespace}/${ref.pod} is not on this node`);
+    const names = [
+      ...(record.pod.spec?.initContainers ?? []),
+      ...(record.pod.spec?.containers ?? []),
+    ];
+    if (!names.some((c) => c.name === ref.container)) {
+      throw new NotFoundError(`pod ${ref.namespace}/${ref.pod} has no container ${ref.container}`);
+    }
+    return record;
+  }
+
+  #withStatus(record: PodRecord): Pod {
+    const status = podStatusOf(record, this.#deps.internalIp, this.#deps.clock.now());
+    (record.pod as { status?: PodStatus }).status = status;
+    return structuredClone({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
+  }
+
+  #notify(record: PodRecord): void {
+    const pod = this.#withStatus(record);
+    const k = podKey(pod);
+    const text = JSON.stringify([pod.metadata?.uid, pod.status]);
+    if (this.#lastSent.get(k) === text) return;
+    this.#lastSent.set(k, text);
+    for (const callback of this.#callbacks) {
+      try {
+        callback(structuredClone(pod));
+      } catch (err) {
+        this.#deps.log.error("pod status callback threw: {err}", { err: String(err) });
+      }
+    }
+  }
+}
+
+function podKey(pod: Pod): string {
+  return `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+}
+
+/** `work()` as a promise: its value, or its exception as a rejection. */
+function settle<T>(work: () => T): Promise<T> {
+  try {
+    return Promise.resolve(work());
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}

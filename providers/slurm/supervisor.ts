@@ -1,0 +1,151 @@
+/**
+ * The status loop: one job listing per interval for all of the node's pods (`squeue --json` or
+ * `GET /jobs`), the state files of pods whose job runs or just ended, then the restart policy —
+ * a job that ended (its containers exited, or it was cancelled, timed out or lost its node) is
+ * submitted again after the kubelet's back-off when the policy says so.
+ * @module
+ */
+import type { Clock, Logger } from "../../provider/mod.ts";
+import type { JobInfo, SlurmBackend } from "./backend.ts";
+import type { SlurmConfig } from "./config.ts";
+import { podDirOf } from "./pod_dir.ts";
+import { containerReport, jobEnded, type PodRecord, type RunFiles } from "./status.ts";
+
+/** What the loop needs. */
+export interface SupervisorDeps {
+  backend: SlurmBackend;
+  config: SlurmConfig;
+  records: Map<string, PodRecord>;
+  clock: Clock;
+  log: Logger;
+  /** Submits the record's next run. */
+  submit: (record: PodRecord, signal: AbortSignal) => Promise<void>;
+  /** The record's status may have changed. */
+  changed: (record: PodRecord) => void;
+  /** slurmctld answered (or not) this round. */
+  reachable: (ok: boolean) => void;
+}
+
+/** One round: list jobs, read files, apply restart policy. Exported for tests. */
+export async function superviseOnce(deps: SupervisorDeps, signal: AbortSignal): Promise<void> {
+  let jobs: Map<number, JobInfo>;
+  try {
+    jobs = new Map((await deps.backend.jobs({ signal })).map((j) => [j.id, j]));
+    deps.reachable(true);
+  } catch (err) {
+    if (signal.aborted) throw err;
+    deps.reachable(false);
+    deps.log.warn("listing SLURM jobs failed: {err}", { err: String(err) });
+    return;
+  }
+  const now = deps.clock.now();
+  for (const record of [...deps.records.values()]) {
+    if (record.deleting || record.finished) continue;
+    if (record.jobId !== undefined) {
+      const listed = jobs.get(record.jobId);
+      // A job slurmctld no longer lists (purged after MinJobAge, or lost) has ended.
+      record.job = listed ?? (record.job && !jobEnded(record.job) ? gone(record) : record.job);
+      if (record.job && record.job.state !== "PENDING") await readFiles(deps.config, record);
+      if (jobEnded(record.job) && record.restartAtMs === undefined) decide(deps, record, now);
+    }
+    if (record.restartAtMs !== undefined && now >= record.restartAtMs) {
+      nextRun(record, now);
+      await deps.submit(record, signal).catch((err) => {
+        deps.log.warn("resubmitting {pod} failed: {err}", { pod: key(record), err: String(err) });
+        record.restartAtMs = now + deps.config.restartBackOff.initial;
+      });
+    }
+    deps.changed(record);
+  }
+}
+
+/** Runs rounds every `statusInterval` until the signal aborts. */
+export async function supervise(deps: SupervisorDeps, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted) {
+    try {
+      await superviseOnce(deps, signal);
+      await deps.clock.sleep(deps.config.statusInterval, signal);
+    } catch (err) {
+      if (signal.aborted) return;
+      deps.log.error("SLURM status round failed: {err}", { err: String(err) });
+    }
+  }
+}
+
+function gone(record: PodRecord): JobInfo {
+  return {
+    ...(record.job ?? { id: record.jobId!, comment: "", exitStatus: 0, startMs: 0, endMs: 0 }),
+    state: "CANCELLED",
+    reason: "no longer listed by slurmctld",
+  };
+}
+
+/** Reads the `started`/`exit` files of the record's current run. */
+export async function readFiles(config: SlurmConfig, record: PodRecord): Promise<void> {
+  const dir = `${podDirOf(config, record.pod)}/state`;
+  const names = [...(record.pod.spec?.initContainers ?? []), ...(record.pod.spec?.containers ?? [])]
+    .map((c) => c.name);
+  for (const name of names) {
+    const files: RunFiles = record.files.get(name) ?? {};
+    if (files.exit) continue;
+    const started = await readText(`${dir}/${name}.${record.run}.started`);
+    if (started) files.startedMs = Number(started.trim());
+    const exit = await readText(`${dir}/${name}.${record.run}.exit`);
+    if (exit) {
+      const [code, at] = exit.trim().split(" ").map(Number);
+      files.exit = { code, atMs: at };
+    }
+    record.files.set(name, files);
+  }
+}
+
+/** The job ended: finish the pod or plan its next run, by restart policy and back-off. */
+function decide(deps: SupervisorDeps, record: PodRecord, now: number): void {
+  const policy = record.pod.spec?.restartPolicy ?? "Always";
+  const job = record.job!;
+  const regular = (record.pod.spec?.containers ?? []).map((c) => record.files.get(c.name));
+  const allSucceeded = job.state === "COMPLETED" && regular.every((f) => f?.exit?.code === 0);
+  // activeDeadlineSeconds passed: the kubelet fails the pod and never restarts it
+  // (kubernetes/kubernetes pkg/kubelet/active_deadline.go).
+  const deadline = job.state === "TIMEOUT" && record.pod.spec?.activeDeadlineSeconds !== undefined;
+  if (policy === "Never" || deadline || (policy === "OnFailure" && allSucceeded)) {
+    record.finished = true;
+    return;
+  }
+  // The kubelet's crash-loop back-off: 10 s doubling to 5 min
+  // (kubernetes/kubernetes pkg/kubelet/kubelet.go, MaxContainerBackOff).
+  const { initial, max } = deps.config.restartBackOff;
+  record.restartAtMs = now + Math.min(max, initial * 2 ** Math.min(record.run, 20));
+  deps.log.info("SLURM job {job} of {pod} ended {state}; resubmitting after back-off", {
+    job: job.id,
+    pod: key(record),
+    state: job.state,
+  });
+}
+
+/** Moves the current run's terminated states to `lastTerminated` and counts a restart. */
+function nextRun(record: PodRecord, now: number): void {
+  const names = [...(record.pod.spec?.initContainers ?? []), ...(record.pod.spec?.containers ?? [])]
+    .map((c) => c.name);
+  for (const name of names) {
+    const report = containerReport(record, name, now);
+    if ("terminated" in report.state) record.lastTerminated.set(name, report.state.terminated);
+  }
+  record.run++;
+  record.files.clear();
+  record.jobId = undefined;
+  record.job = undefined;
+  record.restartAtMs = undefined;
+}
+
+async function readText(path: string): Promise<string | undefined> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch {
+    return undefined;
+  }
+}
+
+function key(record: PodRecord): string {
+  return `${record.pod.metadata?.namespace}/${record.pod.metadata?.name}`;
+}

@@ -1,0 +1,181 @@
+/**
+ * A real single-node SLURM for the slurm provider's tests: Debian 12's packages (installed on
+ * first use, pinned, as `.ci/run` does), then `munged`, `slurmctld`, `slurmd` (proctrack/linuxproc,
+ * task/none, no cgroups, no accounting) and `slurmrestd` (as `nobody`, rest_auth/local on a unix
+ * socket) started from a generated `slurm.conf` in a temporary directory, on free loopback
+ * ports, and stopped afterwards. Needs root (slurmd runs jobs as their users).
+ * @module
+ */
+import { freePort } from "../../../tools/cluster/ports.ts";
+
+/** The Debian 12 package versions the tests are written against. */
+export const SLURM_PACKAGES = [
+  "slurmctld=22.05.8-4+deb12u3",
+  "slurmd=22.05.8-4+deb12u3",
+  "slurm-client=22.05.8-4+deb12u3",
+  "slurmrestd=22.05.8-4+deb12u3",
+  "munge=0.5.15-2+deb12u1",
+];
+
+/** The uid and gid slurmrestd (and so every job it submits) runs as. */
+export const NOBODY = { uid: 65534, gid: 65534 };
+
+/** A running SLURM. */
+export interface Slurm {
+  /** The temporary directory everything lives in. */
+  dir: string;
+  /** slurm.conf, for `SLURM_CONF`. */
+  conf: string;
+  /** slurmrestd's unix socket. */
+  socket: string;
+  /** A directory jobs (as nobody) and vkubelet share. */
+  sharedDir: string;
+  /** The environment SLURM's commands need. */
+  env: Record<string, string>;
+  /** Runs a SLURM command (squeue, scancel, ...); its stdout. */
+  run(command: string, args: string[]): Promise<string>;
+  stop(): Promise<void>;
+}
+
+async function output(cmd: string, args: string[], env?: Record<string, string>) {
+  const out = await new Deno.Command(cmd, { args, env, stdout: "piped", stderr: "piped" })
+    .output();
+  if (!out.success) {
+    throw new Error(
+      `${cmd} ${args.join(" ")} failed: ${new TextDecoder().decode(out.stderr).trim()}`,
+    );
+  }
+  return new TextDecoder().decode(out.stdout);
+}
+
+/** Installs the SLURM packages unless they are there (idempotent). */
+export async function installSlurm(): Promise<void> {
+  const have = await Promise.all(
+    ["/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/sbin/slurmrestd", "/usr/bin/sbatch", "/usr/sbin/munged"]
+      .map((p) => Deno.stat(p).then(() => true, () => false)),
+  );
+  if (have.every(Boolean)) return;
+  const env = { DEBIAN_FRONTEND: "noninteractive", PATH: Deno.env.get("PATH") ?? "" };
+  await output("apt-get", ["update", "-qq"], env);
+  await output("apt-get", ["install", "-y", "-qq", "--no-install-recommends", ...SLURM_PACKAGES], env);
+}
+
+function slurmConf(dir: string, host: string, ports: { ctld: number; slurmd: number }): string {
+  return `ClusterName=vktest
+SlurmctldHost=${host}(127.0.0.1)
+SlurmctldPort=${ports.ctld}
+SlurmdPort=${ports.slurmd}
+AuthType=auth/munge
+AuthInfo=socket=${dir}/run/munge.sock
+CredType=cred/munge
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=${dir}/state
+SlurmdSpoolDir=${dir}/spool
+SlurmctldPidFile=${dir}/run/slurmctld.pid
+SlurmdPidFile=${dir}/run/slurmd.pid
+SlurmctldLogFile=${dir}/log/slurmctld.log
+SlurmdLogFile=${dir}/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/linux
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+SlurmdParameters=config_overrides
+MpiDefault=none
+ReturnToService=2
+MinJobAge=300
+KillWait=2
+MaxJobCount=20000
+NodeName=${host} NodeAddr=127.0.0.1 CPUs=64 RealMemory=64000 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+`;
+}
+
+/** Installs (if needed) and starts a one-node SLURM with slurmrestd; see the module doc. */
+export async function startSlurm(): Promise<Slurm> {
+  await installSlurm();
+  const dir = await Deno.makeTempDir({ prefix: "vk-slurm-" });
+  await Deno.chmod(dir, 0o711);
+  for (const sub of ["munge", "run", "state", "spool", "log", "rest", "shared"]) {
+    await Deno.mkdir(`${dir}/${sub}`);
+  }
+  await Deno.chmod(`${dir}/munge`, 0o700);
+  await Deno.chmod(`${dir}/run`, 0o755);
+  await Deno.chmod(`${dir}/shared`, 0o711);
+  await Deno.chown(`${dir}/rest`, NOBODY.uid, NOBODY.gid);
+  await Deno.writeFile(`${dir}/munge/munge.key`, crypto.getRandomValues(new Uint8Array(1024)), {
+    mode: 0o600,
+  });
+  const host = Deno.hostname();
+  const conf = `${dir}/slurm.conf`;
+  await Deno.writeTextFile(conf, slurmConf(dir, host, { ctld: freePort(), slurmd: freePort() }));
+  const env = { SLURM_CONF: conf };
+  const children: Deno.ChildProcess[] = [];
+  const spawn = (cmd: string, args: string[]) => {
+    const child = new Deno.Command(cmd, {
+      args,
+      env: { ...env, SLURMRESTD_SECURITY: "disable_user_check" },
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    children.push(child);
+  };
+  const stop = async () => {
+    for (const child of children.reverse()) {
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // Already gone.
+      }
+      await child.status;
+    }
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  };
+  const run = (command: string, args: string[]) => output(command, args, env);
+  try {
+    spawn("munged", [
+      "-F",
+      "-f",
+      `--socket=${dir}/run/munge.sock`,
+      `--key-file=${dir}/munge/munge.key`,
+      `--log-file=${dir}/log/munged.log`,
+      `--pid-file=${dir}/munge/munged.pid`,
+      `--seed-file=${dir}/munge/munged.seed`,
+    ]);
+    await until("munged", () => Deno.stat(`${dir}/run/munge.sock`).then(() => true));
+    spawn("slurmctld", ["-D", "-i"]);
+    spawn("slurmd", ["-D"]);
+    await until("slurmctld and slurmd", async () =>
+      /idle/.test(await run("sinfo", ["--noheader", "--format=%T"])));
+    spawn("setpriv", [
+      `--reuid=${NOBODY.uid}`,
+      `--regid=${NOBODY.gid}`,
+      "--clear-groups",
+      "slurmrestd",
+      "-s",
+      "openapi/v0.0.38",
+      "-a",
+      "rest_auth/local",
+      `unix:${dir}/rest/rest.sock`,
+    ]);
+    await until("slurmrestd", () => Deno.stat(`${dir}/rest/rest.sock`).then(() => true));
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { dir, conf, socket: `${dir}/rest/rest.sock`, sharedDir: `${dir}/shared`, env, run, stop };
+}
+
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`${what} did not come up within 60 s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
