@@ -16,6 +16,8 @@ export interface ExecTarget {
   command: string[];
   io: AttachIO;
   signal?: AbortSignal;
+  /** Run srun as this user (`setpriv`), when vkubelet is root and jobs run as another user. */
+  runAs?: { uid: number; gid: number };
 }
 
 /** Runs the command in the job; resolves with its exit code. */
@@ -34,8 +36,11 @@ export async function execInJob(target: ExecTarget): Promise<number> {
     target.launcher,
     ...target.command,
   ];
-  const child = new Deno.Command(target.srun, {
-    args,
+  const asUser = target.runAs
+    ? [`--reuid=${target.runAs.uid}`, `--regid=${target.runAs.gid}`, "--clear-groups"]
+    : [];
+  const child = new Deno.Command(target.runAs ? "setpriv" : target.srun, {
+    args: target.runAs ? [...asUser, target.srun, ...args] : args,
     stdin: io.stdin ? "piped" : "null",
     stdout: io.stdout ? "piped" : "null",
     stderr: io.stderr ? "piped" : io.tty && io.stdout ? "piped" : "null",

@@ -50,6 +50,8 @@ export async function writePodDir(
   };
   await Deno.mkdir(deps.config.sharedDir, { recursive: true, mode: 0o711 });
   for (const sub of ["", "/c", "/logs", "/state", "/volumes"]) await mkdir(dir + sub);
+  // The spec as created, for a restarted vkubelet that adopts the job before the API resyncs.
+  await write(`${dir}/pod.json`, JSON.stringify({ metadata: pod.metadata, spec: pod.spec }));
   const containers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
   for (const c of containers) {
     await write(`${dir}/c/${c.name}.sh`, launcherScript(pod, c, dir, deps.config), 0o700);
@@ -60,12 +62,22 @@ export async function writePodDir(
     const root = `${dir}/volumes/${volume.name}`;
     await mkdir(root);
     for (const [path, data] of files) {
+      checkRelative(volume.name, path);
       const parts = path.split("/");
       for (let i = 1; i < parts.length; i++) await mkdir(`${root}/${parts.slice(0, i).join("/")}`);
       await write(`${root}/${path}`, data);
     }
   }
   return dir;
+}
+
+/** The pod spec saved by {@link writePodDir}, or undefined. */
+export async function readSavedPod(dir: string): Promise<Pod | undefined> {
+  try {
+    return JSON.parse(await Deno.readTextFile(`${dir}/pod.json`));
+  } catch {
+    return undefined;
+  }
 }
 
 /** The batch script for run `run`, as written to the pod directory for the record. */
@@ -187,4 +199,15 @@ async function getOrUndefined<T>(get: () => Promise<T>): Promise<T | undefined> 
 
 function decode64(text: string): Uint8Array {
   return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+}
+
+/** Refuses an item path that would leave the volume's directory. */
+function checkRelative(volume: string, path: string): void {
+  if (path.startsWith("/") || path.split("/").some((part) => part === ".." || part === "")) {
+    throw new InvalidInputError(
+      `volume ${volume}: item path ${
+        JSON.stringify(path)
+      } must be relative and stay inside the volume (no "..", no leading or double "/")`,
+    );
+  }
 }

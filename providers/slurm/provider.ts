@@ -24,7 +24,7 @@ import type { SlurmConfig } from "./config.ts";
 import { execInJob } from "./exec.ts";
 import { jobRequestFor } from "./job_request.ts";
 import { readLogFile } from "./logs.ts";
-import { podDirOf, removePodDir, writePodDir } from "./pod_dir.ts";
+import { podDirOf, readSavedPod, removePodDir, writePodDir } from "./pod_dir.ts";
 import { parseJobComment } from "./script.ts";
 import { jobEnded, type PodRecord, podStatusOf } from "./status.ts";
 import { supervise } from "./supervisor.ts";
@@ -202,6 +202,8 @@ export class SlurmProvider implements Provider {
       command: options.command,
       io: options.io,
       signal: options.signal,
+      // SLURM lets only the job's user add a step to it: as root, become the job's user.
+      runAs: Deno.uid() === 0 && this.#config.fileOwner?.uid ? this.#config.fileOwner : undefined,
     });
   }
 
@@ -219,10 +221,11 @@ export class SlurmProvider implements Provider {
         for (const job of jobs.sort((a, b) => a.id - b.id)) {
           const id = parseJobComment(job.comment);
           if (!id || id.node !== this.#deps.nodeName) continue;
-          const pod: Pod = {
-            metadata: { namespace: id.namespace, name: id.name, uid: id.uid },
-            spec: { containers: [] },
-          };
+          const identity = { metadata: { namespace: id.namespace, name: id.name, uid: id.uid } };
+          const saved = await readSavedPod(podDirOf(this.#config, identity));
+          const pod: Pod = saved?.metadata?.uid === id.uid
+            ? saved
+            : { ...identity, spec: { containers: [] } };
           this.#records.set(podKey(pod), {
             pod,
             run: id.run,
