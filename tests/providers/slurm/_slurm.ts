@@ -51,13 +51,23 @@ async function output(cmd: string, args: string[], env?: Record<string, string>)
 /** Installs the SLURM packages unless they are there (idempotent). */
 export async function installSlurm(): Promise<void> {
   const have = await Promise.all(
-    ["/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/sbin/slurmrestd", "/usr/bin/sbatch", "/usr/sbin/munged"]
+    [
+      "/usr/sbin/slurmctld",
+      "/usr/sbin/slurmd",
+      "/usr/sbin/slurmrestd",
+      "/usr/bin/sbatch",
+      "/usr/sbin/munged",
+    ]
       .map((p) => Deno.stat(p).then(() => true, () => false)),
   );
   if (have.every(Boolean)) return;
   const env = { DEBIAN_FRONTEND: "noninteractive", PATH: Deno.env.get("PATH") ?? "" };
   await output("apt-get", ["update", "-qq"], env);
-  await output("apt-get", ["install", "-y", "-qq", "--no-install-recommends", ...SLURM_PACKAGES], env);
+  await output(
+    "apt-get",
+    ["install", "-y", "-qq", "--no-install-recommends", ...SLURM_PACKAGES],
+    env,
+  );
 }
 
 function slurmConf(dir: string, host: string, ports: { ctld: number; slurmd: number }): string {
@@ -150,8 +160,10 @@ export async function startSlurm(): Promise<Slurm> {
     await until("munged", () => Deno.stat(`${dir}/run/munge.sock`).then(() => true));
     spawn("slurmctld", ["-D", "-i"]);
     spawn("slurmd", ["-D"]);
-    await until("slurmctld and slurmd", async () =>
-      /idle/.test(await run("sinfo", ["--noheader", "--format=%T"])));
+    await until(
+      "slurmctld and slurmd",
+      async () => /idle/.test(await run("sinfo", ["--noheader", "--format=%T"])),
+    );
     spawn("setpriv", [
       `--reuid=${NOBODY.uid}`,
       `--regid=${NOBODY.gid}`,
