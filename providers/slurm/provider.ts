@@ -202,8 +202,9 @@ export class SlurmProvider implements Provider {
       command: options.command,
       io: options.io,
       signal: options.signal,
-      // SLURM lets only the job's user add a step to it: as root, become the job's user.
-      runAs: Deno.uid() === 0 && this.#config.fileOwner?.uid ? this.#config.fileOwner : undefined,
+      // SLURM lets only the job's user add a step to it: vkubelet (root, since it chowns the pod
+      // directories to fileOwner) becomes that user.
+      runAs: this.#config.fileOwner,
     });
   }
 

@@ -108,6 +108,7 @@ export function batchScript(pod: Pod, podDir: string, run: number): string {
   const init = pod.spec?.initContainers ?? [];
   const lines = [
     "#!/bin/bash",
+    "umask 077",
     `D=${shellQuote(podDir)}; R=${run}`,
     'ms() { local t=$EPOCHREALTIME; echo "${t%.*}${t#*.}" | cut -c1-13; }',
     'stamp() { while IFS= read -r l || [ -n "$l" ]; do printf \'%s %s\\n\' "$EPOCHREALTIME" "$l"; done; }',

@@ -227,7 +227,10 @@ Deno.test("slurm provider: pods run as SLURM jobs and follow the API through kub
     );
 
     await t.step("a restarted vkubelet adopts its jobs and submits none twice", async () => {
-      const before = (await live()).map((j) => j.job_id).sort();
+      const web = async () =>
+        (await live()).filter((j) => j.name.startsWith(`vk_${ns}_web-`)).map((j) => j.job_id)
+          .sort();
+      const before = await web();
       assert.equal(before.length, 3);
       await node.stop();
       node = await startVkubelet(cluster, {
@@ -237,7 +240,7 @@ Deno.test("slurm provider: pods run as SLURM jobs and follow the API through kub
         env: slurm.env,
       });
       await new Promise((r) => setTimeout(r, 4000));
-      assert.deepEqual((await live()).map((j) => j.job_id).sort(), before);
+      assert.deepEqual(await web(), before);
       const running = await pods("app=web");
       assert.equal(running.length, 3);
       assert.ok(running.every((p) => p.status?.phase === "Running"));
