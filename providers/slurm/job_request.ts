@@ -10,7 +10,7 @@ import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError, isSidecar, quantityToNumber } from "../../provider/mod.ts";
 import type { JobRequest } from "./backend.ts";
 import { ANNOTATION_PREFIX, type SlurmConfig } from "./config.ts";
-import { batchScript, jobComment, podDirName } from "./script.ts";
+import { batchScript, jobComment, launcherScript, podDirName } from "./script.ts";
 
 /** Everything but the script's run number is fixed per pod; `run` counts submissions. */
 export function jobRequestFor(
@@ -25,6 +25,10 @@ export function jobRequestFor(
   const cpu = effective(pod, "cpu");
   const memory = effective(pod, "memory");
   const deadline = pod.spec?.activeDeadlineSeconds;
+  // Each container's launcher refuses a container it cannot run, before anything is written.
+  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+    launcherScript(pod, c, podDir, config);
+  }
   return {
     script: batchScript(pod, podDir, run),
     name: `vk_${namespace}_${name}`,

@@ -1,0 +1,123 @@
+/** Pod → sbatch options and config validation of the slurm provider (no SLURM needed). */
+import assert from "node:assert/strict";
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import { parseSlurmConfig, type SlurmConfig } from "../../../providers/slurm/config.ts";
+import { jobRequestFor } from "../../../providers/slurm/job_request.ts";
+import { sbatchArgs } from "../../../providers/slurm/cli.ts";
+import { jobFields } from "../../../providers/slurm/rest.ts";
+import { parseJobComment } from "../../../providers/slurm/script.ts";
+
+function config(extra: Record<string, unknown> = {}): SlurmConfig {
+  const parsed = parseSlurmConfig({
+    rest: { socket: "/run/rest.sock" },
+    sharedDir: "/shared",
+    ...extra,
+  });
+  if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+  return parsed.config;
+}
+
+function pod(spec: Partial<Pod["spec"]> = {}, annotations: Record<string, string> = {}): Pod {
+  return {
+    metadata: { namespace: "ns", name: "p", uid: "u-1", annotations },
+    spec: { containers: [{ name: "main", image: "busybox", command: ["true"] }], ...spec },
+  };
+}
+
+Deno.test("requests and limits become --cpus-per-task and --mem, the deadline --time", () => {
+  const job = jobRequestFor(
+    pod({
+      activeDeadlineSeconds: 90,
+      initContainers: [{
+        name: "init",
+        image: "b",
+        command: ["true"],
+        resources: { requests: { cpu: "3" } },
+      }],
+      containers: [
+        {
+          name: "a",
+          image: "b",
+          command: ["true"],
+          resources: { requests: { cpu: "500m", memory: "100Mi" } },
+        },
+        {
+          name: "b",
+          image: "b",
+          command: ["true"],
+          resources: { limits: { cpu: "1", memory: "1Gi" } },
+        },
+      ],
+    }),
+    config({ partition: "batch", account: "proj", qos: "low" }),
+    "node-1",
+    0,
+  );
+  assert.equal(job.cpusPerTask, 3, "the init container's 3 CPUs exceed the containers' 1.5");
+  assert.equal(job.memoryMiB, 1124);
+  assert.equal(job.timeLimitMinutes, 2);
+  assert.deepEqual(job.options, { partition: "batch", account: "proj", qos: "low" });
+  assert.equal(job.name, "vk_ns_p");
+  assert.deepEqual(parseJobComment(job.comment), {
+    node: "node-1",
+    namespace: "ns",
+    name: "p",
+    uid: "u-1",
+    run: 0,
+  });
+  const args = sbatchArgs(job);
+  assert.ok(args.includes("--cpus-per-task=3") && args.includes("--mem=1124M"));
+  assert.ok(args.includes("--time=2") && args.includes("--partition=batch"));
+  const fields = jobFields(job);
+  assert.equal(fields.memory_per_node, 1124);
+  assert.equal(fields.time_limit, 2);
+  assert.equal(fields.qos, "low");
+});
+
+Deno.test("a pod's sbatch annotation is taken only when the config allows that option", () => {
+  const annotated = pod({}, { "slurm.vkubelet.io/constraint": "gpu" });
+  assert.throws(
+    () => jobRequestFor(annotated, config(), "n", 0),
+    /annotation slurm.vkubelet.io\/constraint.*add constraint to podAnnotations/,
+  );
+  const job = jobRequestFor(annotated, config({ podAnnotations: ["constraint"] }), "n", 0);
+  assert.equal(job.options.constraint, "gpu");
+  assert.equal(jobFields(job).constraints, "gpu");
+});
+
+Deno.test("runAsUser is refused without a mapping, and through slurmrestd", () => {
+  const asUser = pod({ securityContext: { runAsUser: 1000 } });
+  assert.throws(() => jobRequestFor(asUser, config(), "n", 0), /runAsUser 1000 has no SLURM user/);
+  assert.throws(
+    () => jobRequestFor(asUser, config({ runAsUsers: { "1000": "alice" } }), "n", 0),
+    /slurmrestd submits every job as the user it authenticates/,
+  );
+  const cli = parseSlurmConfig({ cli: {}, sharedDir: "/s", runAsUsers: { "1000": "alice" } });
+  assert.ok(cli.ok);
+  assert.equal(jobRequestFor(asUser, cli.config, "n", 0).options.uid, "alice");
+});
+
+Deno.test("a bad config names each field and the fix", () => {
+  const parsed = parseSlurmConfig({
+    rest: { socket: "/a", url: "http://127.0.0.1:1" },
+    sharedDir: "relative",
+    podAnnotations: ["uid"],
+    statusInterval: "soon",
+  });
+  assert.equal(parsed.ok, false);
+  const text = parsed.ok ? "" : parsed.errors.join("\n");
+  assert.match(text, /rest.*exactly one of socket/);
+  assert.match(text, /sharedDir.*absolute path/);
+  assert.match(text, /podAnnotations.*decide what runs and as whom/);
+  assert.match(text, /statusInterval.*duration/);
+  const neither = parseSlurmConfig({ sharedDir: "/s" });
+  assert.match(neither.ok ? "" : neither.errors.join(), /needs rest \(slurmrestd\) or cli/);
+});
+
+Deno.test("a container without a command and no imageCommands entry is refused, naming the fix", () => {
+  const noCommand = pod({ containers: [{ name: "web", image: "nginx:1.27" }] });
+  assert.throws(
+    () => jobRequestFor(noCommand, config(), "n", 0),
+    /image nginx:1.27 has no command/,
+  );
+});
