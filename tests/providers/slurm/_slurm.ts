@@ -94,6 +94,7 @@ JobCompType=jobcomp/none
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=100
 SlurmdParameters=config_overrides
 MpiDefault=none
 ReturnToService=2
