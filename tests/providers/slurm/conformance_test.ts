@@ -7,7 +7,7 @@
 import { realClock } from "../../../base/clock.ts";
 import { runProviderConformance } from "../../../provider/testing/mod.ts";
 import { createProvider } from "../../../providers/slurm/mod.ts";
-import { NOBODY, startSlurm } from "./_slurm.ts";
+import { NOBODY, startSlurm } from "../../../tools/harness/slurm.ts";
 
 Deno.test("the slurm provider keeps the provider contract", async (t) => {
   const slurm = await startSlurm();

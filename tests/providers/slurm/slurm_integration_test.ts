@@ -12,7 +12,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { useCluster } from "../../../tools/cluster/harness.ts";
 import { startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 import { eventually } from "../kubernetes/_setup.ts";
-import { NOBODY, startSlurm } from "./_slurm.ts";
+import { NOBODY, startSlurm } from "../../../tools/harness/slurm.ts";
 
 interface Job {
   job_id: number;

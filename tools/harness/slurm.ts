@@ -6,7 +6,7 @@
  * ports, and stopped afterwards. Needs root (slurmd runs jobs as their users).
  * @module
  */
-import { freePort } from "../../../tools/cluster/ports.ts";
+import { freePort } from "../cluster/ports.ts";
 
 /** The Debian 12 package versions the tests are written against. */
 export const SLURM_PACKAGES = [
@@ -70,7 +70,20 @@ export async function installSlurm(): Promise<void> {
   );
 }
 
-function slurmConf(dir: string, host: string, ports: { ctld: number; slurmd: number }): string {
+/** The node's size as slurm.conf declares it (slurmd takes it over the host's own). */
+export interface SlurmSize {
+  /** CPUs of the one node (default 64). */
+  cpus?: number;
+  /** Memory of the node in MiB (default 64000); jobs without `--mem` get 100 MiB a CPU. */
+  memoryMiB?: number;
+}
+
+function slurmConf(
+  dir: string,
+  host: string,
+  ports: { ctld: number; slurmd: number },
+  size: SlurmSize,
+): string {
   return `ClusterName=vktest
 SlurmctldHost=${host}(127.0.0.1)
 SlurmctldPort=${ports.ctld}
@@ -101,13 +114,15 @@ ReturnToService=2
 MinJobAge=300
 KillWait=2
 MaxJobCount=20000
-NodeName=${host} NodeAddr=127.0.0.1 CPUs=64 RealMemory=64000 State=UNKNOWN
+NodeName=${host} NodeAddr=127.0.0.1 CPUs=${size.cpus ?? 64} RealMemory=${
+    size.memoryMiB ?? 64000
+  } State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 `;
 }
 
 /** Installs (if needed) and starts a one-node SLURM with slurmrestd; see the module doc. */
-export async function startSlurm(): Promise<Slurm> {
+export async function startSlurm(size: SlurmSize = {}): Promise<Slurm> {
   await installSlurm();
   const dir = await Deno.makeTempDir({ prefix: "vk-slurm-" });
   await Deno.chmod(dir, 0o711);
@@ -123,7 +138,10 @@ export async function startSlurm(): Promise<Slurm> {
   });
   const host = Deno.hostname();
   const conf = `${dir}/slurm.conf`;
-  await Deno.writeTextFile(conf, slurmConf(dir, host, { ctld: freePort(), slurmd: freePort() }));
+  await Deno.writeTextFile(
+    conf,
+    slurmConf(dir, host, { ctld: freePort(), slurmd: freePort() }, size),
+  );
   const env = { SLURM_CONF: conf };
   const children: Deno.ChildProcess[] = [];
   const spawn = (cmd: string, args: string[]) => {

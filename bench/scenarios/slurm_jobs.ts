@@ -1,0 +1,198 @@
+/**
+ * `deno run -A bench/scenarios/slurm_jobs.ts [--pods=1000] [--interval=1s]`: the slurm provider
+ * on a real single-node SLURM (tools/harness/slurm.ts, sized for `--pods` one-CPU jobs) against
+ * the local control plane. Measures, for a Deployment of `--pods` replicas, create → every pod
+ * Running (its job RUNNING) and delete → every pod gone and every job ended; and the floor: the
+ * same batch jobs (one `srun --overlap` step each) submitted, seen RUNNING, cancelled and seen
+ * ended directly through slurmrestd, with the same listing interval. Needs root.
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { useCluster } from "../../tools/cluster/harness.ts";
+import { startVkubelet } from "../../tools/cluster/vkubelet.ts";
+import { NOBODY, type Slurm, startSlurm } from "../../tools/harness/slurm.ts";
+
+const say = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
+const LIVE = ["PENDING", "RUNNING", "CONFIGURING", "COMPLETING"];
+
+/** A slurmrestd call on its socket. */
+async function rest(client: Deno.HttpClient, method: string, path: string, body?: unknown) {
+  const r = await fetch(`http://slurmrestd/slurm/v0.0.38/${path}`, {
+    method,
+    client,
+    headers: { "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return await r.json();
+}
+
+async function until(what: string, check: () => Promise<boolean>, intervalMs: number) {
+  const deadline = Date.now() + 30 * 60_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** Submit → RUNNING → cancel → ended, straight through slurmrestd. */
+async function floor(slurm: Slurm, pods: number, intervalMs: number) {
+  const client = Deno.createHttpClient({ proxy: { transport: "unix", path: slurm.socket } });
+  const script = "#!/bin/bash\nsrun --overlap --ntasks=1 sleep 3600\n";
+  const started = performance.now();
+  const ids: number[] = [];
+  for (let i = 0; i < pods; i += 20) {
+    const batch = Array.from(
+      { length: Math.min(20, pods - i) },
+      (_, k) =>
+        rest(client, "POST", "job/submit", {
+          script,
+          job: {
+            name: `floor-${i + k}`,
+            comment: "floor",
+            cpus_per_task: 1,
+            current_working_directory: "/tmp",
+            standard_output: "/dev/null",
+            environment: { PATH: "/usr/bin:/bin" },
+          },
+        }),
+    );
+    ids.push(...(await Promise.all(batch)).map((a) => a.job_id as number));
+  }
+  const states = async () => {
+    const jobs = (await rest(client, "GET", "jobs")).jobs as {
+      job_id: number;
+      job_state: string;
+    }[];
+    return jobs.filter((j) => ids.includes(j.job_id));
+  };
+  await until(
+    "floor jobs RUNNING",
+    async () => (await states()).filter((j) => j.job_state === "RUNNING").length === pods,
+    intervalMs,
+  );
+  const running = performance.now() - started;
+  const deleting = performance.now();
+  for (let i = 0; i < ids.length; i += 20) {
+    await Promise.all(ids.slice(i, i + 20).map((id) => rest(client, "DELETE", `job/${id}`)));
+  }
+  await until(
+    "floor jobs ended",
+    async () => (await states()).every((j) => !LIVE.includes(j.job_state)),
+    intervalMs,
+  );
+  const gone = performance.now() - deleting;
+  client.close();
+  return { running, gone };
+}
+
+/** The same through vkubelet: a Deployment of `pods` replicas, then deleted. */
+async function throughVkubelet(slurm: Slurm, pods: number, interval: string, intervalMs: number) {
+  const cluster = await useCluster();
+  const nodeName = `vk-slurm-bench-${crypto.randomUUID().slice(0, 6)}`;
+  const ns = await cluster.newNamespace("slurm-bench");
+  const kubectl = cluster.kubectlIn(ns);
+  const node = await startVkubelet(cluster, {
+    nodeName,
+    provider: "slurm",
+    providerConfig: JSON.stringify({
+      rest: { socket: slurm.socket },
+      cli: {},
+      sharedDir: slurm.sharedDir,
+      fileOwner: NOBODY,
+      statusInterval: interval,
+      capacity: { pods: String(pods + 10) },
+    }),
+    env: slurm.env,
+  });
+  const count = async (phase: string) => {
+    const list = JSON.parse(await kubectl(["get", "pods", "-o", "json"])).items as {
+      status?: { phase?: string };
+    }[];
+    return { all: list.length, matching: list.filter((p) => p.status?.phase === phase).length };
+  };
+  const live = async () =>
+    (JSON.parse(await slurm.run("squeue", ["--json"])).jobs as {
+      comment: string;
+      job_state: string;
+    }[])
+      .filter((j) => j.comment.includes(`node=${nodeName} `) && LIVE.includes(j.job_state)).length;
+  try {
+    const started = performance.now();
+    await kubectl(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: "bench" },
+        spec: {
+          replicas: pods,
+          selector: { matchLabels: { app: "bench" } },
+          template: {
+            metadata: { labels: { app: "bench" } },
+            spec: {
+              nodeSelector: { "kubernetes.io/hostname": nodeName },
+              tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
+              terminationGracePeriodSeconds: 0,
+              automountServiceAccountToken: false,
+              enableServiceLinks: false,
+              containers: [{
+                name: "main",
+                image: "busybox",
+                command: ["sleep", "3600"],
+                resources: { requests: { cpu: "1" } },
+              }],
+            },
+          },
+        },
+      }),
+    );
+    await until("pods Running", async () => (await count("Running")).matching === pods, intervalMs);
+    const running = performance.now() - started;
+    const deleting = performance.now();
+    await kubectl(["delete", "deployment", "bench", "--wait=false"]);
+    await until(
+      "pods gone and jobs ended",
+      async () => (await count("Running")).all === 0 && (await live()) === 0,
+      intervalMs,
+    );
+    const gone = performance.now() - deleting;
+    return { running, gone };
+  } finally {
+    await node.stop();
+    await cluster.kubectl(["delete", "node", nodeName, "--wait=false"]).catch(() => {});
+    await cluster.kubectl(["delete", "namespace", ns, "--wait=false"]).catch(() => {});
+  }
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      pods: { type: "string", default: "1000" },
+      interval: { type: "string", default: "1s" },
+    },
+  });
+  const pods = Number(values.pods);
+  const intervalMs = Number(/^(\d+)s$/.exec(values.interval!)?.[1] ?? 1) * 1000;
+  const slurm = await startSlurm({ cpus: pods + 8, memoryMiB: (pods + 8) * 100 });
+  try {
+    const load = (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
+    say(`slurm_jobs: ${pods} pods, listing every ${values.interval}; load average before: ${load}`);
+    const f = await floor(slurm, pods, intervalMs);
+    say(
+      `floor (slurmrestd directly): submit → all RUNNING ${
+        (f.running / 1000).toFixed(1)
+      } s; cancel → all ended ${(f.gone / 1000).toFixed(1)} s`,
+    );
+    const v = await throughVkubelet(slurm, pods, values.interval!, intervalMs);
+    say(
+      `vkubelet --provider slurm: create → all Running ${
+        (v.running / 1000).toFixed(1)
+      } s; delete → all gone, jobs ended ${(v.gone / 1000).toFixed(1)} s`,
+    );
+    const after = (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
+    say(`load average after: ${after}`);
+  } finally {
+    await slurm.stop();
+  }
+}
