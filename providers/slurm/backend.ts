@@ -70,21 +70,6 @@ export interface SlurmBackend {
   close(): void;
 }
 
-/** States after which a job never runs again. */
-export const FINISHED_STATES = new Set([
-  "COMPLETED",
-  "FAILED",
-  "CANCELLED",
-  "TIMEOUT",
-  "OUT_OF_MEMORY",
-  "NODE_FAIL",
-  "BOOT_FAIL",
-  "DEADLINE",
-  "PREEMPTED",
-  "SPECIAL_EXIT",
-  "REVOKED",
-]);
-
 /** Parses the `jobs` array of `squeue --json` or `GET /slurm/v0.0.3x/jobs`. */
 export function parseJobs(body: unknown): JobInfo[] {
   const jobs = (body as { jobs?: unknown })?.jobs;

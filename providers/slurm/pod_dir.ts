@@ -16,7 +16,7 @@ import {
   TransientError,
 } from "../../provider/mod.ts";
 import type { SlurmConfig } from "./config.ts";
-import { batchScript, launcherScript, podDirName } from "./script.ts";
+import { launcherScript, podDirName } from "./script.ts";
 
 /** What writing needs: the client for ConfigMaps, Secrets and tokens. */
 export interface PodDirDeps {
@@ -78,11 +78,6 @@ export async function readSavedPod(dir: string): Promise<Pod | undefined> {
   } catch {
     return undefined;
   }
-}
-
-/** The batch script for run `run`, as written to the pod directory for the record. */
-export function scriptFor(pod: Pod, config: SlurmConfig, run: number): string {
-  return batchScript(pod, podDirOf(config, pod), run);
 }
 
 /** Removes the pod's directory (after its job ended). */
