@@ -109,6 +109,10 @@ export function batchScript(pod: Pod, podDir: string, run: number): string {
   const lines = [
     "#!/bin/bash",
     "umask 077",
+    // sbatch --export=NONE leaves the script without PATH and sets SLURM_EXPORT_ENV=NONE, which
+    // srun would take over for its steps.
+    'export PATH="${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}"',
+    "unset SLURM_EXPORT_ENV",
     `D=${shellQuote(podDir)}; R=${run}`,
     'ms() { local t=$EPOCHREALTIME; echo "${t%.*}${t#*.}" | cut -c1-13; }',
     'stamp() { while IFS= read -r l || [ -n "$l" ]; do printf \'%s %s\\n\' "$EPOCHREALTIME" "$l"; done; }',

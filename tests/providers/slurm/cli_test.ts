@@ -1,0 +1,68 @@
+/**
+ * The slurm provider on a login node: no slurmrestd, only SLURM's commands (sbatch, squeue
+ * --json, scancel, sinfo, scontrol ping), against a real single-node SLURM.
+ */
+import assert from "node:assert/strict";
+import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
+import { realClock } from "../../../base/clock.ts";
+import { getLogger } from "../../../base/log.ts";
+import { createProvider } from "../../../providers/slurm/mod.ts";
+import { startSlurm } from "../../../tools/harness/slurm.ts";
+
+Deno.test("through the CLI a pod runs as a job, its log is read and the node sized from sinfo", async () => {
+  const slurm = await startSlurm({ cpus: 12, memoryMiB: 3000 });
+  Deno.env.set("SLURM_CONF", slurm.conf);
+  const shutdown = new AbortController();
+  const provider = createProvider(
+    { cli: {}, sharedDir: slurm.sharedDir, statusInterval: "200ms" },
+    {
+      nodeName: "login-1",
+      log: getLogger(["vkubelet", "provider", "test"]),
+      clock: realClock,
+      internalIp: "127.0.0.1",
+      daemonPort: 10250,
+      signal: shutdown.signal,
+    },
+  );
+  try {
+    await provider.ping({});
+    const node: Node = { metadata: { name: "login-1" }, status: {} };
+    await provider.configureNode(node);
+    assert.equal(node.status?.capacity?.cpu, "12");
+    assert.equal(node.status?.capacity?.memory, "3000Mi");
+    const pod: Pod = {
+      metadata: { namespace: "ns", name: "hello", uid: crypto.randomUUID() },
+      spec: {
+        restartPolicy: "Never",
+        containers: [{
+          name: "main",
+          image: "busybox",
+          command: ["sh", "-c", 'echo "hello $WHO"; exit 4'],
+          env: [{ name: "WHO", value: "login node" }],
+        }],
+      },
+    };
+    await provider.createPod(pod, {});
+    const deadline = Date.now() + 60_000;
+    let status = (await provider.getPod("ns", "hello", {}))?.status;
+    while (status?.phase !== "Failed" && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      status = (await provider.getPod("ns", "hello", {}))?.status;
+    }
+    assert.equal(status?.phase, "Failed");
+    assert.equal(status?.containerStatuses?.[0].state?.terminated?.exitCode, 4);
+    const log = await new Response(
+      await provider.getContainerLogs({ namespace: "ns", pod: "hello", container: "main" }, {}),
+    ).text();
+    assert.equal(log, "hello login node\n");
+    const squeue = JSON.parse(await slurm.run("squeue", ["--all", "--json"]));
+    assert.equal(squeue.jobs[0].name, "vk_ns_hello");
+    assert.equal(squeue.jobs[0].job_state, "FAILED");
+    await provider.deletePod(pod, {});
+  } finally {
+    await provider.close();
+    shutdown.abort();
+    Deno.env.delete("SLURM_CONF");
+    await slurm.stop();
+  }
+});
