@@ -67,7 +67,19 @@ async function floor(slurm: Slurm, pods: number, intervalMs: number) {
   };
   await until(
     "floor jobs RUNNING",
-    async () => (await states()).filter((j) => j.job_state === "RUNNING").length === pods,
+    async () => {
+      const now = await states();
+      // A launch slurmd could not take (it times out when too many start at once) ends the run.
+      const stuck = now.filter((j) => !["PENDING", "RUNNING"].includes(j.job_state));
+      if (stuck.length > 0) {
+        throw new Error(
+          `${stuck.length} floor jobs ended without running (${
+            stuck[0].job_state
+          }); slurmd could not launch ${pods} jobs at once here: use a smaller --pods`,
+        );
+      }
+      return now.filter((j) => j.job_state === "RUNNING").length === pods;
+    },
     intervalMs,
   );
   const running = performance.now() - started;
