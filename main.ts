@@ -10,6 +10,7 @@ import { getLogger, setupLogging } from "./base/log.ts";
 import { detectInternalIp, runVkubelet, StartupConfigError } from "./app/run.ts";
 import { sdNotify } from "./app/sd_notify.ts";
 import { openGlibcHeap, trimPeriodically } from "./base/native_heap.ts";
+import { startTracing, type Tracing } from "./app/tracing.ts";
 
 const encoder = new TextEncoder();
 const print = (stream: { writeSync(p: Uint8Array): number }, text: string) => {
@@ -91,12 +92,22 @@ export async function main(args: string[]): Promise<number> {
   for (const name of signals) Deno.addSignalListener(name, onSignal);
   const trimming = new AbortController();
   const trimmed = trimNativeHeap(trimming.signal);
+  let tracing: Tracing | undefined;
   try {
+    tracing = await startTracing({
+      ...config,
+      env: Deno.env.toObject(),
+      // Several nodes in one process (--nodes) share one resource: no node name on it.
+      nodeName: config.nodes.length > 0 ? undefined : config.nodeName,
+      version: VERSION,
+    });
+    if (tracing) configLog.info("sending traces to {endpoint}", { endpoint: tracing.endpoint });
     await runVkubelet(config, {
       signal: stop.signal,
       clock: realClock,
       detectInternalIp,
       onReady: () => notify("READY=1"),
+      tracer: tracing?.tracer,
     });
     return 0;
   } catch (err) {
@@ -111,6 +122,9 @@ export async function main(args: string[]): Promise<number> {
     for (const name of signals) Deno.removeSignalListener(name, onSignal);
     trimming.abort();
     await trimmed;
+    await tracing?.shutdown().catch((err) =>
+      getLogger(["vkubelet"]).warn("traces not sent at shutdown: {err}", { err })
+    );
     await stopping;
   }
 }

@@ -24,6 +24,8 @@ import {
 } from "../core/node/mod.ts";
 import { ConfigSources, PodController, podKey } from "../core/pods/mod.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
+import type { Tracer } from "../core/tracing.ts";
+import { podControllerHooks } from "./observe.ts";
 import type { KubeletApiDeps } from "../core/kubelet_api/types.ts";
 import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import type { Config } from "./config/config.ts";
@@ -61,10 +63,12 @@ export interface NodeSetDeps {
   heartbeatSlots?: CallSlots;
   clock: Clock;
   metrics: VkubeletMetrics;
+  /** Spans for pod syncs; none when tracing is off. */
+  tracer?: Tracer;
   /** The provider of each node, by node name. */
   providers: Map<string, Provider>;
   /** The kubelet API deps every node shares (authentication, streaming). */
-  apiBase: Pick<KubeletApiDeps, "auth" | "streaming" | "clock" | "metrics">;
+  apiBase: Pick<KubeletApiDeps, "auth" | "streaming" | "clock" | "metrics" | "tracer">;
 }
 
 interface Member {
@@ -276,6 +280,7 @@ export class NodeSet {
       nodeIps: () => [entry.nodeIp],
       allocatable: () => side.node.node?.status?.allocatable ?? {},
       onUnsentEvents: (count) => this.#unsentEvents += count,
+      ...podControllerHooks(metrics, this.#deps.tracer),
     });
     return { entry, provider, side, pods, stop: new AbortController() };
   }

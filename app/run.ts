@@ -25,6 +25,8 @@ import { highAvailabilityProblem, runLeaderElected, type WarmStandby } from "./l
 import { abortion, freePort, StartupConfigError, withStartupTimeout } from "./run_parts.ts";
 import { runNodeSet } from "./run_nodes.ts";
 import type { NodeSet } from "./node_set.ts";
+import type { Tracer } from "../core/tracing.ts";
+import { kubeClientHooks, podControllerHooks } from "./observe.ts";
 
 export { StartupConfigError, StartupTimeoutError } from "./run_parts.ts";
 export { LoopFailedError } from "./run_loops.ts";
@@ -44,6 +46,8 @@ export interface RunDeps {
   onReady?: (provider: Provider) => void;
   /** How long the loops get to drain after the signal before we stop waiting. */
   drainTimeoutMs?: number;
+  /** Spans for pod syncs and kubelet API requests (`app/tracing.ts`); none: tracing off. */
+  tracer?: Tracer;
 }
 
 /** Runs vkubelet until `deps.signal` aborts; rejects if start-up fails. */
@@ -59,6 +63,7 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   // --leader-elect: every write of this replica needs the lease (k8s/leader_election/fence.ts).
   const fence = config.leaderElect ? new LeadershipFence(deps.clock) : undefined;
   metrics.leader.set(1);
+  metrics.standard.nodeName.set({ node: config.nodeName }, 1);
   const { kube, provider } = await connectAndLoad(config, deps, metrics, fence, {
     nodeName: config.nodeName,
     log: getLogger(["vkubelet", "provider"]).with({ node: config.nodeName }),
@@ -160,7 +165,7 @@ async function connectAndLoad(
       eventQps: config.eventQps,
       eventBurst: config.eventBurst,
       clock: deps.clock,
-      onResponse: ({ verb, code }) => metrics.apiRequests.inc({ verb, code: String(code) }),
+      ...kubeClientHooks(metrics),
       beforeSend: fence?.guardRequest,
     });
   } catch (err) {
@@ -233,12 +238,14 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     nodeIps: () => [internalIp],
     allocatable: () => side.node.node?.status?.allocatable ?? {},
     caches: warm?.caches,
+    ...podControllerHooks(metrics, deps.tracer),
   });
   const api = await createKubeletApiServer(config, {
     kube,
     provider,
     clock,
     metrics,
+    tracer: deps.tracer,
     internalIp,
     port: config.port,
     podCache: () => pods.pods(),

@@ -20,6 +20,7 @@ import { createStreamingHandler } from "../core/kubelet_api/streaming/handler.ts
 import { defaultCertDirs, fileCertificateStore } from "../x509/certificate_store.ts";
 import { getLogger } from "../base/log.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
+import type { Tracer } from "../core/tracing.ts";
 import type { Provider } from "../provider/mod.ts";
 
 /** What {@link createKubeletApiServer} needs besides the config. */
@@ -28,6 +29,8 @@ export interface KubeletApiServerDeps {
   provider: Provider;
   clock: Clock;
   metrics: VkubeletMetrics;
+  /** Spans for the API's requests; none when tracing is off. */
+  tracer?: Tracer;
   internalIp: string;
   /** The port to listen on (already resolved when the config says 0). */
   port: number;
@@ -81,6 +84,7 @@ export async function createKubeletApiServer(
     log,
     clock,
     metrics: deps.metrics,
+    tracer: deps.tracer,
     podCache: deps.podCache,
     auth: {
       clientCaPem,

@@ -27,6 +27,7 @@ import { cachedNodeReads, Gate } from "./heartbeat_api.ts";
 import { type NodeEntry, NodeSet } from "./node_set.ts";
 import { abortion, freePort, StartupConfigError, withStartupTimeout } from "./run_parts.ts";
 import { drain, type Loop } from "./run_loops.ts";
+import { kubeClientHooks } from "./observe.ts";
 
 /** Node and lease calls in flight at once across all nodes. */
 const HEARTBEAT_CONCURRENCY = 64;
@@ -39,6 +40,7 @@ export async function runNodeSet(config: Config, deps: RunDeps): Promise<void> {
   const stop = new AbortController();
   const metrics = new VkubeletMetrics();
   metrics.leader.set(1);
+  for (const entry of entries) metrics.standard.nodeName.set({ node: entry.name }, 1);
   const { kube, heartbeat, providers } = await connectAndLoad(config, deps, metrics, port, stop);
   const onAbort = () => stop.abort(deps.signal.reason);
   deps.signal.addEventListener("abort", onAbort, { once: true });
@@ -58,10 +60,12 @@ export async function runNodeSet(config: Config, deps: RunDeps): Promise<void> {
       heartbeatSlots: new Gate(HEARTBEAT_CONCURRENCY),
       clock: deps.clock,
       metrics,
+      tracer: deps.tracer,
       providers,
       apiBase: {
         clock: deps.clock,
         metrics,
+        tracer: deps.tracer,
         auth,
         streaming: createStreamingHandler({
           log: getLogger(["vkubelet", "streaming"]),
@@ -130,17 +134,16 @@ async function connectAndLoad(
   let heartbeat: KubeClient | undefined;
   try {
     const connection = await loadKubeConfig({ kubeconfig: config.kubeconfig, clock: deps.clock });
-    const onResponse = ({ verb, code }: { verb: string; code: number }) =>
-      metrics.apiRequests.inc({ verb, code: String(code) });
+    const hooks = kubeClientHooks(metrics);
     kube = new KubeClient(connection, {
       qps: config.kubeApiQps,
       burst: config.kubeApiBurst,
       eventQps: config.eventQps,
       eventBurst: config.eventBurst,
       clock: deps.clock,
-      onResponse,
+      ...hooks,
     });
-    heartbeat = new KubeClient(connection, { qps: 0, clock: deps.clock, onResponse });
+    heartbeat = new KubeClient(connection, { qps: 0, clock: deps.clock, ...hooks });
   } catch (err) {
     if (!isKubeConfigError(err)) throw err;
     problems.push(err.message);

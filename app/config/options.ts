@@ -440,6 +440,27 @@ export const OPTIONS = [
     group: "Logging",
     help: "text for people, json (one object per line) for log collectors.",
   }),
+  o({
+    key: "traceExporter",
+    flag: "trace-exporter",
+    env: ["VKUBELET_TRACE_EXPORTER"],
+    kind: "string",
+    value: "otlp",
+    shownDefault: "off, or otlp when OTEL_EXPORTER_OTLP_ENDPOINT is set",
+    group: "Logging",
+    help:
+      "Send OpenTelemetry traces (pod syncs, kubelet API requests) over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318).",
+  }),
+  o({
+    key: "traceSampleRate",
+    flag: "trace-sample-rate",
+    env: ["VKUBELET_TRACE_SAMPLE_RATE"],
+    kind: "string",
+    value: "always|never|0-100",
+    shownDefault: "always",
+    group: "Logging",
+    help: "Share of traces kept, in percent, as virtual-kubelet's flag takes it.",
+  }),
   // Leader election (issue 21): replicas of one node, one of them writing.
   o({
     key: "leaderElect",

@@ -128,6 +128,37 @@ const ip = () =>
     error: (i) => `${show(i.input)} is not an IPv4 or IPv6 address`,
   });
 
+/** `--trace-exporter`: only OTLP; virtual-kubelet's other exporters are named in the error. */
+const traceExporter = () =>
+  z.preprocess(
+    (v) => typeof v === "string" ? v.trim().toLowerCase() : v,
+    z.literal("otlp", {
+      error: (i) =>
+        `${show(i.input)} is not an exporter vkubelet has: it sends OTLP over HTTP ` +
+        "(Jaeger, Tempo and the OpenTelemetry Collector take it); use --trace-exporter otlp",
+    }),
+  ).optional();
+
+/**
+ * `--trace-sample-rate` as virtual-kubelet reads it (cmd/virtual-kubelet/internal/commands/root/
+ * tracing.go): `always`, `never` or a whole percentage 0-100; the config holds the fraction.
+ */
+const sampleRate = () =>
+  z.preprocess(
+    (v) => {
+      const text = typeof v === "number" ? String(v) : typeof v === "string" ? v.trim() : v;
+      if (typeof text !== "string") return text;
+      const lower = text.toLowerCase();
+      if (lower === "always") return 1;
+      if (lower === "never") return 0;
+      return /^\d{1,3}$/.test(text) && Number(text) <= 100 ? Number(text) / 100 : v;
+    },
+    z.number({
+      error: (i) =>
+        `expected always, never or a whole percentage from 0 to 100, got ${show(i.input)}`,
+    }),
+  );
+
 const LEVEL_ALIASES: Record<string, LogLevel> = { warn: "warning", panic: "fatal" };
 
 /** Turns `a=b,c=d`, a list of such strings, or a YAML map into one label map. */
@@ -319,6 +350,8 @@ const fields = z.object({
     }),
   ).default("info"),
   logFormat: oneOf(["text", "json"] as const, "text"),
+  traceExporter: traceExporter(),
+  traceSampleRate: sampleRate().default(1),
   // Leader election (issue 21). Defaults: a standby takes over 8-10 s after the leader's last
   // renewal, far inside the node Lease's 40 s and the node monitor's grace period (40-50 s),
   // so the node stays Ready while the writers change hands.

@@ -16,6 +16,7 @@ import { isEnvResolutionError, resolvePodEnv } from "./env.ts";
 import { canonicalEqual, controllerStatus, isTerminal } from "./pod_status.ts";
 import { preflight } from "./preflight.ts";
 import type { ProcessResult } from "./work_queue.ts";
+import { tracedProvider } from "./pod_traces.ts";
 
 /** Syncs one pod key; throws to be retried with backoff. */
 export async function syncPod(
@@ -140,7 +141,7 @@ async function providerCall(
   call: () => Promise<void>,
 ): Promise<boolean> {
   try {
-    await call();
+    await tracedProvider(ctx, pod, `${op.toLowerCase()}Pod`, call);
     return true;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
@@ -201,7 +202,7 @@ async function syncDeleting(
 
 async function deleteInProvider(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {
   try {
-    await ctx.provider.deletePod(pod, { signal });
+    await tracedProvider(ctx, pod, "deletePod", () => ctx.provider.deletePod(pod, { signal }));
   } catch (err) {
     if (isNotFound(err)) return;
     const message = err instanceof Error ? err.message : String(err);

@@ -11,6 +11,7 @@ import { cancel } from "../../base/cancel.ts";
 import { type Clock, jitter } from "../../base/clock.ts";
 import { Slicer } from "../../base/event_loop.ts";
 import type { Logger } from "../../base/log.ts";
+import type { QueueMetrics } from "../standard_metrics.ts";
 
 /** Workers let the event loop turn after this much work without a wait (see base/event_loop.ts). */
 const SLICE_MS = 10;
@@ -44,11 +45,18 @@ export interface WorkQueueOptions {
   burst?: number;
   /** Extra delay for an error, e.g. a provider's `retryAfterMs`; return 0 for none. */
   retryAfter?: (err: unknown) => number;
+  /** Told of adds, waits, work and retries (`workqueue_*`); default none. */
+  metrics?: QueueMetrics;
 }
 
 /** A deduplicating keyed queue with bounded workers; see the module doc. */
 export class WorkQueue {
-  #opts: Required<Omit<WorkQueueOptions, "retryAfter">> & Pick<WorkQueueOptions, "retryAfter">;
+  #opts:
+    & Required<Omit<WorkQueueOptions, "retryAfter" | "metrics">>
+    & Pick<WorkQueueOptions, "retryAfter">;
+  #metrics: QueueMetrics | undefined;
+  /** When each queued key entered the queue (clock ms), while metrics are kept. */
+  #addedAt = new Map<string, number>();
   #queue: string[] = [];
   #queued = new Set<string>();
   #processing = new Set<string>();
@@ -78,6 +86,7 @@ export class WorkQueue {
       ...options,
     };
     if (!(this.#opts.workers >= 1)) throw new RangeError("workers must be at least 1");
+    this.#metrics = options.metrics;
     this.#tokens = this.#opts.burst;
     this.#tokensAt = options.clock.now();
   }
@@ -107,6 +116,10 @@ export class WorkQueue {
     if (this.#queued.has(key)) return;
     this.#queued.add(key);
     this.#queue.push(key);
+    if (this.#metrics) {
+      this.#metrics.added();
+      this.#addedAt.set(key, this.#opts.clock.now());
+    }
     this.#spawn();
   }
 
@@ -138,6 +151,8 @@ export class WorkQueue {
 
   /** Queues `key` after `ms`; an earlier pending time for the key wins. */
   addAfter(key: string, ms: number): void {
+    // Counted on every call, as client-go's delaying queue counts `AddAfter` (delaying_queue.go).
+    this.#metrics?.retried();
     if (ms <= 0) return this.add(key);
     if (this.#queued.has(key)) return;
     const due = this.#opts.clock.now() + ms;
@@ -195,6 +210,8 @@ export class WorkQueue {
     } finally {
       signal.removeEventListener("abort", onAbort);
       this.#slicer.stop();
+      this.#metrics?.discarded(this.#queue.length);
+      this.#addedAt.clear();
     }
   }
 
@@ -209,7 +226,8 @@ export class WorkQueue {
         this.#idle--;
         this.#queued.delete(key);
         this.#processing.add(key);
-        await this.#processOne(key, signal);
+        if (this.#metrics) await this.#processMeasured(key, signal);
+        else await this.#processOne(key, signal);
         this.#processing.delete(key);
         this.#idle++;
         if (this.#dirtyWhileProcessing.delete(key) && !signal.aborted) this.add(key);
@@ -226,6 +244,16 @@ export class WorkQueue {
       this.#idle--;
       this.#active--;
     }
+  }
+
+  /** {@link processOne} with the key's wait in the queue and its processing time told. */
+  async #processMeasured(key: string, signal: AbortSignal): Promise<void> {
+    const clock = this.#opts.clock;
+    const taken = clock.now();
+    this.#metrics!.taken((taken - (this.#addedAt.get(key) ?? taken)) / 1000);
+    this.#addedAt.delete(key);
+    await this.#processOne(key, signal);
+    this.#metrics!.done((clock.now() - taken) / 1000);
   }
 
   async #processOne(key: string, signal: AbortSignal): Promise<void> {

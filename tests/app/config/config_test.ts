@@ -336,3 +336,23 @@ Deno.test("a remote provider module is refused with what to do instead", async (
   await valid(["--provider", "file:///opt/provider/mod.ts"]);
   await valid(["--provider", "./provider.ts"]);
 });
+
+Deno.test("tracing is off by default; a bad exporter or sample rate says what to write", async () => {
+  const config = await valid(["--provider", "mock"]);
+  assert.equal(config.traceExporter, undefined);
+  assert.equal(config.traceSampleRate, 1);
+  const problems = await errors([
+    "--provider",
+    "mock",
+    "--trace-exporter",
+    "stdout",
+    "--trace-sample-rate",
+    "0.5",
+  ]);
+  assert.equal(problems.length, 2, problems.join("\n"));
+  assert.match(
+    problems[0],
+    /^--trace-exporter: "stdout" is not an exporter .*--trace-exporter otlp/,
+  );
+  assert.match(problems[1], /^--trace-sample-rate: expected always, never or a whole percentage/);
+});
