@@ -9,6 +9,7 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { type SpanAttributes, traced } from "../tracing.ts";
+import { podKey } from "./api.ts";
 import type { PodContext } from "./pod_context.ts";
 
 /** The informer events that start a trace. */
@@ -53,9 +54,7 @@ export function tracedProvider<T>(
   call: string,
   fn: () => Promise<T>,
 ): Promise<T> {
-  const state = ctx.tracer
-    ? ctx.states.get(`${pod.metadata?.namespace}/${pod.metadata?.name}`)
-    : undefined;
+  const state = ctx.tracer ? ctx.states.get(podKey(pod)) : undefined;
   if (!state) return fn();
   return traced(
     ctx.tracer,
@@ -73,9 +72,7 @@ export function tracedStatusWrite<T>(
   phase: string | undefined,
   fn: () => Promise<T>,
 ): Promise<T> {
-  const state = ctx.tracer
-    ? ctx.states.get(`${pod.metadata?.namespace}/${pod.metadata?.name}`)
-    : undefined;
+  const state = ctx.tracer ? ctx.states.get(podKey(pod)) : undefined;
   if (!state) return fn();
   return traced(ctx.tracer, "pod.status.write", state.trace, fn, {
     ...podAttributes(pod),
