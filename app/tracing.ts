@@ -11,7 +11,7 @@ import type { Tracer } from "../core/tracing.ts";
 export interface TracingOptions {
   /** `--trace-exporter`. */
   traceExporter?: "otlp";
-  /** `--trace-sample-rate`, as a fraction 0-1. */
+  /** `--trace-sample-rate`, in percent. */
   traceSampleRate: number;
   /** The process environment (`OTEL_*`). */
   env: Record<string, string | undefined>;
@@ -61,7 +61,7 @@ export async function startTracing(options: TracingOptions): Promise<Tracing | u
   const { otelTracing } = await import("./tracing_otel.ts");
   return otelTracing({
     endpoint,
-    sampleRate: options.traceSampleRate,
+    sampleRate: options.traceSampleRate / 100,
     serviceName: options.env.OTEL_SERVICE_NAME?.trim() || "vkubelet",
     nodeName: options.nodeName,
     version: options.version,

@@ -141,7 +141,7 @@ const traceExporter = () =>
 
 /**
  * `--trace-sample-rate` as virtual-kubelet reads it (cmd/virtual-kubelet/internal/commands/root/
- * tracing.go): `always`, `never` or a whole percentage 0-100; the config holds the fraction.
+ * tracing.go): `always` (100), `never` (0) or a whole percentage 0-100.
  */
 const sampleRate = () =>
   z.preprocess(
@@ -149,9 +149,9 @@ const sampleRate = () =>
       const text = typeof v === "number" ? String(v) : typeof v === "string" ? v.trim() : v;
       if (typeof text !== "string") return text;
       const lower = text.toLowerCase();
-      if (lower === "always") return 1;
+      if (lower === "always") return 100;
       if (lower === "never") return 0;
-      return /^\d{1,3}$/.test(text) && Number(text) <= 100 ? Number(text) / 100 : v;
+      return /^\d{1,3}$/.test(text) && Number(text) <= 100 ? Number(text) : v;
     },
     z.number({
       error: (i) =>
@@ -351,10 +351,11 @@ const fields = z.object({
   ).default("info"),
   logFormat: oneOf(["text", "json"] as const, "text"),
   traceExporter: traceExporter(),
-  traceSampleRate: sampleRate().default(1),
+  traceSampleRate: sampleRate().default(100),
   // Leader election (issue 21). Defaults: a standby takes over 8-10 s after the leader's last
   // renewal, far inside the node Lease's 40 s and the node monitor's grace period (40-50 s),
   // so the node stays Ready while the writers change hands.
+  nativeHeapTrim: boolean(true),
   leaderElect: boolean(false),
   leaderElectLeaseDuration: duration().default(8_000),
   leaderElectRenewDeadline: duration().default(6_000),
@@ -444,6 +445,16 @@ export const configSchema = fields.transform((c) => ({
     at("metricsAddr", `uses the kubelet API's port ${c.port}; pick another port`);
   }
   if (c.nodes.length > 0) multiNodeIssues(c).forEach((message) => at("nodes", message));
+  // Known before the provider is loaded, so that nothing is created under its state directory
+  // for a replica that cannot run (the same refusal as app/leader_run.ts's, said earlier).
+  if (c.leaderElect && c.provider === "process" && c.nodes.length === 0) {
+    at(
+      "leaderElect",
+      "provider process cannot run as several replicas of one node (its pods are processes " +
+        "of this host, so a second replica would start them again); run one replica without " +
+        "--leader-elect",
+    );
+  }
   // Leader election: client-go's rules (tools/leaderelection NewLeaderElector).
   if (c.leaderElectLeaseDuration < 1_000 || c.leaderElectLeaseDuration % 1_000 !== 0) {
     at(

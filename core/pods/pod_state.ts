@@ -68,6 +68,11 @@ export interface PodState {
   trace?: TraceContext;
   /** The `pod.sync` span in progress, the parent of provider calls (with tracing on). */
   syncTrace?: TraceContext;
+  /**
+   * Ephemeral containers of this uid the provider cannot run (name → image): reported waiting
+   * in every status of the pod until it is deleted (`ephemeral.ts`).
+   */
+  ephemeralWaiting?: { uid: string; names: Map<string, string> };
 }
 
 /** Options for {@link PodStates}. */

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { startTracing, tracesEndpoint, tracingWanted } from "../../app/tracing.ts";
 
-const base = { traceSampleRate: 1, nodeName: "vk-1", version: "0.0.0" };
+const base = { traceSampleRate: 100, nodeName: "vk-1", version: "0.0.0" };
 
 Deno.test("tracing is off unless --trace-exporter otlp or an OTLP endpoint variable is set", async () => {
   assert.equal(tracingWanted({ env: {} }), false);

@@ -52,9 +52,9 @@ const VIRTUAL_KUBELET_FLAGS: [string[], Partial<Config> | RegExp][] = [
   [["--trace-exporter", "otlp"], { traceExporter: "otlp" }],
   [["--trace-service-name", "vk"], /^--trace-service-name ignored: .*OTEL_SERVICE_NAME/],
   [["--trace-tag", "a=b"], /^--trace-tag ignored/],
-  [["--trace-sample-rate", "always"], { traceSampleRate: 1 }],
+  [["--trace-sample-rate", "always"], { traceSampleRate: 100 }],
   [["--trace-sample-rate", "never"], { traceSampleRate: 0 }],
-  [["--trace-sample-rate", "25"], { traceSampleRate: 0.25 }],
+  [["--trace-sample-rate", "25"], { traceSampleRate: 25 }],
   [["--klog.v", "4"], /^--klog\.v=4 is taken as --log-level=debug/],
   [["--klog.logtostderr"], /^--klog\.logtostderr ignored: .*klog; use --log-level/],
   [["--klog.alsologtostderr=true"], /^--klog\.alsologtostderr ignored/],
@@ -148,4 +148,24 @@ Deno.test("truly unknown flags are still errors", async () => {
   const result = await load(["--bogus-flag=1", "-x"]);
   assert.ok(!result.ok);
   assert.match(result.errors.join("\n"), /unknown flag --bogus-flag/);
+});
+
+Deno.test("--taint key=value:Effect (the kubelet's form) sets key, value and effect", async () => {
+  const { config, warnings } = await accepted(["--taint=example.com/vk=gpu:NoExecute"]);
+  assert.equal(config.taintKey, "example.com/vk");
+  assert.equal(config.taintValue, "gpu");
+  assert.equal(config.taintEffect, "NoExecute");
+  assert.match(
+    warnings[0],
+    /--taint-key=example\.com\/vk --taint-value=gpu --taint-effect=NoExecute/,
+  );
+  const keyOnly = await accepted(["--taint", "example.com/vk:PreferNoSchedule"]);
+  assert.equal(keyOnly.config.taintKey, "example.com/vk");
+  assert.equal(keyOnly.config.taintEffect, "PreferNoSchedule");
+});
+
+Deno.test("--taint with an effect that does not exist names --taint-effect", async () => {
+  const result = await load(["--taint=a.io/x=y:Sometimes"]);
+  assert.ok(!result.ok);
+  assert.ok(result.errors.some((e) => e.startsWith("--taint-effect")), result.errors.join("\n"));
 });

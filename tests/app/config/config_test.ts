@@ -340,7 +340,7 @@ Deno.test("a remote provider module is refused with what to do instead", async (
 Deno.test("tracing is off by default; a bad exporter or sample rate says what to write", async () => {
   const config = await valid(["--provider", "mock"]);
   assert.equal(config.traceExporter, undefined);
-  assert.equal(config.traceSampleRate, 1);
+  assert.equal(config.traceSampleRate, 100);
   const problems = await errors([
     "--provider",
     "mock",
@@ -355,4 +355,19 @@ Deno.test("tracing is off by default; a bad exporter or sample rate says what to
     /^--trace-exporter: "stdout" is not an exporter .*--trace-exporter otlp/,
   );
   assert.match(problems[1], /^--trace-sample-rate: expected always, never or a whole percentage/);
+});
+
+Deno.test("a misspelled VKUBELET_ variable is a warning with a did-you-mean", async () => {
+  const result = await load(["--provider=mock"], {
+    VKUBELET_NODENAME: "vk-1",
+    VKUBELET_POD_SYNC_WORKRES: "4",
+    VKUBELET_CALLER_DIR: "/somewhere",
+    VKUBELET_SOMETHING_ELSE_ENTIRELY: "x",
+  });
+  assert.ok(result.ok, JSON.stringify(result));
+  assert.deepEqual(result.warnings, [
+    "VKUBELET_NODENAME is not an option and is ignored; did you mean VKUBELET_NODE_NAME? (see --help)",
+    "VKUBELET_POD_SYNC_WORKRES is not an option and is ignored; did you mean VKUBELET_POD_SYNC_WORKERS? (see --help)",
+    "VKUBELET_SOMETHING_ELSE_ENTIRELY is not an option and is ignored (see --help)",
+  ]);
 });
