@@ -55,6 +55,7 @@ Deno.test({
       const created = podTraces.filter((t) => t.spans.some((s) => s.operationName === "pod.add"));
       assert.equal(created.length, 1, `traces with pod.add: ${created.length}`);
       const [trace] = created;
+      console.log(`trace ${trace.traceID}: ${trace.spans.map((s) => s.operationName).join(", ")}`);
       const one = (name: string) => {
         const found = trace.spans.filter((s) => s.operationName === name);
         assert.ok(found.length >= 1, `no ${name} in ${trace.spans.map((s) => s.operationName)}`);
