@@ -91,6 +91,7 @@ export class InterlinkProvider implements Provider {
     // A pod the plugin already runs (a restarted vkubelet, a create whose answer was lost).
     const existing = await this.#api.status([pod], options.signal).catch((err) => {
       if (answered(err)) return []; // plugins answer an unknown pod with an error status
+      this.#event(pod, "Warning", "InterlinkCreateFailed", (err as Error).message);
       throw err;
     });
     const mine = existing.find((s) => s.UID === pod.metadata?.uid);
@@ -221,13 +222,12 @@ export class InterlinkProvider implements Provider {
 
   /** Deletes the pod's job, reports it terminated and forgets it. */
   async #remove(record: PodRecord, signal?: AbortSignal): Promise<void> {
-    if (!record.finished) {
-      await this.#api.delete(record.pod, signal).catch((err) => {
-        // A plugin that answers (404, 500 "no such job") no longer runs it; no answer is retried.
-        if (!answered(err)) throw err;
-        this.#deps.log.info("delete of {pod}: {err}", { pod: keyOf(record.pod), err: String(err) });
-      });
-    }
+    // A finished job is deleted too: the plugin keeps its state and logs until then.
+    await this.#api.delete(record.pod, signal).catch((err) => {
+      // A plugin that answers (404, 500 "no such job") no longer runs it; no answer is retried.
+      if (!answered(err)) throw err;
+      this.#deps.log.info("delete of {pod}: {err}", { pod: keyOf(record.pod), err: String(err) });
+    });
     const now = this.#deps.clock.now();
     const current = podStatusOf(record, now, this.#deps.internalIp);
     const status = terminalPodStatus(record.pod, current, { nowMs: now });
