@@ -8,7 +8,7 @@ import { realClock } from "./base/clock.ts";
 import { HELP_TEXT, loadConfig, VERSION } from "./app/config/config.ts";
 import { getLogger, setupLogging } from "./base/log.ts";
 import { detectInternalIp, runVkubelet, StartupConfigError } from "./app/run.ts";
-import { sdNotify } from "./app/sd_notify.ts";
+import { feedWatchdog, sdNotify } from "./app/sd_notify.ts";
 import { openGlibcHeap, trimPeriodically } from "./base/native_heap.ts";
 import { type BuildStamp, stampOfCheckout, versionLine } from "./app/version.ts";
 
@@ -112,6 +112,14 @@ export async function main(args: string[], stamp?: BuildStamp): Promise<number> 
   for (const name of signals) Deno.addSignalListener(name, onSignal);
   const trimming = new AbortController();
   const trimmed = trimNativeHeap(trimming.signal);
+  // WatchdogSec= in the unit: WATCHDOG=1 until vkubelet has stopped (STOPPING=1 goes first).
+  const watchdog = feedWatchdog({
+    env: Deno.env.toObject(),
+    pid: Deno.pid,
+    clock: realClock,
+    log: getLogger(["vkubelet"]),
+    signal: trimming.signal,
+  });
   try {
     await runVkubelet(config, {
       signal: stop.signal,
@@ -132,6 +140,7 @@ export async function main(args: string[], stamp?: BuildStamp): Promise<number> 
     for (const name of signals) Deno.removeSignalListener(name, onSignal);
     trimming.abort();
     await trimmed;
+    await watchdog;
     await stopping;
   }
 }
