@@ -69,7 +69,14 @@ export function compileArgs(
 
 /** `deno` arguments that bundle `entry` into one JavaScript file (run from the repo root). */
 export function bundleArgs(output: string, entry = "main.ts"): string[] {
-  return ["bundle", "--config=deno.json", "--frozen-lockfile", "--platform=deno", `--output=${output}`, entry];
+  return [
+    "bundle",
+    "--config=deno.json",
+    "--frozen-lockfile",
+    "--platform=deno",
+    `--output=${output}`,
+    entry,
+  ];
 }
 
 /** The entry module the build starts from: `main()` of `mainUrl`, handed `stamp`. */
