@@ -24,6 +24,7 @@ import { LeadershipFence } from "../k8s/leader_election/mod.ts";
 import { highAvailabilityProblem, runLeaderElected, type WarmStandby } from "./leader_run.ts";
 import { abortion, freePort, StartupConfigError, withStartupTimeout } from "./run_parts.ts";
 import { runNodeSet } from "./run_nodes.ts";
+import { type NodeIdentity, type NodeIdentityHooks, startNodeIdentity } from "./node_identity.ts";
 import type { NodeSet } from "./node_set.ts";
 
 export { StartupConfigError, StartupTimeoutError } from "./run_parts.ts";
@@ -44,6 +45,8 @@ export interface RunDeps {
   onReady?: (provider: Provider) => void;
   /** How long the loops get to drain after the signal before we stop waiting. */
   drainTimeoutMs?: number;
+  /** Test hooks of TLS bootstrap and rotation (short certificates, an early renewal). */
+  identityHooks?: NodeIdentityHooks;
 }
 
 /** Runs vkubelet until `deps.signal` aborts; rejects if start-up fails. */
@@ -59,7 +62,7 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   // --leader-elect: every write of this replica needs the lease (k8s/leader_election/fence.ts).
   const fence = config.leaderElect ? new LeadershipFence(deps.clock) : undefined;
   metrics.leader.set(1);
-  const { kube, provider } = await connectAndLoad(config, deps, metrics, fence, {
+  const { kube, provider, identity } = await connectAndLoad(config, deps, metrics, fence, {
     nodeName: config.nodeName,
     log: getLogger(["vkubelet", "provider"]).with({ node: config.nodeName }),
     clock: deps.clock,
@@ -132,6 +135,7 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
     await drain(loops.all, deps.drainTimeoutMs ?? 10_000, deps.clock);
     await provider.close?.();
     kube.close();
+    await identity?.stop();
     log.info("stopped");
   }
   // Like virtual-kubelet's nodeutil.Node.Run: when one controller ends, all of them stop.
@@ -149,11 +153,21 @@ async function connectAndLoad(
   metrics: VkubeletMetrics,
   fence: LeadershipFence | undefined,
   providerDeps: Omit<ProviderDeps, "kube">,
-): Promise<{ kube: KubeClient; provider: Provider }> {
+): Promise<{ kube: KubeClient; provider: Provider; identity?: NodeIdentity }> {
   const problems = await preflight(config);
   let kube: KubeClient | undefined;
+  let identity: NodeIdentity | undefined;
   try {
-    const connection = await loadKubeConfig({ kubeconfig: config.kubeconfig, clock: deps.clock });
+    // TLS bootstrap waits for a certificate only when every other check passed.
+    identity = config.bootstrapKubeconfig && problems.length === 0
+      ? await startNodeIdentity(config, {
+        clock: deps.clock,
+        signal: AbortSignal.any([deps.signal, providerDeps.signal]),
+        hooks: deps.identityHooks,
+      })
+      : undefined;
+    const connection = identity?.connection ??
+      await loadKubeConfig({ kubeconfig: config.kubeconfig, clock: deps.clock });
     kube = new KubeClient(connection, {
       qps: config.kubeApiQps,
       burst: config.kubeApiBurst,
@@ -169,6 +183,7 @@ async function connectAndLoad(
   }
   if (!kube || problems.length > 0) {
     kube?.close();
+    await identity?.stop();
     throw new StartupConfigError(problems);
   }
   try {
@@ -182,9 +197,10 @@ async function connectAndLoad(
       await provider.close?.();
       throw new StartupConfigError([haProblem]);
     }
-    return { kube, provider };
+    return { kube, provider, identity };
   } catch (err) {
     kube.close();
+    await identity?.stop();
     if (err instanceof ProviderLoadError) throw new StartupConfigError([err.message]);
     throw err;
   }
