@@ -12,7 +12,8 @@ import { loadProvider, type LoadProviderOptions, ProviderLoadError } from "./pro
 import { isKubeConfigError, KubeClient, loadKubeConfig } from "../k8s/mod.ts";
 import { createNodeSide } from "../core/node/mod.ts";
 import { PodController } from "../core/pods/mod.ts";
-import { createKubeletApiServer } from "./run_kubelet_api.ts";
+import { createKubeletApiServer, servingCsrSource } from "./run_kubelet_api.ts";
+import { type CertificateSource, sharedCertificates } from "../x509/mod.ts";
 import { drain, Loops } from "./run_loops.ts";
 import { preflight } from "./preflight.ts";
 import { VkubeletMetrics } from "../core/metrics.ts";
@@ -84,6 +85,17 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   deps.signal.addEventListener("abort", onAbort, { once: true });
   if (deps.signal.aborted) onAbort(); // Stopped while the provider was loading.
   const loops = new Loops(stop, log);
+  // --rotate-server-certificates: the serving certificate is asked for now, once per process,
+  // on an unfenced client, so a standby has its own before it ever takes over (issue 43).
+  const servingKube = config.rotateServerCertificates && fence
+    ? new KubeClient(kube.config, { clock: deps.clock })
+    : kube;
+  const serving = config.rotateServerCertificates
+    ? sharedCertificates(
+      servingCsrSource(config, { kube: servingKube, clock: deps.clock, internalIp }),
+      stop.signal,
+    )
+    : undefined;
   try {
     // ── Leader election (issue 21): a warm standby that runs the writers below (leadTerm)
     // only while it holds the lease; see app/leader_run.ts.
@@ -103,6 +115,7 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
             internalIp,
             metrics,
             warm,
+            certificates: serving,
           }),
       });
       log.info("shutting down");
@@ -116,6 +129,7 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
       internalIp,
       loops,
       metrics,
+      certificates: serving,
     });
     starting.catch(() => {}); // Its failure after a stop is not news.
     await Promise.race([starting, abortion(stop.signal)]);
@@ -133,7 +147,9 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
     stop.abort();
     deps.signal.removeEventListener("abort", onAbort);
     await drain(loops.all, deps.drainTimeoutMs ?? 10_000, deps.clock);
+    await serving?.done;
     await provider.close?.();
+    if (servingKube !== kube) servingKube.close();
     kube.close();
     await identity?.stop();
     log.info("stopped");
@@ -216,6 +232,8 @@ interface Parts {
   warm?: WarmStandby;
   /** Filled with what to undo when the parts stop (a term's metrics collector). */
   cleanups?: (() => void)[];
+  /** The serving certificate started at start-up, if it comes from a CSR. */
+  certificates?: CertificateSource;
 }
 
 /** Starts the kubelet API, the node side and the pods, in that order, each awaited ready. */
@@ -258,6 +276,7 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     internalIp,
     port: config.port,
     podCache: () => pods.pods(),
+    certificates: parts.certificates,
   });
   const unobserve = observePodController(metrics, pods);
   parts.cleanups?.push(unobserve);

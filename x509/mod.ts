@@ -55,3 +55,4 @@ export {
   generateKeyPair,
   privateKeyPem,
 } from "./encode.ts";
+export { type SharedCertificates, sharedCertificates } from "./shared_certificate.ts";

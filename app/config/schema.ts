@@ -105,8 +105,7 @@ const booleanOrUnset = () =>
     },
     z.boolean({ error: (i) => `expected true or false, got ${show(i.input)}` }).optional(),
   );
-const boolean = (fallback: boolean) =>
-  booleanOrUnset().transform((v) => v ?? fallback);
+const boolean = (fallback: boolean) => booleanOrUnset().transform((v) => v ?? fallback);
 
 /** An enum that accepts any letter case and gives back the canonical spelling. */
 const oneOf = <T extends string>(values: readonly T[], fallback: T) =>

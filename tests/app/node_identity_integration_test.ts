@@ -196,7 +196,7 @@ Deno.test("a node joins with a bootstrap token, rotates its certificate early an
     });
     await eventually(
       "the restarted node to be ready",
-      async () => first.isReady() ? true : undefined,
+      () => Promise.resolve(first.isReady() ? true : undefined),
     );
     assert.equal(pairs.at(-1)!.certPem, pairs[1].certPem, "the stored certificate is reused");
     assert.equal((await nodeCsrs(cluster, nodeName)).length, 2, "no new CSR after a restart");
@@ -215,7 +215,10 @@ Deno.test("a refused bootstrap token is logged with what to do and retried, neve
   await configure({
     reset: true,
     sinks: { memory: (r) => records.push(r) },
-    loggers: [{ category: ["vkubelet", "identity"], lowestLevel: "info", sinks: ["memory"] }],
+    loggers: [
+      { category: ["vkubelet", "identity"], lowestLevel: "info", sinks: ["memory"] },
+      { category: ["logtape", "meta"], lowestLevel: "warning", sinks: ["memory"] },
+    ],
   });
   const nodeName = `ident-bad-${crypto.randomUUID().slice(0, 6)}`;
   const config = await configFor(
