@@ -22,10 +22,33 @@ const print = (stream: { writeSync(p: Uint8Array): number }, text: string) => {
 /** How often the C heap's free pages go back to the system. */
 const TRIM_INTERVAL_MS = 10_000;
 
+/**
+ * This process's memory map. Deno refuses to read `/proc/self/maps` (or `/proc/<pid>/maps`)
+ * itself without `--allow-all`, so `cat` reads it (vkubelet has `--allow-run`).
+ */
+async function ownMemoryMap(): Promise<string | { unreadable: string }> {
+  try {
+    const out = await new Deno.Command("cat", {
+      args: [`/proc/${Deno.pid}/maps`],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (out.success) return new TextDecoder().decode(out.stdout);
+    return { unreadable: new TextDecoder().decode(out.stderr).trim() || `cat exited ${out.code}` };
+  } catch (err) {
+    return { unreadable: err instanceof Error ? err.message : String(err) };
+  }
+}
+
 /** Trims the C heap until `signal` aborts (base/native_heap.ts); resolves then. */
-async function trimNativeHeap(signal: AbortSignal): Promise<void> {
+async function trimNativeHeap(signal: AbortSignal, enabled: boolean): Promise<void> {
   const log = getLogger(["vkubelet"]);
-  const opened = openGlibcHeap();
+  if (!enabled) {
+    log.info("not returning freed native memory to the system: --native-heap-trim=false");
+    return;
+  }
+  const opened = openGlibcHeap(await ownMemoryMap());
   if ("unavailable" in opened) {
     log.info("not returning freed native memory to the system: {reason}", {
       reason: opened.unavailable,
@@ -90,7 +113,7 @@ export async function main(args: string[]): Promise<number> {
   const signals = ["SIGINT", "SIGTERM"] as const;
   for (const name of signals) Deno.addSignalListener(name, onSignal);
   const trimming = new AbortController();
-  const trimmed = trimNativeHeap(trimming.signal);
+  const trimmed = trimNativeHeap(trimming.signal, config.nativeHeapTrim);
   try {
     await runVkubelet(config, {
       signal: stop.signal,
@@ -102,8 +125,11 @@ export async function main(args: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof StartupConfigError) {
       const list = err.problems.map((p) => `  - ${p}\n`).join("");
-      print(Deno.stderr, `vkubelet: invalid configuration:\n${list}`);
-      return 2;
+      // 1 for what a restart may fix (a port still held by a stopping process): the shipped
+      // systemd unit restarts on 1 and not on 2 (RestartPreventExitStatus=2).
+      const what = err.transient ? "cannot start" : "invalid configuration";
+      print(Deno.stderr, `vkubelet: ${what}:\n${list}`);
+      return err.transient ? 1 : 2;
     }
     getLogger(["vkubelet"]).fatal("vkubelet failed: {err}", { err });
     return 1;

@@ -15,21 +15,13 @@ import { getLogger } from "../base/log.ts";
 import { TickClock } from "../base/tick_clock.ts";
 import type { KubeClient } from "../k8s/mod.ts";
 import type { Provider } from "../provider/mod.ts";
-import {
-  type CallSlots,
-  createNodeSide,
-  type HealthSource,
-  type NodeApi,
-  type NodeSide,
-} from "../core/node/mod.ts";
-import { ConfigSources, PodController, podKey } from "../core/pods/mod.ts";
+import type { CallSlots, HealthSource, NodeApi, NodeSide } from "../core/node/mod.ts";
+import { ConfigSources, type PodController, podKey, SharedPodInformer } from "../core/pods/mod.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
 import type { KubeletApiDeps } from "../core/kubelet_api/types.ts";
-import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import type { Config } from "./config/config.ts";
-import { SharedPodInformer } from "../core/pods/mod.ts";
 import { Gate } from "./heartbeat_api.ts";
-import denoJson from "../deno.json" with { type: "json" };
+import { wireNode } from "./wire_node.ts";
 
 /** Pod writes of all nodes in flight at once: one node's status workers' worth. */
 const POD_WRITES_IN_FLIGHT = 64;
@@ -233,29 +225,16 @@ export class NodeSet {
     const { kube, metrics, heartbeat } = this.#deps;
     const provider = this.#deps.providers.get(entry.name);
     if (!provider) throw new RangeError(`no provider was loaded for node ${entry.name}`);
-    const log = (part: string) => getLogger(["vkubelet", part]).with({ node: entry.name });
-    const side = createNodeSide({
+    const view = this.#shared.view(entry.name);
+    const services = this.#shared.services();
+    const { side, pods } = wireNode({
       ...config,
       nodeName: entry.name,
       nodeLabels: { ...config.nodeLabels, ...entry.labels },
     }, {
-      api: heartbeat,
-      provider,
-      clock: this.#nodeClock,
-      log: log("node"),
-      internalIp: entry.nodeIp,
-      version: denoJson.version,
-      declaredFeatures: declaredFeatures(),
-      onLeaseRenewal: (seconds, ok) =>
-        metrics.leaseRenewalLatency.observe({ result: ok ? "success" : "error" }, seconds),
-      leasePhase,
-      slots: this.#deps.heartbeatSlots,
-    });
-    const view = this.#shared.view(entry.name);
-    const services = this.#shared.services();
-    const pods = new PodController({
+      heartbeat: { api: heartbeat },
       // The controller asks for its informers; it gets the shared views.
-      api: {
+      podApi: {
         pods: { ...bind(kube.pods, this.#podWrites), informer: () => view },
         services: { informer: () => services },
         configMaps: kube.configMaps,
@@ -263,19 +242,15 @@ export class NodeSet {
         persistentVolumeClaims: kube.persistentVolumeClaims,
         events: kube.events,
       },
-      configSources: this.#configSources,
       provider,
       clock: this.#nodeClock,
-      log: log("pods"),
-      nodeName: entry.name,
-      workers: config.podSyncWorkers,
-      resyncPeriodMs: config.fullResyncPeriod,
-      daemonSetPods: config.daemonSetPods,
-      onSync: (seconds, ok) =>
-        metrics.syncLatency.observe({ result: ok ? "success" : "error" }, seconds),
-      nodeIps: () => [entry.nodeIp],
-      allocatable: () => side.node.node?.status?.allocatable ?? {},
-      onUnsentEvents: (count) => this.#unsentEvents += count,
+      metrics,
+      internalIp: entry.nodeIp,
+      side: { leasePhase, slots: this.#deps.heartbeatSlots },
+      pods: {
+        configSources: this.#configSources,
+        onUnsentEvents: (count) => this.#unsentEvents += count,
+      },
     });
     return { entry, provider, side, pods, stop: new AbortController() };
   }

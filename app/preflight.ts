@@ -10,17 +10,34 @@ import type { Config } from "./config/config.ts";
 import { parseHostPort } from "./config/schema.ts";
 import { checkPair } from "../x509/certificate_source.ts";
 
-/** Returns every problem found, each naming the option to fix; empty when all is well. */
-export async function preflight(config: Config): Promise<string[]> {
+/** What {@link preflight} found. */
+export interface PreflightResult {
+  /** Every problem, each naming the option to fix; empty when all is well. */
+  problems: string[];
+  /**
+   * True when every problem is one that may go away by itself (a port still in use by a process
+   * that is stopping): main.ts exits 1 then, which the shipped systemd unit restarts, instead of
+   * 2, which it does not.
+   */
+  transient: boolean;
+}
+
+/** Checks the config against this host; see the module doc. */
+export async function preflight(config: Config): Promise<PreflightResult> {
   const problems: string[] = [];
+  let inUse = 0;
+  const bind = (hostname: string, port: number, option: string) => {
+    const problem = bindProblem(hostname, port);
+    if (!problem) return;
+    problems.push(`${option}: ${problem.message}`);
+    if (problem.inUse) inUse++;
+  };
   if (config.port !== 0) {
-    const problem = bindProblem(config.listenAddress, config.port);
-    if (problem) problems.push(`--port ${config.port} on ${config.listenAddress}: ${problem}`);
+    bind(config.listenAddress, config.port, `--port ${config.port} on ${config.listenAddress}`);
   }
   const metrics = config.metricsAddr ? parseHostPort(config.metricsAddr) : undefined;
   if (metrics && metrics.port !== 0) {
-    const problem = bindProblem(metrics.hostname, metrics.port);
-    if (problem) problems.push(`--metrics-addr ${config.metricsAddr}: ${problem}`);
+    bind(metrics.hostname, metrics.port, `--metrics-addr ${config.metricsAddr}`);
   }
   if (config.tlsCertFile && config.tlsPrivateKeyFile) {
     problems.push(...await servingPairProblems(config.tlsCertFile, config.tlsPrivateKeyFile));
@@ -34,25 +51,31 @@ export async function preflight(config: Config): Promise<string[]> {
       );
     }
   }
-  return problems;
+  return { problems, transient: problems.length > 0 && inUse === problems.length };
 }
 
 /** Why `hostname:port` cannot be listened on, or undefined if it can (the port is let go). */
-function bindProblem(hostname: string, port: number): string | undefined {
+function bindProblem(
+  hostname: string,
+  port: number,
+): { message: string; inUse?: boolean } | undefined {
   try {
     Deno.listen({ hostname, port }).close();
     return undefined;
   } catch (err) {
     if (err instanceof Deno.errors.AddrInUse) {
-      return "the address is already in use; stop whatever listens there or pick another port";
+      return {
+        message: "the address is already in use; stop whatever listens there or pick another port",
+        inUse: true,
+      };
     }
     if (err instanceof Deno.errors.PermissionDenied || err instanceof Deno.errors.NotCapable) {
-      return "permission denied; ports below 1024 need root or CAP_NET_BIND_SERVICE";
+      return { message: "permission denied; ports below 1024 need root or CAP_NET_BIND_SERVICE" };
     }
     if (err instanceof Deno.errors.AddrNotAvailable) {
-      return "no interface of this host has that address; check --listen-address";
+      return { message: "no interface of this host has that address; check --listen-address" };
     }
-    return `cannot listen: ${err instanceof Error ? err.message : String(err)}`;
+    return { message: `cannot listen: ${err instanceof Error ? err.message : String(err)}` };
   }
 }
 

@@ -9,23 +9,21 @@ import type { Config } from "./config/config.ts";
 import { getLogger } from "../base/log.ts";
 import { type Provider, providerCapabilities, type ProviderDeps } from "../provider/mod.ts";
 import { loadProvider, type LoadProviderOptions, ProviderLoadError } from "./provider_loader.ts";
-import { isKubeConfigError, KubeClient, loadKubeConfig } from "../k8s/mod.ts";
-import { createNodeSide } from "../core/node/mod.ts";
-import { PodController } from "../core/pods/mod.ts";
+import { isKubeConfigError, type KubeClient, loadKubeConfig } from "../k8s/mod.ts";
+import { type Clients, createClients } from "./run_clients.ts";
+import { wireNode } from "./wire_node.ts";
 import { createKubeletApiServer, servingCsrSource } from "./run_kubelet_api.ts";
 import { type CertificateSource, sharedCertificates } from "../x509/mod.ts";
+import { type NodeIdentity, type NodeIdentityHooks, startNodeIdentity } from "./node_identity.ts";
 import { drain, Loops } from "./run_loops.ts";
 import { preflight } from "./preflight.ts";
 import { VkubeletMetrics } from "../core/metrics.ts";
 import { observePodController, serveMetrics } from "./metrics_server.ts";
 import { parseHostPort } from "./config/schema.ts";
-import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
-import denoJson from "../deno.json" with { type: "json" };
 import { LeadershipFence } from "../k8s/leader_election/mod.ts";
 import { highAvailabilityProblem, runLeaderElected, type WarmStandby } from "./leader_run.ts";
 import { abortion, freePort, StartupConfigError, withStartupTimeout } from "./run_parts.ts";
 import { runNodeSet } from "./run_nodes.ts";
-import { type NodeIdentity, type NodeIdentityHooks, startNodeIdentity } from "./node_identity.ts";
 import type { NodeSet } from "./node_set.ts";
 
 export { StartupConfigError, StartupTimeoutError } from "./run_parts.ts";
@@ -63,16 +61,22 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   // --leader-elect: every write of this replica needs the lease (k8s/leader_election/fence.ts).
   const fence = config.leaderElect ? new LeadershipFence(deps.clock) : undefined;
   metrics.leader.set(1);
-  const { kube, provider, identity } = await connectAndLoad(config, deps, metrics, fence, {
-    nodeName: config.nodeName,
-    log: getLogger(["vkubelet", "provider"]).with({ node: config.nodeName }),
-    clock: deps.clock,
-    internalIp,
-    daemonPort: port,
-    signal: stop.signal,
-    // The provider's own clients (a second cluster, a cloud API) write only while we lead.
+  const { kube, heartbeat, reviews, provider, close, identity } = await connectAndLoad(
+    config,
+    deps,
+    metrics,
     fence,
-  });
+    {
+      nodeName: config.nodeName,
+      log: getLogger(["vkubelet", "provider"]).with({ node: config.nodeName }),
+      clock: deps.clock,
+      internalIp,
+      daemonPort: port,
+      signal: stop.signal,
+      // The provider's own clients (a second cluster, a cloud API) write only while we lead.
+      fence,
+    },
+  );
   log.info("talking to {server} as configured by {source}", {
     server: kube.config.server,
     source: kube.config.source,
@@ -86,13 +90,11 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   if (deps.signal.aborted) onAbort(); // Stopped while the provider was loading.
   const loops = new Loops(stop, log);
   // --rotate-server-certificates: the serving certificate is asked for now, once per process,
-  // on an unfenced client, so a standby has its own before it ever takes over (issue 43).
-  const servingKube = config.rotateServerCertificates && fence
-    ? new KubeClient(kube.config, { clock: deps.clock })
-    : kube;
+  // on the client leader election does not fence, so a standby has its own before it ever
+  // takes over (issue 43).
   const serving = config.rotateServerCertificates
     ? sharedCertificates(
-      servingCsrSource(config, { kube: servingKube, clock: deps.clock, internalIp }),
+      servingCsrSource(config, { kube: reviews, clock: deps.clock, internalIp }),
       stop.signal,
     )
     : undefined;
@@ -111,6 +113,8 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
         lead: (signal, fenced, warm) =>
           leadTerm({ ...config, port }, { ...deps, signal }, {
             kube,
+            heartbeat,
+            reviews,
             provider: fenced,
             internalIp,
             metrics,
@@ -125,6 +129,8 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
     // A loop that fails while starting ends start-up too, instead of leaving it waiting.
     const starting = start({ ...config, port }, { ...deps, signal: stop.signal }, {
       kube,
+      heartbeat,
+      reviews,
       provider,
       internalIp,
       loops,
@@ -149,8 +155,7 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
     await drain(loops.all, deps.drainTimeoutMs ?? 10_000, deps.clock);
     await serving?.done;
     await provider.close?.();
-    if (servingKube !== kube) servingKube.close();
-    kube.close();
+    close();
     await identity?.stop();
     log.info("stopped");
   }
@@ -169,9 +174,10 @@ async function connectAndLoad(
   metrics: VkubeletMetrics,
   fence: LeadershipFence | undefined,
   providerDeps: Omit<ProviderDeps, "kube">,
-): Promise<{ kube: KubeClient; provider: Provider; identity?: NodeIdentity }> {
-  const problems = await preflight(config);
-  let kube: KubeClient | undefined;
+): Promise<Clients & { provider: Provider; identity?: NodeIdentity }> {
+  const checked = await preflight(config);
+  const problems = [...checked.problems];
+  let clients: Clients | undefined;
   let identity: NodeIdentity | undefined;
   try {
     // TLS bootstrap waits for a certificate only when every other check passed.
@@ -184,24 +190,21 @@ async function connectAndLoad(
       : undefined;
     const connection = identity?.connection ??
       await loadKubeConfig({ kubeconfig: config.kubeconfig, clock: deps.clock });
-    kube = new KubeClient(connection, {
-      qps: config.kubeApiQps,
-      burst: config.kubeApiBurst,
-      eventQps: config.eventQps,
-      eventBurst: config.eventBurst,
-      clock: deps.clock,
-      onResponse: ({ verb, code }) => metrics.apiRequests.inc({ verb, code: String(code) }),
+    clients = createClients(connection, config, deps.clock, metrics, {
       beforeSend: fence?.guardRequest,
     });
   } catch (err) {
     if (!isKubeConfigError(err)) throw err;
     problems.push(err.message);
   }
-  if (!kube || problems.length > 0) {
-    kube?.close();
+  if (!clients || problems.length > 0) {
+    clients?.close();
     await identity?.stop();
-    throw new StartupConfigError(problems);
+    // A port in use alone is worth a restart; with anything else the config needs fixing.
+    const transient = checked.transient && problems.length === checked.problems.length;
+    throw new StartupConfigError(problems, { transient });
   }
+  const { kube } = clients;
   try {
     const provider = await (deps.loadProvider ?? loadProvider)({
       provider: config.provider,
@@ -213,9 +216,9 @@ async function connectAndLoad(
       await provider.close?.();
       throw new StartupConfigError([haProblem]);
     }
-    return { kube, provider, identity };
+    return { ...clients, provider, identity };
   } catch (err) {
-    kube.close();
+    clients.close();
     await identity?.stop();
     if (err instanceof ProviderLoadError) throw new StartupConfigError([err.message]);
     throw err;
@@ -224,6 +227,10 @@ async function connectAndLoad(
 
 interface Parts {
   kube: KubeClient;
+  /** The Node's status and Lease go through it (see app/run_clients.ts). */
+  heartbeat: KubeClient;
+  /** The kubelet API's TokenReviews and SubjectAccessReviews. */
+  reviews: KubeClient;
   provider: Provider;
   internalIp: string;
   loops: Loops;
@@ -240,36 +247,20 @@ interface Parts {
 async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void> {
   const { kube, provider, internalIp, loops, metrics, warm } = parts;
   const { signal, clock } = deps;
-  const side = createNodeSide(config, {
-    client: kube,
+  const { side, pods } = wireNode(config, {
+    // Its own client, as the kubelet's heartbeat client: pod writes never delay a renewal.
+    heartbeat: { client: parts.heartbeat },
+    podApi: kube,
     provider,
     clock,
-    log: getLogger(["vkubelet", "node"]).with({ node: config.nodeName }),
+    metrics,
     internalIp,
-    version: denoJson.version,
-    // The kubelet API speaks WebSocket v5 too, so the apiserver need not translate to SPDY.
-    declaredFeatures: declaredFeatures(),
-    onLeaseRenewal: (seconds, ok) =>
-      metrics.leaseRenewalLatency.observe({ result: ok ? "success" : "error" }, seconds),
-    health: warm?.health,
-  });
-  const pods = new PodController({
-    api: kube,
-    provider,
-    clock,
-    log: getLogger(["vkubelet", "pods"]).with({ node: config.nodeName }),
-    nodeName: config.nodeName,
-    workers: config.podSyncWorkers,
-    resyncPeriodMs: config.fullResyncPeriod,
-    daemonSetPods: config.daemonSetPods,
-    onSync: (seconds, ok) =>
-      metrics.syncLatency.observe({ result: ok ? "success" : "error" }, seconds),
-    nodeIps: () => [internalIp],
-    allocatable: () => side.node.node?.status?.allocatable ?? {},
-    caches: warm?.caches,
+    side: { health: warm?.health },
+    pods: { caches: warm?.caches },
   });
   const api = await createKubeletApiServer(config, {
     kube,
+    reviews: parts.reviews,
     provider,
     clock,
     metrics,

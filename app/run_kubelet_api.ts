@@ -11,8 +11,10 @@ import type { Config } from "./config/config.ts";
 import {
   accessReviewerFrom,
   alwaysAllow,
+  boundedReviewers,
   csrApiFrom,
   KubeletServer,
+  ReviewSlots,
   tokenReviewerFrom,
 } from "../core/kubelet_api/mod.ts";
 import {
@@ -30,6 +32,8 @@ import type { Provider } from "../provider/mod.ts";
 /** What {@link createKubeletApiServer} needs besides the config. */
 export interface KubeletApiServerDeps {
   kube: KubeClient;
+  /** TokenReviews and SubjectAccessReviews go through it (its own limiter). */
+  reviews: KubeClient;
   provider: Provider;
   clock: Clock;
   metrics: VkubeletMetrics;
@@ -72,15 +76,7 @@ export async function createKubeletApiServer(
 ): Promise<KubeletServer> {
   const { kube, clock } = deps;
   const log = getLogger(["vkubelet", "kubelet-api"]).with({ node: config.nodeName });
-  const clientCaPem = config.clientCaFile
-    ? await Deno.readTextFile(config.clientCaFile)
-    : kube.config.caCerts?.join("\n");
-  if (!clientCaPem) {
-    log.warn(
-      "no client CA: neither --client-ca-file nor the kubeconfig names one, so client " +
-        "certificates (the apiserver's too) are refused; set --client-ca-file",
-    );
-  }
+  const clientCaPem = await clientCa(config, kube, log);
   const names = {
     nodeName: config.nodeName,
     dnsNames: [config.nodeName],
@@ -105,14 +101,7 @@ export async function createKubeletApiServer(
     clock,
     metrics: deps.metrics,
     podCache: deps.podCache,
-    auth: {
-      clientCaPem,
-      tokenReviewer: tokenReviewerFrom(kube),
-      anonymous: config.anonymousAuth,
-      accessReviewer: config.authorizationMode === "AlwaysAllow"
-        ? alwaysAllow
-        : accessReviewerFrom(kube),
-    },
+    auth: { clientCaPem, anonymous: config.anonymousAuth, ...reviewersFor(config, deps.reviews) },
     hostname: config.listenAddress,
     port: deps.port,
     certificates,
@@ -123,4 +112,54 @@ export async function createKubeletApiServer(
       streamCreationTimeoutMs: config.streamCreationTimeout,
     }),
   });
+}
+
+/**
+ * The client CA: `--client-ca-file`, else the kubeconfig's cluster CA, with a warning either
+ * way it is not the file: trusting the server's CA for client certificates is what the
+ * kubelet's `--client-ca-file` exists to avoid saying implicitly.
+ */
+export async function clientCa(
+  config: Pick<Config, "clientCaFile">,
+  kube: Pick<KubeClient, "config">,
+  log: Pick<ReturnType<typeof getLogger>, "warn">,
+): Promise<string | undefined> {
+  if (config.clientCaFile) return await Deno.readTextFile(config.clientCaFile);
+  const fromKubeconfig = kube.config.caCerts?.join("\n");
+  if (fromKubeconfig) {
+    log.warn(
+      "no --client-ca-file: client certificates are verified against the CA that signed the " +
+        "apiserver's serving certificate (from {source}), so any client certificate that CA " +
+        "issued is trusted; set --client-ca-file to the CA of the apiserver's kubelet client " +
+        "certificate",
+      { source: kube.config.source },
+    );
+  } else {
+    log.warn(
+      "no client CA: neither --client-ca-file nor the kubeconfig names one, so client " +
+        "certificates (the apiserver's too) are refused; set --client-ca-file",
+    );
+  }
+  return fromKubeconfig;
+}
+
+/** How many reviews run at once and wait, per process. */
+const REVIEW_LIMITS = { inFlight: 8, waiting: 128 };
+
+/**
+ * The TokenReview and SubjectAccessReview checks on the reviews client, bounded by one
+ * {@link ReviewSlots} (`AlwaysAllow` makes no SubjectAccessReview).
+ */
+export function reviewersFor(
+  config: Pick<Config, "authorizationMode">,
+  reviews: KubeClient,
+  slots: ReviewSlots = new ReviewSlots(REVIEW_LIMITS),
+) {
+  const bounded = boundedReviewers(slots, tokenReviewerFrom(reviews), accessReviewerFrom(reviews));
+  return {
+    tokenReviewer: bounded.tokenReviewer,
+    accessReviewer: config.authorizationMode === "AlwaysAllow"
+      ? alwaysAllow
+      : bounded.accessReviewer,
+  };
 }

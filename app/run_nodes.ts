@@ -1,6 +1,6 @@
 /**
  * The composition of one process serving several nodes (`--nodes`): one kubeconfig, one client
- * (plus the heartbeat client the kubelet also keeps), a provider per node, one kubelet API port
+ * (plus the heartbeat and review clients of app/run_clients.ts), a provider per node, one kubelet API port
  * listening on every node's address, and a {@link NodeSet} running every node's controllers.
  * See docs/multinode.md for what is shared and why.
  * @module
@@ -8,17 +8,14 @@
 import type { Config } from "./config/config.ts";
 import type { RunDeps } from "./run.ts";
 import { getLogger } from "../base/log.ts";
-import { isKubeConfigError, KubeClient, loadKubeConfig } from "../k8s/mod.ts";
+import { isKubeConfigError, type KubeClient, loadKubeConfig } from "../k8s/mod.ts";
 import type { Provider } from "../provider/mod.ts";
 import { VkubeletMetrics } from "../core/metrics.ts";
 import { nodeApiFromClient } from "../core/node/mod.ts";
-import {
-  accessReviewerFrom,
-  alwaysAllow,
-  KubeletServer,
-  tokenReviewerFrom,
-} from "../core/kubelet_api/mod.ts";
+import { KubeletServer } from "../core/kubelet_api/mod.ts";
 import { fileCertificates, selfSignedCertificate } from "../x509/mod.ts";
+import { clientCa, reviewersFor } from "./run_kubelet_api.ts";
+import { type Clients, createClients } from "./run_clients.ts";
 import { createStreamingHandler } from "../core/kubelet_api/streaming/handler.ts";
 import { loadProvider, ProviderLoadError } from "./provider_loader.ts";
 import { observePodController, serveMetrics } from "./metrics_server.ts";
@@ -39,13 +36,19 @@ export async function runNodeSet(config: Config, deps: RunDeps): Promise<void> {
   const stop = new AbortController();
   const metrics = new VkubeletMetrics();
   metrics.leader.set(1);
-  const { kube, heartbeat, providers } = await connectAndLoad(config, deps, metrics, port, stop);
+  const { kube, heartbeat, reviews, providers, close } = await connectAndLoad(
+    config,
+    deps,
+    metrics,
+    port,
+    stop,
+  );
   const onAbort = () => stop.abort(deps.signal.reason);
   deps.signal.addEventListener("abort", onAbort, { once: true });
   if (deps.signal.aborted) onAbort();
   const loops: Loop[] = [];
   try {
-    const auth = await authFor(config, kube);
+    const auth = await authFor(config, kube, reviews);
     const nodes = heartbeat.nodes.informer({
       labelSelector: "type=virtual-kubelet",
       clock: deps.clock,
@@ -111,8 +114,7 @@ export async function runNodeSet(config: Config, deps: RunDeps): Promise<void> {
     deps.signal.removeEventListener("abort", onAbort);
     await drain(loops, deps.drainTimeoutMs ?? 10_000, deps.clock);
     await Promise.all([...providers.values()].map((p) => p.close?.()));
-    kube.close();
-    heartbeat.close();
+    close();
     log.info("stopped");
   }
 }
@@ -124,23 +126,12 @@ async function connectAndLoad(
   metrics: VkubeletMetrics,
   port: number,
   stop: AbortController,
-): Promise<{ kube: KubeClient; heartbeat: KubeClient; providers: Map<string, Provider> }> {
+): Promise<Clients & { providers: Map<string, Provider> }> {
   const problems: string[] = [];
-  let kube: KubeClient | undefined;
-  let heartbeat: KubeClient | undefined;
+  let clients: Clients | undefined;
   try {
     const connection = await loadKubeConfig({ kubeconfig: config.kubeconfig, clock: deps.clock });
-    const onResponse = ({ verb, code }: { verb: string; code: number }) =>
-      metrics.apiRequests.inc({ verb, code: String(code) });
-    kube = new KubeClient(connection, {
-      qps: config.kubeApiQps,
-      burst: config.kubeApiBurst,
-      eventQps: config.eventQps,
-      eventBurst: config.eventBurst,
-      clock: deps.clock,
-      onResponse,
-    });
-    heartbeat = new KubeClient(connection, { qps: 0, clock: deps.clock, onResponse });
+    clients = createClients(connection, config, deps.clock, metrics);
   } catch (err) {
     if (!isKubeConfigError(err)) throw err;
     problems.push(err.message);
@@ -157,7 +148,7 @@ async function connectAndLoad(
         internalIp: entry.nodeIp,
         daemonPort: port,
         signal: stop.signal,
-        kube,
+        kube: clients?.kube,
       },
     });
     providers.set(entry.name, provider);
@@ -172,27 +163,20 @@ async function connectAndLoad(
       : result.reason.message;
     if (!problems.includes(message)) problems.push(message);
   }
-  if (!kube || !heartbeat || problems.length > 0) {
-    kube?.close();
-    heartbeat?.close();
+  if (!clients || problems.length > 0) {
+    clients?.close();
     await Promise.all([...providers.values()].map((p) => p.close?.()));
     throw new StartupConfigError(problems);
   }
-  return { kube, heartbeat, providers };
+  return { ...clients, providers };
 }
 
 /** Authentication and authorization as one node has them (app/run_kubelet_api.ts). */
-async function authFor(config: Config, kube: KubeClient) {
-  const clientCaPem = config.clientCaFile
-    ? await Deno.readTextFile(config.clientCaFile)
-    : kube.config.caCerts?.join("\n");
+async function authFor(config: Config, kube: KubeClient, reviews: KubeClient) {
   return {
-    clientCaPem,
-    tokenReviewer: tokenReviewerFrom(kube),
+    clientCaPem: await clientCa(config, kube, getLogger(["vkubelet", "kubelet-api"])),
     anonymous: config.anonymousAuth,
-    accessReviewer: config.authorizationMode === "AlwaysAllow"
-      ? alwaysAllow
-      : accessReviewerFrom(kube),
+    ...reviewersFor(config, reviews),
   };
 }
 

@@ -17,8 +17,14 @@ export class StartupTimeoutError extends Error {
  */
 export class StartupConfigError extends Error {
   override name = "StartupConfigError";
-  constructor(readonly problems: string[]) {
+  /**
+   * True when every problem may go away by itself (a port still in use): main.ts exits 1,
+   * which a supervisor retries, instead of 2 (a config a restart cannot fix).
+   */
+  readonly transient: boolean;
+  constructor(readonly problems: string[], options: { transient?: boolean } = {}) {
     super(problems.join("; "));
+    this.transient = options.transient ?? false;
   }
 }
 

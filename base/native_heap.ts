@@ -8,7 +8,15 @@
  * heap 45.5 → 15.5 MiB after one call (bench/reports/why.md, twelfth round).
  *
  * It needs glibc on Linux and `--allow-ffi` for glibc's shared object (scripts/permissions.ts);
- * elsewhere {@link openGlibcHeap} says why not and nothing is trimmed.
+ * elsewhere {@link openGlibcHeap} says why not and nothing is trimmed. That grant is wide: Deno
+ * scopes `--allow-ffi` to the library, not to the function, so a grant for libc lets this
+ * process call any libc function (`system`, `dlopen`, `mprotect`), which is close to
+ * `--allow-all` for it. Only `malloc_trim` is bound here; operators who want the grant gone run
+ * with `--native-heap-trim=false` and without `--allow-ffi`.
+ *
+ * Only the C library the process has loaded is opened, as `/proc/<pid>/maps` names it: opening
+ * another file of the grant's list (a second libc on a multiarch host) would load a second C
+ * library into the process.
  * @module
  */
 import type { Clock } from "./clock.ts";
@@ -38,31 +46,43 @@ const SYMBOLS = {
   malloc_trim: { parameters: ["usize"], result: "i32", nonblocking: true },
 } as const;
 
-/** Binds glibc's `malloc_trim`, or says why it cannot (another OS, no glibc, no permission). */
-export function openGlibcHeap(): OpenedHeap {
+/**
+ * The path of the glibc shared object mapped into the process whose `/proc/<pid>/maps` text is
+ * `maps`, if one is (musl's is `ld-musl-*.so.1` and not matched).
+ */
+export function loadedGlibc(maps: string): string | undefined {
+  for (const line of maps.split("\n")) {
+    const path = line.trim().split(/\s+/).slice(5).join(" ");
+    if (/\/libc\.so\.6$/.test(path)) return path;
+  }
+  return undefined;
+}
+
+/**
+ * Binds glibc's `malloc_trim` in the C library `maps` (this process's `/proc/<pid>/maps`) shows
+ * loaded, or says why it cannot (another OS, maps unreadable, no glibc, no permission).
+ */
+export function openGlibcHeap(maps: string | { unreadable: string }): OpenedHeap {
   if (Deno.build.os !== "linux") return { unavailable: `${Deno.build.os} has no glibc` };
-  const problems: string[] = [];
-  for (const path of glibcPaths(Deno.build.arch)) {
-    if (Deno.permissions.querySync({ name: "ffi", path }).state !== "granted") {
-      problems.push(`no FFI permission for ${path}`);
-      continue;
-    }
-    let library: Deno.DynamicLibrary<typeof SYMBOLS>;
-    try {
-      library = Deno.dlopen(path, SYMBOLS);
-    } catch (err) {
-      // Not there, or a C library without malloc_trim (musl).
-      problems.push(`${path}: ${err instanceof Error ? err.message : err}`);
-      continue;
-    }
+  if (typeof maps !== "string") {
+    return { unavailable: `cannot tell which C library is loaded: ${maps.unreadable}` };
+  }
+  const loaded = loadedGlibc(maps);
+  if (!loaded) return { unavailable: "no glibc is loaded (another C library, such as musl)" };
+  if (Deno.permissions.querySync({ name: "ffi", path: loaded }).state !== "granted") {
+    return { unavailable: `no FFI permission for ${loaded}` };
+  }
+  try {
+    const library = Deno.dlopen(loaded, SYMBOLS);
     return {
       heap: {
         trim: async () => await library.symbols.malloc_trim(0n) === 1,
         close: () => library.close(),
       },
     };
+  } catch (err) {
+    return { unavailable: `${loaded}: ${err instanceof Error ? err.message : err}` };
   }
-  return { unavailable: problems.join("; ") };
 }
 
 /** Options of {@link trimPeriodically}. */

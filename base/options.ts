@@ -6,5 +6,6 @@
 
 /** Options that carry only an abort signal. */
 export interface SignalOptions {
+  /** Aborts the call; it then rejects promptly. */
   signal?: AbortSignal;
 }

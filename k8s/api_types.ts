@@ -7,12 +7,15 @@ import type { Clock } from "../base/clock.ts";
 
 /** An object with the metadata a watch needs. */
 export interface KubeObject {
+  /** Name, namespace, version and uid: what a cache keys and resumes by. */
   metadata?: { name?: string; namespace?: string; resourceVersion?: string; uid?: string };
 }
 
 /** One change seen by a watch. `BOOKMARK` objects carry only `metadata.resourceVersion`. */
 export interface WatchEvent<T> {
+  /** What happened to the object. */
   type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK";
+  /** The object as it is now (as it was last, for `DELETED`). */
   object: T;
 }
 
@@ -20,7 +23,9 @@ export interface WatchEvent<T> {
 export interface WatchOptions {
   /** Start after this version; omitted means "current state as ADDED events, then changes". */
   resourceVersion?: string;
+  /** Only objects whose labels match, e.g. `app=web`. */
   labelSelector?: string;
+  /** Only objects whose fields match, e.g. `spec.nodeName=vk-1`. */
   fieldSelector?: string;
   /** Ask for BOOKMARK events so that resuming is cheap; default true. */
   allowWatchBookmarks?: boolean;
@@ -28,8 +33,9 @@ export interface WatchOptions {
   signal?: AbortSignal;
 }
 
-/** Options for {@link resumableWatch}. */
+/** Options of a watch that resumes from its last version after a disconnect. */
 export interface ResumableWatchOptions extends WatchOptions {
+  /** The clock back-off sleeps on; the real one by default. */
   clock?: Clock;
   /** First delay after a failed connection; doubles up to `maxBackoffMs`. Default 800 ms. */
   initialBackoffMs?: number;
@@ -44,32 +50,45 @@ export interface ResumableWatchOptions extends WatchOptions {
 
 /** Options of one list call (one page). */
 export interface ListOptions {
+  /** Only objects whose labels match, e.g. `app=web`. */
   labelSelector?: string;
+  /** Only objects whose fields match, e.g. `metadata.name=my-config`. */
   fieldSelector?: string;
   /** Page size; the answer's `metadata.continue` fetches the next page. */
   limit?: number;
+  /** The previous page's `metadata.continue`. */
   continue?: string;
+  /** Answer from this version (with {@link ListOptions.resourceVersionMatch}) or newer. */
   resourceVersion?: string;
+  /** How {@link ListOptions.resourceVersion} is matched. */
   resourceVersionMatch?: "Exact" | "NotOlderThan";
+  /** Aborts the call. */
   signal?: AbortSignal;
 }
 
 /** What a list returns. */
 export interface ListResult<T> {
+  /** The objects of this page. */
   items: T[];
+  /** The list's version (a watch resumes from it) and the next page's token. */
   metadata?: { resourceVersion?: string; continue?: string };
 }
 
 /** Where an informer lists and watches; every typed resource helper can produce one. */
 export interface ListWatchSource<T> {
+  /** One page of the list. */
   list(options: ListOptions): Promise<ListResult<T>>;
+  /** The changes after a list's version. */
   watch(options: ResumableWatchOptions): AsyncIterable<WatchEvent<T>>;
 }
 
-/** Options for {@link Informer}. */
+/** Options of an informer (a list+watch cache). */
 export interface InformerOptions<T> {
+  /** Where it lists and watches. */
   source: ListWatchSource<T>;
+  /** Only objects whose labels match. */
   labelSelector?: string;
+  /** Only objects whose fields match. */
   fieldSelector?: string;
   /** Objects per list page; default 500, like client-go's pager. */
   pageSize?: number;
@@ -86,6 +105,7 @@ export interface InformerOptions<T> {
    * in place, not its previous version.
    */
   intern?: (object: T, previous: T | undefined) => T;
+  /** The clock relists and back-off sleep on; the real one by default. */
   clock?: Clock;
   /** Names this informer in logs, e.g. `pods`. */
   name?: string;
@@ -93,8 +113,11 @@ export interface InformerOptions<T> {
 
 /** Handlers by event; `update` also gets the previous object. */
 export interface InformerHandlers<T> {
+  /** A new object, or one seen first by a (re)list. */
   add: (object: T) => void;
+  /** A changed object, with the version the cache held before. */
   update: (object: T, old: T) => void;
+  /** An object that is gone. */
   delete: (object: T) => void;
 }
 

@@ -114,14 +114,6 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
     });
     this.#retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
     this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
-    if (config.insecureSkipTlsVerify) {
-      log.warn(
-        "{source} sets insecure-skip-tls-verify, which Deno's fetch cannot honour per client; " +
-          "the apiserver certificate is still verified unless Deno runs with " +
-          "--unsafely-ignore-certificate-errors",
-        { source: config.source },
-      );
-    }
     const apis = createApis(this, { events: this.#limitedBy(this.#eventLimiter) });
     this.pods = apis.pods;
     this.nodes = apis.nodes;
@@ -297,10 +289,7 @@ function connectionError(config: ConnectionConfig, err: unknown): KubeConnection
   }
   let hint: string | undefined;
   if (/certificate|tls|handshake|UnknownIssuer|CertNotValid/i.test(text)) {
-    hint = `check the cluster CA and client certificate in ${config.source}` +
-      (config.insecureSkipTlsVerify
-        ? " (insecure-skip-tls-verify needs Deno's --unsafely-ignore-certificate-errors)"
-        : "");
+    hint = `check the cluster CA and client certificate in ${config.source}`;
   }
   return new KubeConnectionError(config.server, { cause: err, hint });
 }

@@ -130,7 +130,16 @@ function hasCode(err: unknown, code: number, reason?: string): boolean {
   return err.code === code || (reason !== undefined && err.reason === reason);
 }
 
-/** The object (or its namespace) does not exist. */
+/**
+ * The object (or its namespace) does not exist.
+ *
+ * @example Usage
+ * ```ts
+ * import { isKubeNotFound } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.ok(!isKubeNotFound(new Error("connection refused")));
+ * ```
+ */
 export function isKubeNotFound(err: unknown): boolean {
   return hasCode(err, 404, "NotFound");
 }

@@ -18,6 +18,13 @@ export function formatMicroTime(time: Date | number): string {
  * Formats a time as a plain `metav1.Time` (RFC 3339, whole seconds, UTC). Times of the same
  * second are one string: 10,000 pods started over half a minute hold their ~90,000 condition,
  * start and container times in a few dozen strings instead of one each (bench/reports/why.md).
+ *
+ * @example Usage
+ * ```ts
+ * import { formatTime } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.equal(formatTime(Date.parse("2026-12-01T10:00:00.750Z")), "2026-12-01T10:00:00Z");
+ * ```
  */
 export function formatTime(time: Date | number): string {
   const ms = typeof time === "number" ? time : time.getTime();

@@ -7,7 +7,9 @@
 
 /** An exact quantity: `numerator / denominator`. */
 export interface Quantity {
+  /** The value's numerator (signed). */
   numerator: bigint;
+  /** The value's denominator (positive). */
   denominator: bigint;
 }
 

@@ -3,7 +3,7 @@
  * every problem reported at once, each naming its field — the way vkubelet reports its own
  * config. Works with any schema that has zod's `safeParse` shape.
  *
- * ```ts
+ * ```ts ignore
  * const parsed = parseProviderConfig(mySchema, config, { required: "naming at least region" });
  * if (!parsed.ok) throw new InvalidInputError(parsed.errors.join("; "));
  * ```
@@ -12,8 +12,11 @@
 
 /** One problem as a schema reports it. */
 export interface ConfigIssue {
+  /** Where in the config: keys and indexes from the top. */
   path: readonly PropertyKey[];
+  /** What is wrong. */
   message: string;
+  /** The schema's code for the problem. */
   code?: string;
   /** Unknown keys, for `code: "unrecognized_keys"`. */
   keys?: readonly string[];
@@ -21,6 +24,7 @@ export interface ConfigIssue {
 
 /** What {@link parseProviderConfig} needs of a schema (zod's `safeParse`). */
 export interface ConfigSchema<T> {
+  /** Validates `input`; every problem found is in `error.issues`. */
   safeParse(
     input: unknown,
   ): { success: true; data: T } | { success: false; error: { issues: readonly ConfigIssue[] } };
@@ -40,7 +44,19 @@ export interface ParseConfigOptions {
   provider?: string;
 }
 
-/** Each issue as `field: message`, `(top level)` for the file itself. */
+/**
+ * Each issue as `field: message`, `(top level)` for the file itself.
+ *
+ * @example Usage
+ * ```ts
+ * import { formatConfigIssues } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.deepEqual(
+ *   formatConfigIssues([{ path: ["region"], message: "expected a string" }]),
+ *   ["region: expected a string"],
+ * );
+ * ```
+ */
 export function formatConfigIssues(issues: readonly ConfigIssue[]): string[] {
   return issues.map((issue) => {
     const path = issue.path.map(String).join(".") || "(top level)";
@@ -51,7 +67,27 @@ export function formatConfigIssues(issues: readonly ConfigIssue[]): string[] {
   });
 }
 
-/** Checks `input` (the parsed file, `undefined` without one) against `schema`. */
+/**
+ * Checks `input` (the parsed file, `undefined` without one) against `schema`.
+ *
+ * @example Usage
+ * ```ts
+ * import { parseProviderConfig } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const schema = {
+ *   safeParse: (input: unknown) =>
+ *     typeof input === "object" && input !== null && "region" in input
+ *       ? { success: true as const, data: input as { region: string } }
+ *       : {
+ *         success: false as const,
+ *         error: { issues: [{ path: ["region"], message: "is required" }] },
+ *       },
+ * };
+ * const parsed = parseProviderConfig(schema, { region: "eu-west-1" });
+ * assert.ok(parsed.ok && parsed.config.region === "eu-west-1");
+ * assert.deepEqual(parseProviderConfig(schema, {}), { ok: false, errors: ["region: is required"] });
+ * ```
+ */
 export function parseProviderConfig<T>(
   schema: ConfigSchema<T>,
   input: unknown,

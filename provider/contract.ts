@@ -11,7 +11,7 @@
  * @module
  */
 import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
-import type { Logger } from "../base/log.ts";
+import type { Logger } from "./logger.ts";
 import type { Clock } from "../base/clock.ts";
 import type { SignalOptions } from "../base/options.ts";
 import type { StatsSummary } from "./stats.ts";
@@ -22,14 +22,19 @@ export type CallOptions = SignalOptions;
 
 /** Names a pod on this node. */
 export interface PodRef {
+  /** The pod's namespace. */
   namespace: string;
+  /** The pod's name. */
   name: string;
 }
 
 /** Names one container of a pod on this node. */
 export interface ContainerRef {
+  /** The pod's namespace. */
   namespace: string;
+  /** The pod's name. */
   pod: string;
+  /** The container's name in the pod's spec. */
   container: string;
 }
 
@@ -53,7 +58,9 @@ export interface ContainerLogOptions extends CallOptions {
 
 /** A terminal size change sent by `kubectl exec -t` / `attach -t`. */
 export interface TerminalSize {
+  /** Columns. */
   width: number;
+  /** Rows. */
   height: number;
 }
 
@@ -63,10 +70,13 @@ export interface TerminalSize {
  * does not close the writables (the caller closes them after reporting the exit status).
  */
 export interface AttachIO {
+  /** The client's input; absent without `kubectl exec -i`. */
   stdin?: ReadableStream<Uint8Array>;
+  /** The command's output; absent when the client does not read it. */
   stdout?: WritableStream<Uint8Array>;
   /** Absent when `tty` is true: a terminal merges stderr into stdout. */
   stderr?: WritableStream<Uint8Array>;
+  /** The client asked for a terminal (`-t`). */
   tty: boolean;
   /** Terminal size changes; ends with the session. Only with `tty`. */
   resize?: AsyncIterable<TerminalSize>;
@@ -76,23 +86,29 @@ export interface AttachIO {
 export interface ExecOptions extends CallOptions {
   /** argv, as `kubectl exec POD -- cmd args...` sent it; never empty. */
   command: string[];
+  /** The session's streams. */
   io: AttachIO;
 }
 
 /** Options for {@link Provider.attachToContainer}. */
 export interface AttachOptions extends CallOptions {
+  /** The session's streams. */
   io: AttachIO;
 }
 
 /** One forwarded connection: bytes from the client on `readable`, bytes to it on `writable`. */
 export interface PortForwardStream {
+  /** Bytes from the client. */
   readable: ReadableStream<Uint8Array>;
+  /** Bytes to the client. */
   writable: WritableStream<Uint8Array>;
 }
 
 /** Options for {@link Provider.portForward}. */
 export interface PortForwardOptions extends CallOptions {
+  /** The pod's port to connect to. */
   port: number;
+  /** The forwarded connection. */
   stream: PortForwardStream;
 }
 
@@ -272,10 +288,28 @@ export type ProviderFactory = (
 
 /** What an external provider module (path or URL given to `--provider`) exports. */
 export interface ProviderModule {
+  /** Builds the provider from its config and vkubelet's deps. */
   createProvider: ProviderFactory;
 }
 
-/** The optional capabilities a provider has, by method name, for start-up logs and 501s. */
+/**
+ * The optional capabilities a provider has, by method name, for start-up logs and 501s.
+ *
+ * @example Usage
+ * ```ts
+ * import { providerCapabilities, type Provider } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const provider = {
+ *   createPod: () => Promise.resolve(),
+ *   updatePod: () => Promise.resolve(),
+ *   deletePod: () => Promise.resolve(),
+ *   getPod: () => Promise.resolve(undefined),
+ *   listPods: () => Promise.resolve([]),
+ *   ping: () => Promise.resolve(),
+ * } satisfies Provider;
+ * assert.ok(providerCapabilities(provider).includes("ping"));
+ * ```
+ */
 export function providerCapabilities(provider: Provider): string[] {
   const optional = [
     "notifyPods",

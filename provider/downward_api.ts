@@ -71,6 +71,16 @@ const SUBSCRIPT = /^metadata\.(annotations|labels)\['(.*)'\]$/s;
 /**
  * Resolves an env var's fieldRef; throws {@link InvalidInputError} with the kubelet's message for
  * an unsupported path.
+ *
+ * @example Usage
+ * ```ts
+ * import { resolveFieldRef } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const pod = { metadata: { name: "web-0", namespace: "shop" }, spec: { containers: [] } };
+ * const addresses = { podIps: ["10.1.0.7"], hostIps: ["192.168.1.2"] };
+ * assert.equal(resolveFieldRef(pod, { fieldPath: "metadata.name" }, addresses), "web-0");
+ * assert.equal(resolveFieldRef(pod, { fieldPath: "status.podIP" }, addresses), "10.1.0.7");
+ * ```
  */
 export function resolveFieldRef(
   pod: Pod,
@@ -107,6 +117,14 @@ export function resolveFieldRef(
 /**
  * Resolves a downwardAPI volume item's fieldRef (metadata fields only, as the apiserver
  * validates them); throws {@link InvalidInputError} for any other path.
+ *
+ * @example Usage
+ * ```ts
+ * import { resolveVolumeFieldRef } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const pod = { metadata: { name: "web-0", labels: { app: "web" } }, spec: { containers: [] } };
+ * assert.equal(resolveVolumeFieldRef(pod, { fieldPath: "metadata.labels" }), 'app="web"');
+ * ```
  */
 export function resolveVolumeFieldRef(pod: Pod, ref: ObjectFieldSelector): string {
   if (!SUBSCRIPT.test(ref.fieldPath) && !VOLUME_ALLOWED.includes(ref.fieldPath)) {
@@ -147,7 +165,16 @@ function metadataField(pod: Pod, path: string): string {
   throw new InvalidInputError(`unsupported fieldPath: ${path}`);
 }
 
-/** `key="value"` lines sorted by key, values quoted as Go's `%q` does (fieldpath.FormatMap). */
+/**
+ * `key="value"` lines sorted by key, values quoted as Go's `%q` does (fieldpath.FormatMap).
+ *
+ * @example Usage
+ * ```ts
+ * import { formatMap } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.equal(formatMap({ tier: "web", app: "shop" }), 'app="shop"\ntier="web"');
+ * ```
+ */
 export function formatMap(map: Record<string, string>): string {
   return Object.keys(map).sort().map((key) => `${key}=${goQuote(map[key])}`).join("\n");
 }
@@ -164,7 +191,16 @@ const ESCAPES: Record<string, string> = {
   '"': '\\"',
 };
 
-/** A string quoted like Go's `strconv.Quote` (`%q`). */
+/**
+ * A string quoted like Go's `strconv.Quote` (`%q`).
+ *
+ * @example Usage
+ * ```ts
+ * import { goQuote } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.equal(goQuote('say "hi"\n'), '"say \\"hi\\"\\n"');
+ * ```
+ */
 export function goQuote(value: string): string {
   let out = '"';
   for (const ch of value) {
@@ -193,6 +229,19 @@ const DEFAULTED_LIMITS = ["cpu", "memory", "ephemeral-storage"];
 /**
  * Resolves one resourceFieldRef; throws {@link InvalidInputError} for an unknown resource or
  * container.
+ *
+ * @example Usage
+ * ```ts
+ * import { resolveResourceFieldRef } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const main = { name: "main", resources: { limits: { memory: "128Mi" } } };
+ * const pod = { spec: { containers: [main] } };
+ * const memory = resolveResourceFieldRef(pod, { resource: "limits.memory" }, {
+ *   container: main,
+ *   allocatable: { memory: "16Gi" },
+ * });
+ * assert.equal(memory, String(128 * 1024 * 1024));
+ * ```
  */
 export function resolveResourceFieldRef(
   pod: Pod,

@@ -13,7 +13,9 @@ export interface ProviderErrorOptions {
 
 /** The pod (or request) can never succeed as given; the core marks the pod Failed, no retry. */
 export class InvalidInputError extends Error {
+  /** The error's name, compared by the predicates. */
   override name = "InvalidInputError";
+  /** An error with `message` and, optionally, its `cause`. */
   constructor(message: string, options?: ProviderErrorOptions) {
     super(message, options);
   }
@@ -27,9 +29,11 @@ export interface TransientErrorOptions extends ProviderErrorOptions {
 
 /** Worth trying again later (backend busy, quota, a dependency not there yet). */
 export class TransientError extends Error {
+  /** The error's name, compared by the predicates. */
   override name = "TransientError";
   /** The earliest useful retry, if known. */
   readonly retryAfterMs?: number;
+  /** An error with `message`, its `cause` and when to retry. */
   constructor(message: string, options?: TransientErrorOptions) {
     super(message, options);
     this.retryAfterMs = options?.retryAfterMs;
@@ -38,7 +42,9 @@ export class TransientError extends Error {
 
 /** The pod or container does not exist in the provider (kubelet API: 404). */
 export class NotFoundError extends Error {
+  /** The error's name, compared by the predicates. */
   override name = "NotFoundError";
+  /** An error with `message` and, optionally, its `cause`. */
   constructor(message: string, options?: ProviderErrorOptions) {
     super(message, options);
   }
@@ -46,7 +52,9 @@ export class NotFoundError extends Error {
 
 /** The provider cannot do this (kubelet API: 501); e.g. attach on a backend without it. */
 export class NotSupportedError extends Error {
+  /** The error's name, compared by the predicates. */
   override name = "NotSupportedError";
+  /** An error with `message` and, optionally, its `cause`. */
   constructor(message: string, options?: ProviderErrorOptions) {
     super(message, options);
   }
@@ -58,22 +66,60 @@ function hasName(err: unknown, name: string): boolean {
   return err instanceof Error && err.name === name;
 }
 
-/** True for an {@link InvalidInputError} (from any copy of this module). */
+/**
+ * True for an {@link InvalidInputError} (from any copy of this module).
+ *
+ * @example Usage
+ * ```ts
+ * import { InvalidInputError, isInvalidInput } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.ok(isInvalidInput(new InvalidInputError("no such instance type")));
+ * assert.ok(!isInvalidInput(new Error("no such instance type")));
+ * ```
+ */
 export function isInvalidInput(err: unknown): err is InvalidInputError {
   return err instanceof InvalidInputError || hasName(err, "InvalidInputError");
 }
 
-/** True for a {@link TransientError} (from any copy of this module). */
+/**
+ * True for a {@link TransientError} (from any copy of this module).
+ *
+ * @example Usage
+ * ```ts
+ * import { isTransient, TransientError } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const err = new TransientError("quota exceeded", { retryAfterMs: 5_000 });
+ * assert.ok(isTransient(err) && err.retryAfterMs === 5_000);
+ * ```
+ */
 export function isTransient(err: unknown): err is TransientError {
   return err instanceof TransientError || hasName(err, "TransientError");
 }
 
-/** True for a {@link NotFoundError} (from any copy of this module). */
+/**
+ * True for a {@link NotFoundError} (from any copy of this module).
+ *
+ * @example Usage
+ * ```ts
+ * import { isNotFound, NotFoundError } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.ok(isNotFound(new NotFoundError("pod shop/web-0 is not running here")));
+ * ```
+ */
 export function isNotFound(err: unknown): err is NotFoundError {
   return err instanceof NotFoundError || hasName(err, "NotFoundError");
 }
 
-/** True for a {@link NotSupportedError} (from any copy of this module). */
+/**
+ * True for a {@link NotSupportedError} (from any copy of this module).
+ *
+ * @example Usage
+ * ```ts
+ * import { isNotSupported, NotSupportedError } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.ok(isNotSupported(new NotSupportedError("this backend cannot attach")));
+ * ```
+ */
 export function isNotSupported(err: unknown): err is NotSupportedError {
   return err instanceof NotSupportedError || hasName(err, "NotSupportedError");
 }

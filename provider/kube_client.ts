@@ -108,8 +108,11 @@ export interface ProviderEventsApi {
  * credentials may read only the ConfigMaps and Secrets its pods refer to (watch them by name).
  */
 export interface ProviderKubeClient {
+  /** ConfigMaps, read by name (the pods' own). */
   configMaps: ProviderObjectApi<ConfigMap>;
+  /** Secrets, read by name (the pods' own). */
   secrets: ProviderObjectApi<Secret>;
+  /** Service account tokens for the pods' projected volumes. */
   serviceAccounts: ProviderServiceAccountsApi;
   /** Services (a kubelet reads them all for service links); optional. */
   services?: ProviderObjectApi<Service>;

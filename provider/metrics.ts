@@ -14,7 +14,17 @@ interface Family {
   samples: { labels: string; value: number; timestampMs?: number }[];
 }
 
-/** Formats a number as Go's `strconv.FormatFloat(v, 'g', -1, 64)`, which Prometheus uses. */
+/**
+ * Formats a number as Go's `strconv.FormatFloat(v, 'g', -1, 64)`, which Prometheus uses.
+ *
+ * @example Usage
+ * ```ts
+ * import { formatGoFloat } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.equal(formatGoFloat(0.25), "0.25");
+ * assert.equal(formatGoFloat(1234567), "1.234567e+06");
+ * ```
+ */
 export function formatGoFloat(value: number): string {
   if (Number.isNaN(value)) return "NaN";
   if (!Number.isFinite(value)) return value > 0 ? "+Inf" : "-Inf";
@@ -35,7 +45,20 @@ const escape = (text: string) =>
 const labels = (pairs: Record<string, string>) =>
   `{${Object.keys(pairs).sort().map((k) => `${k}="${escape(pairs[k])}"`).join(",")}}`;
 
-/** The `/metrics/resource` text for `summary`. */
+/**
+ * The `/metrics/resource` text for `summary`.
+ *
+ * @example Usage
+ * ```ts
+ * import { metricsText } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const text = metricsText({
+ *   node: { nodeName: "vk-0", startTime: "2026-12-01T10:00:00Z" },
+ *   pods: [],
+ * });
+ * assert.match(text, /^# HELP /);
+ * ```
+ */
 export function metricsText(summary: StatsSummary): string {
   const family = (name: string, type: Family["type"], help: string): Family => ({
     name,

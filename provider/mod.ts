@@ -51,10 +51,25 @@ export { isSidecar, isTerminalPhase } from "./pod_phase.ts";
 export { qosClass } from "./qos.ts";
 export { formatTime } from "../k8s/micro_time.ts";
 export type { Clock } from "../base/clock.ts";
-export type { Logger } from "../base/log.ts";
+export type { Logger, LogProperties } from "./logger.ts";
+export type { SignalOptions } from "../base/options.ts";
+export type {
+  InformerHandlers,
+  InformerOptions,
+  InNamespace,
+  KubeObject,
+  ListOptions,
+  ListResult,
+  ListWatchSource,
+  ResourceInformerOptions,
+  ResumableWatchOptions,
+  WatchEvent,
+  WatchOptions,
+} from "../k8s/api_types.ts";
 export { formatDuration, parseDuration } from "../base/duration.ts";
 export {
   parseQuantity,
+  type Quantity,
   quantityMilliValue,
   quantityToNumber,
   quantityValue,

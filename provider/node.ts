@@ -12,15 +12,33 @@ export interface ProviderNodeFields {
   labels?: Record<string, string>;
   /** Added; one with the same key and effect as an existing taint replaces it. */
   taints?: readonly Taint[];
+  /** `spec.providerID`, e.g. the backend's ID of the node. */
   providerID?: string;
   /** Capacity, and allocatable too unless given apart. */
   capacity: Record<string, string>;
+  /** What pods may use; default `capacity`. */
   allocatable?: Record<string, string>;
   /** Default: InternalIP (the node's IP) and Hostname (the node's name). */
   addresses?: readonly NodeAddress[];
 }
 
-/** Writes `fields` and the kubelet port into `node`, keeping what is already there otherwise. */
+/**
+ * Writes `fields` and the kubelet port into `node`, keeping what is already there otherwise.
+ *
+ * @example Usage
+ * ```ts
+ * import { applyProviderNode } from "@vkubelet/vkubelet/provider";
+ * import type { Node } from "kubernetes-types/core/v1.d.ts";
+ * import assert from "node:assert/strict";
+ * const node: Node = { metadata: { name: "vk-0" } };
+ * applyProviderNode(node, { capacity: { cpu: "8", memory: "16Gi", pods: "110" } }, {
+ *   nodeName: "vk-0",
+ *   internalIp: "127.0.0.1",
+ *   daemonPort: 10250,
+ * });
+ * assert.equal(node.status?.allocatable?.cpu, "8");
+ * ```
+ */
 export function applyProviderNode(
   node: Node,
   fields: ProviderNodeFields,

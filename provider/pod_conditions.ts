@@ -6,7 +6,12 @@
  * while its status holds (pkg/kubelet/status/status_manager.go `updateLastTransitionTime`).
  * @module
  */
-import type { ContainerStatus, Pod, PodCondition } from "kubernetes-types/core/v1.d.ts";
+import type {
+  ContainerStatus,
+  Pod,
+  PodCondition,
+  PodReadinessGate,
+} from "kubernetes-types/core/v1.d.ts";
 import { isSidecar, isTerminalPhase, type StatusesByName } from "./pod_phase.ts";
 import { formatTime } from "../k8s/micro_time.ts";
 import { SharedParts } from "../k8s/watch/intern.ts";
@@ -73,11 +78,19 @@ function containersReady(pod: Pod, statuses: StatusesByName, phase: string): Unt
   return condition("ContainersReady", false, "ContainersNotReady", message);
 }
 
-/** Ready: as ContainersReady, then False while a readiness gate's condition is not True. */
-function ready(pod: Pod, containers: Untimed, known: PodCondition[]): Untimed {
-  if (containers.status !== "True") return { ...containers, type: "Ready" };
+/** The Ready condition's reason while a readiness gate's condition is not True (generate.go). */
+export const READINESS_GATES_NOT_READY = "ReadinessGatesNotReady";
+
+/**
+ * Why the readiness gates keep the pod unready, in generate.go's GeneratePodReadyCondition words
+ * (first match of each gate's type in `known`), or undefined when every gate's condition is True.
+ */
+export function unreadyGatesMessage(
+  gates: PodReadinessGate[] | undefined,
+  known: PodCondition[],
+): string | undefined {
   const unready: string[] = [];
-  for (const gate of pod.spec?.readinessGates ?? []) {
+  for (const gate of gates ?? []) {
     const found = known.find((c) => c.type === gate.conditionType);
     const name = JSON.stringify(gate.conditionType);
     if (!found) {
@@ -86,11 +99,23 @@ function ready(pod: Pod, containers: Untimed, known: PodCondition[]): Untimed {
       unready.push(`the status of pod readiness gate ${name} is not "True", but ${found.status}`);
     }
   }
-  if (unready.length === 0) return condition("Ready", true);
-  return condition("Ready", false, "ReadinessGatesNotReady", unready.join(", "));
+  return unready.length ? unready.join(", ") : undefined;
 }
 
-/** The kubelet-owned conditions, without transition times, in the kubelet's order. */
+/** Ready: as ContainersReady, then False while a readiness gate's condition is not True. */
+function ready(pod: Pod, containers: Untimed, known: PodCondition[]): Untimed {
+  if (containers.status !== "True") return { ...containers, type: "Ready" };
+  const message = unreadyGatesMessage(pod.spec?.readinessGates, known);
+  if (message === undefined) return condition("Ready", true);
+  return condition("Ready", false, READINESS_GATES_NOT_READY, message);
+}
+
+/**
+ * The kubelet-owned conditions, without transition times, in the kubelet's order:
+ * PodReadyToStartContainers, Initialized, Ready, ContainersReady, PodScheduled, as
+ * kubernetes/kubernetes pkg/kubelet/kubelet_pods.go `generateAPIPodStatus` appends them after the
+ * conditions it does not own. The controller's own statuses (a held pod's) come from here too.
+ */
 export function kubeletConditions(
   pod: Pod,
   statuses: StatusesByName,

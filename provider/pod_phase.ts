@@ -7,12 +7,32 @@
  */
 import type { Container, ContainerStatus, Pod } from "kubernetes-types/core/v1.d.ts";
 
-/** True for a sidecar: an init container that keeps running (`restartPolicy: Always`). */
+/**
+ * True for a sidecar: an init container that keeps running (`restartPolicy: Always`).
+ *
+ * @example Usage
+ * ```ts
+ * import { isSidecar } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.ok(isSidecar({ name: "proxy", restartPolicy: "Always" }));
+ * assert.ok(!isSidecar({ name: "setup" }));
+ * ```
+ */
 export function isSidecar(container: Container): boolean {
   return container.restartPolicy === "Always";
 }
 
-/** True for Succeeded and Failed: phases a pod never leaves. */
+/**
+ * True for Succeeded and Failed: phases a pod never leaves.
+ *
+ * @example Usage
+ * ```ts
+ * import { isTerminalPhase } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.ok(isTerminalPhase("Failed"));
+ * assert.ok(!isTerminalPhase("Running"));
+ * ```
+ */
 export function isTerminalPhase(phase: string | undefined): boolean {
   return phase === "Succeeded" || phase === "Failed";
 }

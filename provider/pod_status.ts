@@ -23,11 +23,17 @@ import { qosClass } from "./qos.ts";
 
 /** How a container run ended. `reason` defaults to `Completed` for exit 0, else `Error`. */
 export interface TerminatedReport {
+  /** The process's exit code. */
   exitCode: number;
+  /** Why it ended; default by exit code. */
   reason?: string;
+  /** A message of the backend's, shown as is. */
   message?: string;
+  /** The signal that ended it, if one did. */
   signal?: number;
+  /** When the run started (clock ms). */
   startedAtMs?: number;
+  /** When the run ended (clock ms). */
   finishedAtMs: number;
   /** The ID of the run that ended; defaults to the report's `containerID`. */
   containerID?: string;
@@ -41,9 +47,11 @@ export type ContainerStateReport =
 
 /** One container as the provider sees it; the builder turns it into a `ContainerStatus`. */
 export interface ContainerReport {
+  /** What the container does now. */
   state: ContainerStateReport;
   /** The run before this one (`lastState.terminated`): set once the container restarted. */
   lastTerminated?: TerminatedReport;
+  /** Restarts so far; default 0. */
   restartCount?: number;
   /** Readiness probe passed; default true while running (a container without a probe). */
   ready?: boolean;
@@ -53,6 +61,7 @@ export interface ContainerReport {
   containerID?: string;
   /** The image the container runs; default the spec's. */
   image?: string;
+  /** The image's digest reference; default none. */
   imageID?: string;
 }
 
@@ -67,12 +76,15 @@ export interface PodStatusReport {
    * ready, and they count for neither phase nor conditions (kubelet_pods.go).
    */
   ephemeralContainers?: Record<string, ContainerReport>;
+  /** Now (clock ms): transition times, and the start time by default. */
   nowMs: number;
   /** When the provider accepted the pod; kept once written. Default `nowMs`. */
   startTimeMs?: number;
+  /** The pod's IP. */
   podIP?: string;
   /** Default `[podIP]`. */
   podIPs?: string[];
+  /** The IP of the host the pod runs on. */
   hostIP?: string;
   /** Default `[hostIP]`. */
   hostIPs?: string[];
@@ -80,6 +92,7 @@ export interface PodStatusReport {
   previous?: PodStatus;
   /** The pod-level reason and message (e.g. `Evicted`). */
   reason?: string;
+  /** The pod-level message (with `reason`). */
   message?: string;
   /** Conditions of the provider's own (types of its own, not the kubelet's). */
   extraConditions?: PodCondition[];
@@ -190,7 +203,29 @@ function assemble(
   return status;
 }
 
-/** The kubelet's `PodStatus` for `pod` from the provider's report; see the module doc. */
+/**
+ * The kubelet's `PodStatus` for `pod` from the provider's report; see the module doc.
+ *
+ * @example Usage
+ * ```ts
+ * import { buildPodStatus } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const pod = { metadata: { name: "web-0" }, spec: { containers: [{ name: "main", image: "nginx" }] } };
+ * const status = buildPodStatus(pod, {
+ *   containers: { main: { state: { running: { startedAtMs: Date.parse("2026-12-01T10:00:00Z") } } } },
+ *   nowMs: Date.parse("2026-12-01T10:00:01Z"),
+ *   podIP: "10.1.0.7",
+ * });
+ * assert.equal(status.phase, "Running");
+ * assert.deepEqual(status.conditions?.map((c) => c.type), [
+ *   "PodReadyToStartContainers",
+ *   "Initialized",
+ *   "Ready",
+ *   "ContainersReady",
+ *   "PodScheduled",
+ * ]);
+ * ```
+ */
 export function buildPodStatus(pod: Pod, report: PodStatusReport): PodStatus {
   const spec = pod.spec ?? { containers: [] };
   const previous = report.previous ?? pod.status;
@@ -236,6 +271,7 @@ export function buildPodStatus(pod: Pod, report: PodStatusReport): PodStatus {
 
 /** What {@link terminalPodStatus} needs besides the pod. */
 export interface TerminalStatusOptions {
+  /** Now (clock ms): when the running containers ended. */
   nowMs: number;
   /** The exit code of every container still running; default 0 (it stopped on SIGTERM). */
   exitCode?: number;
@@ -245,6 +281,20 @@ export interface TerminalStatusOptions {
  * The status after deletion, from the current one: every running container terminated (ended
  * now with `exitCode`), the phase Succeeded when every regular container exited 0, else Failed
  * (a pod already Succeeded or Failed stays so), and the conditions of a finished pod.
+ *
+ * @example Usage
+ * ```ts
+ * import { buildPodStatus, terminalPodStatus } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const pod = { metadata: { name: "web-0" }, spec: { containers: [{ name: "main", image: "nginx" }] } };
+ * const running = buildPodStatus(pod, {
+ *   containers: { main: { state: { running: { startedAtMs: 0 } } } },
+ *   nowMs: 1_000,
+ * });
+ * const stopped = terminalPodStatus(pod, running, { nowMs: 2_000 });
+ * assert.equal(stopped.phase, "Succeeded");
+ * assert.equal(stopped.containerStatuses?.[0].state?.terminated?.exitCode, 0);
+ * ```
  */
 export function terminalPodStatus(
   pod: Pod,

@@ -6,7 +6,17 @@
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { quantityToNumber } from "../k8s/quantity.ts";
 
-/** Guaranteed (every request equals its limit), Burstable (some set) or BestEffort (none). */
+/**
+ * Guaranteed (every request equals its limit), Burstable (some set) or BestEffort (none).
+ *
+ * @example Usage
+ * ```ts
+ * import { qosClass } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const pod = { spec: { containers: [{ name: "main", resources: { requests: { cpu: "100m" } } }] } };
+ * assert.equal(qosClass(pod), "Burstable");
+ * ```
+ */
 export function qosClass(pod: Pod): "Guaranteed" | "Burstable" | "BestEffort" {
   const containers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
   let anySet = false;

@@ -23,11 +23,15 @@
  * - `--allow-sys=networkInterfaces`: without `--node-ip`, the node's InternalIP is the first
  *   non-loopback IPv4 address of the host's network interfaces. Nothing else asks for system
  *   information (checked with `DENO_AUDIT_PERMISSIONS` over the bundle test).
- * - `--allow-ffi` for glibc's shared object alone, at the paths base/native_heap.ts looks for it
- *   on x86_64 and aarch64: main.ts calls its `malloc_trim` every 10 s so that the native memory
- *   freed after a burst goes back to the system (one node's steady RSS at 10,000 pods 150 against
- *   189 MiB, bench/reports/why.md, twelfth round). No other library can be loaded; without the grant
- *   vkubelet runs as before and says so at start.
+ * - `--allow-ffi` for glibc's shared object, at the paths where distributions put it on x86_64
+ *   and aarch64: main.ts calls its `malloc_trim` every 10 s so that the native memory freed
+ *   after a burst goes back to the system (one node's steady RSS at 10,000 pods 150 against
+ *   189 MiB, bench/reports/why.md, twelfth round). It opens only the one the process has loaded (as its
+ *   `/proc/<pid>/maps` shows). The grant is scoped to the library, not to the function: with it,
+ *   code in this process can call any libc function (`system`, `dlopen` of any library), so it
+ *   is close to `--allow-all` for vkubelet. `--native-heap-trim=false` turns the trim off, and
+ *   then vkubelet runs without `--allow-ffi` (given to `deno run`); without the grant it runs as
+ *   before and says so at start.
  *
  * - `--unstable-net` (not a permission; the one runtime flag): `Deno.listenDatagram` with unix
  *   datagram sockets, to send systemd's `READY=1` (app/sd_notify.ts, `Type=notify`).

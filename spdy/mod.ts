@@ -8,7 +8,8 @@
  * - `session.ts`, `stream.ts`: a SPDY/3.1 connection over any {@link ByteDuplex}, with no
  *   flow-control stalls against Go's moby/spdystream;
  * - `node_socket_duplex.ts`: a node:net/tls socket as a {@link ByteDuplex};
- * - `errors.ts`: protocol, stream and remote-command errors with their predicates.
+ * - `errors.ts`: protocol, stream and remote-command errors with their predicates;
+ * - `protocols.ts`: the exec/attach/port-forward sub-protocol names, SPDY and WebSocket alike.
  *
  * ```ts
  * const session = new SpdySession(duplexFromNodeSocket(socket, { head }), { role: "server" });
@@ -24,3 +25,4 @@ export * from "./byte_duplex.ts";
 export * from "./session.ts";
 export * from "./stream.ts";
 export * from "./node_socket_duplex.ts";
+export * from "./protocols.ts";

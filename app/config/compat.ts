@@ -17,7 +17,12 @@ export interface CompatFlag {
   /** True if the flag takes no value (a Go bool flag: `--flag` or `--flag=false`). */
   boolean?: boolean;
   /** The vkubelet flag it becomes, and how its value is translated (unchanged by default). */
-  mapsTo?: { flag: string; value?: (value: string) => string | undefined };
+  mapsTo?: {
+    flag: string;
+    value?: (value: string) => string | undefined;
+    /** Several vkubelet flags from one value (`--taint key=value:Effect`), instead of `value`. */
+    split?: (value: string) => [flag: string, value: string][];
+  };
   /** Why it is ignored, or what to use instead; the warning's text. */
   note: string;
 }
@@ -58,8 +63,8 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
   },
   {
     flag: "taint",
-    mapsTo: { flag: "taint-key" },
-    note: "is deprecated in virtual-kubelet; taken as --taint-key",
+    mapsTo: { flag: "taint-key", split: taintFlags },
+    note: "is deprecated in virtual-kubelet; taken as",
   },
   { flag: "trace-exporter", note: NO_TRACING },
   { flag: "trace-service-name", note: NO_TRACING },
@@ -73,6 +78,23 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
     note: "(the kubelet's) is taken as --listen-address",
   },
 ];
+
+/**
+ * `--taint` as virtual-kubelet takes it (a key) and as the kubelet's `--register-with-taints`
+ * writes one taint (`key=value:Effect` or `key:Effect`, kubernetes/kubernetes
+ * pkg/util/taints/taints.go `parseTaint`): the vkubelet flags it sets. The parts are checked by
+ * those flags, which name what is wrong.
+ */
+export function taintFlags(value: string): [flag: string, value: string][] {
+  const colon = value.lastIndexOf(":");
+  if (colon < 0) return [["taint-key", value]];
+  const [keyValue, effect] = [value.slice(0, colon), value.slice(colon + 1)];
+  const equals = keyValue.indexOf("=");
+  const flags: [string, string][] = equals < 0
+    ? [["taint-key", keyValue]]
+    : [["taint-key", keyValue.slice(0, equals)], ["taint-value", keyValue.slice(equals + 1)]];
+  return [...flags, ["taint-effect", effect]];
+}
 
 /** klog's flags (k8s.io/klog/v2 klog.go InitFlags) that take no value. */
 const KLOG_BOOLEANS = new Set([
@@ -143,6 +165,14 @@ export function translateCompatFlags(args: string[]): TranslatedArgs {
     if (value === undefined) {
       // Let the vkubelet flag report the missing value in its own words.
       out.push(`--${target}`);
+      continue;
+    }
+    if (entry.mapsTo.split) {
+      // A flag also given on its own wins over its part of the value.
+      const flags = entry.mapsTo.split(value).filter(([flag]) => !given.has(flag));
+      const shownFlags = flags.map(([flag, v]) => `--${flag}=${v}`);
+      warnings.push(`${shown}=${value} ${entry.note} ${shownFlags.join(" ")}`);
+      out.push(...shownFlags);
       continue;
     }
     const translated = entry.mapsTo.value ? entry.mapsTo.value(value) : value;

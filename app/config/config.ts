@@ -208,6 +208,7 @@ function readEnv(
   warnings: string[],
 ): Map<string, Sourced> {
   const out = new Map<string, Sourced>();
+  warnings.push(...unknownEnv(env));
   for (const option of OPTIONS as readonly OptionSpec[]) {
     const [name, ...others] = option.env.filter((n) => env[n] !== undefined && env[n] !== "");
     if (!name) continue;
@@ -221,6 +222,27 @@ function readEnv(
     }
   }
   return out;
+}
+
+/** `VKUBELET_*` variables vkubelet reads that are not options. */
+const OTHER_ENV = new Set(["VKUBELET_CALLER_DIR"]);
+
+/**
+ * A warning for each set `VKUBELET_*` variable that names no option, with a did-you-mean as for
+ * flags and file keys. A warning, not an error: the environment is shared with other programs.
+ */
+function unknownEnv(env: Record<string, string | undefined>): string[] {
+  const known = (OPTIONS as readonly OptionSpec[]).flatMap((o) => o.env);
+  const names = new Set(known);
+  return Object.keys(env).filter((name) =>
+    name.startsWith("VKUBELET_") && env[name] !== undefined && !names.has(name) &&
+    !OTHER_ENV.has(name)
+  ).sort().map((name) => {
+    const hint = closest(name, known.filter((n) => n.startsWith("VKUBELET_")));
+    return `${name} is not an option and is ignored${
+      hint ? `; did you mean ${hint}?` : ""
+    } (see --help)`;
+  });
 }
 
 /** Reads the `--config` file: a YAML or JSON mapping of option keys. */

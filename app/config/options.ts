@@ -25,7 +25,11 @@ export interface OptionSpec {
   kind: OptionKind;
   /** Placeholder for the value in the help text. */
   value?: string;
-  /** The default as the help text shows it. */
+  /**
+   * The default as the help text shows it. A stated value (`10s`, `50`, `false`) must be the
+   * schema's default in `schema.ts`: tests/app/config/defaults_test.ts holds the two
+   * together; a described one (`the provider's name`) is listed there as described.
+   */
   shownDefault?: string;
   help: string;
   group: "Node" | "Pods" | "Kubelet API" | "Logging" | "General";
@@ -411,7 +415,8 @@ export const OPTIONS = [
     value: "PATH",
     shownDefault: "the cluster CA from the kubeconfig",
     group: "Kubelet API",
-    help: "CA bundle that client certificates of kubelet API callers must chain to.",
+    help:
+      "CA bundle that client certificates of kubelet API callers must chain to. Without it the kubeconfig's cluster CA is trusted for them too, with a warning.",
   }),
   o({
     key: "anonymousAuth",
@@ -482,6 +487,16 @@ export const OPTIONS = [
     shownDefault: "text",
     group: "Logging",
     help: "text for people, json (one object per line) for log collectors.",
+  }),
+  o({
+    key: "nativeHeapTrim",
+    flag: "native-heap-trim",
+    env: ["VKUBELET_NATIVE_HEAP_TRIM"],
+    kind: "boolean",
+    shownDefault: "true",
+    group: "General",
+    help:
+      "Give glibc's free heap pages back to the system every 10 s (malloc_trim). It needs the FFI grant for the C library, which can call any libc function; with false, run without --allow-ffi.",
   }),
   // Leader election (issue 21): replicas of one node, one of them writing.
   o({

@@ -373,6 +373,7 @@ const fields = z.object({
   // Leader election (issue 21). Defaults: a standby takes over 8-10 s after the leader's last
   // renewal, far inside the node Lease's 40 s and the node monitor's grace period (40-50 s),
   // so the node stays Ready while the writers change hands.
+  nativeHeapTrim: boolean(true),
   leaderElect: boolean(false),
   leaderElectLeaseDuration: duration().default(8_000),
   leaderElectRenewDeadline: duration().default(6_000),
@@ -468,6 +469,16 @@ export const configSchema = fields.transform((c) => ({
     at("metricsAddr", `uses the kubelet API's port ${c.port}; pick another port`);
   }
   if (c.nodes.length > 0) multiNodeIssues(c).forEach((message) => at("nodes", message));
+  // Known before the provider is loaded, so that nothing is created under its state directory
+  // for a replica that cannot run (the same refusal as app/leader_run.ts's, said earlier).
+  if (c.leaderElect && c.provider === "process" && c.nodes.length === 0) {
+    at(
+      "leaderElect",
+      "provider process cannot run as several replicas of one node (its pods are processes " +
+        "of this host, so a second replica would start them again); run one replica without " +
+        "--leader-elect",
+    );
+  }
   // Leader election: client-go's rules (tools/leaderelection NewLeaderElector).
   if (c.leaderElectLeaseDuration < 1_000 || c.leaderElectLeaseDuration % 1_000 !== 0) {
     at(

@@ -89,7 +89,7 @@ export function createKubeletApp(deps: KubeletApiDeps): Hono<KubeletEnv> {
 
 /** Maps domain errors to HTTP answers (the one place that does). */
 export function errorResponse(err: unknown, deps: Pick<KubeletApiDeps, "log">): Response {
-  if (isHttpError(err)) return statusResponse(err.status, err.message);
+  if (isHttpError(err)) return statusResponse(err.status, err.message, err.headers);
   if (err instanceof HTTPException) return statusResponse(err.status, err.message || "error");
   const message = err instanceof Error ? err.message : String(err);
   if (isNotFound(err)) return statusResponse(404, message);

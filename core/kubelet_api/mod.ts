@@ -10,7 +10,8 @@
  *   plain and upgrade requests, with a serving certificate from a `CertificateSource` of
  *   `x509/` (files, a CSR the cluster signs, or self-signed).
  * - {@link tokenReviewerFrom}, {@link accessReviewerFrom}, {@link csrApiFrom}: adapters from the
- *   `k8s/` client to the narrow interfaces used here.
+ *   `k8s/` client to the narrow interfaces used here; {@link boundedReviewers} runs the reviews
+ *   in {@link ReviewSlots} (an in-flight cap, then 429).
  *
  * ```ts
  * const server = new KubeletServer({
@@ -38,7 +39,10 @@ export {
   type AccessReviewer,
   accessReviewerFrom,
   alwaysAllow,
+  boundedReviewers,
   csrApiFrom,
+  type ReviewLimits,
+  ReviewSlots,
   type TokenReviewer,
   tokenReviewerFrom,
   type TokenReviewResult,

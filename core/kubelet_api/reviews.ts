@@ -7,6 +7,7 @@
 import type { TokenReview } from "kubernetes-types/authentication/v1.d.ts";
 import type { SubjectAccessReview } from "kubernetes-types/authorization/v1.d.ts";
 import type { KubeApis } from "../../k8s/mod.ts";
+import { HttpError } from "./status.ts";
 import type { CsrApi } from "../../x509/mod.ts";
 
 /** Options for a review call. */
@@ -121,5 +122,90 @@ export function csrApiFrom(kube: Pick<KubeApis, "csrs">): CsrApi {
   return {
     create: (csr, options) => kube.csrs.create(csr, options),
     waitForCertificate: (name, options) => kube.csrs.waitForCertificate(name, options),
+  };
+}
+
+/** How many reviews {@link ReviewSlots} lets run and wait. */
+export interface ReviewLimits {
+  /** Reviews sent to the apiserver at once; default 8. */
+  inFlight?: number;
+  /** Reviews waiting for a turn; one more is answered 429 at once. Default 128. */
+  waiting?: number;
+}
+
+/**
+ * One bound for a node's TokenReviews and SubjectAccessReviews together. A flood of requests
+ * with made-up bearer tokens would otherwise send one TokenReview each, all at once: the
+ * apiserver counts TokenReview and SubjectAccessReview creations against its mutating in-flight
+ * limit, which the node's Lease renewals share, and each waiting request holds its memory here.
+ * Beyond the bound the request is answered 429 with `Retry-After: 1`, as the apiserver's own
+ * in-flight limit answers (kubernetes/apiserver pkg/server/filters/maxinflight.go).
+ */
+export class ReviewSlots {
+  readonly #inFlight: number;
+  readonly #maxWaiting: number;
+  #running = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(limits: ReviewLimits = {}) {
+    this.#inFlight = limits.inFlight ?? 8;
+    this.#maxWaiting = limits.waiting ?? 128;
+    if (!(this.#inFlight >= 1)) throw new RangeError("review inFlight must be at least 1");
+  }
+
+  /** Runs `call` in a slot; rejects with a 429 {@link HttpError} when too many wait. */
+  async run<T>(call: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    signal?.throwIfAborted();
+    if (this.#running >= this.#inFlight) await this.#wait(signal);
+    else this.#running++;
+    try {
+      return await call();
+    } finally {
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#running--;
+    }
+  }
+
+  #wait(signal: AbortSignal | undefined): Promise<void> {
+    if (this.#waiting.length >= this.#maxWaiting) {
+      return Promise.reject(
+        new HttpError(
+          429,
+          "too many authentication and authorization checks in progress; retry later",
+          { headers: { "retry-after": "1" } },
+        ),
+      );
+    }
+    return new Promise<void>((resolve, reject) => {
+      const turn = () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      const onAbort = () => {
+        const at = this.#waiting.indexOf(turn);
+        if (at >= 0) this.#waiting.splice(at, 1);
+        reject(signal!.reason);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#waiting.push(turn);
+    });
+  }
+}
+
+/** `tokens` and `access` with every review run in `slots`. */
+export function boundedReviewers(
+  slots: ReviewSlots,
+  tokens: TokenReviewer,
+  access: AccessReviewer,
+): { tokenReviewer: TokenReviewer; accessReviewer: AccessReviewer } {
+  return {
+    tokenReviewer: {
+      review: (token, options) => slots.run(() => tokens.review(token, options), options.signal),
+    },
+    accessReviewer: {
+      review: (user, attributes, options) =>
+        slots.run(() => access.review(user, attributes, options), options.signal),
+    },
   };
 }

@@ -29,7 +29,22 @@ export interface KubeletServerDeps extends Omit<KubeletApiDeps, "signal"> {
   certificates: CertificateSource;
   /** How long open connections get to finish after the signal; default 5 s. */
   shutdownGraceMs?: number;
+  /**
+   * Connections open at once across every listener, default {@link DEFAULT_MAX_CONNECTIONS};
+   * one more is closed as it arrives.
+   */
+  maxConnections?: number;
+  /** How long a connection gets to finish its TLS handshake; default 10 s. */
+  handshakeTimeoutMs?: number;
 }
+
+/**
+ * The default connection cap. The kubelet's Go server has none (kubernetes/kubernetes
+ * pkg/kubelet/server/server.go `ListenAndServeKubeletServer`), but every goroutine there is a
+ * few KiB; here an open TLS socket costs more, and idle connections by the thousand must not
+ * grow the heap that renews the node's Lease. The apiserver keeps one connection per node.
+ */
+const DEFAULT_MAX_CONNECTIONS = 512;
 
 /**
  * Several nodes behind one port: a listener on each node's address, and every connection served
@@ -37,8 +52,17 @@ export interface KubeletServerDeps extends Omit<KubeletApiDeps, "signal"> {
  * `https://<node address>:<port>/...` (pkg/kubelet/client `NodeConnectionInfoGetter`), so the
  * address a connection arrived at is the one thing that names the node of `/stats/summary`.
  */
-export interface RoutedServerDeps
-  extends Pick<KubeletServerDeps, "auth" | "log" | "port" | "certificates" | "shutdownGraceMs"> {
+export interface RoutedServerDeps extends
+  Pick<
+    KubeletServerDeps,
+    | "auth"
+    | "log"
+    | "port"
+    | "certificates"
+    | "shutdownGraceMs"
+    | "maxConnections"
+    | "handshakeTimeoutMs"
+  > {
   /** The addresses to listen on (each with `port`). */
   hostnames: string[];
   /** The app deps of the node at `address`; undefined answers 404. Apps are built on first use. */
@@ -90,6 +114,7 @@ export class KubeletServer {
       (err) => first.reject(err),
     );
     const sockets = new Set<Socket>();
+    const open = new Set<Socket>();
     try {
       const pair = await Promise.race([first.promise, abortion(shutdown.signal)]);
       if (!pair) return;
@@ -99,6 +124,7 @@ export class KubeletServer {
         const server = this.#createServer(pair, handlers);
         servers.push(server);
         trackSockets(server, sockets);
+        capConnections(server, open, this.#deps.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
         await listen(server, hostname, port);
         const bound = server.address();
         if (bound && typeof bound === "object") {
@@ -174,6 +200,8 @@ export class KubeletServer {
       requestCert: this.#deps.auth.clientCaPem !== undefined,
       rejectUnauthorized: false,
       ALPNProtocols: ["http/1.1"],
+      // Node's default is 120 s: an idle connection would hold its slot of the cap that long.
+      handshakeTimeout: this.#deps.handshakeTimeoutMs ?? 10_000,
     }, handlers.request);
     server.on("upgrade", handlers.upgrade);
     server.on("tlsClientError", (err: Error) => {
@@ -198,6 +226,21 @@ function trackSockets(server: https.Server, sockets: Set<Socket>): void {
   server.on("secureConnection", (socket: Socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
+  });
+}
+
+/**
+ * Closes a connection that arrives while `open` (shared by every listener) holds `max`, before
+ * its TLS handshake costs anything.
+ */
+function capConnections(server: https.Server, open: Set<Socket>, max: number): void {
+  server.on("connection", (socket: Socket) => {
+    if (open.size >= max) {
+      socket.destroy();
+      return;
+    }
+    open.add(socket);
+    socket.on("close", () => open.delete(socket));
   });
 }
 

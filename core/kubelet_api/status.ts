@@ -22,6 +22,7 @@ const REASONS: Record<number, string> = {
   404: "NotFound",
   405: "MethodNotAllowed",
   422: "Invalid",
+  429: "TooManyRequests",
   500: "InternalError",
   501: "NotImplemented",
   503: "ServiceUnavailable",
@@ -56,9 +57,16 @@ export function statusResponse(
 export class HttpError extends Error {
   override name = "HttpError";
   readonly status: number;
-  constructor(status: number, message: string, options?: { cause?: unknown }) {
+  /** Extra response headers (`Retry-After` of a 429). */
+  readonly headers: Record<string, string>;
+  constructor(
+    status: number,
+    message: string,
+    options?: { cause?: unknown; headers?: Record<string, string> },
+  ) {
     super(message, options);
     this.status = status;
+    this.headers = options?.headers ?? {};
   }
 }
 

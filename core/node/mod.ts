@@ -10,7 +10,7 @@
  * - {@link LeaseController} renews `kube-node-lease/<node>` every 10 s while the provider is
  *   healthy.
  *
- * `app/run.ts` builds all three from the config with {@link createNodeSide}:
+ * `app/wire_node.ts` builds all three from the config with {@link createNodeSide}:
  *
  * ```ts
  * const side = createNodeSide(config, { client, provider, clock, log, internalIp, version });

@@ -16,9 +16,9 @@ import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import { internPodParts, SharedParts } from "../../k8s/watch/intern.ts";
+import { isTerminalPhase } from "../../provider/mod.ts";
 import { type InformerLike, type PodControllerApi, podKey } from "./api.ts";
 import { ConfigSources } from "./config_sources.ts";
-import { isTerminal } from "./pod_status.ts";
 
 /** What {@link PodCaches} needs. */
 export interface PodCachesDeps {
@@ -77,7 +77,7 @@ export class PodCaches {
     if (deps.trackConfigSources ?? true) {
       const track = (pod: Pod) => {
         // The controller stops using a finished pod's objects (pod_sync.ts); so do the caches.
-        if (isTerminal(pod)) this.configSources.untrack(podKey(pod));
+        if (isTerminalPhase(pod.status?.phase)) this.configSources.untrack(podKey(pod));
         else this.configSources.track(podKey(pod), pod);
       };
       this.pods.on("add", track);

@@ -11,16 +11,16 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import { SharedParts } from "../../k8s/watch/intern.ts";
-import { isTransient, type Provider } from "../../provider/mod.ts";
+import { isTerminalPhase, isTransient, type Provider } from "../../provider/mod.ts";
 import { type InformerLike, type PodControllerApi, podKey } from "./api.ts";
 import type { ConfigSources } from "./config_sources.ts";
 import { PodCaches } from "./pod_caches.ts";
 import type { EnvSources, PodAddresses, ResourceList } from "./env.ts";
-import { withEphemeralContainers } from "./ephemeral.ts";
+import { withEphemeralWaiting } from "./ephemeral.ts";
 import { EventRecorder } from "./events.ts";
 import type { DaemonSetPodPolicy, PodContext } from "./pod_context.ts";
-import { PodStates, type UidStatus } from "./pod_state.ts";
-import { canonicalEqual, isTerminal } from "./pod_status.ts";
+import { PodStates } from "./pod_state.ts";
+import { canonicalEqual } from "./pod_status.ts";
 import { removePodObject, sameSpec, syncPod } from "./pod_sync.ts";
 import { pollLoop, resyncLoop, sweepOrphans } from "./resync.ts";
 import { syncStatus } from "./status_sync.ts";
@@ -218,10 +218,7 @@ export class PodController {
     const retryAfter = (err: unknown) => isTransient(err) ? err.retryAfterMs ?? 0 : 0;
     const ctx: PodContext = {
       api: d.api,
-      provider: withEphemeralContainers(
-        d.provider,
-        (pod, event) => ctx.recorder.record(pod, event),
-      ),
+      provider: d.provider,
       clock: d.clock,
       log: d.log,
       pods,
@@ -346,7 +343,10 @@ export class PodController {
     // The newest copy, so the old one can be collected (one copy per pod, not two).
     if (state) state.lastKnown = pod;
     const deletionChanged = pod.metadata?.deletionTimestamp !== old.metadata?.deletionTimestamp;
-    if (deletionChanged || !sameSpec(pod, old) || isTerminal(pod) !== isTerminal(old)) {
+    if (
+      deletionChanged || !sameSpec(pod, old) ||
+      isTerminalPhase(pod.status?.phase) !== isTerminalPhase(old.status?.phase)
+    ) {
       this.#ctx.syncQueue.add(key);
     } else if (state && state.syncedVersion === old.metadata?.resourceVersion) {
       // Nothing the provider runs changed (a status write, say): still in step.
@@ -365,7 +365,10 @@ export class PodController {
     // write, and the status sync of a pod it lists later asks the provider first.
     if (!state) return;
     const previous = state.providerStatus;
-    const next: UidStatus = { uid: reported.metadata?.uid ?? "", status: reported.status ?? {} };
+    const next = withEphemeralWaiting(state, {
+      uid: reported.metadata?.uid ?? "",
+      status: reported.status ?? {},
+    });
     state.providerStatus = next;
     ctx.statusQueue.add(key);
     const pod = ctx.pods.store.getByKey(key);

@@ -61,6 +61,11 @@ export interface PodState {
   pollDue?: boolean;
   /** Set once the pod has a deletionTimestamp. */
   deletion?: Deletion;
+  /**
+   * Ephemeral containers of this uid the provider cannot run (name → image): reported waiting
+   * in every status of the pod until it is deleted (`ephemeral.ts`).
+   */
+  ephemeralWaiting?: { uid: string; names: Map<string, string> };
 }
 
 /** Options for {@link PodStates}. */

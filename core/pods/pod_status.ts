@@ -6,16 +6,11 @@
  * status change implies.
  * @module
  */
-import type {
-  ContainerStatus,
-  Pod,
-  PodCondition,
-  PodReadinessGate,
-  PodStatus,
-} from "kubernetes-types/core/v1.d.ts";
+import type { Pod, PodCondition, PodReadinessGate, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import { formatTime } from "../../k8s/micro_time.ts";
+import { buildPodStatus, type ContainerReport } from "../../provider/mod.ts";
 import type { PodEvent } from "./events.ts";
-import { gatedConditions, heldPodConditions } from "./pod_conditions.ts";
+import { gatedConditions } from "./readiness_gates.ts";
 
 /** The conditions a kubelet writes for its pods; PodScheduled is the scheduler's. */
 const KUBELET_CONDITIONS = new Set([
@@ -216,49 +211,48 @@ export function statusEqual(current: PodStatus | undefined, next: PodStatus): bo
   return canonicalEqual(current, next);
 }
 
-/** True for Succeeded and Failed. */
-export function isTerminal(pod: Pod): boolean {
-  const phase = pod.status?.phase;
-  return phase === "Succeeded" || phase === "Failed";
+/** What the controller decided for a pod it holds back itself; see {@link controllerStatus}. */
+export interface HeldStatus {
+  phase: "Pending" | "Failed";
+  /** The pod-level reason and message (`ProviderFailed`, say); default none. */
+  reason?: string;
+  message?: string;
+  /** The container at fault (every container when none is named) waits for this reason. */
+  waiting?: { container?: string; reason: string; message?: string };
+  /** Now (clock ms): the transition time of the conditions that changed. */
+  nowMs: number;
 }
 
 /**
- * The status the controller writes when the provider has none for the pod: every container
- * waiting (`waiting.reason` for the one at fault, ContainerCreating for the others) and the five
- * conditions the kubelet always writes (see `pod_conditions.ts`).
+ * The status the controller writes when the provider has none for the pod, built by the kit's
+ * builder like any provider's: every container waiting (`waiting.reason` for the one at fault,
+ * ContainerCreating for the others) and the five conditions the kubelet always writes, in its
+ * order (provider/pod_conditions.ts). Fields the builder does not set (IPs, say) are kept.
  */
-export function controllerStatus(
-  pod: Pod,
-  phase: "Pending" | "Failed",
-  reason: string,
-  message: string,
-  waiting?: { container?: string; reason: string },
-): PodStatus {
-  const containers = pod.spec?.containers ?? [];
-  return {
-    ...pod.status,
-    phase,
-    reason,
-    message,
-    conditions: heldPodConditions(pod, phase, waiting?.reason),
-    containerStatuses: containers.map((c): ContainerStatus => {
-      const previous = pod.status?.containerStatuses?.find((s) => s.name === c.name);
-      const waitsHere = waiting && (!waiting.container || waiting.container === c.name);
-      return {
-        name: c.name,
-        image: c.image ?? "",
-        imageID: previous?.imageID ?? "",
-        ready: false,
-        restartCount: previous?.restartCount ?? 0,
-        state: {
-          waiting: {
-            reason: waitsHere ? waiting.reason : "ContainerCreating",
-            message: waitsHere ? message : undefined,
-          },
-        },
-      };
-    }),
-  };
+export function controllerStatus(pod: Pod, held: HeldStatus): PodStatus {
+  const { phase, waiting } = held;
+  const containers: Record<string, ContainerReport> = {};
+  for (const c of pod.spec?.containers ?? []) {
+    const previous = pod.status?.containerStatuses?.find((s) => s.name === c.name);
+    const here = waiting && (!waiting.container || waiting.container === c.name);
+    const reason = here ? waiting.reason : "ContainerCreating";
+    const message = here ? waiting.message : undefined;
+    containers[c.name] = {
+      state: { waiting: { reason, ...(message ? { message } : {}) } },
+      restartCount: previous?.restartCount ?? 0,
+      imageID: previous?.imageID ?? "",
+    };
+  }
+  const built = buildPodStatus(pod, {
+    containers,
+    nowMs: held.nowMs,
+    // A container waiting for a reason of its own (its config, its image) means the kubelet had
+    // the pod's sandbox; one waiting in ContainerCreating (volumes, the provider) means it had not.
+    sandboxReady: phase === "Pending" && !!waiting && waiting.reason !== "ContainerCreating",
+    // A pod the controller fails runs nothing again: the builder ends it Failed.
+    terminal: phase === "Failed",
+  });
+  return { ...pod.status, ...built, phase, reason: held.reason ?? "", message: held.message ?? "" };
 }
 
 /** Lifecycle events a kubelet would report for the change from `before` to `after`. */

@@ -9,11 +9,12 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { isConflict, isKubeNotFound } from "../../k8s/errors.ts";
-import { isInvalidInput, isNotFound } from "../../provider/mod.ts";
+import { isInvalidInput, isNotFound, isTerminalPhase } from "../../provider/mod.ts";
 import type { PodContext } from "./pod_context.ts";
 import { podKey } from "./api.ts";
 import { isEnvResolutionError, resolvePodEnv } from "./env.ts";
-import { canonicalEqual, controllerStatus, isTerminal } from "./pod_status.ts";
+import { startEphemeralContainers } from "./ephemeral.ts";
+import { canonicalEqual, controllerStatus } from "./pod_status.ts";
 import { preflight } from "./preflight.ts";
 import type { ProcessResult } from "./work_queue.ts";
 
@@ -27,7 +28,7 @@ export async function syncPod(
   if (!pod) return await forgetPod(ctx, key, signal);
   ctx.states.ensure(key).lastKnown = pod;
   if (pod.metadata?.deletionTimestamp) return await syncDeleting(ctx, pod, signal);
-  if (isTerminal(pod)) {
+  if (isTerminalPhase(pod.status?.phase)) {
     ctx.configSources.untrack(key);
     return;
   }
@@ -78,9 +79,10 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
     if (err.event) ctx.recorder.record(pod, err.event);
     ctx.setLocalStatus(
       pod,
-      controllerStatus(pod, "Pending", "", "", {
-        container: err.container,
-        reason: "CreateContainerConfigError",
+      controllerStatus(pod, {
+        phase: "Pending",
+        waiting: { container: err.container, reason: "CreateContainerConfigError" },
+        nowMs: ctx.clock.now(),
       }),
     );
     throw err;
@@ -92,23 +94,17 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
   if (existing && !sameUid) await deleteInProvider(ctx, existing, signal);
   if (existing && sameUid) {
     if (sameSpec(existing, resolved.pod)) return markSynced(ctx, key, pod);
-    if (
-      !await providerCall(
-        ctx,
-        pod,
-        "Update",
-        () => ctx.provider.updatePod(resolved.pod, { signal }),
-      )
-    ) return;
+    const update = async () => {
+      await ctx.provider.updatePod(resolved.pod, { signal });
+      await startEphemeralContainers(ctx, resolved.pod, signal);
+    };
+    if (!await providerCall(ctx, pod, "Update", update)) return;
   } else {
-    if (
-      !await providerCall(
-        ctx,
-        pod,
-        "Create",
-        () => ctx.provider.createPod(resolved.pod, { signal }),
-      )
-    ) return;
+    const create = async () => {
+      await ctx.provider.createPod(resolved.pod, { signal });
+      await startEphemeralContainers(ctx, resolved.pod, signal);
+    };
+    if (!await providerCall(ctx, pod, "Create", create)) return;
   }
   for (const event of resolved.events) ctx.recorder.record(pod, event);
   markSynced(ctx, key, pod);
@@ -147,11 +143,11 @@ async function providerCall(
     ctx.recorder.record(pod, { type: "Warning", reason: `Provider${op}Failed`, message });
     // A DaemonSet pod marked Failed is replaced at once on the same node: keep it Pending.
     if (isInvalidInput(err) && !isDaemonSetPod(pod)) {
-      ctx.setLocalStatus(pod, controllerStatus(pod, "Failed", "ProviderFailed", message));
+      ctx.setLocalStatus(pod, heldStatus(ctx, pod, "Failed", "ProviderFailed", message));
       return false;
     }
     if (op === "Create") {
-      ctx.setLocalStatus(pod, controllerStatus(pod, "Pending", "ProviderFailed", message));
+      ctx.setLocalStatus(pod, heldStatus(ctx, pod, "Pending", "ProviderFailed", message));
     }
     throw err;
   }
@@ -200,6 +196,11 @@ async function syncDeleting(
 }
 
 async function deleteInProvider(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {
+  // Its ephemeral containers are no longer reported waiting: nothing of the pod runs on.
+  const state = ctx.states.get(podKey(pod));
+  if (state && state.ephemeralWaiting?.uid === pod.metadata?.uid) {
+    state.ephemeralWaiting = undefined;
+  }
   try {
     await ctx.provider.deletePod(pod, { signal });
   } catch (err) {
@@ -253,7 +254,18 @@ function skipDaemonSetPod(ctx: PodContext, pod: Pod): void {
   const message = "DaemonSet pods are not run on this virtual node (daemonSetPods: skip)";
   if (pod.status?.reason === "DaemonSetPodSkipped") return;
   ctx.recorder.record(pod, { type: "Warning", reason: "DaemonSetPodSkipped", message });
-  ctx.setLocalStatus(pod, controllerStatus(pod, "Pending", "DaemonSetPodSkipped", message));
+  ctx.setLocalStatus(pod, heldStatus(ctx, pod, "Pending", "DaemonSetPodSkipped", message));
+}
+
+/** A held pod's status with a pod-level reason and message, no container at fault. */
+function heldStatus(
+  ctx: PodContext,
+  pod: Pod,
+  phase: "Pending" | "Failed",
+  reason: string,
+  message: string,
+) {
+  return controllerStatus(pod, { phase, reason, message, nowMs: ctx.clock.now() });
 }
 
 /** True when the parts of two pods that updatePod can change are equal. */

@@ -33,7 +33,7 @@ export async function preflight(ctx: PodContext, pod: Pod, signal: AbortSignal):
         message: failure.message,
       });
     }
-    ctx.setLocalStatus(pod, controllerStatus(pod, "Pending", "", ""));
+    ctx.setLocalStatus(pod, controllerStatus(pod, { phase: "Pending", nowMs: ctx.clock.now() }));
     throw new VolumesNotReadyError(
       `pod ${pod.metadata?.namespace}/${pod.metadata?.name} waits for its volumes: ` +
         failures.map((f) => f.message).join("; "),
@@ -75,14 +75,12 @@ function reportInvalidImage(ctx: PodContext, pod: Pod): boolean {
         message,
         fieldPath: `spec.${list}{${container.name}}`,
       });
-      const status = controllerStatus(pod, "Pending", "", "", {
-        container: container.name,
-        reason: "InvalidImageName",
-      });
       // The kubelet's waiting message is the image manager's; the pod itself carries none.
-      for (const s of status.containerStatuses ?? []) {
-        if (s.name === container.name && s.state?.waiting) s.state.waiting.message = message;
-      }
+      const status = controllerStatus(pod, {
+        phase: "Pending",
+        waiting: { container: container.name, reason: "InvalidImageName", message },
+        nowMs: ctx.clock.now(),
+      });
       ctx.setLocalStatus(pod, status);
       return false;
     }

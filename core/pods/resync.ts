@@ -8,10 +8,9 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { jitter } from "../../base/clock.ts";
-import { isNotFound } from "../../provider/mod.ts";
+import { isNotFound, isTerminalPhase } from "../../provider/mod.ts";
 import { podKey } from "./api.ts";
 import type { PodContext } from "./pod_context.ts";
-import { isTerminal } from "./pod_status.ts";
 
 /** The provider's pods, or undefined (logged) when it cannot list them. */
 async function providerPods(ctx: PodContext, signal: AbortSignal): Promise<Pod[] | undefined> {
@@ -92,7 +91,7 @@ export async function pollLoop(
   while (!signal.aborted) {
     if (!await ctx.clock.sleep(intervalMs, signal).then(() => true, () => false)) return;
     for (const pod of ctx.pods.store.list()) {
-      if (isTerminal(pod) && !pod.metadata?.deletionTimestamp) continue;
+      if (isTerminalPhase(pod.status?.phase) && !pod.metadata?.deletionTimestamp) continue;
       const state = ctx.states.get(podKey(pod));
       if (state) state.pollDue = true;
       ctx.statusQueue.add(podKey(pod));

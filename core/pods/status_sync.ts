@@ -9,9 +9,11 @@
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import { isConflict, isForbidden, isKubeNotFound } from "../../k8s/errors.ts";
 import { podKey, splitKey } from "./api.ts";
+import { withEphemeralWaiting } from "./ephemeral.ts";
 import type { PodContext } from "./pod_context.ts";
 import type { StatusMemo, UidStatus } from "./pod_state.ts";
-import { isTerminal, lifecycleEvents, mergeStatus, statusEqual } from "./pod_status.ts";
+import { isTerminalPhase } from "../../provider/mod.ts";
+import { lifecycleEvents, mergeStatus, statusEqual } from "./pod_status.ts";
 
 const MAX_CONFLICT_RETRIES = 5;
 
@@ -48,7 +50,7 @@ async function syncStatusNow(
   poll: boolean,
 ): Promise<void> {
   const pod = ctx.pods.store.getByKey(key);
-  if (!pod || (isTerminal(pod) && !pod.metadata?.deletionTimestamp)) return;
+  if (!pod || (isTerminalPhase(pod.status?.phase) && !pod.metadata?.deletionTimestamp)) return;
   if (poll || !ctx.states.get(key)?.providerStatus) await pollStatus(ctx, pod, signal);
   const desired = desiredStatus(ctx, key, pod);
   if (desired) await writeStatus(ctx, pod, desired, signal);
@@ -67,7 +69,7 @@ export async function pollStatus(ctx: PodContext, pod: Pod, signal: AbortSignal)
     uid = running?.metadata?.uid ?? uid;
   }
   const state = ctx.states.get(podKey(pod));
-  if (status && state) state.providerStatus = { uid, status };
+  if (status && state) state.providerStatus = withEphemeralWaiting(state, { uid, status });
 }
 
 function desiredStatus(ctx: PodContext, key: string, pod: Pod): UidStatus | undefined {
@@ -99,7 +101,7 @@ async function writeStatus(
   for (let attempt = 0;; attempt++) {
     if (current.metadata?.uid !== desired.uid) return;
     // Never take a pod out of a terminal phase the API already holds.
-    if (isTerminal(current) && !isTerminalStatus(desired.status)) return;
+    if (isTerminalPhase(current.status?.phase) && !isTerminalPhase(desired.status.phase)) return;
     const next = mergeStatus(current.status, desired.status, {
       hostIps,
       readinessGates: current.spec?.readinessGates,
@@ -151,8 +153,4 @@ function alreadyWritten(
   if (!memo || memo.desired !== desired.status || memo.hostIps !== hostIps.join(",")) return false;
   const version = pod.metadata?.resourceVersion;
   return version !== undefined && (version === memo.written || version === memo.basedOn);
-}
-
-function isTerminalStatus(status: PodStatus): boolean {
-  return status.phase === "Succeeded" || status.phase === "Failed";
 }

@@ -37,7 +37,15 @@ export interface ExecCredentialSourceOptions {
   clock?: Clock;
   /** Longest a plugin may run; default 60 s. */
   timeoutMs?: number;
+  /**
+   * After a run, 401s within this long do not run the plugin again; doubled each time the
+   * fresh credential is rejected too, up to 5 min. Default 1 s.
+   */
+  refreshBackoffMs?: number;
 }
+
+/** The longest wait between two runs caused by rejected credentials. */
+const MAX_REFRESH_BACKOFF_MS = 5 * 60_000;
 
 const decoder = new TextDecoder();
 
@@ -47,13 +55,15 @@ export class ExecCredentialSource implements CredentialSource {
   #config: ExecConfig;
   #options: ExecCredentialSourceOptions;
   #clock: Clock;
-  #cached?: { credentials: Credentials; expiresAt: number };
+  #cached?: { credentials: Credentials; expiresAt: number; fetchedAt: number };
   #running?: Promise<Credentials>;
+  #backoffMs: number;
 
   constructor(config: ExecConfig, options: ExecCredentialSourceOptions = {}) {
     this.#config = config;
     this.#options = options;
     this.#clock = options.clock ?? realClock;
+    this.#backoffMs = options.refreshBackoffMs ?? 1_000;
     this.description = `exec plugin ${config.command}`;
   }
 
@@ -67,14 +77,30 @@ export class ExecCredentialSource implements CredentialSource {
     return raceAbort(this.#running, options.signal);
   }
 
+  /**
+   * Called after a 401. The plugin runs again at most once per back-off: the other requests
+   * of the same burst, sent with the same credential, would each run it otherwise, and a
+   * credential the apiserver rejects for good (a wrong audience, a revoked role) would run the
+   * plugin once per request. client-go's exec authenticator refreshes once per rejected
+   * credential too (kubernetes/client-go plugin/pkg/client/auth/exec/exec.go
+   * `maybeRefreshCreds`). A credential that lived longer than the longest back-off before it was
+   * rejected was rotated, not refused: the back-off starts again from its first step.
+   */
   invalidate(): void {
+    if (!this.#cached) return;
+    const age = this.#clock.now() - this.#cached.fetchedAt;
+    if (age < this.#backoffMs) return;
+    const first = this.#options.refreshBackoffMs ?? 1_000;
+    this.#backoffMs = age > MAX_REFRESH_BACKOFF_MS
+      ? first
+      : Math.min(this.#backoffMs * 2, MAX_REFRESH_BACKOFF_MS);
     this.#cached = undefined;
   }
 
   async #run(): Promise<Credentials> {
     const output = await this.#spawn();
     const { credentials, expiresAt } = this.#parse(output);
-    this.#cached = { credentials, expiresAt };
+    this.#cached = { credentials, expiresAt, fetchedAt: this.#clock.now() };
     return credentials;
   }
 

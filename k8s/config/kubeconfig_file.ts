@@ -18,6 +18,8 @@ export interface KubeconfigCluster {
   /** PEM text from `certificate-authority-data`. */
   caData?: string;
   insecureSkipTlsVerify?: boolean;
+  /** `tls-server-name`: the name the apiserver's certificate is checked against. */
+  tlsServerName?: string;
   proxyUrl?: string;
 }
 
@@ -118,6 +120,7 @@ function readCluster(f: Fields, base: string): KubeconfigCluster {
     caFile: absolute(f.string("certificate-authority"), base),
     caData: caData ? decodePemData(caData, f, "certificate-authority-data") : undefined,
     insecureSkipTlsVerify: f.boolean("insecure-skip-tls-verify"),
+    tlsServerName: f.string("tls-server-name"),
     proxyUrl: f.string("proxy-url"),
   };
 }

@@ -45,11 +45,11 @@ export async function resolveContext(
     ? lookup(kubeconfig.users, context.value.user, context, "user")
     : undefined;
   const server = serverUrl(cluster);
+  checkTls(cluster, server);
   const caCerts = await clusterCa(cluster);
   const config: ConnectionConfig = {
     server,
     caCerts,
-    insecureSkipTlsVerify: cluster.value.insecureSkipTlsVerify || undefined,
     proxyUrl: cluster.value.proxyUrl,
     namespace: context.value.namespace ?? "default",
     source: `kubeconfig ${files} (context "${contextName}")`,
@@ -96,6 +96,37 @@ function serverUrl(cluster: Named<KubeconfigCluster>): string {
     throw fieldError(cluster, "server", `${raw} must use https:// (or http://)`);
   }
   return url.href.replace(/\/+$/, "");
+}
+
+/**
+ * Refuses the TLS settings Deno's `fetch` cannot apply to one client, at start-up, instead of
+ * failing every request later: `insecure-skip-tls-verify` (Deno turns verification off only for
+ * the whole process, with a run-time flag the shipped binary does not carry) and a
+ * `tls-server-name` other than the server URL's host (`Deno.createHttpClient` sends and checks
+ * the URL's host only). A `tls-server-name` equal to that host is what happens anyway.
+ */
+function checkTls(cluster: Named<KubeconfigCluster>, server: string): void {
+  if (cluster.value.insecureSkipTlsVerify) {
+    throw fieldError(
+      cluster,
+      "insecure-skip-tls-verify",
+      "is true, which vkubelet does not support: it always verifies the apiserver's " +
+        "certificate; remove it and set certificate-authority-data (or certificate-authority) " +
+        "to the CA that signed the apiserver's certificate",
+    );
+  }
+  const name = cluster.value.tlsServerName;
+  const host = new URL(server).hostname.replace(/^\[|\]$/g, "");
+  if (name && name.toLowerCase() !== host.toLowerCase()) {
+    throw fieldError(
+      cluster,
+      "tls-server-name",
+      `is ${name}, but vkubelet can only check the apiserver's certificate against the ` +
+        `server URL's host (${host}); set server to https://${name}:${
+          new URL(server).port || 443
+        } (with ${name} resolving to the apiserver's address, e.g. by a hosts-file entry) and remove tls-server-name`,
+    );
+  }
 }
 
 async function clusterCa(cluster: Named<KubeconfigCluster>): Promise<string[] | undefined> {
@@ -159,6 +190,16 @@ async function applyUser(
       "is set together with username/password; keep one authentication method",
     );
   }
+  if (u.exec && (u.tokenFile || u.token)) {
+    // client-go's validation refuses more than one authentication method on a user
+    // (kubernetes/client-go tools/clientcmd/validation.go validateAuthInfo).
+    throw fieldError(
+      user,
+      "exec",
+      `is set together with ${u.tokenFile ? "tokenFile" : "token"}; keep one of them (the exec ` +
+        "plugin, or the token)",
+    );
+  }
   if (u.username || u.password) {
     credentials.basic = { username: u.username ?? "", password: u.password ?? "" };
   }
@@ -179,7 +220,6 @@ async function applyUser(
       cluster: {
         server: config.server,
         "certificate-authority-data": config.caCerts ? btoa(config.caCerts.join("\n")) : undefined,
-        "insecure-skip-tls-verify": cluster.value.insecureSkipTlsVerify,
         "proxy-url": cluster.value.proxyUrl,
       },
     });

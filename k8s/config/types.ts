@@ -39,8 +39,6 @@ export interface ConnectionConfig {
   server: string;
   /** Extra PEM root certificates that verify the apiserver (on top of the system store). */
   caCerts?: string[];
-  /** The kubeconfig asked not to verify the apiserver's certificate; see `createTransport`. */
-  insecureSkipTlsVerify?: boolean;
   /** An HTTP(S) or SOCKS5 proxy for every connection (kubeconfig `proxy-url`). */
   proxyUrl?: string;
   /** Credentials that do not change: a client certificate, token or basic auth from the file. */

@@ -5,6 +5,7 @@
  */
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import type { Provider, ProviderDeps } from "../contract.ts";
+import { isTerminalPhase } from "../pod_phase.ts";
 
 /** One rule of the contract: a short id (for `skip`) and the sentence a failure quotes. */
 export interface Rule {
@@ -116,8 +117,7 @@ export function runningContainers(status: PodStatus | undefined): string[] {
 
 /** A terminal phase with no container running. */
 export function isTerminal(status: PodStatus | undefined): boolean {
-  const phase = status?.phase;
-  return (phase === "Succeeded" || phase === "Failed") && runningContainers(status).length === 0;
+  return isTerminalPhase(status?.phase) && runningContainers(status).length === 0;
 }
 
 /** The last pod `instance` pushed for `pod` (same namespace, name and uid). */

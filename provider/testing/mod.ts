@@ -2,7 +2,7 @@
  * The provider kit's testing part, exported as `@vkubelet/vkubelet/provider/testing`: the
  * conformance suite a provider runs on itself in its own unit tests, and the fake clock.
  *
- * ```ts
+ * ```ts ignore
  * import { runProviderConformance } from "@vkubelet/vkubelet/provider/testing";
  * import { createProvider } from "./my_provider.ts";
  *

@@ -7,7 +7,7 @@
  * @module
  */
 import type { Container, Node, Pod } from "kubernetes-types/core/v1.d.ts";
-import { quantityToNumber } from "../../provider/mod.ts";
+import { isSidecar, isTerminalPhase, quantityToNumber } from "../../provider/mod.ts";
 
 /** Resources by name, as numbers (cpu in cores, memory in bytes, pods as a count). */
 export type Amounts = Record<string, number>;
@@ -30,7 +30,7 @@ export function podRequests(pod: Pod): Amounts {
   for (const c of pod.spec?.containers ?? []) add(sum, c);
   for (const c of pod.spec?.initContainers ?? []) {
     // Sidecars (restartPolicy Always) run alongside; plain init containers one at a time.
-    if (c.restartPolicy === "Always") add(sum, c);
+    if (isSidecar(c)) add(sum, c);
     else {
       const one: Amounts = {};
       add(one, c);
@@ -64,8 +64,7 @@ export function freeCapacity(
   }
   for (const pod of pods) {
     if (!usable.has(pod.spec?.nodeName ?? "") || !isForeign(pod)) continue;
-    const phase = pod.status?.phase;
-    if (phase === "Succeeded" || phase === "Failed") continue;
+    if (isTerminalPhase(pod.status?.phase)) continue;
     for (const [name, v] of Object.entries(podRequests(pod))) {
       if (name in free) free[name] -= v;
     }

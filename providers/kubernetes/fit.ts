@@ -19,7 +19,7 @@ import type {
   Toleration,
 } from "kubernetes-types/core/v1.d.ts";
 import { isUsableNode, podRequests } from "./capacity.ts";
-import { quantityToNumber } from "../../provider/mod.ts";
+import { isTerminalPhase, quantityToNumber } from "../../provider/mod.ts";
 
 /** The answer: fits, or why not per reason with the number of nodes, as B's scheduler says it. */
 export type Fit = { ok: true; node: string } | { ok: false; message: string };
@@ -29,8 +29,7 @@ export function fitOnSomeNode(pod: Pod, nodes: Iterable<Node>, pods: Iterable<Po
   const used = new Map<string, Record<string, number>>();
   for (const p of pods) {
     const node = p.spec?.nodeName;
-    const phase = p.status?.phase;
-    if (!node || phase === "Succeeded" || phase === "Failed") continue;
+    if (!node || isTerminalPhase(p.status?.phase)) continue;
     if (
       p.metadata?.name === pod.metadata?.name && p.metadata?.namespace === pod.metadata?.namespace
     ) {

@@ -7,6 +7,7 @@
  * @module
  */
 import type { KubeClient } from "../../k8s/mod.ts";
+import { StreamProtocol } from "../../spdy/protocols.ts";
 import type { SpdySession } from "../../spdy/session.ts";
 import type { SpdyStream } from "../../spdy/stream.ts";
 import {
@@ -65,11 +66,11 @@ async function remoteCommand(
   options: { io: AttachIO; signal?: AbortSignal },
 ): Promise<number> {
   const { io, signal } = options;
-  const { session, protocol } = await openSpdy(kube, path, query, ["v4.channel.k8s.io"], signal);
+  const { session, protocol } = await openSpdy(kube, path, query, [StreamProtocol.v4], signal);
   const onAbort = () => session.close();
   signal?.addEventListener("abort", onAbort, { once: true });
   try {
-    if (protocol !== "v4.channel.k8s.io") {
+    if (protocol !== StreamProtocol.v4) {
       throw new NotSupportedError(
         `the downstream apiserver chose stream protocol "${protocol}"; v4.channel.k8s.io is needed`,
       );
@@ -166,7 +167,7 @@ export async function portForwardDownstream(
 ): Promise<void> {
   const { port, stream, signal } = options;
   const path = kube.pods.path(target.namespace, target.pod, "portforward");
-  const { session } = await openSpdy(kube, path, {}, ["portforward.k8s.io"], signal);
+  const { session } = await openSpdy(kube, path, {}, [StreamProtocol.portForward], signal);
   const onAbort = () => session.close();
   signal?.addEventListener("abort", onAbort, { once: true });
   try {

@@ -202,6 +202,42 @@ export function wasOomKilled(handle: string): boolean {
   }
 }
 
+/** The PIDs in the instance's cgroup (v1: its memory hierarchy's, which every process joins). */
+export function cgroupPids(handle: string): number[] {
+  const dirs = parseCgroupHandle(handle);
+  try {
+    const text = readSysText(join("dir" in dirs ? dirs.dir : dirs.memory, "cgroup.procs"));
+    return text.split("\n").filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Kills every process of the cgroup, wherever it moved in the process tree (`setsid`, double
+ * forks): `cgroup.kill` on v2 (Linux 5.14+), else SIGKILL to every PID in `cgroup.procs` until
+ * none is left (a fork racing the walk is caught by the next round). Resolves once the cgroup
+ * is empty or after 2 s.
+ */
+export async function killCgroup(handle: string): Promise<void> {
+  const dirs = parseCgroupHandle(handle);
+  if ("dir" in dirs && await sysExists(join(dirs.dir, "cgroup.kill"))) {
+    await writeSysText(join(dirs.dir, "cgroup.kill"), "1").catch(() => {});
+  }
+  for (let round = 0; round < 200; round++) {
+    const pids = cgroupPids(handle);
+    if (pids.length === 0) return;
+    for (const pid of pids) {
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch {
+        // gone meanwhile
+      }
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 /** Removes an emptied cgroup; leftovers are harmless and retried at the next removal. */
 export async function removeCgroup(handle: string): Promise<void> {
   const dirs = parseCgroupHandle(handle);

@@ -10,6 +10,10 @@
  * imageCommands:                         # images run without `command` use this argv
  *   nginx:1.27: [nginx, -g, "daemon off;"]
  * mountNamespace: auto                   # auto | required | off (see mount_ns.ts)
+ * hiddenPaths: [/etc/vkubelet, /var/lib/vkubelet]   # covered by an empty tmpfs in every
+ *                                      # container's mount namespace, as is the stateDir
+ *                                      # (except the pod's own directory); put vkubelet's
+ *                                      # config, kubeconfig and --cert-dir here
  * hostPath: { enabled: false, allowedPrefixes: [/srv/data] }   # the prefixes also bound the
  *                                      # hostPath/local PersistentVolumes of claim volumes
  * cgroups: auto                          # auto | required | off (cgroup v2, or v1 memory/cpu/cpuacct)
@@ -58,6 +62,7 @@ export const processConfigSchema = z.strictObject({
   podIP: z.ipv4().or(z.ipv6()).optional(),
   imageCommands: z.record(z.string().min(1), z.array(z.string()).min(1)).default({}),
   mountNamespace: mode.default("auto"),
+  hiddenPaths: z.array(absolutePath).default(["/etc/vkubelet", "/var/lib/vkubelet"]),
   hostPath: z.strictObject({
     enabled: z.boolean().default(false),
     allowedPrefixes: z.array(absolutePath).default([]),

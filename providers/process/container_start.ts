@@ -7,7 +7,7 @@
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { type Clock, isInvalidInput } from "../../provider/mod.ts";
-import { cgroupProcsFiles, type CgroupSupport, createCgroup, hasLimits } from "./cgroups.ts";
+import { cgroupProcsFiles, type CgroupSupport, createCgroup } from "./cgroups.ts";
 import { logMaxBytes, type ProcessConfig } from "./config.ts";
 import {
   containerArgv,
@@ -17,6 +17,7 @@ import {
   volumeEnv,
 } from "./container_spec.ts";
 import type { ExecContext } from "./exec.ts";
+import { containerIdentity, type HostUser } from "./identity.ts";
 import { Instance, type InstanceFiles } from "./instance.ts";
 import { makeFifos } from "./launcher.ts";
 import { join } from "node:path";
@@ -32,12 +33,19 @@ export interface StartDeps {
   mountNamespace: { ok: boolean; reason?: string };
   cgroups: CgroupSupport;
   stopMarker: Uint8Array;
+  /** vkubelet's own uid and gid: what a container without runAsUser runs as. */
+  hostUser: HostUser;
 }
 
-/** A container's start: an instance, or the waiting/terminated reason it could not start. */
+/**
+ * A container's start: an instance, or the waiting/terminated reason it could not start
+ * (`create-error`: the spec is valid but this runtime cannot honour it, the kubelet's
+ * `CreateContainerError`).
+ */
 export type StartResult =
   | { kind: "started"; instance: Instance; exec: ExecContext }
   | { kind: "config-error"; message: string }
+  | { kind: "create-error"; message: string }
   | { kind: "start-error"; message: string };
 
 /** Files of instance `n` of `container`. */
@@ -69,12 +77,44 @@ export function execContextOf(
   paths: PodPaths,
   pid: number,
   namespaced: boolean,
+  identity: string[],
 ): ExecContext {
   const env = containerEnv(pod, container);
   if (!namespaced && container.volumeMounts?.length) {
     Object.assign(env, volumeEnv(container, volumes));
   }
-  return { pid, namespaced, env, workingDir: container.workingDir ?? paths.work };
+  return { pid, namespaced, env, workingDir: container.workingDir ?? paths.work, identity };
+}
+
+/**
+ * The container's identity, or why it cannot start: the kubelet's runAsNonRoot messages
+ * (CreateContainerConfigError), or a setting this runtime cannot honour (CreateContainerError).
+ */
+function checkIdentity(
+  pod: Pod,
+  container: Container,
+  deps: StartDeps,
+  namespaced: boolean,
+): { ok: true; argv: string[] } | Exclude<StartResult, { kind: "started" }> {
+  const identity = containerIdentity(pod, container, deps.hostUser);
+  if (!identity.ok) return { kind: "config-error", message: identity.message };
+  if (container.securityContext?.readOnlyRootFilesystem) {
+    return {
+      kind: "create-error",
+      message:
+        `container ${container.name}: readOnlyRootFilesystem cannot be honoured by the process provider: its containers share the host's filesystem; remove it, or run the pod on a node with a container runtime`,
+    };
+  }
+  if (!namespaced && identity.uid !== 0 && container.volumeMounts?.length) {
+    return {
+      kind: "create-error",
+      message:
+        `container ${container.name} runs as uid ${identity.uid} and cannot reach its volumes without a private mount namespace (${
+          deps.mountNamespace.reason ?? "mountNamespace is off"
+        }); run vkubelet as root with util-linux unshare, or run the container as root`,
+    };
+  }
+  return identity;
 }
 
 /** Starts instance `n` of `container`. */
@@ -94,8 +134,12 @@ export async function startContainer(
     if (isInvalidInput(err)) return { kind: "config-error", message: err.message };
     throw err;
   }
-  const wantsView = mounts.length > 0 && deps.config.mountNamespace !== "off";
-  if (wantsView && !deps.mountNamespace.ok && deps.config.mountNamespace === "required") {
+  // Every container gets a view where the host can give one, volumes or not: it hides
+  // vkubelet's files and other pods' (./mount_ns.ts).
+  const wantsView = deps.config.mountNamespace !== "off";
+  if (
+    mounts.length > 0 && !deps.mountNamespace.ok && deps.config.mountNamespace === "required"
+  ) {
     return {
       kind: "config-error",
       message:
@@ -103,7 +147,9 @@ export async function startContainer(
     };
   }
   const namespaced = wantsView && deps.mountNamespace.ok;
-  const exec = execContextOf(pod, container, volumes, paths, 0, namespaced);
+  const identity = checkIdentity(pod, container, deps, namespaced);
+  if ("kind" in identity) return identity;
+  const exec = execContextOf(pod, container, volumes, paths, 0, namespaced, identity.argv);
   const extraDirs: string[] = [];
   if (container.workingDir && !exists(container.workingDir)) {
     if (!namespaced) {
@@ -131,7 +177,9 @@ export async function startContainer(
   await makeFifos([files.stdoutFifo, files.stderrFifo, ...(withStdin ? [files.stdinFifo] : [])]);
   await pruneInstances(paths, container.name, n);
   let cgroup: string | undefined;
-  if (deps.cgroups.ok && hasLimits(container)) {
+  // Every instance gets a cgroup where the host has them, limits or not: deleting the pod kills
+  // whatever is in it (./reaper.ts).
+  if (deps.cgroups.ok) {
     cgroup = await createCgroup(
       deps.cgroups,
       `${pod.metadata?.uid}-${container.name}-${n}`,
@@ -150,7 +198,7 @@ export async function startContainer(
       ready: false,
     },
     {
-      argv,
+      argv: [...identity.argv, ...argv],
       env: exec.env,
       workingDir: exec.workingDir,
       exitFile: files.exitFile,
@@ -160,7 +208,7 @@ export async function startContainer(
         ? { fifo: files.stdinFifo, holderPidFile: files.stdinHolderFile }
         : undefined,
       cgroupProcs: cgroup ? cgroupProcsFiles(cgroup) : undefined,
-      view: namespaced ? { root, mounts, extraDirs } : undefined,
+      view: namespaced ? { root, mounts, extraDirs, hidden: hiddenPaths(paths, deps) } : undefined,
     },
     files,
     deps.clock,
@@ -185,6 +233,11 @@ async function settled(pid: number, ended: Promise<unknown>): Promise<void> {
     }
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/** What the container's view hides: the state directory but for the pod's own, and the config's. */
+function hiddenPaths(paths: PodPaths, deps: StartDeps) {
+  return { paths: [deps.config.stateDir, ...deps.config.hiddenPaths], keep: paths.dir };
 }
 
 function exists(path: string): boolean {

@@ -1,7 +1,8 @@
 /**
  * Running commands inside a container (`kubectl exec`, exec probes and hooks): with the
  * container's environment and working directory, and inside its mount namespace and root
- * (`nsenter -t <runner> -m -r -w`) when it has one. A TTY comes from util-linux `script`
+ * (`nsenter -t <runner> -m -r -w`) when it has one, and as the container's user with its
+ * capabilities (`setpriv`, ./identity.ts). A TTY comes from util-linux `script`
  * (`script -q -e -c CMD /dev/null`), resized with `stty -F /dev/pts/N rows R cols C`.
  * @module
  */
@@ -16,14 +17,17 @@ export interface ExecContext {
   namespaced: boolean;
   env: Record<string, string>;
   workingDir: string;
+  /** The `setpriv` prefix that gives a command the container's identity (./identity.ts). */
+  identity: string[];
 }
 
 /** argv and cwd that run `command` in the container. */
 export function execCommand(ctx: ExecContext, command: string[]): { argv: string[]; cwd?: string } {
+  const run = [...ctx.identity, ...command];
   if (ctx.namespaced) {
-    return { argv: ["nsenter", "-t", String(ctx.pid), "-m", "-r", "-w", "--", ...command] };
+    return { argv: ["nsenter", "-t", String(ctx.pid), "-m", "-r", "-w", "--", ...run] };
   }
-  return { argv: command, cwd: ctx.workingDir };
+  return { argv: run, cwd: ctx.workingDir };
 }
 
 /** Runs `command` to completion with output captured (probes, hooks); kills it at `timeoutMs`. */

@@ -7,6 +7,7 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
+import { isSidecar } from "../../provider/mod.ts";
 import type { ContainerRecord } from "./state.ts";
 
 /** "done" (the containers may start), "wait" (for an event) or when to look again. */
@@ -29,7 +30,7 @@ export async function stepInitContainers(
   const policy = pod.spec?.restartPolicy ?? "Always";
   for (const c of pod.spec?.initContainers ?? []) {
     const cr = records[c.name];
-    if (c.restartPolicy === "Always") {
+    if (isSidecar(c)) {
       const wake = await ops.ensure(c);
       if (!ops.sidecarStarted(c.name)) return wake ?? "wait";
       continue;

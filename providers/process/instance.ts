@@ -17,7 +17,8 @@ import {
 import { LogWriter, pumpFifo } from "./log_writer.ts";
 import { removeCgroup, wasOomKilled } from "./cgroups.ts";
 import { OutputFanout } from "./output_fanout.ts";
-import { isSameProcess, readProcStat } from "./proc.ts";
+import { instanceTree, isSameProcess, type ProcStat, readProcStat } from "./proc.ts";
+import { killInstance } from "./reaper.ts";
 import type { InstanceRecord, Termination } from "./state.ts";
 import type { Clock } from "../../provider/mod.ts";
 
@@ -46,6 +47,8 @@ export class Instance {
   readonly #writer: LogWriter;
   readonly #pumps: Promise<void>[];
   #killedBy?: "SIGKILL";
+  /** The instance's processes when a stop began (their parents may be gone at the end). */
+  #seen: ProcStat[] = [];
   #detached = false;
   #stopPolling?: AbortController;
   #endedUnwatched = false;
@@ -130,8 +133,10 @@ export class Instance {
   async #watch(): Promise<Termination> {
     await this.#handle.exited;
     if (this.#detached) return new Promise<never>(() => {});
-    // Whatever the command left behind in its group goes with it, as with a container.
+    // Whatever the command left behind goes with it, as with a container: its group, its
+    // session, their children and its cgroup.
     signalGroup(this.record.pid, "SIGKILL");
+    await killInstance(this.record, this.#seen, instanceTree);
     const [exit, setupErrors] = await Promise.all([
       readExitFile(this.#files.exitFile),
       this.#handle.setupErrors,
@@ -169,6 +174,7 @@ export class Instance {
   /** SIGTERM to the group; SIGKILL after `graceMs` on the clock; resolves once it ended. */
   async stop(graceMs: number): Promise<Termination> {
     const giveUp = new AbortController();
+    this.#seen = instanceTree(this.record.pid);
     signalGroup(this.record.pid, "SIGTERM");
     const killer = this.#clock.sleep(Math.max(graceMs, 0), giveUp.signal).then(() => {
       this.#killedBy = "SIGKILL";

@@ -9,7 +9,7 @@
  * @module
  */
 import { type ProcStat, readProcStat } from "./proc.ts";
-import { shellQuote, type ViewMount, viewScript } from "./mount_ns.ts";
+import { type HiddenPaths, shellQuote, type ViewMount, viewScript } from "./mount_ns.ts";
 
 // The runner's arguments: exit file, working dir, stdout, stderr, stdin FIFO ("" = /dev/null),
 // stdin holder's PID file, cgroup.procs files separated by ":" ("" = none; cgroup v1 has one
@@ -50,7 +50,7 @@ export interface LaunchSpec {
   /** `cgroup.procs` of the instance's cgroup(s), separated by `:` (./cgroups.ts). */
   cgroupProcs?: string;
   /** Present to start in a private mount namespace with this view. */
-  view?: { root: string; mounts: ViewMount[]; extraDirs: string[] };
+  view?: { root: string; mounts: ViewMount[]; extraDirs: string[]; hidden?: HiddenPaths };
 }
 
 /** A running instance's process (the runner; its session holds the command's processes). */
@@ -87,7 +87,7 @@ export function launchArgv(spec: LaunchSpec): string[] {
   ];
   if (!spec.view) return ["/bin/sh", "-c", RUNNER, "vkubelet-runner", ...runnerArgs];
   const setup = [
-    ...viewScript(spec.view.root, spec.view.mounts, spec.view.extraDirs),
+    ...viewScript(spec.view.root, spec.view.mounts, spec.view.extraDirs, spec.view.hidden),
     `exec chroot ${shellQuote(spec.view.root)} /bin/sh -c ${
       shellQuote(RUNNER)
     } vkubelet-runner "$@"`,

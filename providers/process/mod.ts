@@ -10,8 +10,9 @@
  * probes, hooks, restarts with back-off, stats from /proc or cgroups (v2 or v1), and re-adoption of
  * running processes after a vkubelet restart. Config: `./config.ts`.
  *
- * Host tools used: `/bin/sh`, `cat`, `sleep`, `mkfifo`, `unshare`, `mount`, `chroot`,
- * `nsenter`, `script` and `stty` (coreutils and util-linux).
+ * Host tools used: `/bin/sh`, `cat`, `sleep`, `mkfifo`, `readlink`, `unshare`, `mount`,
+ * `chroot`, `nsenter`, `setpriv`, `script` and `stty` (coreutils and util-linux). What isolation
+ * pods get, and what they do not: ./README.md.
  * @module
  */
 import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
@@ -42,6 +43,9 @@ export async function createProvider(
     });
   const cfg = { ...parsed.config, stateDir };
   await Deno.mkdir(`${cfg.stateDir}/pods`, { recursive: true, mode: 0o700 });
+  // Only vkubelet may list or enter the pods' directories (their Secrets, tokens and logs): a
+  // container outside a mount namespace is kept out by this mode and its non-root runAsUser.
+  await Deno.chmod(`${cfg.stateDir}/pods`, 0o700);
   if (parsed.config.stateDir === undefined) deps.log.info("pods are kept in {stateDir}", cfg);
   const mountNamespace = overrides.mountNamespace ??
     (cfg.mountNamespace === "off"

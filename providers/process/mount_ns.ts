@@ -7,7 +7,9 @@
  * mount path whose directory does not exist on the host turns its nearest existing ancestor
  * into a "view" the same way (a tmpfs with binds of that directory's entries), so the new
  * directory exists only for this container. Nothing needs cleaning up: the namespace and every
- * mount in it vanish with the container's last process.
+ * mount in it vanish with the container's last process. In the view, the provider's state
+ * directory (all pods' Secrets, tokens and logs) but for the pod's own directory, and the
+ * config's `hiddenPaths` (vkubelet's config, kubeconfig and keys), are covered by empty tmpfs.
  * @module
  */
 import { dirname, join, normalize } from "node:path";
@@ -40,6 +42,31 @@ export function splitExisting(path: string): { existing: string; rest: string[] 
   return { existing: "/", rest: parts };
 }
 
+/** What a container's view hides: `paths` under empty tmpfs, except the pod's own `keep`. */
+export interface HiddenPaths {
+  paths: string[];
+  keep: string;
+}
+
+/**
+ * Lines that cover each of `hidden.paths` in the view with an empty tmpfs (a file with
+ * /dev/null), then bind `hidden.keep` (the pod's own directory, inside the hidden state
+ * directory) back, so that the container sees neither vkubelet's files nor other pods'.
+ */
+function hideLines(root: string, hidden: HiddenPaths): string[] {
+  const lines: string[] = [];
+  for (const path of [...hidden.paths].sort((a, b) => depth(a) - depth(b))) {
+    const at = shellQuote(join(root, path));
+    lines.push(
+      `if [ -d ${at} ]; then mount -t tmpfs -o mode=755,size=64k vkubelet-hidden ${at}; ` +
+        `elif [ -e ${at} ]; then mount --bind /dev/null ${at}; fi`,
+    );
+  }
+  const keep = shellQuote(join(root, hidden.keep));
+  lines.push(`mkdir -p ${keep}`, `mount --bind ${shellQuote(hidden.keep)} ${keep}`);
+  return lines;
+}
+
 /** Lines that make `root + dir` a view: a tmpfs holding binds of every entry of host `dir`. */
 function viewLines(root: string, dir: string): string[] {
   const at = join(root, dir);
@@ -63,7 +90,12 @@ function viewLines(root: string, dir: string): string[] {
  * `mounts` in place, and `extraDirs` (e.g. a working directory missing on the host) created in
  * the view. The caller runs them inside `unshare -m --propagation private`, then `chroot`s.
  */
-export function viewScript(root: string, mounts: ViewMount[], extraDirs: string[] = []): string[] {
+export function viewScript(
+  root: string,
+  mounts: ViewMount[],
+  extraDirs: string[] = [],
+  hidden?: HiddenPaths,
+): string[] {
   const sorted = [...mounts].sort((a, b) => depth(a.target) - depth(b.target));
   const places = [...sorted.map((m) => m.target), ...extraDirs].map((dir) => splitExisting(dir));
   // Views first, outermost first, so that no later tmpfs hides a bind made before it.
@@ -75,6 +107,9 @@ export function viewScript(root: string, mounts: ViewMount[], extraDirs: string[
   for (const dir of [...views].sort((a, b) => depth(a) - depth(b))) {
     lines.push(...viewLines(root, dir));
   }
+  // After the views (which bind a directory's entries anew), before the volumes (which may
+  // be asked for on purpose, e.g. a hostPath volume).
+  if (hidden) lines.push(...hideLines(root, hidden));
   places.forEach(({ existing, rest }, i) => {
     const mount = sorted[i];
     const target = join(root, existing, ...rest);

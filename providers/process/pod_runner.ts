@@ -15,6 +15,7 @@ import { execContextOf, instanceFiles, startContainer, type StartDeps } from "./
 import { allContainers } from "./container_spec.ts";
 import { killGraceMs, type LiveContainer, stopContainer } from "./container_stop.ts";
 import type { ExecContext } from "./exec.ts";
+import { containerIdentity, type HostUser } from "./identity.ts";
 import { stepInitContainers } from "./init_containers.ts";
 import { Instance } from "./instance.ts";
 import { superviseInstance } from "./instance_supervisor.ts";
@@ -161,6 +162,7 @@ export class PodRunner {
       this.paths,
       running.pid,
       running.namespaced,
+      adoptedIdentity(this.record.pod, container, this.#deps.hostUser),
     );
     this.#track(container, instance, exec);
   }
@@ -286,6 +288,9 @@ export class PodRunner {
       }
       return decision.until;
     }
+    // The back-off is over: while the new instance starts (a mount namespace takes a moment)
+    // the status must not pair the new restart count with the old back-off message.
+    if (cr.waiting?.reason === "CrashLoopBackOff") cr.waiting = undefined;
     await this.#start(c, cr);
     return undefined;
   }
@@ -299,6 +304,8 @@ export class PodRunner {
     cr.image = c.image ?? "";
     if (result.kind === "config-error") {
       cr.waiting = { reason: "CreateContainerConfigError", message: result.message };
+    } else if (result.kind === "create-error") {
+      cr.waiting = { reason: "CreateContainerError", message: result.message };
     } else if (result.kind === "start-error") {
       const now = this.#deps.clock.now();
       cr.waiting = undefined;
@@ -385,6 +392,12 @@ export class PodRunner {
     );
     return this.#saving;
   }
+}
+
+/** The identity an adopted instance's exec sessions get: the one it was started with. */
+function adoptedIdentity(pod: Pod, container: Container, host: HostUser): string[] {
+  const identity = containerIdentity(pod, container, host);
+  return identity.ok ? identity.argv : [];
 }
 
 function earliest(times: (number | undefined)[]): number | undefined {

@@ -135,6 +135,31 @@ export function sessionMembers(sid: number): ProcStat[] {
   return out;
 }
 
+/**
+ * Every live process /proc can tie to a container instance whose runner leads session `sid`:
+ * the session's members and, transitively, their children, which finds a child that called
+ * `setsid` while its parent lives. A process whose parent exited before this walk (a double
+ * fork) is reparented away and found only through the instance's cgroup (./reaper.ts).
+ */
+export function instanceTree(sid: number): ProcStat[] {
+  const all = allStatLines().map(parseProcStat).filter((s): s is ProcStat =>
+    s !== undefined && s.state !== "Z"
+  );
+  const found = new Map<number, ProcStat>();
+  for (const s of all) if (s.session === sid) found.set(s.pid, s);
+  let grew = found.size > 0;
+  while (grew) {
+    grew = false;
+    for (const s of all) {
+      if (!found.has(s.pid) && found.has(s.ppid)) {
+        found.set(s.pid, s);
+        grew = true;
+      }
+    }
+  }
+  return [...found.values()];
+}
+
 /** CPU (core-nanoseconds) and resident memory (bytes) summed over processes. */
 export function usageOf(stats: ProcStat[]): { cpuNs: number; rssBytes: number } {
   let ticks = 0;

@@ -30,11 +30,13 @@ import {
   POD_IP_FIELD_PATHS,
 } from "./container_spec.ts";
 import { runInteractive } from "./exec.ts";
+import { type HostUser, hostUser } from "./identity.ts";
 import { validateAction } from "./handlers.ts";
 import { containerLogStream } from "./log_reader.ts";
 import { configureProcessNode, nodeCapacity } from "./node.ts";
 import { PodRunner, type RunnerDeps } from "./pod_runner.ts";
 import { forwardPort } from "./port_forward.ts";
+import { podOwnsPort, podPids } from "./pod_ports.ts";
 import { podDirName, PodPaths, type PodRecord, readRecords } from "./state.ts";
 import { statsSummary, UsageSampler } from "./stats.ts";
 import { metricsText } from "../../provider/mod.ts";
@@ -45,6 +47,8 @@ export interface ProcessProviderOptions {
   mountNamespace: { ok: boolean; reason?: string };
   cgroups: CgroupSupport;
   volumeSource?: VolumeSource;
+  /** vkubelet's uid and gid (default: this process's), which containers without runAsUser get. */
+  hostUser?: HostUser;
 }
 
 const key = (namespace?: string, name?: string) => `${namespace}/${name}`;
@@ -62,6 +66,7 @@ export class ProcessProvider implements Provider {
   );
   readonly #startMs: number;
   readonly #capacity: Record<string, string>;
+  readonly #hostUser: HostUser;
 
   /** The pod IP is this provider's to give: env fieldRefs to it are resolved here. */
   readonly deferredFieldPaths: readonly string[] = POD_IP_FIELD_PATHS;
@@ -72,6 +77,7 @@ export class ProcessProvider implements Provider {
     this.#options = options;
     this.#startMs = deps.clock.now();
     this.#capacity = nodeCapacity(config);
+    this.#hostUser = options.hostUser ?? hostUser();
   }
 
   /** Re-adopts every pod recorded under the state directory. Call once, before use. */
@@ -228,8 +234,19 @@ export class ProcessProvider implements Provider {
   }
 
   async portForward(ref: PodRef, options: PortForwardOptions): Promise<void> {
-    this.#get(ref.namespace, ref.name);
-    await forwardPort(options.port, options.stream, options.signal);
+    const runner = this.#get(ref.namespace, ref.name);
+    const owns = (port: number) => {
+      const running = allContainers(runner.record.pod).flatMap((c) => {
+        const live = runner.live(c.name);
+        return live ? [live.instance.record] : [];
+      });
+      return podOwnsPort(runner.record.pod, podPids(running), port);
+    };
+    await forwardPort(options.port, options.stream, {
+      signal: options.signal,
+      pod: runner.key,
+      owns,
+    });
   }
 
   getStatsSummary(options: CallOptions): Promise<StatsSummary> {
@@ -297,6 +314,7 @@ export class ProcessProvider implements Provider {
       mountNamespace: this.#options.mountNamespace,
       cgroups: this.#options.cgroups,
       stopMarker: this.#stopMarker,
+      hostUser: this.#hostUser,
       hostIp: this.#deps.internalIp,
       volumeContext: {
         source: this.#options.volumeSource,

@@ -110,7 +110,7 @@ async function writeServingPair(dir: string, name: string) {
   return { cert: `${dir}/${name}.crt`, key: `${dir}/${name}.key` };
 }
 
-Deno.test("a --port in use exits 2 naming --port before the cluster is contacted", async () => {
+Deno.test("a --port in use exits 1 (a restart may find it free) naming --port before the cluster is contacted", async () => {
   const dir = await Deno.makeTempDir();
   const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   try {
@@ -122,7 +122,8 @@ Deno.test("a --port in use exits 2 naming --port before the cluster is contacted
       `--port=${port}`,
       "--tls-self-signed",
     ]);
-    assert.equal(code, 2, stderr);
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /vkubelet: cannot start:/);
     assert.match(
       stderr,
       new RegExp(`--port ${port} on 127\\.0\\.0\\.1: the address is already in use`),
@@ -190,6 +191,80 @@ Deno.test("a bad kubeconfig exits 2 before the process provider touches the host
     assert.match(stderr, /kubeconfig/);
     await assert.rejects(Deno.stat(`${dir}/state`), Deno.errors.NotFound);
   } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a --port in use next to a config problem exits 2 naming both", async () => {
+  const dir = await Deno.makeTempDir();
+  const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const port = (taken.addr as Deno.NetAddr).port;
+    await Deno.writeTextFile(`${dir}/kubeconfig`, "apiVersion: v1\nkind: Config\n");
+    const { code, stderr } = await vkubelet([
+      "--provider=mock",
+      `--kubeconfig=${dir}/kubeconfig`,
+      "--listen-address=127.0.0.1",
+      `--port=${port}`,
+      "--tls-self-signed",
+    ]);
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /already in use/);
+    assert.match(stderr, /kubeconfig/);
+  } finally {
+    taken.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("--provider=process with --leader-elect exits 2 before the state dir is created", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/process.yaml`, `stateDir: ${dir}/state\n`);
+    const { code, stderr } = await vkubelet(
+      [
+        "--provider=process",
+        `--provider-config=${dir}/process.yaml`,
+        `--kubeconfig=${await writeKubeconfig(dir)}`,
+        "--listen-address=127.0.0.1",
+        "--port=0",
+        "--tls-self-signed",
+        "--leader-elect",
+      ],
+      { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" },
+      [...VKUBELET_PERMISSIONS],
+    );
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /--leader-elect: provider process cannot run as several replicas/);
+    await assert.rejects(Deno.stat(`${dir}/state`), Deno.errors.NotFound);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("--native-heap-trim=false opens no C library and says so", async () => {
+  const dir = await Deno.makeTempDir();
+  const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const { code, stderr } = await vkubelet(
+      [
+        "--provider=mock",
+        `--kubeconfig=${await writeKubeconfig(dir)}`,
+        "--listen-address=127.0.0.1",
+        `--port=${(taken.addr as Deno.NetAddr).port}`,
+        "--tls-self-signed",
+        "--native-heap-trim=false",
+      ],
+      { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" },
+      [...VKUBELET_PERMISSIONS],
+    );
+    assert.equal(code, 1, stderr);
+    assert.match(
+      stderr,
+      /not returning freed native memory to the system: --native-heap-trim=false/,
+    );
+  } finally {
+    taken.close();
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   glibcPaths,
+  loadedGlibc,
   type NativeHeap,
   openGlibcHeap,
   trimPeriodically,
@@ -16,6 +17,12 @@ const onGlibc = Deno.build.os === "linux" &&
     }
   });
 
+/** This process's memory map, read by `cat` as main.ts reads it. */
+async function ownMaps(): Promise<string> {
+  const out = await new Deno.Command("cat", { args: [`/proc/${Deno.pid}/maps`] }).output();
+  return new TextDecoder().decode(out.stdout);
+}
+
 /** This process's resident KiB. */
 function residentKiB(): number {
   return Math.round(Deno.memoryUsage().rss / 1024);
@@ -25,9 +32,10 @@ Deno.test({
   name: "a trim gives the pages glibc's malloc freed below a live chunk back to the system",
   ignore: !onGlibc,
   fn: async () => {
-    const opened = openGlibcHeap();
+    const maps = await ownMaps();
+    const opened = openGlibcHeap(maps);
     assert.ok("heap" in opened, JSON.stringify(opened));
-    const path = glibcPaths(Deno.build.arch).find((p) => Deno.statSync(p).isFile)!;
+    const path = loadedGlibc(maps)!;
     const libc = Deno.dlopen(path, {
       malloc: { parameters: ["usize"], result: "pointer" },
       free: { parameters: ["pointer"], result: "void" },
@@ -64,8 +72,9 @@ Deno.test({
   ignore: Deno.build.os !== "linux",
   fn: async () => {
     const module = new URL("../../base/native_heap.ts", import.meta.url).href;
+    const maps = `7f00-7f01 r-xp 00026000 fe:00 1   ${glibcPaths(Deno.build.arch)[0]}`;
     const script = `import { openGlibcHeap } from "${module}";\n` +
-      `console.log(JSON.stringify(openGlibcHeap()));\n`;
+      `console.log(JSON.stringify(openGlibcHeap(${JSON.stringify(maps)})));\n`;
     const child = new Deno.Command(Deno.execPath(), {
       args: ["run", "--no-config", "--no-prompt", "--allow-read", "-"],
       stdin: "piped",
@@ -82,6 +91,33 @@ Deno.test({
       opened.unavailable,
       new RegExp(`no FFI permission for ${glibcPaths(Deno.build.arch)[0]}`),
     );
+  },
+});
+
+Deno.test("the glibc that the memory map shows is the one found; musl's loader is not glibc", () => {
+  const maps = [
+    "5581e000-5581f000 r--p 00000000 fe:00 1   /usr/bin/deno",
+    "7fcc71b75000-7fcc71b9b000 r--p 00000000 fe:00 326269   /usr/lib/x86_64-linux-gnu/libc.so.6",
+    "7fcc71d9b000-7fcc71d9c000 rw-p 00000000 00:00 0 ",
+  ].join("\n");
+  assert.equal(loadedGlibc(maps), "/usr/lib/x86_64-linux-gnu/libc.so.6");
+  assert.equal(
+    loadedGlibc("7f00-7f01 r-xp 00000000 fe:00 2   /lib/ld-musl-x86_64.so.1\n"),
+    undefined,
+  );
+});
+
+Deno.test({
+  name: "only the C library the process has loaded is opened, never another one of the grant",
+  ignore: !onGlibc,
+  fn: () => {
+    // A libc.so.6 the process has not loaded: nothing else from the grant's list is tried.
+    const opened = openGlibcHeap("7f00-7f01 r-xp 00000000 fe:00 2   /opt/elsewhere/libc.so.6\n");
+    assert.ok("unavailable" in opened, "a library was opened");
+    assert.match(opened.unavailable, /\/opt\/elsewhere\/libc\.so\.6/);
+    const unread = openGlibcHeap({ unreadable: "permission denied" });
+    assert.ok("unavailable" in unread);
+    assert.match(unread.unavailable, /cannot tell which C library is loaded: permission denied/);
   },
 });
 

@@ -74,9 +74,44 @@ Deno.test("exec credentials are reused until they expire, and fetched again afte
   await clock.advance(11 * 60_000);
   await source.get();
   assert.equal(await runs(dir.path), 2);
+  await clock.advance(60_000);
   source.invalidate();
   await source.get();
   assert.equal(await runs(dir.path), 3, "after a 401 the plugin runs again");
+});
+
+Deno.test("a credential rejected for good runs the plugin once per burst of 401s, backing off", async () => {
+  await using dir = await tempDir();
+  const clock = new FakeClock(Date.UTC(2026, 0, 1));
+  const command = await writePlugin(dir.path, { token: "refused" });
+  const source = new ExecCredentialSource({ apiVersion: V1, command }, { clock });
+  /** Ten requests each get a 401 and invalidate, as the client does, then ask again. */
+  const burst = async () => {
+    for (let i = 0; i < 10; i++) {
+      await source.get();
+      source.invalidate();
+    }
+    await source.get();
+  };
+  await burst();
+  assert.equal(await runs(dir.path), 1, "401s right after a run do not run it again");
+  await clock.advance(1_000);
+  await burst();
+  assert.equal(await runs(dir.path), 2, "one run a second later");
+  await clock.advance(1_000);
+  await burst();
+  assert.equal(await runs(dir.path), 2, "then it waits 2 s");
+  await clock.advance(1_000);
+  await burst();
+  assert.equal(await runs(dir.path), 3);
+  // Steady 401s for ten minutes: runs double their spacing up to 5 min, so a handful, not
+  // one per request.
+  for (let s = 0; s < 600; s++) {
+    await clock.advance(1_000);
+    await burst();
+  }
+  const total = await runs(dir.path);
+  assert.ok(total <= 12, `${total} runs in ten minutes of 401s`);
 });
 
 Deno.test("callers asking at the same time share one plugin run", async () => {

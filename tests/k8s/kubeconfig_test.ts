@@ -225,3 +225,55 @@ Deno.test("username and password become basic credentials", async () => {
   assert.equal(config.server, "https://h:1/prefix", "the path prefix is kept, the slash dropped");
   assert.ok(new KubeConfigError("x") instanceof Error);
 });
+
+Deno.test("exec together with tokenFile or token is refused, naming both", async () => {
+  await using dir = await tempDir();
+  for (const other of [{ tokenFile: "/nonexistent/token" }, { token: "t" }]) {
+    const path = await writeKubeconfig(dir.path, "config", {
+      current: "dev",
+      clusters: { c: { server: "https://10.0.0.1:6443" } },
+      users: {
+        u: { exec: { apiVersion: "client.authentication.k8s.io/v1", command: "x" }, ...other },
+      },
+      contexts: { dev: { cluster: "c", user: "u" } },
+    });
+    await rejectsWith(
+      loadKubeConfig({ kubeconfig: path, env: {} }),
+      "exec",
+      `is set together with ${Object.keys(other)[0]}`,
+    );
+  }
+});
+
+Deno.test("insecure-skip-tls-verify is refused at load, saying to set the CA instead", async () => {
+  await using dir = await tempDir();
+  const path = await writeKubeconfig(dir.path, "config", {
+    current: "dev",
+    clusters: { c: { server: "https://10.0.0.1:6443", "insecure-skip-tls-verify": true } },
+    users: { u: { token: "t" } },
+    contexts: { dev: { cluster: "c", user: "u" } },
+  });
+  await rejectsWith(
+    loadKubeConfig({ kubeconfig: path, env: {} }),
+    "insecure-skip-tls-verify",
+    "certificate-authority-data",
+  );
+});
+
+Deno.test("tls-server-name other than the server's host is refused; the same host is accepted", async () => {
+  await using dir = await tempDir();
+  const write = (name: string) =>
+    writeKubeconfig(dir.path, "config", {
+      current: "dev",
+      clusters: { c: { server: "https://10.0.0.1:6443", "tls-server-name": name } },
+      users: { u: { token: "t" } },
+      contexts: { dev: { cluster: "c", user: "u" } },
+    });
+  await rejectsWith(
+    loadKubeConfig({ kubeconfig: await write("kubernetes.default"), env: {} }),
+    "tls-server-name",
+    "set server to https://kubernetes.default:6443",
+  );
+  const config = await loadKubeConfig({ kubeconfig: await write("10.0.0.1"), env: {} });
+  assert.equal(config.server, "https://10.0.0.1:6443");
+});

@@ -9,6 +9,6 @@ Deno.test("the example provider keeps the provider contract", async (t) => {
   await runProviderConformance(t, {
     create: (deps) => createProvider({ greeting: "hi" }, deps),
     // The example keeps its pods in memory: a new instance starts empty.
-    skip: ["restart"],
+    inMemory: true,
   });
 });

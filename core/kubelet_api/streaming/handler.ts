@@ -12,11 +12,11 @@
 import { type Clock, realClock } from "../../../base/clock.ts";
 import type { Logger } from "../../../base/log.ts";
 import type { Provider } from "../../../provider/mod.ts";
+import { StreamProtocol } from "../../../spdy/protocols.ts";
 import type { StreamingContext, StreamingHandler } from "../types.ts";
 import {
   KUBELET_REMOTE_COMMAND_PROTOCOLS,
   parseRemoteCommandQuery,
-  PORT_FORWARD_PROTOCOL,
   type RemoteCommandQuery,
 } from "./negotiation.ts";
 import {
@@ -187,7 +187,7 @@ export function createStreamingHandler(options: StreamingHandlerOptions): Kubele
     return startSpdy(
       ctx,
       "portForward",
-      [PORT_FORWARD_PROTOCOL],
+      [StreamProtocol.portForward],
       (upgraded, scope) => serveSpdyPortForward(ctx, upgraded.session, scope, settings),
     );
   }

@@ -5,27 +5,15 @@
  * plus the exec/attach query options (cri-streaming `remotecommand/httpstream.go : NewOptions`).
  * @module
  */
-
-/** Remote command sub-protocols over SPDY, oldest first. */
-export const STREAM_PROTOCOL_V1 = "channel.k8s.io";
-/** Fixes v1's stdin and error stream bugs. */
-export const STREAM_PROTOCOL_V2 = "v2.channel.k8s.io";
-/** Adds terminal resize. */
-export const STREAM_PROTOCOL_V3 = "v3.channel.k8s.io";
-/** Adds exit codes as metav1.Status JSON on the error stream. */
-export const STREAM_PROTOCOL_V4 = "v4.channel.k8s.io";
-/** Same as v4 over SPDY (its CLOSE signal exists only on WebSocket). */
-export const STREAM_PROTOCOL_V5 = "v5.channel.k8s.io";
-/** The port-forward sub-protocol over SPDY. */
-export const PORT_FORWARD_PROTOCOL = "portforward.k8s.io";
+import { StreamProtocol } from "../../../spdy/protocols.ts";
 
 /** Every remote command protocol this package speaks, newest first. */
 export const REMOTE_COMMAND_PROTOCOLS: readonly string[] = [
-  STREAM_PROTOCOL_V5,
-  STREAM_PROTOCOL_V4,
-  STREAM_PROTOCOL_V3,
-  STREAM_PROTOCOL_V2,
-  STREAM_PROTOCOL_V1,
+  StreamProtocol.v5,
+  StreamProtocol.v4,
+  StreamProtocol.v3,
+  StreamProtocol.v2,
+  StreamProtocol.v1,
 ];
 
 /**

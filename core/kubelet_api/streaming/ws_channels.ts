@@ -6,26 +6,16 @@
  * v5 adds a client CLOSE signal `[255, channel]`. No server here, only framing and choice.
  * @module
  */
+import { StreamProtocol } from "../../../spdy/protocols.ts";
 import { encodeRemoteCommandStatus, type RemoteCommandResult } from "./remote_command.ts";
-
-/** Sub-protocol names. */
-export const WsProtocol = {
-  v1: "channel.k8s.io",
-  v1Base64: "base64.channel.k8s.io",
-  v4: "v4.channel.k8s.io",
-  v4Base64: "v4.base64.channel.k8s.io",
-  v5: "v5.channel.k8s.io",
-  /** Port-forward tunnelled as raw SPDY bytes in binary messages (kubectl ≥ 1.31). */
-  spdyPortForwardTunnel: "SPDY/3.1+portforward.k8s.io",
-} as const;
 
 /** Exec/attach protocols we serve, in our preference order (the client's order decides). */
 export const WS_EXEC_PROTOCOLS: readonly string[] = [
-  WsProtocol.v5,
-  WsProtocol.v4,
-  WsProtocol.v4Base64,
-  WsProtocol.v1,
-  WsProtocol.v1Base64,
+  StreamProtocol.v5,
+  StreamProtocol.v4,
+  StreamProtocol.v4Base64,
+  StreamProtocol.v1,
+  StreamProtocol.v1Base64,
   "",
 ];
 
@@ -50,15 +40,15 @@ export interface WsProtocolInfo {
 export function wsProtocolInfo(protocol: string): WsProtocolInfo | undefined {
   switch (protocol) {
     case "":
-    case WsProtocol.v1:
+    case StreamProtocol.v1:
       return { protocol, base64: false, version: 1, supportsClose: false };
-    case WsProtocol.v1Base64:
+    case StreamProtocol.v1Base64:
       return { protocol, base64: true, version: 1, supportsClose: false };
-    case WsProtocol.v4:
+    case StreamProtocol.v4:
       return { protocol, base64: false, version: 4, supportsClose: false };
-    case WsProtocol.v4Base64:
+    case StreamProtocol.v4Base64:
       return { protocol, base64: true, version: 4, supportsClose: false };
-    case WsProtocol.v5:
+    case StreamProtocol.v5:
       return { protocol, base64: false, version: 5, supportsClose: true };
   }
   return undefined;

@@ -18,18 +18,18 @@ import {
   chooseWebSocketProtocol,
   isSpdyTunnelProtocol,
   WS_EXEC_PROTOCOLS,
-  WsProtocol,
   wsProtocolInfo,
 } from "./ws_channels.ts";
 import type { SessionScope } from "./_session_scope.ts";
+import { StreamProtocol } from "../../../spdy/protocols.ts";
 
 /** Port-forward sub-protocols: the SPDY tunnel first, then the channel protocols. */
 export const WS_PORT_FORWARD_PROTOCOLS: readonly string[] = [
-  WsProtocol.spdyPortForwardTunnel,
-  WsProtocol.v4,
-  WsProtocol.v4Base64,
-  WsProtocol.v1,
-  WsProtocol.v1Base64,
+  StreamProtocol.spdyPortForwardTunnel,
+  StreamProtocol.v4,
+  StreamProtocol.v4Base64,
+  StreamProtocol.v1,
+  StreamProtocol.v1Base64,
   "",
 ];
 

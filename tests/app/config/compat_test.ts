@@ -145,3 +145,23 @@ Deno.test("truly unknown flags are still errors", async () => {
   assert.ok(!result.ok);
   assert.match(result.errors.join("\n"), /unknown flag --bogus-flag/);
 });
+
+Deno.test("--taint key=value:Effect (the kubelet's form) sets key, value and effect", async () => {
+  const { config, warnings } = await accepted(["--taint=example.com/vk=gpu:NoExecute"]);
+  assert.equal(config.taintKey, "example.com/vk");
+  assert.equal(config.taintValue, "gpu");
+  assert.equal(config.taintEffect, "NoExecute");
+  assert.match(
+    warnings[0],
+    /--taint-key=example\.com\/vk --taint-value=gpu --taint-effect=NoExecute/,
+  );
+  const keyOnly = await accepted(["--taint", "example.com/vk:PreferNoSchedule"]);
+  assert.equal(keyOnly.config.taintKey, "example.com/vk");
+  assert.equal(keyOnly.config.taintEffect, "PreferNoSchedule");
+});
+
+Deno.test("--taint with an effect that does not exist names --taint-effect", async () => {
+  const result = await load(["--taint=a.io/x=y:Sometimes"]);
+  assert.ok(!result.ok);
+  assert.ok(result.errors.some((e) => e.startsWith("--taint-effect")), result.errors.join("\n"));
+});

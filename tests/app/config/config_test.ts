@@ -336,3 +336,18 @@ Deno.test("a remote provider module is refused with what to do instead", async (
   await valid(["--provider", "file:///opt/provider/mod.ts"]);
   await valid(["--provider", "./provider.ts"]);
 });
+
+Deno.test("a misspelled VKUBELET_ variable is a warning with a did-you-mean", async () => {
+  const result = await load(["--provider=mock"], {
+    VKUBELET_NODENAME: "vk-1",
+    VKUBELET_POD_SYNC_WORKRES: "4",
+    VKUBELET_CALLER_DIR: "/somewhere",
+    VKUBELET_SOMETHING_ELSE_ENTIRELY: "x",
+  });
+  assert.ok(result.ok, JSON.stringify(result));
+  assert.deepEqual(result.warnings, [
+    "VKUBELET_NODENAME is not an option and is ignored; did you mean VKUBELET_NODE_NAME? (see --help)",
+    "VKUBELET_POD_SYNC_WORKRES is not an option and is ignored; did you mean VKUBELET_POD_SYNC_WORKERS? (see --help)",
+    "VKUBELET_SOMETHING_ELSE_ENTIRELY is not an option and is ignored (see --help)",
+  ]);
+});

@@ -22,6 +22,8 @@ export class FakeProvider implements Provider {
   /** When false, deletePod leaves containers running until {@link finishStop}. */
   stopImmediately = true;
   notifyPods?: (callback: (pod: Pod) => void) => () => void;
+  /** Absent unless a test sets it: the controller then reports ephemeral containers waiting. */
+  runEphemeralContainer?: (pod: Pod, name: string) => Promise<void>;
   #callbacks: ((pod: Pod) => void)[] = [];
   #ip = 10;
   #now: () => number;

@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { EPHEMERAL_NOT_SUPPORTED, withEphemeralContainers } from "../../../core/pods/ephemeral.ts";
-import type { PodEvent } from "../../../core/pods/events.ts";
-import { mockProvider, samplePod } from "../../providers/mock/_setup.ts";
+import { EPHEMERAL_NOT_SUPPORTED } from "../../../core/pods/ephemeral.ts";
 import { boundPod, startController } from "./_harness.ts";
 
 const debug = { name: "debugger", image: "busybox", command: ["sleep", "3600"] };
@@ -31,26 +29,60 @@ Deno.test("a provider without the capability reports ephemeral containers waitin
 });
 
 Deno.test("a provider with runEphemeralContainer starts each ephemeral container once", async () => {
-  const { provider, options } = mockProvider();
-  const events: PodEvent[] = [];
-  const wrapped = withEphemeralContainers(provider, (_pod, e) => events.push(e));
-  let calls = 0;
-  const run = provider.runEphemeralContainer.bind(provider);
-  provider.runEphemeralContainer = (pod: Pod, name: string, o) => {
-    calls++;
-    return run(pod, name, o);
+  const t = startController();
+  const started: string[] = [];
+  // The provider runs it and reports it running from then on.
+  t.provider.runEphemeralContainer = (pod: Pod, name: string) => {
+    started.push(`${pod.metadata?.name}/${name}`);
+    const key = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+    const stored = t.provider.pods.get(key)!;
+    t.provider.pods.set(key, { ...stored, spec: pod.spec });
+    t.provider.setStatus(key, (s) => ({
+      ...s,
+      ephemeralContainerStatuses: [{
+        name,
+        image: debug.image,
+        imageID: "",
+        ready: false,
+        restartCount: 0,
+        state: { running: { startedAt: "2026-01-01T00:00:00Z" } },
+      }],
+    }));
+    return Promise.resolve();
   };
-  const pod = samplePod("web");
-  await wrapped.createPod(pod, options);
-  const debugged = { ...pod, spec: { ...pod.spec!, ephemeralContainers: [debug] } };
-  await wrapped.updatePod(debugged, options);
-  await wrapped.updatePod(debugged, options);
-  const status = (await wrapped.getPod("default", "web", options))!.status!;
-  const [ephemeral] = status.ephemeralContainerStatuses ?? [];
+  t.api.pods.put(boundPod("web-0"));
+  await t.settle();
+  const running = t.api.pods.pods.get("shop/web-0")!;
+  t.api.pods.put({ ...running, spec: { ...running.spec!, ephemeralContainers: [debug] } });
+  await t.settle();
+  await t.settle(70_000); // a resync: nothing starts it again
+  const [ephemeral] = t.api.pods.pods.get("shop/web-0")!.status!.ephemeralContainerStatuses ?? [];
   assert.equal(ephemeral?.name, "debugger");
   assert.ok(ephemeral.state?.running?.startedAt, "running");
-  assert.equal(ephemeral.ready, false);
-  assert.equal(calls, 1, "started once");
-  assert.deepEqual(events, []);
-  assert.equal(typeof wrapped.getStatsSummary, "function", "other capabilities pass through");
+  assert.deepEqual(started, ["web-0/debugger"], "started once");
+  assert.deepEqual(t.api.events.withReason(EPHEMERAL_NOT_SUPPORTED), []);
+  await t.stop();
+});
+
+Deno.test("a pod's unsupported ephemeral containers are forgotten with the pod, not shown on the next of its name", async () => {
+  const t = startController({ push: false }); // statuses come from getPodStatus
+  t.api.pods.put(boundPod("web-0", { ephemeralContainers: [debug] }));
+  await t.settle(10_000);
+  const first = t.api.pods.pods.get("shop/web-0")!.status!;
+  assert.equal(
+    first.ephemeralContainerStatuses?.[0]?.state?.waiting?.reason,
+    EPHEMERAL_NOT_SUPPORTED,
+  );
+  // The provider lost the pod (its host restarted, say), then the object is deleted.
+  t.provider.pods.delete("shop/web-0");
+  await t.api.pods.delete("shop", "web-0");
+  await t.settle(1_000);
+  assert.deepEqual(t.controller.held, { records: 0, timers: 0, events: 0 });
+  // A new pod of the same name, without ephemeral containers.
+  t.api.pods.put(boundPod("web-0"));
+  await t.settle(10_000);
+  const second = t.api.pods.pods.get("shop/web-0")!.status!;
+  assert.equal(second.phase, "Running");
+  assert.deepEqual(second.ephemeralContainerStatuses ?? [], []);
+  await t.stop();
 });

@@ -94,17 +94,18 @@ Deno.test("a pod held by CreateContainerConfigError has the five conditions the 
   t.api.pods.put(pod);
   await t.settle();
   const written = t.api.pods.pods.get("shop/cfg-0");
+  // The kubelet's order (pkg/kubelet/kubelet_pods.go generateAPIPodStatus).
   assert.deepEqual(summary(written), [
-    ["PodScheduled", "True", "", ""],
     ["PodReadyToStartContainers", "True", "", ""],
     ["Initialized", "True", "", ""],
+    ["Ready", "False", "ContainersNotReady", "containers with unready status: [main side]"],
     [
       "ContainersReady",
       "False",
       "ContainersNotReady",
       "containers with unready status: [main side]",
     ],
-    ["Ready", "False", "ContainersNotReady", "containers with unready status: [main side]"],
+    ["PodScheduled", "True", "", ""],
   ]);
   assert.ok(written?.status?.conditions?.every((c) => c.lastTransitionTime));
   await t.stop();
@@ -118,16 +119,16 @@ Deno.test("a pod the provider refused (ProviderFailed) has the five conditions t
   const written = t.api.pods.pods.get("shop/bad-0");
   assert.equal(written?.status?.reason, "ProviderFailed");
   assert.deepEqual(summary(written), [
-    ["PodScheduled", "True", "", ""],
-    ["PodReadyToStartContainers", "False", "", ""],
+    ["PodReadyToStartContainers", "False", "PodSandboxNotReady", "pod sandbox is not ready"],
     [
       "Initialized",
       "False",
       "ContainersNotInitialized",
       "containers with incomplete status: [init]",
     ],
-    ["ContainersReady", "False", "PodFailed", ""],
     ["Ready", "False", "PodFailed", ""],
+    ["ContainersReady", "False", "PodFailed", ""],
+    ["PodScheduled", "True", "", ""],
   ]);
   await t.stop();
 });

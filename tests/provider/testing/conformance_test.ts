@@ -15,13 +15,14 @@ type Outcome = "ok" | "ignored" | string;
 async function outcomes(
   change: (inner: Provider, deps: ProviderDeps) => Partial<Provider>,
   timeoutMs = 2_000,
+  inMemory = true,
 ): Promise<Map<string, Outcome>> {
   const results = new Map<string, Outcome>();
   const t = {
     step: async (step: { name: string; ignore?: boolean; fn: () => Promise<void> }) => {
       const id = step.name.slice(0, step.name.indexOf(":"));
       if (step.ignore) {
-        results.set(id, "ignored");
+        results.set(id, `ignored${step.name.slice(step.name.lastIndexOf(" (not run:"))}`);
         return false;
       }
       try {
@@ -44,21 +45,46 @@ async function outcomes(
       );
       return { ...base, ...change(inner, deps) } as Provider;
     },
-    skip: ["restart"],
+    inMemory,
     timeoutMs,
   });
   return results;
 }
 
 function onlyFailure(results: Map<string, Outcome>): [string, string] {
-  const failed = [...results].filter(([, outcome]) => outcome !== "ok" && outcome !== "ignored");
+  const failed = [...results].filter(([, o]) => o !== "ok" && !o.startsWith("ignored"));
   assert.equal(failed.length, 1, `expected one failed rule, got ${JSON.stringify(failed)}`);
   return failed[0];
 }
 
 Deno.test("the unchanged mock passes every rule the suite runs", async () => {
   const results = await outcomes(() => ({}));
-  assert.deepEqual([...results.values()].filter((o) => o !== "ok"), ["ignored"]);
+  assert.deepEqual([...results].filter(([, o]) => o !== "ok"), [
+    ["restart", "ignored (not run: the provider keeps its pods in memory)"],
+  ]);
+});
+
+Deno.test("a provider that loses its pods on restart fails the restart rule alone, by name", async () => {
+  // The mock keeps its pods in memory; run as if it claimed to keep them across a restart.
+  const results = await outcomes(() => ({}), 500, false);
+  const [rule, message] = onlyFailure(results);
+  assert.equal(rule, "restart");
+  assert.match(message, /^\[restart\] a new provider instance over the same backing store/);
+  assert.match(message, /the new instance's listPods to show default\/conformance-/);
+  // The delete rule is not run against the new, empty instance (it would fail, wrongly).
+  assert.equal(results.get("delete"), "ignored (not run: the restart rule failed)");
+  assert.equal(results.get("unknown-pod"), "ok");
+});
+
+Deno.test("skipping the restart rule by hand is refused, naming the inMemory option", async () => {
+  const t = { step: () => Promise.resolve(true) } as unknown as Deno.TestContext;
+  await assert.rejects(
+    runProviderConformance(t, {
+      create: (deps) => createProvider(undefined, deps),
+      skip: ["restart"],
+    }),
+    (err: Error) => err instanceof TypeError && /inMemory: true/.test(err.message),
+  );
 });
 
 Deno.test("a provider that never pushes the terminal status fails the delete rule", async () => {

@@ -9,6 +9,6 @@ Deno.test("the mock provider keeps the provider contract", async (t) => {
   await runProviderConformance(t, {
     create: (deps) => createProvider(undefined, deps),
     // The mock keeps its pods in memory only, by design: a new instance starts empty.
-    skip: ["restart"],
+    inMemory: true,
   });
 });

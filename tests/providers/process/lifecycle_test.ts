@@ -88,8 +88,12 @@ Deno.test("crashing containers restart with the kubelet's back-off", async () =>
     assert.match(backoff.state!.waiting!.message!, /back-off 10s/);
     assert.equal(backoff.lastState?.terminated?.exitCode, 3);
     assert.equal(backoff.lastState?.terminated?.reason, "Error");
+    // Advance only once the pod's loop sleeps on the clock, or the time would pass before it.
+    const asleep = () => waitFor("the pod's loop to sleep", () => clock.pending > 0);
+    await asleep();
     await clock.advance(9_000);
     assert.equal((await status())?.restartCount, 1);
+    await asleep();
     await clock.advance(1_000);
     const second = await waitFor("second back-off", async () => {
       const s = await status();

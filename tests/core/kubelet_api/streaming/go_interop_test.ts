@@ -7,7 +7,6 @@ import assert from "node:assert/strict";
 import { acceptRemoteCommand } from "../../../../core/kubelet_api/streaming/remote_command.ts";
 import {
   KUBELET_REMOTE_COMMAND_PROTOCOLS,
-  PORT_FORWARD_PROTOCOL,
   remoteCommandVersion,
 } from "../../../../core/kubelet_api/streaming/negotiation.ts";
 import { servePortForward } from "../../../../core/kubelet_api/streaming/port_forward.ts";
@@ -15,6 +14,7 @@ import type { TerminalSize } from "../../../../core/kubelet_api/streaming/resize
 import { startUpgradeServer, type UpgradedRequest } from "./_upgrade_server.ts";
 import { buildGoPeer, goAvailable, goPattern, runGoPeer } from "./_go_peer.ts";
 import { sha256 } from "./_memory_duplex.ts";
+import { StreamProtocol } from "../../../../spdy/protocols.ts";
 
 const haveGo = await goAvailable();
 if (!haveGo) console.warn("SKIPPING the Go interop tests: no `go` toolchain on PATH");
@@ -72,7 +72,7 @@ async function withServer(
   const server = await startUpgradeServer(
     (url) =>
       url.pathname.startsWith("/portForward")
-        ? [PORT_FORWARD_PROTOCOL]
+        ? [StreamProtocol.portForward]
         : KUBELET_REMOTE_COMMAND_PROTOCOLS,
     handler,
   );
