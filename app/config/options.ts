@@ -92,7 +92,7 @@ export const OPTIONS = [
     flag: "rotate-certificates",
     env: ["VKUBELET_ROTATE_CERTIFICATES"],
     kind: "boolean",
-    shownDefault: "true with --bootstrap-kubeconfig",
+    shownDefault: "false; true with --bootstrap-kubeconfig",
     group: "General",
     help:
       "Renew the node's client certificate through a CSR at 70-90 % of its lifetime, without a restart.",
