@@ -5,7 +5,7 @@
  * the old one finish on their own connections (k8s/transport.ts).
  * @module
  */
-import type { ClientCertificate, CredentialSource, Credentials } from "./types.ts";
+import type { ClientCertificate, Credentials, CredentialSource } from "./types.ts";
 
 /** A {@link CredentialSource} holding the newest client certificate it was given. */
 export class ClientCertificateSource implements CredentialSource {
