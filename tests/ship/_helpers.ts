@@ -11,6 +11,8 @@ export interface SpawnedVkubelet {
   output(): string;
   /** SIGTERM, then the exit code. */
   stop(): Promise<number>;
+  /** Sends a signal (SIGSTOP, SIGCONT) to the process. */
+  kill(signal: Deno.Signal): void;
 }
 
 /** Options for {@link spawnVkubelet}. */
@@ -49,6 +51,7 @@ export async function spawnVkubelet(
   status.then(() => exited = true);
   const spawned: SpawnedVkubelet = {
     output: () => output,
+    kill: (signal) => child.kill(signal),
     async stop() {
       try {
         child.kill("SIGTERM");
