@@ -55,7 +55,10 @@ export class WorkQueue {
     & Required<Omit<WorkQueueOptions, "retryAfter" | "metrics">>
     & Pick<WorkQueueOptions, "retryAfter">;
   #metrics: QueueMetrics | undefined;
-  /** When each queued key entered the queue (clock ms), while metrics are kept. */
+  /**
+   * When each key counted as added entered the queue (clock ms), until a worker takes it; only
+   * while metrics are kept.
+   */
   #addedAt = new Map<string, number>();
   #queue: string[] = [];
   #queued = new Set<string>();
@@ -110,17 +113,25 @@ export class WorkQueue {
   add(key: string): void {
     this.#delayed.delete(key);
     if (this.#processing.has(key)) {
-      this.#dirtyWhileProcessing.add(key);
+      if (!this.#dirtyWhileProcessing.has(key)) {
+        this.#dirtyWhileProcessing.add(key);
+        // client-go counts it now, in the depth too, though it waits for the processing to end.
+        this.#noteAdded(key);
+      }
       return;
     }
     if (this.#queued.has(key)) return;
     this.#queued.add(key);
     this.#queue.push(key);
-    if (this.#metrics) {
-      this.#metrics.added();
-      this.#addedAt.set(key, this.#opts.clock.now());
-    }
+    this.#noteAdded(key);
     this.#spawn();
+  }
+
+  /** Counts an add (`workqueue_adds_total`, the depth) unless the key's add is counted already. */
+  #noteAdded(key: string): void {
+    if (!this.#metrics || this.#addedAt.has(key)) return;
+    this.#metrics.added();
+    this.#addedAt.set(key, this.#opts.clock.now());
   }
 
   /**
@@ -210,7 +221,7 @@ export class WorkQueue {
     } finally {
       signal.removeEventListener("abort", onAbort);
       this.#slicer.stop();
-      this.#metrics?.discarded(this.#queue.length);
+      this.#metrics?.discarded(this.#addedAt.size);
       this.#addedAt.clear();
     }
   }

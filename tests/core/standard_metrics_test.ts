@@ -34,19 +34,25 @@ Deno.test("a work queue's adds, waits, work and retries show as client-go's work
   const abort = new AbortController();
   const running = queue.run(abort.signal);
   await flush();
-  await clock.advance(2_000); // both processed; "a" failed and waits for its retry
+  queue.add("b"); // while "b" is processed: counted now, in the depth too, as client-go does
+  const during = await metrics.render();
+  assert.equal(sampleValue(during, `workqueue_depth${q}`), 1);
+  assert.equal(sampleValue(during, `workqueue_adds_total${q}`), 3);
+  await clock.advance(2_000); // both processed; "a" failed and waits for its retry; "b" again
   await clock.advance(1_000);
+  await clock.advance(2_000);
+  await flush();
   await clock.advance(2_000);
   await flush();
   abort.abort();
   await running;
   const after = await metrics.render();
   assert.equal(sampleValue(after, `workqueue_depth${q}`), 0);
-  assert.equal(sampleValue(after, `workqueue_adds_total${q}`), 3, "the retry came back as an add");
+  assert.equal(sampleValue(after, `workqueue_adds_total${q}`), 4, "the retry came back as an add");
   assert.equal(sampleValue(after, `workqueue_retries_total${q}`), 1);
-  assert.equal(sampleValue(after, `workqueue_queue_duration_seconds_count${q}`), 3);
-  assert.equal(sampleValue(after, `workqueue_work_duration_seconds_count${q}`), 3);
-  assert.equal(sampleValue(after, `workqueue_work_duration_seconds_sum${q}`), 6);
+  assert.equal(sampleValue(after, `workqueue_queue_duration_seconds_count${q}`), 4);
+  assert.equal(sampleValue(after, `workqueue_work_duration_seconds_count${q}`), 4);
+  assert.equal(sampleValue(after, `workqueue_work_duration_seconds_sum${q}`), 8);
   // client-go's buckets: ExponentialBuckets(10e-9, 10, 10), 10 ns to 10 s.
   assert.match(after, /workqueue_work_duration_seconds_bucket\{le="1e-8",name=/);
   assert.match(after, /workqueue_work_duration_seconds_bucket\{le="10",name=/);
