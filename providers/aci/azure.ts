@@ -15,6 +15,7 @@ import {
   ContainerInstanceManagementClient,
 } from "@azure/arm-containerinstance";
 import { DefaultAzureCredential } from "@azure/identity";
+import os from "node:os";
 import { InvalidInputError, NotFoundError, TransientError } from "../../provider/mod.ts";
 import type { AciConfig } from "./config.ts";
 
@@ -23,8 +24,19 @@ export type { ContainerGroup };
 /** The token sent to a plain-http (loopback, test) endpoint. */
 export const LOOPBACK_TOKEN = "vkubelet-loopback-test-token";
 
+/**
+ * The SDK's user agent names the OS release (`os.release()`), which Deno allows only with
+ * `--allow-sys=osRelease`; vkubelet's permissions do not include it, and without it the SDK's
+ * pipeline throws outside any request. Without the permission the release reads "unknown".
+ */
+function allowUserAgent(): void {
+  const state = Deno.permissions.querySync({ name: "sys", kind: "osRelease" }).state;
+  if (state !== "granted") (os as { release: () => string }).release = () => "unknown";
+}
+
 /** Builds the SDK client for `config`. */
 export function createAciClient(config: AciConfig): ContainerInstanceManagementClient {
+  allowUserAgent();
   const insecure = config.endpoint.startsWith("http:");
   const staticToken = {
     getToken: () => Promise.resolve({ token: LOOPBACK_TOKEN, expiresOnTimestamp: 8.64e15 }),

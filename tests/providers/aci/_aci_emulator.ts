@@ -177,7 +177,9 @@ export function startAciEmulator(): AciEmulator {
     if (action) {
       if (!stored) return cloudError(404, "ResourceNotFound", `container group ${name} not found`);
       advance(stored.model, now);
-      const c = [...stored.model.containers, ...stored.model.init].find((x) => x.name === container);
+      const c = [...stored.model.containers, ...stored.model.init].find((x) =>
+        x.name === container
+      );
       if (!c) return cloudError(404, "ContainerNotFound", `container ${container} not found`);
       if (action === "logs") {
         const tail = url.searchParams.get("tail");
@@ -210,7 +212,11 @@ export function startAciEmulator(): AciEmulator {
     if (req.method === "PUT") {
       const body = await req.json();
       if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name)) {
-        return cloudError(400, "InvalidContainerGroupName", `container group name ${name} is invalid`);
+        return cloudError(
+          400,
+          "InvalidContainerGroupName",
+          `container group name ${name} is invalid`,
+        );
       }
       if (stored) {
         stored.body = body;
@@ -291,4 +297,3 @@ function execSocket(req: Request, session?: { password: string; command: string 
   };
   return response;
 }
-

@@ -22,7 +22,9 @@ export interface Script {
 /** Reads a container's command as a {@link Script}. */
 export function scriptOf(command: string[] | undefined): Script {
   if (!command?.length) return { lines: [], durationMs: 0 };
-  const text = command[0].endsWith("sh") && command[1] === "-c" ? command.slice(2).join(" ") : command.join(" ");
+  const text = command[0].endsWith("sh") && command[1] === "-c"
+    ? command.slice(2).join(" ")
+    : command.join(" ");
   const script: Script = { lines: [], durationMs: 0, exitCode: 0 };
   for (const raw of text.split(/;|&&|\n/)) {
     const [word, ...rest] = raw.trim().replace(/^exec\s+/, "").split(/\s+/);
@@ -77,7 +79,12 @@ function restarts(policy: string, exitCode: number): boolean {
 }
 
 /** Runs `c` from `fromMs` up to `nowMs`; when it stopped for good, the time it did. */
-function play(c: ModelContainer, policy: string, fromMs: number, nowMs: number): number | undefined {
+function play(
+  c: ModelContainer,
+  policy: string,
+  fromMs: number,
+  nowMs: number,
+): number | undefined {
   if (c.runs.length === 0) {
     if (fromMs > nowMs) return undefined;
     c.runs.push(finish(c, fromMs));

@@ -49,7 +49,8 @@ export async function startBackend(): Promise<AciBackend> {
   return {
     emu,
     prism,
-    violations: () => prism.output().split("\n").filter((l) => /violation|\[VALIDATOR\]|✖/i.test(l)),
+    violations: () =>
+      prism.output().split("\n").filter((l) => /violation|\[VALIDATOR\]|✖/i.test(l)),
     async close() {
       await prism.stop();
       await emu.close();
@@ -108,7 +109,11 @@ export function aciPod(name: string, spec: Partial<NonNullable<Pod["spec"]>> = {
 }
 
 /** Polls `check` until it gives a value (at most `ms`). */
-export async function until<T>(what: string, check: () => Promise<T | undefined> | T | undefined, ms = 15_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  check: () => Promise<T | undefined> | T | undefined,
+  ms = 15_000,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = await check();

@@ -35,13 +35,21 @@ export async function installPrism(): Promise<void> {
   await Deno.mkdir(prefix, { recursive: true });
   await Deno.writeTextFile(`${prefix}/package.json`, '{ "private": true }\n');
   const out = await new Deno.Command("npm", {
-    args: ["install", "--no-audit", "--no-fund", "--silent", `@stoplight/prism-cli@${PRISM_VERSION}`],
+    args: [
+      "install",
+      "--no-audit",
+      "--no-fund",
+      "--silent",
+      `@stoplight/prism-cli@${PRISM_VERSION}`,
+    ],
     cwd: prefix,
     stdout: "null",
     stderr: "piped",
   }).output();
   if (!out.success) {
-    throw new Error(`npm install @stoplight/prism-cli failed: ${new TextDecoder().decode(out.stderr)}`);
+    throw new Error(
+      `npm install @stoplight/prism-cli failed: ${new TextDecoder().decode(out.stderr)}`,
+    );
   }
 }
 
