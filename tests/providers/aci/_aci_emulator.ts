@@ -45,6 +45,8 @@ export interface AciEmulator {
   fail(n: number): void;
   /** Deletes a group behind the provider's back. */
   remove(name: string): void;
+  /** Changes every group the emulator answers with (to send a reply that breaks the spec). */
+  mangle?: (group: Json) => Json;
   /** Quota the usages route reports. */
   quota: { groups: number; cores: number };
   close(): Promise<void>;
@@ -202,7 +204,8 @@ export function startAciEmulator(): AciEmulator {
     }
     if (req.method === "GET") {
       if (!stored) return cloudError(404, "ResourceNotFound", `container group ${name} not found`);
-      return Response.json(view(stored, base, now));
+      const group = view(stored, base, now);
+      return Response.json(emu.mangle ? emu.mangle(group) : group);
     }
     if (req.method === "DELETE") {
       if (!stored) return new Response(null, { status: 204 });
