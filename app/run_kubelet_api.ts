@@ -17,7 +17,12 @@ import {
   ReviewSlots,
   tokenReviewerFrom,
 } from "../core/kubelet_api/mod.ts";
-import { csrCertificate, fileCertificates, selfSignedCertificate } from "../x509/mod.ts";
+import {
+  type CertificateSource,
+  csrCertificate,
+  fileCertificates,
+  selfSignedCertificate,
+} from "../x509/mod.ts";
 import { createStreamingHandler } from "../core/kubelet_api/streaming/handler.ts";
 import { defaultCertDirs, fileCertificateStore } from "../x509/certificate_store.ts";
 import { getLogger } from "../base/log.ts";
@@ -37,6 +42,31 @@ export interface KubeletApiServerDeps {
   port: number;
   /** This node's pods as the API has them. */
   podCache: () => Pod[];
+  /** A serving certificate source started at process start-up ({@link servingCsrSource}). */
+  certificates?: CertificateSource;
+}
+
+/**
+ * The kubelet-serving CSR source (`--rotate-server-certificates`), kept in `--cert-dir`. Its
+ * client must not be fenced by leader election: a standby asks for its own certificate.
+ */
+export function servingCsrSource(
+  config: Config,
+  deps: { kube: KubeClient; clock: Clock; internalIp: string },
+): CertificateSource {
+  const log = getLogger(["vkubelet", "kubelet-api"]).with({ node: config.nodeName });
+  return csrCertificate({
+    nodeName: config.nodeName,
+    dnsNames: [config.nodeName],
+    ipAddresses: [deps.internalIp],
+    clock: deps.clock,
+    log,
+    csrApi: csrApiFrom(deps.kube),
+    store: fileCertificateStore({
+      dirs: config.certDir ? [config.certDir] : defaultCertDirs(Deno.env.toObject()),
+      nodeName: config.nodeName,
+    }),
+  });
 }
 
 /** Returns the configured {@link KubeletServer}; run it with `run(signal)`. */
@@ -54,7 +84,7 @@ export async function createKubeletApiServer(
     clock,
     log,
   };
-  const certificates = config.tlsCertFile
+  const certificates = deps.certificates ?? (config.tlsCertFile
     ? fileCertificates({
       certFile: config.tlsCertFile,
       keyFile: config.tlsPrivateKeyFile!,
@@ -63,14 +93,7 @@ export async function createKubeletApiServer(
     })
     : config.tlsSelfSigned
     ? selfSignedCertificate(names)
-    : csrCertificate({
-      ...names,
-      csrApi: csrApiFrom(kube),
-      store: fileCertificateStore({
-        dirs: config.certDir ? [config.certDir] : defaultCertDirs(Deno.env.toObject()),
-        nodeName: config.nodeName,
-      }),
-    });
+    : servingCsrSource(config, { kube, clock, internalIp: deps.internalIp }));
   return new KubeletServer({
     provider: deps.provider,
     nodeName: config.nodeName,

@@ -25,7 +25,13 @@ import {
   retryDelay,
   type RetryPolicy,
 } from "./retry.ts";
-import { authorizationHeader, buildUrl, HttpClientPool, mergeCredentials } from "./transport.ts";
+import {
+  authorizationHeader,
+  buildUrl,
+  HttpClientPool,
+  mergeCredentials,
+  releasingWhenRead,
+} from "./transport.ts";
 import type { Status } from "kubernetes-types/meta/v1.d.ts";
 
 /** `vkubelet/<version>`, the default `User-Agent`. */
@@ -227,7 +233,7 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
     return mergeCredentials(this.config.credentials, dynamic);
   }
 
-  #fetch(options: RequestOptions, credentials: Credentials): Promise<Response> {
+  async #fetch(options: RequestOptions, credentials: Credentials): Promise<Response> {
     const headers = new Headers({ "accept": "application/json", "user-agent": this.#userAgent });
     const authorization = authorizationHeader(credentials);
     if (authorization) headers.set("authorization", authorization);
@@ -236,16 +242,25 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
       body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
       headers.set("content-type", options.contentType ?? "application/json");
     }
-    return fetch(buildUrl(this.config.server, options.path, options.query), {
-      method: options.method ?? "GET",
-      headers,
-      body,
-      signal: options.signal,
-      client: this.#pool.clientFor(
-        credentials.clientCertificate,
-        options.query?.watch ? "watch" : "request",
-      ),
-    });
+    const lease = this.#pool.acquire(
+      credentials.clientCertificate,
+      options.query?.watch ? "watch" : "request",
+    );
+    try {
+      const response = await fetch(buildUrl(this.config.server, options.path, options.query), {
+        method: options.method ?? "GET",
+        headers,
+        body,
+        signal: options.signal,
+        client: lease.client,
+      });
+      // The connection stays in use until the body is read: a rotated certificate's old
+      // client is closed only after its last stream ends (./transport.ts).
+      return releasingWhenRead(response, lease.release);
+    } catch (err) {
+      lease.release();
+      throw err;
+    }
   }
 }
 
