@@ -25,6 +25,7 @@ export const BUILTIN_PROVIDERS: Readonly<Record<string, () => Promise<ProviderMo
   kubernetes: () => import("../providers/kubernetes/mod.ts"),
   fargate: () => import("../providers/fargate/mod.ts"),
   interlink: () => import("../providers/interlink/mod.ts"),
+  aci: () => import("../providers/aci/mod.ts"),
 };
 
 /** Names of the built-in providers, sorted. */
