@@ -10,7 +10,13 @@ import type { Clock, Logger } from "../../provider/mod.ts";
 import type { EciApi } from "./api.ts";
 import type { PodEventSink } from "./events.ts";
 import { podKey, podOfTags } from "./names.ts";
-import { endsNow, type PodRecord, recreateDelayMs, shouldRestart } from "./status.ts";
+import {
+  containerNames,
+  endsNow,
+  type PodRecord,
+  recreateDelayMs,
+  shouldRestart,
+} from "./status.ts";
 
 /** What {@link GroupSupervisor} needs. */
 export interface GroupSupervisorDeps {
@@ -117,12 +123,10 @@ export class GroupSupervisor {
       record.finished = ends;
       return;
     }
-    for (const c of record.group?.containers ?? []) {
-      const name = c.name ?? "";
-      record.restartsBefore.set(
-        name,
-        (record.restartsBefore.get(name) ?? 0) + (c.restartCount ?? 0) + 1,
-      );
+    for (const name of containerNames(record)) {
+      const c = record.group?.containers?.find((x) => x.name === name);
+      const before = record.restartsBefore.get(name) ?? 0;
+      record.restartsBefore.set(name, before + (c?.restartCount ?? 0) + 1);
     }
     record.lastTerminated = ends;
     record.groupId = undefined;

@@ -22,6 +22,7 @@ export interface EmulatedGroup {
   createdMs: number;
   tags: { Key: string; Value: string }[];
   containers: { name: string; image: string; script: string }[];
+  initContainers: string[];
   restartPolicy: string;
 }
 
@@ -108,6 +109,7 @@ export function startEciEmulator(): Promise<EciEmulator> {
           Value: q.get(`Tag.${i}.Value`) ?? "",
         })),
         containers,
+        initContainers: indexes(q, "InitContainer").map((i) => q.get(`InitContainer.${i}.Name`)!),
         restartPolicy: q.get("RestartPolicy") ?? "Always",
       });
       for (const c of containers) {
@@ -324,7 +326,18 @@ function groupBody(g: EmulatedGroup) {
     SecurityGroupId: g.params.get("SecurityGroupId"),
     Tags: g.tags,
     Events: [],
-    InitContainers: [],
+    InitContainers: g.initContainers.map((name) => ({
+      Name: name,
+      Ready: false,
+      RestartCount: 0,
+      CurrentState: {
+        State: "Terminated",
+        ExitCode: 0,
+        Reason: "Completed",
+        StartTime: started,
+        FinishTime: started,
+      },
+    })),
     Containers: g.containers.map((c) => ({
       Name: c.name,
       Image: c.image,

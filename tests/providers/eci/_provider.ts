@@ -16,7 +16,10 @@ export interface ProviderOnEmulator {
   config: Record<string, unknown>;
   nodeName: string;
   /** Polls until `check` gives a value (at most 10 s). */
-  eventually<T>(what: string, check: () => T | Promise<T>): Promise<NonNullable<T>>;
+  eventually<T>(
+    what: string,
+    check: () => T | false | undefined | Promise<T | false | undefined>,
+  ): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -80,8 +83,15 @@ export async function startProviderOnEmulator(
       const deadline = Date.now() + 10_000;
       for (;;) {
         const value = await check();
-        if (value) return value as NonNullable<typeof value>;
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        if (value) return value;
+        if (Date.now() > deadline) {
+          const pods = await provider.listPods({});
+          throw new Error(
+            `timed out waiting for ${what}; the provider has ${
+              JSON.stringify(pods.map((p) => p.status))
+            }`,
+          );
+        }
         await new Promise((r) => setTimeout(r, 50));
       }
     },
