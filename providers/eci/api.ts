@@ -5,6 +5,7 @@
  * {@link withRetry}. Batches where ECI takes lists: at most 20 group IDs per describe.
  * @module
  */
+import "./sdk_host.ts";
 import * as eci from "@alicloud/eci20180808";
 import * as openapi from "@alicloud/openapi-client";
 import * as credentials from "@alicloud/credentials";
