@@ -24,6 +24,7 @@ export const BUILTIN_PROVIDERS: Readonly<Record<string, () => Promise<ProviderMo
   process: () => import("../providers/process/mod.ts"),
   kubernetes: () => import("../providers/kubernetes/mod.ts"),
   fargate: () => import("../providers/fargate/mod.ts"),
+  interlink: () => import("../providers/interlink/mod.ts"),
   eci: () => import("../providers/eci/mod.ts"),
 };
 
