@@ -26,6 +26,7 @@ export const BUILTIN_PROVIDERS: Readonly<Record<string, () => Promise<ProviderMo
   fargate: () => import("../providers/fargate/mod.ts"),
   interlink: () => import("../providers/interlink/mod.ts"),
   aci: () => import("../providers/aci/mod.ts"),
+  eci: () => import("../providers/eci/mod.ts"),
 };
 
 /** Names of the built-in providers, sorted. */

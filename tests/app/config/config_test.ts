@@ -164,7 +164,7 @@ Deno.test("every problem is reported at once, each naming its field as written",
   assert.equal(problems.length, 5, problems.join("\n"));
   const find = (prefix: string) => problems.find((p) => p.startsWith(prefix));
   assert.match(find("--provider")!, /unknown provider "mokc".*built-in provider \(([a-z, ]+)\)/);
-  assert.ok(find("--provider")!.includes(`(${BUILTINS})`), find("--provider"));
+  assert.ok(find("--provider")!.includes(`(${BUILTINS})`), find("--provider")!);
   assert.match(find("--pod-sync-workers")!, /whole number, got "abc"/);
   assert.match(find("--full-resync-period")!, /duration such as 10s/);
   assert.match(find("--os")!, /one of linux, windows/);
