@@ -161,13 +161,23 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
     limiter: RateLimiter,
   ): Promise<unknown> {
     if (options.stream) {
-      const response = await this.#send(options, limiter);
-      return response.body ?? new ReadableStream({ start: (c) => c.close() });
+      const { response, release } = await this.#send(options, limiter);
+      // A stream keeps its connection in use until it ends: a rotated certificate's old client
+      // is closed only after its last stream (./transport.ts).
+      return releasingWhenRead(response, release).body ??
+        new ReadableStream({ start: (c) => c.close() });
     }
     const started = this.#onRequestDone ? this.#clock.now() : 0;
     try {
-      const response = await this.#send(options, limiter);
-      const text = await response.text();
+      // An ordinary answer is read here at once, natively: wrapping every body to learn when it
+      // was read cost a JavaScript turn per chunk (a 1,000-pod list is hundreds of them).
+      const { response, release } = await this.#send(options, limiter);
+      let text: string;
+      try {
+        text = await response.text();
+      } finally {
+        release();
+      }
       return text === "" ? undefined : JSON.parse(text);
     } finally {
       this.#onRequestDone?.({
@@ -196,7 +206,7 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
     this.close();
   }
 
-  async #send(options: RequestOptions, limiter: RateLimiter): Promise<Response> {
+  async #send(options: RequestOptions, limiter: RateLimiter): Promise<FetchedResponse> {
     const method = options.method ?? "GET";
     const signal = options.signal;
     let refreshedCredentials = false;
@@ -204,10 +214,11 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
       await limiter.acquire({ signal });
       const credentials = await this.#credentials(signal);
       this.#beforeSend?.({ method, path: options.path });
-      let response: Response;
+      let fetched: FetchedResponse;
       const verb = options.query?.watch ? "WATCH" : method;
       try {
-        response = await this.#fetch(options, credentials);
+        fetched = await this.#fetch(options, credentials);
+        const response = fetched.response;
         this.#onResponse?.({ verb, method, host: this.#host, code: response.status });
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
@@ -219,9 +230,15 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
         await this.#backoff(attempt + 1, undefined, failure, options);
         continue;
       }
-      if (response.ok) return response;
+      const { response, release } = fetched;
+      if (response.ok) return fetched;
       const retryAfter = parseRetryAfter(response.headers.get("retry-after"), this.#clock.now());
-      const error = await apiError(response, method, options);
+      let error: KubeApiError;
+      try {
+        error = await apiError(response, method, options);
+      } finally {
+        release();
+      }
       if (response.status === 401 && this.config.credentialSource && !refreshedCredentials) {
         // Rotated token or expired exec credential: ask for fresh ones once.
         this.config.credentialSource.invalidate();
@@ -257,7 +274,7 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
     return mergeCredentials(this.config.credentials, dynamic);
   }
 
-  async #fetch(options: RequestOptions, credentials: Credentials): Promise<Response> {
+  async #fetch(options: RequestOptions, credentials: Credentials): Promise<FetchedResponse> {
     const headers = new Headers({ "accept": "application/json", "user-agent": this.#userAgent });
     const authorization = authorizationHeader(credentials);
     if (authorization) headers.set("authorization", authorization);
@@ -278,14 +295,19 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
         signal: options.signal,
         client: lease.client,
       });
-      // The connection stays in use until the body is read: a rotated certificate's old
-      // client is closed only after its last stream ends (./transport.ts).
-      return releasingWhenRead(response, lease.release);
+      // The connection stays in use until the caller has read the body and calls `release`.
+      return { response, release: lease.release };
     } catch (err) {
       lease.release();
       throw err;
     }
   }
+}
+
+/** An answer whose connection stays counted in use until `release` (after its body is read). */
+interface FetchedResponse {
+  response: Response;
+  release: () => void;
 }
 
 async function apiError(
