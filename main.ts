@@ -1,15 +1,17 @@
 /**
  * vkubelet's entry point: parse and validate the config (exit 2 with every problem, before
  * anything touches the cluster), set up logging, then hand over to `runVkubelet` until SIGINT
- * or SIGTERM. `--help` and `--version` print and exit 0.
+ * or SIGTERM. `--help` and `--version` (with the git commit, app/version.ts) print and exit 0.
  * @module
  */
 import { realClock } from "./base/clock.ts";
 import { HELP_TEXT, loadConfig, VERSION } from "./app/config/config.ts";
 import { getLogger, setupLogging } from "./base/log.ts";
 import { detectInternalIp, runVkubelet, StartupConfigError } from "./app/run.ts";
-import { sdNotify } from "./app/sd_notify.ts";
+import { feedWatchdog, sdNotify } from "./app/sd_notify.ts";
 import { openGlibcHeap, trimPeriodically } from "./base/native_heap.ts";
+import { startTracing, type Tracing } from "./app/tracing.ts";
+import { type BuildStamp, stampOfCheckout, versionLine } from "./app/version.ts";
 
 const encoder = new TextEncoder();
 const print = (stream: { writeSync(p: Uint8Array): number }, text: string) => {
@@ -65,8 +67,28 @@ async function trimNativeHeap(signal: AbortSignal, enabled: boolean): Promise<vo
   }
 }
 
-/** Runs the CLI with `args` and returns the process exit code. */
-export async function main(args: string[]): Promise<number> {
+/** The `--version` line: the stamp `deno task compile` built in, else the checkout's HEAD. */
+async function versionText(stamp: BuildStamp | undefined): Promise<string> {
+  if (stamp) return versionLine(VERSION, { stamp, source: "stamped" });
+  // A bundle or binary made without the stamp has no checkout of its own to ask.
+  const url = new URL(import.meta.url);
+  if (url.protocol !== "file:" || !url.pathname.endsWith("/main.ts")) {
+    return versionLine(VERSION, {
+      unknown: "built without one (deno task compile stamps it, or --commit=SHA)",
+    });
+  }
+  if (Deno.permissions.querySync({ name: "run", command: "git" }).state !== "granted") {
+    return versionLine(VERSION, { unknown: "git may not run (--allow-run) to read the checkout" });
+  }
+  const found = await stampOfCheckout(new URL(".", url).pathname);
+  return versionLine(VERSION, "stamp" in found ? { ...found, source: "checkout" } : found);
+}
+
+/**
+ * Runs the CLI with `args` and returns the process exit code; `stamp` is the commit that
+ * `deno task compile` built from (scripts/compile.ts generates the entry that passes it).
+ */
+export async function main(args: string[], stamp?: BuildStamp): Promise<number> {
   const end = args.indexOf("--");
   const flags = end < 0 ? args : args.slice(0, end);
   if (flags.includes("--help") || flags.includes("-h")) {
@@ -74,7 +96,7 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   }
   if (flags.includes("--version")) {
-    print(Deno.stdout, `vkubelet ${VERSION}\n`);
+    print(Deno.stdout, `${await versionText(stamp)}\n`);
     return 0;
   }
   // `deno task start` runs in the repository; relative paths are meant from where it was typed.
@@ -114,12 +136,30 @@ export async function main(args: string[]): Promise<number> {
   for (const name of signals) Deno.addSignalListener(name, onSignal);
   const trimming = new AbortController();
   const trimmed = trimNativeHeap(trimming.signal, config.nativeHeapTrim);
+  // WatchdogSec= in the unit: WATCHDOG=1 until vkubelet has stopped (STOPPING=1 goes first).
+  const watchdog = feedWatchdog({
+    env: Deno.env.toObject(),
+    pid: Deno.pid,
+    clock: realClock,
+    log: getLogger(["vkubelet"]),
+    signal: trimming.signal,
+  });
+  let tracing: Tracing | undefined;
   try {
+    tracing = await startTracing({
+      ...config,
+      env: Deno.env.toObject(),
+      // Several nodes in one process (--nodes) share one resource: no node name on it.
+      nodeName: config.nodes.length > 0 ? undefined : config.nodeName,
+      version: VERSION,
+    });
+    if (tracing) configLog.info("sending traces to {endpoint}", { endpoint: tracing.endpoint });
     await runVkubelet(config, {
       signal: stop.signal,
       clock: realClock,
       detectInternalIp,
       onReady: () => notify("READY=1"),
+      tracer: tracing?.tracer,
     });
     return 0;
   } catch (err) {
@@ -137,6 +177,10 @@ export async function main(args: string[]): Promise<number> {
     for (const name of signals) Deno.removeSignalListener(name, onSignal);
     trimming.abort();
     await trimmed;
+    await watchdog;
+    await tracing?.shutdown().catch((err) =>
+      getLogger(["vkubelet"]).warn("traces not sent at shutdown: {err}", { err })
+    );
     await stopping;
   }
 }

@@ -7,7 +7,8 @@
  * help text says to keep it on loopback unless a scraper elsewhere needs it.
  *
  * Besides the listener, {@link observePodController} fills the series that are read from the
- * pod controller (pods by phase, queue depth) at every render, on whichever listener renders.
+ * pod controller (pods by phase, queue depth, `kubelet_running_pods` and
+ * `kubelet_running_containers`) at every render, on whichever listener renders.
  * @module
  */
 import { createServer } from "node:http";
@@ -158,12 +159,18 @@ export function observePodController(
 ): () => void {
   const stop = metrics.onCollect(() => {
     const counts = new Map(PHASES.map((phase) => [phase, 0]));
+    const containers = new Map(CONTAINER_STATES.map((state) => [state, 0]));
     for (const pod of pods.pods()) {
       const phase = pod.status?.phase ?? "Pending";
       counts.set(phase, (counts.get(phase) ?? 0) + 1);
+      countContainers(pod, containers);
     }
     metrics.podsByPhase.reset();
     for (const [phase, count] of counts) metrics.podsByPhase.set({ phase }, count);
+    metrics.standard.runningPods.set(counts.get("Running") ?? 0);
+    for (const [state, count] of containers) {
+      metrics.standard.runningContainers.set({ container_state: state }, count);
+    }
     const { sync, status } = pods.queueLengths;
     metrics.workQueueDepth.set({ name: "pods" }, sync);
     metrics.workQueueDepth.set({ name: "pod-status" }, status);
@@ -172,5 +179,32 @@ export function observePodController(
     stop();
     metrics.podsByPhase.reset();
     metrics.workQueueDepth.reset();
+    metrics.standard.runningPods.reset();
+    metrics.standard.runningContainers.reset();
   };
+}
+
+/**
+ * `kubelet_running_containers`' states: the kubelet's container runtime states (kubernetes/
+ * kubernetes pkg/kubelet/container/runtime.go), counted from the pods' container statuses as
+ * pkg/kubelet/pleg/generic.go counts the runtime's containers. A waiting container with no
+ * earlier run has no container yet and is not counted; one waiting to restart has exited.
+ */
+const CONTAINER_STATES = ["created", "running", "exited", "unknown"];
+
+function countContainers(pod: Pod, counts: Map<string, number>): void {
+  const status = pod.status;
+  const all = [
+    ...status?.initContainerStatuses ?? [],
+    ...status?.containerStatuses ?? [],
+    ...status?.ephemeralContainerStatuses ?? [],
+  ];
+  for (const container of all) {
+    const state = container.state?.running
+      ? "running"
+      : container.state?.terminated || container.lastState?.terminated
+      ? "exited"
+      : undefined;
+    if (state) counts.set(state, counts.get(state)! + 1);
+  }
 }

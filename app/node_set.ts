@@ -18,6 +18,7 @@ import type { Provider } from "../provider/mod.ts";
 import type { CallSlots, HealthSource, NodeApi, NodeSide } from "../core/node/mod.ts";
 import { ConfigSources, type PodController, podKey, SharedPodInformer } from "../core/pods/mod.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
+import type { Tracer } from "../core/tracing.ts";
 import type { KubeletApiDeps } from "../core/kubelet_api/types.ts";
 import type { Config } from "./config/config.ts";
 import { Gate } from "./heartbeat_api.ts";
@@ -53,10 +54,12 @@ export interface NodeSetDeps {
   heartbeatSlots?: CallSlots;
   clock: Clock;
   metrics: VkubeletMetrics;
+  /** Spans for pod syncs; none when tracing is off. */
+  tracer?: Tracer;
   /** The provider of each node, by node name. */
   providers: Map<string, Provider>;
   /** The kubelet API deps every node shares (authentication, streaming). */
-  apiBase: Pick<KubeletApiDeps, "auth" | "streaming" | "clock" | "metrics">;
+  apiBase: Pick<KubeletApiDeps, "auth" | "streaming" | "clock" | "metrics" | "tracer">;
 }
 
 interface Member {

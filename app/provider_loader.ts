@@ -24,6 +24,9 @@ export const BUILTIN_PROVIDERS: Readonly<Record<string, () => Promise<ProviderMo
   process: () => import("../providers/process/mod.ts"),
   kubernetes: () => import("../providers/kubernetes/mod.ts"),
   fargate: () => import("../providers/fargate/mod.ts"),
+  interlink: () => import("../providers/interlink/mod.ts"),
+  aci: () => import("../providers/aci/mod.ts"),
+  eci: () => import("../providers/eci/mod.ts"),
   slurm: () => import("../providers/slurm/mod.ts"),
 };
 

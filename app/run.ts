@@ -12,7 +12,9 @@ import { loadProvider, type LoadProviderOptions, ProviderLoadError } from "./pro
 import { isKubeConfigError, type KubeClient, loadKubeConfig } from "../k8s/mod.ts";
 import { type Clients, createClients } from "./run_clients.ts";
 import { wireNode } from "./wire_node.ts";
-import { createKubeletApiServer } from "./run_kubelet_api.ts";
+import { createKubeletApiServer, servingCsrSource } from "./run_kubelet_api.ts";
+import { type CertificateSource, sharedCertificates } from "../x509/mod.ts";
+import { type NodeIdentity, type NodeIdentityHooks, startNodeIdentity } from "./node_identity.ts";
 import { drain, Loops } from "./run_loops.ts";
 import { preflight } from "./preflight.ts";
 import { VkubeletMetrics } from "../core/metrics.ts";
@@ -23,6 +25,7 @@ import { highAvailabilityProblem, runLeaderElected, type WarmStandby } from "./l
 import { abortion, freePort, StartupConfigError, withStartupTimeout } from "./run_parts.ts";
 import { runNodeSet } from "./run_nodes.ts";
 import type { NodeSet } from "./node_set.ts";
+import type { Tracer } from "../core/tracing.ts";
 
 export { StartupConfigError, StartupTimeoutError } from "./run_parts.ts";
 export { LoopFailedError } from "./run_loops.ts";
@@ -42,6 +45,10 @@ export interface RunDeps {
   onReady?: (provider: Provider) => void;
   /** How long the loops get to drain after the signal before we stop waiting. */
   drainTimeoutMs?: number;
+  /** Spans for pod syncs and kubelet API requests (`app/tracing.ts`); none: tracing off. */
+  tracer?: Tracer;
+  /** Test hooks of TLS bootstrap and rotation (short certificates, an early renewal). */
+  identityHooks?: NodeIdentityHooks;
 }
 
 /** Runs vkubelet until `deps.signal` aborts; rejects if start-up fails. */
@@ -57,7 +64,8 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   // --leader-elect: every write of this replica needs the lease (k8s/leader_election/fence.ts).
   const fence = config.leaderElect ? new LeadershipFence(deps.clock) : undefined;
   metrics.leader.set(1);
-  const { kube, heartbeat, reviews, provider, close } = await connectAndLoad(
+  metrics.standard.nodeName.set({ node: config.nodeName }, 1);
+  const { kube, heartbeat, reviews, provider, close, identity } = await connectAndLoad(
     config,
     deps,
     metrics,
@@ -85,6 +93,15 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   deps.signal.addEventListener("abort", onAbort, { once: true });
   if (deps.signal.aborted) onAbort(); // Stopped while the provider was loading.
   const loops = new Loops(stop, log);
+  // --rotate-server-certificates: the serving certificate is asked for now, once per process,
+  // on the client leader election does not fence, so a standby has its own before it ever
+  // takes over (issue 43).
+  const serving = config.rotateServerCertificates
+    ? sharedCertificates(
+      servingCsrSource(config, { kube: reviews, clock: deps.clock, internalIp }),
+      stop.signal,
+    )
+    : undefined;
   try {
     // ── Leader election (issue 21): a warm standby that runs the writers below (leadTerm)
     // only while it holds the lease; see app/leader_run.ts.
@@ -106,6 +123,7 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
             internalIp,
             metrics,
             warm,
+            certificates: serving,
           }),
       });
       log.info("shutting down");
@@ -121,6 +139,7 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
       internalIp,
       loops,
       metrics,
+      certificates: serving,
     });
     starting.catch(() => {}); // Its failure after a stop is not news.
     await Promise.race([starting, abortion(stop.signal)]);
@@ -138,8 +157,10 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
     stop.abort();
     deps.signal.removeEventListener("abort", onAbort);
     await drain(loops.all, deps.drainTimeoutMs ?? 10_000, deps.clock);
+    await serving?.done;
     await provider.close?.();
     close();
+    await identity?.stop();
     log.info("stopped");
   }
   // Like virtual-kubelet's nodeutil.Node.Run: when one controller ends, all of them stop.
@@ -157,12 +178,22 @@ async function connectAndLoad(
   metrics: VkubeletMetrics,
   fence: LeadershipFence | undefined,
   providerDeps: Omit<ProviderDeps, "kube">,
-): Promise<Clients & { provider: Provider }> {
+): Promise<Clients & { provider: Provider; identity?: NodeIdentity }> {
   const checked = await preflight(config);
   const problems = [...checked.problems];
   let clients: Clients | undefined;
+  let identity: NodeIdentity | undefined;
   try {
-    const connection = await loadKubeConfig({ kubeconfig: config.kubeconfig, clock: deps.clock });
+    // TLS bootstrap waits for a certificate only when every other check passed.
+    identity = config.bootstrapKubeconfig && problems.length === 0
+      ? await startNodeIdentity(config, {
+        clock: deps.clock,
+        signal: AbortSignal.any([deps.signal, providerDeps.signal]),
+        hooks: deps.identityHooks,
+      })
+      : undefined;
+    const connection = identity?.connection ??
+      await loadKubeConfig({ kubeconfig: config.kubeconfig, clock: deps.clock });
     clients = createClients(connection, config, deps.clock, metrics, {
       beforeSend: fence?.guardRequest,
     });
@@ -172,6 +203,7 @@ async function connectAndLoad(
   }
   if (!clients || problems.length > 0) {
     clients?.close();
+    await identity?.stop();
     // A port in use alone is worth a restart; with anything else the config needs fixing.
     const transient = checked.transient && problems.length === checked.problems.length;
     throw new StartupConfigError(problems, { transient });
@@ -188,9 +220,10 @@ async function connectAndLoad(
       await provider.close?.();
       throw new StartupConfigError([haProblem]);
     }
-    return { ...clients, provider };
+    return { ...clients, provider, identity };
   } catch (err) {
     clients.close();
+    await identity?.stop();
     if (err instanceof ProviderLoadError) throw new StartupConfigError([err.message]);
     throw err;
   }
@@ -210,6 +243,8 @@ interface Parts {
   warm?: WarmStandby;
   /** Filled with what to undo when the parts stop (a term's metrics collector). */
   cleanups?: (() => void)[];
+  /** The serving certificate started at start-up, if it comes from a CSR. */
+  certificates?: CertificateSource;
 }
 
 /** Starts the kubelet API, the node side and the pods, in that order, each awaited ready. */
@@ -226,6 +261,7 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     internalIp,
     side: { health: warm?.health },
     pods: { caches: warm?.caches },
+    tracer: deps.tracer,
   });
   const api = await createKubeletApiServer(config, {
     kube,
@@ -233,9 +269,11 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     provider,
     clock,
     metrics,
+    tracer: deps.tracer,
     internalIp,
     port: config.port,
     podCache: () => pods.pods(),
+    certificates: parts.certificates,
   });
   const unobserve = observePodController(metrics, pods);
   parts.cleanups?.push(unobserve);

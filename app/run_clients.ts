@@ -12,6 +12,7 @@
 import type { Clock } from "../base/clock.ts";
 import { type ConnectionConfig, KubeClient } from "../k8s/mod.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
+import { kubeClientHooks } from "./observe.ts";
 import type { Config } from "./config/config.ts";
 
 /** The clients; `close` closes all three. */
@@ -39,8 +40,7 @@ export function createClients(
   metrics: VkubeletMetrics,
   hooks: ClientHooks = {},
 ): Clients {
-  const onResponse = ({ verb, code }: { verb: string; code: number }) =>
-    metrics.apiRequests.inc({ verb, code: String(code) });
+  const { onResponse, onRequestDone } = kubeClientHooks(metrics);
   const kube = new KubeClient(connection, {
     qps: config.kubeApiQps,
     burst: config.kubeApiBurst,
@@ -48,12 +48,14 @@ export function createClients(
     eventBurst: config.eventBurst,
     clock,
     onResponse,
+    onRequestDone,
     beforeSend: hooks.beforeSend,
   });
   const heartbeat = new KubeClient(connection, {
     qps: 0,
     clock,
     onResponse,
+    onRequestDone,
     beforeSend: hooks.beforeSend,
   });
   // Reviews write nothing, so the fence has nothing to guard there.
@@ -62,6 +64,7 @@ export function createClients(
     burst: config.kubeApiBurst,
     clock,
     onResponse,
+    onRequestDone,
   });
   return {
     kube,

@@ -17,11 +17,17 @@ import {
   ReviewSlots,
   tokenReviewerFrom,
 } from "../core/kubelet_api/mod.ts";
-import { csrCertificate, fileCertificates, selfSignedCertificate } from "../x509/mod.ts";
+import {
+  type CertificateSource,
+  csrCertificate,
+  fileCertificates,
+  selfSignedCertificate,
+} from "../x509/mod.ts";
 import { createStreamingHandler } from "../core/kubelet_api/streaming/handler.ts";
 import { defaultCertDirs, fileCertificateStore } from "../x509/certificate_store.ts";
 import { getLogger } from "../base/log.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
+import type { Tracer } from "../core/tracing.ts";
 import type { Provider } from "../provider/mod.ts";
 
 /** What {@link createKubeletApiServer} needs besides the config. */
@@ -32,11 +38,38 @@ export interface KubeletApiServerDeps {
   provider: Provider;
   clock: Clock;
   metrics: VkubeletMetrics;
+  /** Spans for the API's requests; none when tracing is off. */
+  tracer?: Tracer;
   internalIp: string;
   /** The port to listen on (already resolved when the config says 0). */
   port: number;
   /** This node's pods as the API has them. */
   podCache: () => Pod[];
+  /** A serving certificate source started at process start-up ({@link servingCsrSource}). */
+  certificates?: CertificateSource;
+}
+
+/**
+ * The kubelet-serving CSR source (`--rotate-server-certificates`), kept in `--cert-dir`. Its
+ * client must not be fenced by leader election: a standby asks for its own certificate.
+ */
+export function servingCsrSource(
+  config: Config,
+  deps: { kube: KubeClient; clock: Clock; internalIp: string },
+): CertificateSource {
+  const log = getLogger(["vkubelet", "kubelet-api"]).with({ node: config.nodeName });
+  return csrCertificate({
+    nodeName: config.nodeName,
+    dnsNames: [config.nodeName],
+    ipAddresses: [deps.internalIp],
+    clock: deps.clock,
+    log,
+    csrApi: csrApiFrom(deps.kube),
+    store: fileCertificateStore({
+      dirs: config.certDir ? [config.certDir] : defaultCertDirs(Deno.env.toObject()),
+      nodeName: config.nodeName,
+    }),
+  });
 }
 
 /** Returns the configured {@link KubeletServer}; run it with `run(signal)`. */
@@ -54,7 +87,7 @@ export async function createKubeletApiServer(
     clock,
     log,
   };
-  const certificates = config.tlsCertFile
+  const certificates = deps.certificates ?? (config.tlsCertFile
     ? fileCertificates({
       certFile: config.tlsCertFile,
       keyFile: config.tlsPrivateKeyFile!,
@@ -63,20 +96,14 @@ export async function createKubeletApiServer(
     })
     : config.tlsSelfSigned
     ? selfSignedCertificate(names)
-    : csrCertificate({
-      ...names,
-      csrApi: csrApiFrom(kube),
-      store: fileCertificateStore({
-        dirs: config.certDir ? [config.certDir] : defaultCertDirs(Deno.env.toObject()),
-        nodeName: config.nodeName,
-      }),
-    });
+    : servingCsrSource(config, { kube, clock, internalIp: deps.internalIp }));
   return new KubeletServer({
     provider: deps.provider,
     nodeName: config.nodeName,
     log,
     clock,
     metrics: deps.metrics,
+    tracer: deps.tracer,
     podCache: deps.podCache,
     auth: { clientCaPem, anonymous: config.anonymousAuth, ...reviewersFor(config, deps.reviews) },
     hostname: config.listenAddress,

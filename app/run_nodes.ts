@@ -36,6 +36,7 @@ export async function runNodeSet(config: Config, deps: RunDeps): Promise<void> {
   const stop = new AbortController();
   const metrics = new VkubeletMetrics();
   metrics.leader.set(1);
+  for (const entry of entries) metrics.standard.nodeName.set({ node: entry.name }, 1);
   const { kube, heartbeat, reviews, providers, close } = await connectAndLoad(
     config,
     deps,
@@ -61,10 +62,12 @@ export async function runNodeSet(config: Config, deps: RunDeps): Promise<void> {
       heartbeatSlots: new Gate(HEARTBEAT_CONCURRENCY),
       clock: deps.clock,
       metrics,
+      tracer: deps.tracer,
       providers,
       apiBase: {
         clock: deps.clock,
         metrics,
+        tracer: deps.tracer,
         auth,
         streaming: createStreamingHandler({
           log: getLogger(["vkubelet", "streaming"]),

@@ -15,6 +15,8 @@ import type { VkubeletMetrics } from "../core/metrics.ts";
 import { declaredFeatures } from "../core/kubelet_api/streaming/mod.ts";
 import type { Config } from "./config/config.ts";
 import denoJson from "../deno.json" with { type: "json" };
+import type { Tracer } from "../core/tracing.ts";
+import { podControllerHooks } from "./observe.ts";
 
 /** What differs between the places a node is served; everything else comes from the config. */
 export interface WireNodeDeps {
@@ -31,6 +33,8 @@ export interface WireNodeDeps {
   side?: Pick<NodeSideDeps, "leasePhase" | "slots" | "health">;
   /** The pod controller's extras (a standby's warm caches; shared watches and event counts). */
   pods?: Pick<PodControllerDeps, "caches" | "configSources" | "onUnsentEvents">;
+  /** Spans for the node's pod syncs; none when tracing is off. */
+  tracer?: Tracer;
 }
 
 /** A node's two controllers, not yet running. */
@@ -70,6 +74,7 @@ export function wireNode(config: Config, deps: WireNodeDeps): WiredNode {
       metrics.syncLatency.observe({ result: ok ? "success" : "error" }, seconds),
     nodeIps: () => [internalIp],
     allocatable: () => side.node.node?.status?.allocatable ?? {},
+    ...podControllerHooks(metrics, deps.tracer),
   });
   return { side, pods };
 }

@@ -38,7 +38,13 @@ export type OpenedHeap = { heap: NativeHeap } | { unavailable: string };
  * a grant scoped to paths against the name passed to `dlopen`.
  */
 export function glibcPaths(arch: string): string[] {
-  return [`/lib/${arch}-linux-gnu/libc.so.6`, "/lib64/libc.so.6", "/usr/lib/libc.so.6"];
+  return [
+    `/lib/${arch}-linux-gnu/libc.so.6`,
+    // Merged-/usr systems (Debian 12 and later, Ubuntu) map it from here, as /proc/<pid>/maps shows.
+    `/usr/lib/${arch}-linux-gnu/libc.so.6`,
+    "/lib64/libc.so.6",
+    "/usr/lib/libc.so.6",
+  ];
 }
 
 const SYMBOLS = {

@@ -15,6 +15,7 @@
  * @module
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { StandardMetrics } from "./standard_metrics.ts";
 
 /** The content type of {@link VkubeletMetrics.render}'s output. */
 export const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
@@ -40,6 +41,8 @@ export class VkubeletMetrics {
   readonly kubeletApiRequests: Counter<"route" | "method" | "code">;
   /** 1 while this replica leads (always, without `--leader-elect`), 0 while it stands by. */
   readonly leader: Gauge;
+  /** The client-go and kubelet families (`rest_client_*`, `workqueue_*`, `kubelet_*`). */
+  readonly standard: StandardMetrics;
   readonly #collectors = new Set<() => void>();
 
   constructor(registry: Registry = new Registry()) {
@@ -86,6 +89,7 @@ export class VkubeletMetrics {
       help: "1 while this replica is the node's leader and writes, 0 while it is a standby.",
       registers,
     });
+    this.standard = new StandardMetrics(registry);
     new Gauge({
       name: "vkubelet_heap_used_bytes",
       help: "JavaScript heap in use, in bytes.",

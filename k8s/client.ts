@@ -25,7 +25,13 @@ import {
   retryDelay,
   type RetryPolicy,
 } from "./retry.ts";
-import { authorizationHeader, buildUrl, HttpClientPool, mergeCredentials } from "./transport.ts";
+import {
+  authorizationHeader,
+  buildUrl,
+  HttpClientPool,
+  mergeCredentials,
+  releasingWhenRead,
+} from "./transport.ts";
 import type { Status } from "kubernetes-types/meta/v1.d.ts";
 
 /** `vkubelet/<version>`, the default `User-Agent`. */
@@ -49,9 +55,16 @@ export interface KubeClientOptions {
   clock?: Clock;
   /**
    * Told of every answer (and of every failed connection, as code 0), retries included: for
-   * metrics such as requests by verb and code. Must not throw.
+   * metrics such as requests by verb and code. `verb` is `WATCH` for watches, `method` the HTTP
+   * method, `host` the server's host and port. Must not throw.
    */
-  onResponse?: (response: { verb: string; code: number }) => void;
+  onResponse?: (response: { verb: string; method: string; host: string; code: number }) => void;
+  /**
+   * Told once per request that is neither a watch nor a stream, when it has settled: how long it
+   * took, the client's rate limiter and retries included (client-go's
+   * `rest_client_request_duration_seconds`, k8s.io/client-go rest/request.go). Must not throw.
+   */
+  onRequestDone?: (request: { method: string; host: string; seconds: number }) => void;
   /**
    * Called just before each attempt is sent (after the rate limiter, retries included); what it
    * throws fails the request unsent. Leader election fences writes with it (k8s/leader_election/fence.ts).
@@ -85,12 +98,17 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
   #userAgent: string;
   #clock: Clock;
   #onResponse?: KubeClientOptions["onResponse"];
+  #onRequestDone?: KubeClientOptions["onRequestDone"];
+  /** The server's host and port, the `host` of the request hooks. */
+  #host: string;
   #beforeSend?: KubeClientOptions["beforeSend"];
 
   constructor(config: ConnectionConfig, options: KubeClientOptions = {}) {
     this.config = config;
     this.#clock = options.clock ?? realClock;
     this.#onResponse = options.onResponse;
+    this.#onRequestDone = options.onRequestDone;
+    this.#host = serverHost(config.server);
     this.#beforeSend = options.beforeSend;
     this.#pool = new HttpClientPool(config);
     this.#limiter = new RateLimiter({
@@ -142,10 +160,32 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
     options: RequestOptions & { stream?: boolean },
     limiter: RateLimiter,
   ): Promise<unknown> {
-    const response = await this.#send(options, limiter);
-    if (options.stream) return response.body ?? new ReadableStream({ start: (c) => c.close() });
-    const text = await response.text();
-    return text === "" ? undefined : JSON.parse(text);
+    if (options.stream) {
+      const { response, release } = await this.#send(options, limiter);
+      // A stream keeps its connection in use until it ends: a rotated certificate's old client
+      // is closed only after its last stream (./transport.ts).
+      return releasingWhenRead(response, release).body ??
+        new ReadableStream({ start: (c) => c.close() });
+    }
+    const started = this.#onRequestDone ? this.#clock.now() : 0;
+    try {
+      // An ordinary answer is read here at once, natively: wrapping every body to learn when it
+      // was read cost a JavaScript turn per chunk (a 1,000-pod list is hundreds of them).
+      const { response, release } = await this.#send(options, limiter);
+      let text: string;
+      try {
+        text = await response.text();
+      } finally {
+        release();
+      }
+      return text === "" ? undefined : JSON.parse(text);
+    } finally {
+      this.#onRequestDone?.({
+        method: options.method ?? "GET",
+        host: this.#host,
+        seconds: (this.#clock.now() - started) / 1000,
+      });
+    }
   }
 
   /** A requester on this connection that is throttled by `limiter` instead of the shared one. */
@@ -166,7 +206,7 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
     this.close();
   }
 
-  async #send(options: RequestOptions, limiter: RateLimiter): Promise<Response> {
+  async #send(options: RequestOptions, limiter: RateLimiter): Promise<FetchedResponse> {
     const method = options.method ?? "GET";
     const signal = options.signal;
     let refreshedCredentials = false;
@@ -174,14 +214,15 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
       await limiter.acquire({ signal });
       const credentials = await this.#credentials(signal);
       this.#beforeSend?.({ method, path: options.path });
-      let response: Response;
+      let fetched: FetchedResponse;
       const verb = options.query?.watch ? "WATCH" : method;
       try {
-        response = await this.#fetch(options, credentials);
-        this.#onResponse?.({ verb, code: response.status });
+        fetched = await this.#fetch(options, credentials);
+        const response = fetched.response;
+        this.#onResponse?.({ verb, method, host: this.#host, code: response.status });
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
-        this.#onResponse?.({ verb, code: 0 });
+        this.#onResponse?.({ verb, method, host: this.#host, code: 0 });
         const failure = connectionError(this.config, err);
         if (!isRetryableConnectionFailure(method) || attempt >= this.#retry.maxRetries) {
           throw failure;
@@ -189,9 +230,15 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
         await this.#backoff(attempt + 1, undefined, failure, options);
         continue;
       }
-      if (response.ok) return response;
+      const { response, release } = fetched;
+      if (response.ok) return fetched;
       const retryAfter = parseRetryAfter(response.headers.get("retry-after"), this.#clock.now());
-      const error = await apiError(response, method, options);
+      let error: KubeApiError;
+      try {
+        error = await apiError(response, method, options);
+      } finally {
+        release();
+      }
       if (response.status === 401 && this.config.credentialSource && !refreshedCredentials) {
         // Rotated token or expired exec credential: ask for fresh ones once.
         this.config.credentialSource.invalidate();
@@ -227,7 +274,7 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
     return mergeCredentials(this.config.credentials, dynamic);
   }
 
-  #fetch(options: RequestOptions, credentials: Credentials): Promise<Response> {
+  async #fetch(options: RequestOptions, credentials: Credentials): Promise<FetchedResponse> {
     const headers = new Headers({ "accept": "application/json", "user-agent": this.#userAgent });
     const authorization = authorizationHeader(credentials);
     if (authorization) headers.set("authorization", authorization);
@@ -236,17 +283,31 @@ export class KubeClient implements KubeRequester, KubeApis, Disposable {
       body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
       headers.set("content-type", options.contentType ?? "application/json");
     }
-    return fetch(buildUrl(this.config.server, options.path, options.query), {
-      method: options.method ?? "GET",
-      headers,
-      body,
-      signal: options.signal,
-      client: this.#pool.clientFor(
-        credentials.clientCertificate,
-        options.query?.watch ? "watch" : "request",
-      ),
-    });
+    const lease = this.#pool.acquire(
+      credentials.clientCertificate,
+      options.query?.watch ? "watch" : "request",
+    );
+    try {
+      const response = await fetch(buildUrl(this.config.server, options.path, options.query), {
+        method: options.method ?? "GET",
+        headers,
+        body,
+        signal: options.signal,
+        client: lease.client,
+      });
+      // The connection stays in use until the caller has read the body and calls `release`.
+      return { response, release: lease.release };
+    } catch (err) {
+      lease.release();
+      throw err;
+    }
   }
+}
+
+/** An answer whose connection stays counted in use until `release` (after its body is read). */
+interface FetchedResponse {
+  response: Response;
+  release: () => void;
 }
 
 async function apiError(
@@ -265,6 +326,15 @@ async function apiError(
   status ??= { message: text.trim().slice(0, 500) || response.statusText || undefined };
   const path = buildUrl("", options.path, options.query);
   return new KubeApiError(response.status, { method, path, status });
+}
+
+/** The host and port of a server URL (`127.0.0.1:6443`), or the URL itself if it is not one. */
+function serverHost(server: string): string {
+  try {
+    return new URL(server).host;
+  } catch {
+    return server;
+  }
 }
 
 function connectionError(config: ConnectionConfig, err: unknown): KubeConnectionError {

@@ -13,28 +13,79 @@ import type { ClientCertificate, ConnectionConfig, Credentials } from "./config/
  */
 export type ConnectionUse = "request" | "watch";
 
-/** Holds the pooled HTTP clients for one connection; a new certificate gets a new pool. */
+/** A client handed out for one request; `release` once its answer has been read or dropped. */
+export interface HttpClientLease {
+  client: Deno.HttpClient;
+  release(): void;
+}
+
+interface PooledClient {
+  certificate?: ClientCertificate;
+  use: ConnectionUse;
+  client: Deno.HttpClient;
+  /** Requests (and streams) still running on it. */
+  inFlight: number;
+  /** A newer certificate has its own client: close this one once nothing runs on it. */
+  superseded: boolean;
+}
+
+/**
+ * Holds the pooled HTTP clients for one connection. A new client certificate (a rotation) gets
+ * new clients; new requests go to them at once, while requests and watches already running on
+ * the old ones go on to their natural end (the old certificate is still valid: rotation happens
+ * at 70-90 % of its lifetime), after which the old clients are closed. The kubelet instead closes
+ * every connection when its certificate changes (kubernetes/kubernetes
+ * pkg/kubelet/certificate/transport.go `updateTransport`), which cuts every watch.
+ */
 export class HttpClientPool {
   #config: ConnectionConfig;
-  /** Newest last; at most two per use kept, so requests still running on the old one can finish. */
-  #clients: { certificate?: ClientCertificate; use: ConnectionUse; client: Deno.HttpClient }[] = [];
+  #clients: PooledClient[] = [];
   #closed = false;
 
   constructor(config: ConnectionConfig) {
     this.#config = config;
   }
 
-  /** The client for `use` that presents `certificate` (or none) during the handshake. */
+  /** The client for `use` that presents `certificate` (or none); not counted as in flight. */
   clientFor(
     certificate: ClientCertificate | undefined,
     use: ConnectionUse = "request",
   ): Deno.HttpClient {
+    const lease = this.acquire(certificate, use);
+    lease.release();
+    return lease.client;
+  }
+
+  /** Like {@link clientFor}, counted as in flight until `release`. */
+  acquire(
+    certificate: ClientCertificate | undefined,
+    use: ConnectionUse = "request",
+  ): HttpClientLease {
     if (this.#closed) throw new TypeError("the Kubernetes client was closed");
-    const current = this.#clients.find((c) =>
-      c.use === use && c.certificate?.cert === certificate?.cert &&
-      c.certificate?.key === certificate?.key
-    );
-    if (current) return current.client;
+    const entry =
+      this.#clients.find((c) =>
+        c.use === use && c.certificate?.cert === certificate?.cert &&
+        c.certificate?.key === certificate?.key
+      ) ?? this.#add(certificate, use);
+    entry.inFlight++;
+    let released = false;
+    return {
+      client: entry.client,
+      release: () => {
+        if (released) return;
+        released = true;
+        entry.inFlight--;
+        this.#closeIfIdle(entry);
+      },
+    };
+  }
+
+  /** How many clients are open (tests watch old ones close). */
+  get openClients(): number {
+    return this.#clients.length;
+  }
+
+  #add(certificate: ClientCertificate | undefined, use: ConnectionUse): PooledClient {
     const options: Deno.CreateHttpClientOptions & Partial<Deno.TlsCertifiedKeyPem> = {};
     if (this.#config.caCerts) options.caCerts = this.#config.caCerts;
     if (this.#config.proxyUrl) options.proxy = { url: this.#config.proxyUrl };
@@ -43,13 +94,21 @@ export class HttpClientPool {
       options.key = certificate.key;
     }
     const client = Deno.createHttpClient(options as Deno.CreateHttpClientOptions);
-    this.#clients.push({ certificate, use, client });
-    const ofUse = this.#clients.filter((c) => c.use === use);
-    for (const old of ofUse.slice(0, -2)) {
-      old.client.close();
-      this.#clients.splice(this.#clients.indexOf(old), 1);
+    const entry: PooledClient = { certificate, use, client, inFlight: 0, superseded: false };
+    for (const old of this.#clients.filter((c) => c.use === use)) {
+      old.superseded = true;
+      this.#closeIfIdle(old);
     }
-    return client;
+    this.#clients.push(entry);
+    return entry;
+  }
+
+  #closeIfIdle(entry: PooledClient): void {
+    if (!entry.superseded || entry.inFlight > 0) return;
+    const at = this.#clients.indexOf(entry);
+    if (at < 0) return;
+    this.#clients.splice(at, 1);
+    entry.client.close();
   }
 
   /** Closes every pooled connection; later requests fail. */
@@ -58,6 +117,42 @@ export class HttpClientPool {
     for (const { client } of this.#clients) client.close();
     this.#clients = [];
   }
+}
+
+/**
+ * `response` with its body wrapped so that `release` runs once the body has been read to the
+ * end, has failed, or was cancelled (at once when there is no body).
+ */
+export function releasingWhenRead(response: Response, release: () => void): Response {
+  const body = response.body;
+  if (!body) {
+    release();
+    return response;
+  }
+  const reader = body.getReader();
+  const wrapped = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          release();
+          controller.close();
+        } else controller.enqueue(value);
+      } catch (err) {
+        release();
+        controller.error(err);
+      }
+    },
+    async cancel(reason) {
+      release();
+      await reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+  return new Response(wrapped, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
 }
 
 /** Merges static credentials from the config with those of a changing source (the latter win). */

@@ -18,11 +18,16 @@
  *   with `ReadWritePaths`, the container image's read-only root file system.
  * - `--allow-env`: every option can come from the environment (`Deno.env.toObject()`).
  * - `--allow-run`: the process provider runs containers' commands, `mkfifo`, `unshare`, `stty`;
+ *   the slurm provider SLURM's commands (`sbatch`, `squeue`, `scancel`, `sinfo`, `srun`, `setpriv`);
  *   kubeconfig exec plugins run their command. The programs are the pods' own, so it cannot be
  *   scoped by name.
- * - `--allow-sys=networkInterfaces`: without `--node-ip`, the node's InternalIP is the first
- *   non-loopback IPv4 address of the host's network interfaces. Nothing else asks for system
- *   information (checked with `DENO_AUDIT_PERMISSIONS` over the bundle test).
+ * - `--allow-sys=networkInterfaces,osRelease,hostname`: without `--node-ip`, the node's
+ *   InternalIP is the first non-loopback IPv4 address of the host's network interfaces; the Azure
+ *   SDK (aci provider) names the kernel release in its user agent, and without the grant its
+ *   pipeline throws outside any request; Alibaba's SDK (eci provider) mixes the host name into its
+ *   request nonces and throws as it loads without it. Nothing else asks for system information
+ *   (checked with `DENO_AUDIT_PERMISSIONS` over the bundle test). Granting these is cheaper than
+ *   replacing `node:os` functions for the whole process.
  * - `--allow-ffi` for glibc's shared object, at the paths where distributions put it on x86_64
  *   and aarch64: main.ts calls its `malloc_trim` every 10 s so that the native memory freed
  *   after a burst goes back to the system (one node's steady RSS at 10,000 pods 150 against
@@ -62,7 +67,7 @@ export const VKUBELET_PERMISSIONS: readonly string[] = [
   "--allow-write",
   "--allow-env",
   "--allow-run",
-  "--allow-sys=networkInterfaces",
+  "--allow-sys=networkInterfaces,osRelease,hostname",
   `--allow-ffi=${[...new Set([...glibcPaths("x86_64"), ...glibcPaths("aarch64")])].join(",")}`,
   "--unstable-net",
   "--v8-flags=--heap-growing-percent=50",

@@ -1,8 +1,9 @@
 /**
- * Where the serving certificate issued through a CSR is kept between runs (`--cert-dir`): one
- * PEM file per node, `<cert-dir>/<node>-server-current.pem`, holding the certificate chain and
- * then the private key, as the kubelet keeps `kubelet-server-current.pem` (client-go
- * util/certificate certificate_store.go). The node name is in the file name because several
+ * Where a certificate issued through a CSR is kept between runs (`--cert-dir`): one PEM file per
+ * node and kind, `<cert-dir>/<node>-server-current.pem` for the serving certificate and
+ * `<cert-dir>/<node>-client-current.pem` for the node's client certificate, each holding the
+ * certificate chain and then the private key, as the kubelet keeps `kubelet-server-current.pem`
+ * and `kubelet-client-current.pem` (client-go util/certificate certificate_store.go). The node name is in the file name because several
  * virtual nodes often share one host. The file is written with mode 0600 to a temporary name
  * in the same directory and renamed over the old one, so a crash never leaves half a key; the
  * directory is created with mode 0700.
@@ -39,6 +40,8 @@ export interface FileCertificateStoreOptions {
    */
   dirs: string[];
   nodeName: string;
+  /** Which certificate: `server` (the default) or `client`. */
+  kind?: "server" | "client";
 }
 
 const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----\r?\n[\s\S]*?-----END \1-----\r?\n?/g;
@@ -47,7 +50,7 @@ const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----\r?\n[\s\S]*?-----END \1-----\r?\
 export function fileCertificateStore(options: FileCertificateStoreOptions): CertificateStore {
   if (options.dirs.length === 0) throw new TypeError("fileCertificateStore needs a directory");
   const fileIn = (dir: string) =>
-    `${dir.replace(/\/+$/, "")}/${options.nodeName}-server-current.pem`;
+    `${dir.replace(/\/+$/, "")}/${options.nodeName}-${options.kind ?? "server"}-current.pem`;
   let path = fileIn(options.dirs[0]);
   return {
     get path() {
@@ -98,7 +101,7 @@ function splitPem(text: string, path: string): KeyPair {
 }
 
 /** Writes `text` to `path` with mode 0600 through a temporary file and a rename. */
-async function writeAtomically(path: string, text: string): Promise<void> {
+export async function writeAtomically(path: string, text: string): Promise<void> {
   const dir = path.slice(0, path.lastIndexOf("/")) || "/";
   await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
   const temporary = `${path}.tmp-${crypto.randomUUID().slice(0, 8)}`;

@@ -1,56 +1,38 @@
 /**
- * A serving certificate requested from the cluster, as the kubelet's
- * `--rotate-server-certificates` does (kubernetes/kubernetes pkg/kubelet/certificate
- * kubelet.go `NewKubeletServerCertificateManager`, client-go util/certificate
- * certificate_manager.go): a new P-256 key, a CertificateSigningRequest with signer
- * `kubernetes.io/kubelet-serving` for CN `system:node:<node>`, O `system:nodes` and the node's
- * addresses as SANs, used once approved and issued, and renewed at a random point between 70 %
- * and 90 % of its lifetime. Someone (an operator, or an approver controller) must approve it.
+ * A certificate requested from the cluster and kept renewed, as the kubelet's certificate
+ * managers do (kubernetes/kubernetes pkg/kubelet/certificate/kubelet.go
+ * `NewKubeletServerCertificateManager` for `--rotate-server-certificates`,
+ * `NewKubeletClientCertificateManager` for `--rotate-certificates`; client-go
+ * util/certificate/certificate_manager.go): one request per round (`./csr_request.ts`), used once
+ * signed, and renewed at a random point between 70 % and 90 % of its lifetime. A failed round
+ * (denied, not signed within 15 minutes, the apiserver refusing the credential) is logged with
+ * the request's name and tried again after 2, 4, 8, 16 s and then every 32 s, as client-go backs
+ * off; it never ends the loop.
  *
  * The issued certificate and its key are kept in a {@link CertificateStore} (`--cert-dir`, as
- * the kubelet keeps `kubelet-server-current.pem`), so that a restart serves them again instead of
- * filing a CSR an admin must approve once more. A stored pair is reused while it is valid and
- * still names this node and its addresses; past its renewal point it is served while a new one
- * is requested.
+ * the kubelet keeps `kubelet-server-current.pem` and `kubelet-client-current.pem`), so that a
+ * restart uses them again instead of filing a CSR. A stored pair is always preferred while it is
+ * valid and still names this node and its addresses; past its renewal point it is used while a
+ * new one is requested.
  * @module
  */
 import { X509Certificate } from "node:crypto";
 import { checkPair } from "./certificate_source.ts";
-import type { Clock } from "../base/clock.ts";
-import type { Logger } from "../base/log.ts";
 import type { CertificateSource, KeyPair } from "./certificate_source.ts";
-import type { CertificateSigningRequest } from "kubernetes-types/certificates/v1.d.ts";
-import { createCsr, type EcKeyPair, generateKeyPair, privateKeyPem } from "./encode.ts";
 import type { CertificateStore } from "./certificate_store.ts";
+import { type CsrRequestOptions, requestCertificate } from "./csr_request.ts";
+import type { Clock } from "../base/clock.ts";
 
-/** The CertificateSigningRequest calls a serving-certificate requester needs. */
-export interface CsrApi {
-  create(
-    csr: CertificateSigningRequest,
-    options: { signal?: AbortSignal },
-  ): Promise<CertificateSigningRequest>;
-  /** Resolves with the issued PEM certificate; rejects if denied, failed or deleted. */
-  waitForCertificate(name: string, options: { signal?: AbortSignal }): Promise<string>;
-}
+export type { CsrApi } from "./csr_request.ts";
 
 /** Options for {@link csrCertificate}. */
-export interface CsrCertificateOptions {
-  csrApi: CsrApi;
-  nodeName: string;
-  dnsNames: string[];
-  ipAddresses: string[];
-  clock: Clock;
-  log: Logger;
-  /** Asked-for lifetime (`spec.expirationSeconds`); the signer may shorten it. */
-  expirationSeconds?: number;
-  /** Wait before asking again after a failure; default 30 s. */
+export interface CsrCertificateOptions extends CsrRequestOptions {
+  /** First wait after a failed round, doubled up to 16 times that (default 2 s, then 32 s). */
   retryDelayMs?: number;
   /** Where in the lifetime to renew, as a fraction; default a random value in [0.7, 0.9). */
   renewFraction?: () => number;
   /** Keeps the issued pair across restarts; none keeps it in memory only. */
   store?: CertificateStore;
-  /** Makes the key of each request; replaced in tests whose fake signer needs the key. */
-  generateKeys?: () => Promise<EcKeyPair>;
 }
 
 /** Requests, then keeps renewing, the serving certificate; see the module doc. */
@@ -60,27 +42,35 @@ export function csrCertificate(options: CsrCertificateOptions): CertificateSourc
       const { log, clock } = options;
       let pair = await loadStoredPair(options);
       if (pair) onKeyPair(pair);
+      let failures = 0;
       while (!signal.aborted) {
         if (pair) {
           const renewAt = renewalTime(
             pair.certPem,
             options.renewFraction?.() ?? 0.7 + 0.2 * Math.random(),
           );
-          log.info("serving certificate valid; renewing at {at}", {
+          log.info("{kind} certificate valid until {until}; renewing at {at}", {
+            kind: kindOf(options),
+            until: new X509Certificate(pair.certPem).validTo,
             at: new Date(renewAt).toISOString(),
           });
           if (!await sleepUntil(clock, renewAt, signal)) return;
         }
         let next: KeyPair;
         try {
-          next = await requestServingCertificate(options, signal);
+          next = await requestCertificate(options, signal);
         } catch (err) {
           if (signal.aborted) return;
-          log.warn("serving certificate request failed, retrying: {err}", { err });
-          const retryAt = clock.now() + (options.retryDelayMs ?? 30_000);
-          if (!await sleepUntil(clock, retryAt, signal)) return;
+          const delay = retryDelay(options.retryDelayMs ?? 2_000, failures++);
+          log.warn("{kind} certificate request failed; asking again in {seconds} s: {err}", {
+            kind: kindOf(options),
+            seconds: Math.round(delay / 1000),
+            err: err instanceof Error ? err.message : String(err),
+          });
+          if (!await sleepUntil(clock, clock.now() + delay, signal)) return;
           continue;
         }
+        failures = 0;
         await saveIssuedPair(options, next);
         onKeyPair(next);
         pair = next;
@@ -97,7 +87,8 @@ async function loadStoredPair(options: CsrCertificateOptions): Promise<KeyPair |
   try {
     pair = await store.load();
   } catch (err) {
-    log.warn("cannot read the stored serving certificate {path}; requesting a new one: {err}", {
+    log.warn("cannot read the stored {kind} certificate {path}; requesting a new one: {err}", {
+      kind: kindOf(options),
       path: store.path,
       err,
     });
@@ -106,13 +97,17 @@ async function loadStoredPair(options: CsrCertificateOptions): Promise<KeyPair |
   if (!pair) return undefined;
   const problem = storedPairProblem(pair, options, options.clock.now());
   if (problem) {
-    log.info("not reusing the stored serving certificate {path}: {problem}", {
+    log.info("not reusing the stored {kind} certificate {path}: {problem}", {
+      kind: kindOf(options),
       path: store.path,
       problem,
     });
     return undefined;
   }
-  log.info("reusing the serving certificate stored in {path}", { path: store.path });
+  log.info("reusing the {kind} certificate stored in {path}", {
+    kind: kindOf(options),
+    path: store.path,
+  });
   return pair;
 }
 
@@ -123,9 +118,9 @@ async function saveIssuedPair(options: CsrCertificateOptions, pair: KeyPair): Pr
   } catch (err) {
     // Serving matters more than keeping it; the next start asks for a new one.
     options.log.warn(
-      "cannot store the serving certificate in {path}, so a restart files a new CSR: {err}; " +
+      "cannot store the {kind} certificate in {path}, so a restart files a new CSR: {err}; " +
         "make --cert-dir writable",
-      { path: options.store.path, err },
+      { kind: kindOf(options), path: options.store.path, err },
     );
   }
 }
@@ -172,35 +167,24 @@ export function renewalTime(certPem: string, fraction: number): number {
   return from + (to - from) * fraction;
 }
 
-/** One round: key, CSR object, wait for the signed certificate. */
-export async function requestServingCertificate(
-  options: CsrCertificateOptions,
+/** One serving-certificate round; see {@link requestCertificate}. */
+export function requestServingCertificate(
+  options: CsrRequestOptions,
   signal: AbortSignal,
 ): Promise<KeyPair> {
-  const keys = await (options.generateKeys ?? generateKeyPair)();
-  const request = await createCsr(keys, {
-    commonName: `system:node:${options.nodeName}`,
-    organizations: ["system:nodes"],
-    dnsNames: options.dnsNames,
-    ipAddresses: options.ipAddresses,
-  });
-  const created = await options.csrApi.create({
-    metadata: { generateName: `csr-${options.nodeName}-` },
-    spec: {
-      request: btoa(request),
-      signerName: "kubernetes.io/kubelet-serving",
-      // An ECDSA key signs; "key encipherment" is for RSA only.
-      usages: ["digital signature", "server auth"],
-      ...(options.expirationSeconds ? { expirationSeconds: options.expirationSeconds } : {}),
-    },
-  }, { signal });
-  const name = created.metadata?.name ?? "";
-  options.log.info(
-    "waiting for CertificateSigningRequest {name} to be approved (kubectl certificate approve {name})",
-    { name },
-  );
-  const certPem = await options.csrApi.waitForCertificate(name, { signal });
-  return { certPem, keyPem: await privateKeyPem(keys) };
+  return requestCertificate({ ...options, kind: "serving" }, signal);
+}
+
+function kindOf(options: CsrRequestOptions): string {
+  return options.kind ?? "serving";
+}
+
+/**
+ * The wait after the `failures`-th failure in a row: `first` doubled each time up to 16 times
+ * `first`, plus up to 10 % jitter (client-go: 2 s × 2 for 5 steps, then every 32 s).
+ */
+export function retryDelay(first: number, failures: number): number {
+  return first * 2 ** Math.min(failures, 4) * (1 + 0.1 * Math.random());
 }
 
 /**

@@ -4,7 +4,8 @@
  * {@link createSelfSignedCertificate}), and the serving certificate sources the kubelet API
  * listens with — files ({@link fileCertificates}), a CSR the cluster signs and that is renewed
  * before it expires ({@link csrCertificate}), or self-signed ({@link selfSignedCertificate}) —
- * with a {@link CertificateStore} that keeps an issued pair across restarts.
+ * with a {@link CertificateStore} that keeps an issued pair across restarts. The same CSR source
+ * with `kind: "client"` keeps a node's client certificate (TLS bootstrap and rotation).
  *
  * A library like `spdy/`: it imports only `base/`.
  *
@@ -28,6 +29,7 @@ export {
   defaultCertDirs,
   fileCertificateStore,
   type FileCertificateStoreOptions,
+  writeAtomically,
 } from "./certificate_store.ts";
 export {
   type CsrApi,
@@ -35,8 +37,16 @@ export {
   type CsrCertificateOptions,
   renewalTime,
   requestServingCertificate,
+  retryDelay,
   storedPairProblem,
 } from "./csr_certificate.ts";
+export {
+  CSR_PROFILES,
+  type CsrKind,
+  type CsrRequestOptions,
+  CsrTimeoutError,
+  requestCertificate,
+} from "./csr_request.ts";
 export {
   type CertificateSubject,
   createCsr,
@@ -45,3 +55,4 @@ export {
   generateKeyPair,
   privateKeyPem,
 } from "./encode.ts";
+export { type SharedCertificates, sharedCertificates } from "./shared_certificate.ts";

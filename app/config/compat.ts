@@ -25,10 +25,12 @@ export interface CompatFlag {
   };
   /** Why it is ignored, or what to use instead; the warning's text. */
   note: string;
+  /** Only these values are foreign; others go to the vkubelet flag of the same name. */
+  foreignValue?: (value: string | undefined) => boolean;
 }
 
-const NO_TRACING =
-  "ignored: vkubelet has no tracing exporter; use --metrics-addr for metrics and --log-format=json for log collectors";
+const NO_TRACE_NAMING =
+  "ignored: vkubelet's traces are named by OpenTelemetry's variables; set OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES instead";
 const NO_KLOG =
   "ignored: vkubelet does not log through klog; use --log-level and --log-format (logs go to stderr)";
 
@@ -66,10 +68,15 @@ export const COMPAT_FLAGS: readonly CompatFlag[] = [
     mapsTo: { flag: "taint-key", split: taintFlags },
     note: "is deprecated in virtual-kubelet; taken as",
   },
-  { flag: "trace-exporter", note: NO_TRACING },
-  { flag: "trace-service-name", note: NO_TRACING },
-  { flag: "trace-tag", note: NO_TRACING },
-  { flag: "trace-sample-rate", note: NO_TRACING },
+  {
+    // virtual-kubelet's exporters (root/tracing_register_*.go) other than ours.
+    flag: "trace-exporter",
+    foreignValue: (v) => ["jaeger", "ocagent", "zpages"].includes(v?.trim().toLowerCase() ?? ""),
+    note:
+      "ignored: vkubelet sends traces over OTLP/HTTP only (Jaeger takes it on port 4318); use --trace-exporter otlp",
+  },
+  { flag: "trace-service-name", note: NO_TRACE_NAMING },
+  { flag: "trace-tag", note: NO_TRACE_NAMING },
   { flag: "v", mapsTo: VERBOSITY, note: "(the kubelet's verbosity) is taken as --log-level" },
   { flag: "klog.v", mapsTo: VERBOSITY, note: "is taken as --log-level" },
   {
@@ -153,8 +160,12 @@ export function translateCompatFlags(args: string[]): TranslatedArgs {
         i++;
       }
     }
+    if (entry.foreignValue && !entry.foreignValue(value)) {
+      out.push(value === undefined ? `--${entry.flag}` : `--${entry.flag}=${value}`);
+      continue;
+    }
     if (!entry.mapsTo) {
-      warnings.push(`${shown} ${entry.note}`);
+      warnings.push(`${shown}${entry.foreignValue ? `=${value}` : ""} ${entry.note}`);
       continue;
     }
     const target = entry.mapsTo.flag;

@@ -39,7 +39,7 @@ export function helpText(version: string): string {
     "  --version      Print the version and exit.",
     "",
     "Flags of virtual-kubelet and the kubelet without a vkubelet option (--taint, -v, --address,",
-    "--namespace, --klog.*, --trace-*, ...) are mapped or ignored with a warning; see",
+    "--namespace, --klog.*, --trace-tag, ...) are mapped or ignored with a warning; see",
     "docs/migrating-from-virtual-kubelet.md.",
     "",
     "Exit codes: 0 after a clean shutdown (SIGINT/SIGTERM), 2 for a config error (nothing is",

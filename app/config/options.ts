@@ -56,7 +56,7 @@ export const OPTIONS = [
     value: "NAME|PATH",
     group: "General",
     help:
-      "Required. A built-in provider (mock, process, kubernetes, fargate, slurm), or the path of a module exporting createProvider.",
+      "Required. A built-in provider (mock, process, kubernetes, fargate, interlink, aci, eci, slurm), or the path of a module exporting createProvider.",
   }),
   o({
     key: "providerConfig",
@@ -76,6 +76,26 @@ export const OPTIONS = [
     shownDefault: "$KUBECONFIG, ~/.kube/config, then in-cluster",
     group: "General",
     help: "kubeconfig to reach the API server with.",
+  }),
+  o({
+    key: "bootstrapKubeconfig",
+    flag: "bootstrap-kubeconfig",
+    env: ["VKUBELET_BOOTSTRAP_KUBECONFIG"],
+    kind: "string",
+    value: "PATH",
+    group: "General",
+    help:
+      "TLS bootstrap: with no valid client certificate in --cert-dir, request one with this kubeconfig's (bootstrap token) credentials and run as system:node:NAME; writes NODE-client-current.pem and NODE.kubeconfig there.",
+  }),
+  o({
+    key: "rotateCertificates",
+    flag: "rotate-certificates",
+    env: ["VKUBELET_ROTATE_CERTIFICATES"],
+    kind: "boolean",
+    shownDefault: "false; true with --bootstrap-kubeconfig",
+    group: "General",
+    help:
+      "Renew the node's client certificate through a CSR at 70-90 % of its lifetime, without a restart.",
   }),
   o({
     key: "kubeApiQps",
@@ -131,7 +151,9 @@ export const OPTIONS = [
   o({
     key: "nodeName",
     flag: "nodename",
-    env: ["VKUBELET_NODE_NAME", "DEFAULT_NODE_NAME"],
+    // The kubelet's name for it (kubernetes/kubernetes cmd/kubelet/app/options/options.go).
+    aliases: ["hostname-override"],
+    env: ["VKUBELET_NODE_NAME", "VKUBELET_HOSTNAME_OVERRIDE", "DEFAULT_NODE_NAME"],
     kind: "string",
     value: "NAME",
     shownDefault: "vkubelet",
@@ -187,6 +209,16 @@ export const OPTIONS = [
     shownDefault: "false",
     group: "Node",
     help: "Do not taint the node (only pods tolerating the taint land on it otherwise).",
+  }),
+  o({
+    key: "registerWithTaints",
+    flag: "register-with-taints",
+    env: ["VKUBELET_REGISTER_WITH_TAINTS"],
+    kind: "list",
+    value: "KEY[=VALUE]:EFFECT,...",
+    group: "Node",
+    help:
+      "Taints the Node is registered with (the kubelet's flag), besides the provider taint unless --disable-taint.",
   }),
   o({
     key: "taintKey",
@@ -355,6 +387,16 @@ export const OPTIONS = [
     help: "Serve with a certificate signed by itself (only if the API server does not verify it).",
   }),
   o({
+    key: "rotateServerCertificates",
+    flag: "rotate-server-certificates",
+    env: ["VKUBELET_ROTATE_SERVER_CERTIFICATES"],
+    kind: "boolean",
+    shownDefault: "true unless --tls-cert-file or --tls-self-signed",
+    group: "Kubelet API",
+    help:
+      "Get the serving certificate through a kubelet-serving CSR at start-up, keep it in --cert-dir and renew it at 70-90 % of its lifetime.",
+  }),
+  o({
     key: "certDir",
     flag: "cert-dir",
     env: ["VKUBELET_CERT_DIR"],
@@ -362,7 +404,8 @@ export const OPTIONS = [
     value: "DIR",
     shownDefault: "$STATE_DIRECTORY/pki, /var/lib/vkubelet/pki or ~/.local/state/vkubelet/pki",
     group: "Kubelet API",
-    help: "Keeps the serving certificate a CSR got, for reuse (NODE-server-current.pem, 0600).",
+    help:
+      "Keeps the certificates CSRs got, for reuse across restarts (NODE-server-current.pem, NODE-client-current.pem, 0600).",
   }),
   o({
     key: "clientCaFile",
@@ -444,6 +487,27 @@ export const OPTIONS = [
     shownDefault: "text",
     group: "Logging",
     help: "text for people, json (one object per line) for log collectors.",
+  }),
+  o({
+    key: "traceExporter",
+    flag: "trace-exporter",
+    env: ["VKUBELET_TRACE_EXPORTER"],
+    kind: "string",
+    value: "otlp",
+    shownDefault: "off, or otlp when OTEL_EXPORTER_OTLP_ENDPOINT is set",
+    group: "Logging",
+    help:
+      "Send OpenTelemetry traces (pod syncs, kubelet API requests) over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318).",
+  }),
+  o({
+    key: "traceSampleRate",
+    flag: "trace-sample-rate",
+    env: ["VKUBELET_TRACE_SAMPLE_RATE"],
+    kind: "string",
+    value: "always|never|0-100",
+    shownDefault: "100 (always)",
+    group: "Logging",
+    help: "Share of new traces kept, in percent, as virtual-kubelet's flag takes it.",
   }),
   o({
     key: "nativeHeapTrim",

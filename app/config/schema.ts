@@ -96,15 +96,16 @@ function durationError(input: unknown): string {
 
 const TRUE = new Set(["true", "1", "yes", "on"]);
 const FALSE = new Set(["false", "0", "no", "off"]);
-const boolean = (fallback: boolean) =>
+const booleanOrUnset = () =>
   z.preprocess(
     (v) => {
       if (typeof v !== "string") return v;
       const lower = v.trim().toLowerCase();
       return TRUE.has(lower) ? true : FALSE.has(lower) ? false : v;
     },
-    z.boolean({ error: (i) => `expected true or false, got ${show(i.input)}` }),
-  ).default(fallback);
+    z.boolean({ error: (i) => `expected true or false, got ${show(i.input)}` }).optional(),
+  );
+const boolean = (fallback: boolean) => booleanOrUnset().transform((v) => v ?? fallback);
 
 /** An enum that accepts any letter case and gives back the canonical spelling. */
 const oneOf = <T extends string>(values: readonly T[], fallback: T) =>
@@ -127,6 +128,37 @@ const ip = () =>
   text("an IP address").refine((v) => isIP(v) !== 0, {
     error: (i) => `${show(i.input)} is not an IPv4 or IPv6 address`,
   });
+
+/** `--trace-exporter`: only OTLP; virtual-kubelet's other exporters are named in the error. */
+const traceExporter = () =>
+  z.preprocess(
+    (v) => typeof v === "string" ? v.trim().toLowerCase() : v,
+    z.literal("otlp", {
+      error: (i) =>
+        `${show(i.input)} is not an exporter vkubelet has: it sends OTLP over HTTP ` +
+        "(Jaeger, Tempo and the OpenTelemetry Collector take it); use --trace-exporter otlp",
+    }),
+  ).optional();
+
+/**
+ * `--trace-sample-rate` as virtual-kubelet reads it (cmd/virtual-kubelet/internal/commands/root/
+ * tracing.go): `always` (100), `never` (0) or a whole percentage 0-100.
+ */
+const sampleRate = () =>
+  z.preprocess(
+    (v) => {
+      const text = typeof v === "number" ? String(v) : typeof v === "string" ? v.trim() : v;
+      if (typeof text !== "string") return text;
+      const lower = text.toLowerCase();
+      if (lower === "always") return 100;
+      if (lower === "never") return 0;
+      return /^\d{1,3}$/.test(text) && Number(text) <= 100 ? Number(text) : v;
+    },
+    z.number({
+      error: (i) =>
+        `expected always, never or a whole percentage from 0 to 100, got ${show(i.input)}`,
+    }),
+  );
 
 const LEVEL_ALIASES: Record<string, LogLevel> = { warn: "warning", panic: "fatal" };
 
@@ -180,6 +212,52 @@ const labels = z.preprocess(
     }
   }).transform((map) => map as Record<string, string>),
 ).default({});
+
+/** A taint the node registers with (`--register-with-taints`, the kubelet's format). */
+export interface RegisterTaint {
+  key: string;
+  value?: string;
+  effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
+}
+
+const TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"] as const;
+
+/** Parses `key[=value]:Effect` as the kubelet does (k8s.io/kubernetes pkg/util/taints). */
+export function parseTaint(text: string): RegisterTaint | string {
+  const colon = text.lastIndexOf(":");
+  const effect = colon < 0 ? "" : text.slice(colon + 1).trim();
+  const [key, value] = colon < 0 ? [text] : text.slice(0, colon).split("=", 2);
+  const want = `write key[=value]:Effect, e.g. example.com/dedicated=gpu:NoSchedule`;
+  if (!TAINT_EFFECTS.includes(effect as RegisterTaint["effect"])) {
+    return `taint ${show(text)} needs an effect ${TAINT_EFFECTS.join(", ")}: ${want}`;
+  }
+  if (!isQualifiedName(key.trim())) return `taint key in ${show(text)} is not valid: ${want}`;
+  if (value !== undefined && !isLabelValue(value.trim())) {
+    return `taint value in ${show(text)} is not valid: at most 63 letters, digits, '-', '_' or '.'`;
+  }
+  return {
+    key: key.trim(),
+    ...(value !== undefined ? { value: value.trim() } : {}),
+    effect: effect as RegisterTaint["effect"],
+  };
+}
+
+const taints = z.preprocess(
+  (v) =>
+    typeof v === "string"
+      ? v.split(",").map((t) => t.trim()).filter(Boolean)
+      : Array.isArray(v)
+      ? v.flatMap((t) => String(t).split(",")).map((t) => t.trim()).filter(Boolean)
+      : v,
+  z.array(z.string(), { error: (i) => `expected key[=value]:Effect,..., got ${show(i.input)}` })
+    .superRefine((list, ctx) => {
+      for (const text of list) {
+        const parsed = parseTaint(text);
+        if (typeof parsed === "string") ctx.addIssue(parsed);
+      }
+    })
+    .transform((list) => list.map((t) => parseTaint(t) as RegisterTaint)),
+).default([]);
 
 const provider = text("a provider name or path").refine(
   (v) => isModuleReference(v) || builtinProviderNames().includes(v),
@@ -258,6 +336,8 @@ const fields = z.object({
   }).pipe(provider),
   providerConfig: text("a file path").optional(),
   kubeconfig: text("a file path").optional(),
+  bootstrapKubeconfig: text("a file path").optional(),
+  rotateCertificates: booleanOrUnset(),
   kubeApiQps: integer(1, 100_000, 50),
   kubeApiBurst: integer(1, 1_000_000, 100),
   eventQps: integer(0, 100_000, 50),
@@ -274,6 +354,7 @@ const fields = z.object({
   nodeIp: ip().optional(),
   nodeLabels: labels,
   disableTaint: boolean(false),
+  registerWithTaints: taints,
   taintKey: text("a taint key").refine(isQualifiedName, {
     error: (i) =>
       `${
@@ -299,6 +380,7 @@ const fields = z.object({
   tlsCertFile: text("a file path").optional(),
   tlsPrivateKeyFile: text("a file path").optional(),
   tlsSelfSigned: boolean(false),
+  rotateServerCertificates: booleanOrUnset(),
   certDir: text("a directory").optional(),
   clientCaFile: text("a file path").optional(),
   anonymousAuth: boolean(false),
@@ -319,6 +401,8 @@ const fields = z.object({
     }),
   ).default("info"),
   logFormat: oneOf(["text", "json"] as const, "text"),
+  traceExporter: traceExporter(),
+  traceSampleRate: sampleRate().default(100),
   // Leader election (issue 21). Defaults: a standby takes over 8-10 s after the leader's last
   // renewal, far inside the node Lease's 40 s and the node monitor's grace period (40-50 s),
   // so the node stays Ready while the writers change hands.
@@ -347,6 +431,11 @@ export function defaultTaintValue(provider: string): string {
 /** The whole config: fields, then defaults that depend on other fields, then cross-field rules. */
 export const configSchema = fields.transform((c) => ({
   ...c,
+  // On by default with TLS bootstrap (issue 43): a bootstrapped node must renew its own.
+  rotateCertificates: c.rotateCertificates ?? c.bootstrapKubeconfig !== undefined,
+  // The serving certificate comes from a CSR unless files or self-signing are asked for.
+  rotateServerCertificates: c.rotateServerCertificates ??
+    (c.tlsCertFile === undefined && !c.tlsSelfSigned),
   taintValue: c.taintValue ?? defaultTaintValue(c.provider),
   nodeLeaseRenewInterval: c.nodeLeaseRenewInterval ?? c.nodeLeaseDurationSeconds * 250,
   nodes: c.nodes.map((n, i) => ({ ...n, nodeIp: n.nodeIp ?? defaultNodeIp(i) })),
@@ -368,6 +457,7 @@ export const configSchema = fields.transform((c) => ({
       "conflicts with a certificate file: choose files or a self-signed certificate",
     );
   }
+  identityIssues(c).forEach(([key, message]) => at(key, message));
   const leaseMs = c.nodeLeaseDurationSeconds * 1000;
   if (c.nodeLeaseRenewInterval <= 0 || c.nodeLeaseRenewInterval >= leaseMs) {
     at(
@@ -447,6 +537,43 @@ export const configSchema = fields.transform((c) => ({
     );
   }
 });
+
+/** The rules of node identity: bootstrap, rotation, where the serving certificate comes from. */
+function identityIssues(c: {
+  bootstrapKubeconfig?: string;
+  rotateCertificates: boolean;
+  rotateServerCertificates: boolean;
+  tlsCertFile?: string;
+  tlsSelfSigned: boolean;
+  nodes: unknown[];
+}): ["rotateServerCertificates" | "rotateCertificates" | "bootstrapKubeconfig", string][] {
+  const issues: ReturnType<typeof identityIssues> = [];
+  if (c.rotateServerCertificates && (c.tlsCertFile !== undefined || c.tlsSelfSigned)) {
+    issues.push([
+      "rotateServerCertificates",
+      "conflicts with --tls-cert-file and --tls-self-signed: choose a CSR-issued certificate or the other source",
+    ]);
+  }
+  if (!c.rotateServerCertificates && c.tlsCertFile === undefined && !c.tlsSelfSigned) {
+    issues.push([
+      "rotateServerCertificates",
+      "is off but no other serving certificate is given: set --tls-cert-file (with its key) or --tls-self-signed, or leave it on",
+    ]);
+  }
+  if (c.rotateCertificates && c.bootstrapKubeconfig === undefined) {
+    issues.push([
+      "rotateCertificates",
+      "renews a certificate obtained by TLS bootstrap: set --bootstrap-kubeconfig too (a hand-made kubeconfig's certificate is renewed by whoever made it)",
+    ]);
+  }
+  if (c.bootstrapKubeconfig !== undefined && c.nodes.length > 0) {
+    issues.push([
+      "bootstrapKubeconfig",
+      "serves one node: with --nodes give a kubeconfig whose identity may act for every node, or run one vkubelet per node",
+    ]);
+  }
+  return issues;
+}
 
 /** The rules for several nodes in one process (`nodes`). */
 function multiNodeIssues(c: {

@@ -8,7 +8,6 @@ import { etcdVersion, kubernetesVersion } from "../../tools/cluster/build.ts";
 import { VERSION } from "../../app/config/config.ts";
 import { PEER_VERSION } from "./peer.ts";
 import { machine } from "./proc.ts";
-import type { BenchFlags } from "../run.ts";
 import { type Phase, phaseTimeoutMs, type RunResult } from "../scenarios/scenarios.ts";
 import {
   SETTLE_IDLE_REQUESTS,
@@ -344,11 +343,19 @@ async function why(): Promise<string[]> {
   }
 }
 
+/** The run's settings the report states (bench/run.ts's flags). */
+export interface ReportFlags {
+  /** undefined: each kubelet's shipped client-side limit. */
+  qps?: number;
+  steadySeconds: number;
+  concurrency: number;
+}
+
 /** Writes the report. */
 export async function writeReport(
   path: string,
   results: RunResult[],
-  flags: BenchFlags,
+  flags: ReportFlags,
   startedAt?: string,
 ): Promise<void> {
   const m = machine();

@@ -47,6 +47,10 @@ export function createKubeletApp(deps: KubeletApiDeps): Hono<KubeletEnv> {
 
   app.use("*", async (c, next) => {
     const done = deps.metrics ? countRequest(deps, c.req.method) : undefined;
+    const span = deps.tracer?.start(`${c.req.method} ${routeLabel(c.req.path)}`, {
+      kind: "server",
+      attributes: { "http.request.method": c.req.method, "url.path": c.req.path },
+    });
     try {
       const socket = (c.env?.incoming as { socket?: PeerSocket } | undefined)?.socket;
       const signal = c.req.raw.signal;
@@ -73,6 +77,11 @@ export function createKubeletApp(deps: KubeletApiDeps): Hono<KubeletEnv> {
       await next();
     } finally {
       done?.(routeLabel(c.req.path), c.res.status);
+      if (span) {
+        span.setAttribute("http.response.status_code", c.res.status);
+        if (c.res.status >= 500) span.fail(new Error(`answered ${c.res.status}`));
+        span.end();
+      }
     }
   });
 

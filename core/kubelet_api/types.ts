@@ -9,6 +9,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import type { VkubeletMetrics } from "../metrics.ts";
+import type { Tracer } from "../tracing.ts";
 import type { Provider } from "../../provider/mod.ts";
 import type { AccessReviewer, TokenReviewer, UserInfo } from "./reviews.ts";
 
@@ -90,6 +91,8 @@ export interface KubeletApiDeps {
   log: Logger;
   clock: Clock;
   metrics?: VkubeletMetrics;
+  /** A span per request (`GET /containerLogs`, ...) when tracing is on. */
+  tracer?: Tracer;
   /** Without it exec, attach and portForward answer 501. */
   streaming?: StreamingHandler;
   /** Aborts on shutdown; open log streams end with it. */

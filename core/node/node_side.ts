@@ -24,6 +24,12 @@ export interface NodeSideConfig {
   taintKey: string;
   taintValue: string;
   taintEffect: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
+  /** `--register-with-taints`; default none. */
+  registerWithTaints?: readonly {
+    key: string;
+    value?: string;
+    effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
+  }[];
   nodeLeaseDurationSeconds: number;
   /** Milliseconds. */
   nodeLeaseRenewInterval: number;
@@ -87,6 +93,7 @@ export function nodeOptionsFromConfig(
     taint: config.disableTaint
       ? false
       : { key: config.taintKey, value: config.taintValue, effect: config.taintEffect },
+    extraTaints: config.registerWithTaints?.map((t) => ({ ...t })),
     kubeletPort: config.port,
     statusUpdateIntervalMs: config.nodeStatusUpdateFrequency,
     statusReportIntervalMs: config.nodeStatusReportFrequency,

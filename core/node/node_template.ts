@@ -51,6 +51,8 @@ export interface NodeTemplateOptions {
   labels?: Record<string, string>;
   /** `false` leaves the taint out (`--disable-taint`); default the taint with its defaults. */
   taint?: NodeTaintOptions | false;
+  /** More taints to register with (`--register-with-taints`, the kubelet's flag). */
+  extraTaints?: Taint[];
   /**
    * `status.declaredFeatures` (Kubernetes 1.35+), e.g. `ExtendWebSocketsToKubelet` once the
    * kubelet API speaks WebSocket v5, so the apiserver stops translating exec to SPDY.
@@ -109,7 +111,12 @@ export function baseNode(options: NodeTemplateOptions): Node {
       // A providerID keeps cloud node-lifecycle controllers from deleting a node they do not
       // know (kubernetes-sigs/kwok site/content/en/docs/user/known-issues/nodes-unexpectedly-deleted.md).
       providerID: `vkubelet://${name}`,
-      taints: options.taint === false ? [] : [defaultTaint(options)],
+      taints: [
+        ...(options.taint === false ? [] : [defaultTaint(options)]),
+        ...(options.extraTaints ?? []).filter((t) =>
+          options.taint === false || t.key !== defaultTaint(options).key
+        ),
+      ],
     },
     status: {
       capacity: { ...DEFAULT_CAPACITY },

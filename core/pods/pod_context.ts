@@ -14,6 +14,7 @@ import type { EnvSources, PodAddresses } from "./env.ts";
 import type { EventRecorder } from "./events.ts";
 import type { PodStates } from "./pod_state.ts";
 import type { WorkQueue } from "./work_queue.ts";
+import type { Tracer } from "../tracing.ts";
 
 /** What to do with pods a DaemonSet puts on this node. */
 export type DaemonSetPodPolicy = "run" | "skip";
@@ -47,4 +48,8 @@ export interface PodContext {
    * per uid, however often a sync asks.
    */
   removeObject(pod: Pod): void;
+  /** Spans for each pod's sync, provider calls and status writes (`pod_traces.ts`); none when off. */
+  tracer?: Tracer;
+  /** Told, once per pod, how long it took from first seeing it to writing it Running. */
+  onPodStarted?: (seconds: number) => void;
 }

@@ -25,6 +25,9 @@ import { removePodObject, sameSpec, syncPod } from "./pod_sync.ts";
 import { pollLoop, resyncLoop, sweepOrphans } from "./resync.ts";
 import { syncStatus } from "./status_sync.ts";
 import { WorkQueue } from "./work_queue.ts";
+import type { QueueMetrics } from "../standard_metrics.ts";
+import type { Tracer } from "../tracing.ts";
+import { tracedSync, traceEvent } from "./pod_traces.ts";
 
 /** Events wait while at least this many pods wait in the sync and status queues (`holdWhile`). */
 const EVENT_HOLD_BACKLOG = 10;
@@ -69,6 +72,12 @@ export interface PodControllerDeps {
   caches?: PodCaches;
   /** ConfigMap/Secret watches shared by the nodes of one process (see `PodCachesDeps`). */
   configSources?: ConfigSources;
+  /** The `workqueue_*` hooks of the queue named `name`; default none. */
+  queueMetrics?: (name: string) => QueueMetrics;
+  /** Told, once per pod, the seconds from first seeing it to writing it Running. */
+  onPodStarted?: (seconds: number) => void;
+  /** Spans for each pod's work (`pod_traces.ts`); default none (tracing off). */
+  tracer?: Tracer;
 }
 
 /** Runs this node's pods in the provider; see the module doc. */
@@ -187,7 +196,10 @@ export class PodController {
     return [
       pods.on("add", (pod) => this.#onAdd(pod)),
       pods.on("update", (pod, old) => this.#onUpdate(pod, old)),
-      pods.on("delete", (pod) => syncQueue.add(podKey(pod))),
+      pods.on("delete", (pod) => {
+        traceEvent(this.#ctx, podKey(pod), "delete", pod);
+        syncQueue.add(podKey(pod));
+      }),
       this.#caches.onConfigChange((keys) => keys.forEach((k) => syncQueue.add(k))),
     ];
   }
@@ -217,6 +229,8 @@ export class PodController {
     const workers = d.workers ?? 10;
     const retryAfter = (err: unknown) => isTransient(err) ? err.retryAfterMs ?? 0 : 0;
     const ctx: PodContext = {
+      tracer: d.tracer,
+      onPodStarted: d.onPodStarted,
       api: d.api,
       provider: d.provider,
       clock: d.clock,
@@ -250,12 +264,14 @@ export class PodController {
         log: d.log,
         workers,
         retryAfter,
+        // The names of virtual-kubelet's queues (node/podcontroller.go), for its dashboards.
+        metrics: d.queueMetrics?.("syncPodsFromKubernetes"),
         process: async (key, signal) => {
           const started = d.clock.now();
           const took = () => (d.clock.now() - started) / 1000;
           try {
             // The result may ask the queue to come back later (a grace period running out).
-            const result = await syncPod(ctx, key, signal);
+            const result = await tracedSync(ctx, key, () => syncPod(ctx, key, signal));
             d.onSync?.(took(), true);
             return result;
           } catch (err) {
@@ -268,6 +284,7 @@ export class PodController {
         clock: d.clock,
         log: d.log,
         workers: d.statusWorkers ?? 64,
+        metrics: d.queueMetrics?.("syncPodStatusFromProvider"),
         process: (key, signal) => this.#statusWork(key, signal),
       }),
       addresses: (key, pod) => this.#addresses(key, pod),
@@ -332,7 +349,10 @@ export class PodController {
 
   #onAdd(pod: Pod): void {
     const key = podKey(pod);
-    this.#ctx.states.ensure(key).lastKnown = pod;
+    const state = this.#ctx.states.ensure(key);
+    state.lastKnown = pod;
+    state.firstSeen ??= this.#deps.clock.now();
+    traceEvent(this.#ctx, key, "add", pod);
     this.#ctx.syncQueue.add(key);
     this.#ctx.statusQueue.add(key);
   }
@@ -347,6 +367,7 @@ export class PodController {
       deletionChanged || !sameSpec(pod, old) ||
       isTerminalPhase(pod.status?.phase) !== isTerminalPhase(old.status?.phase)
     ) {
+      traceEvent(this.#ctx, key, "update", pod);
       this.#ctx.syncQueue.add(key);
     } else if (state && state.syncedVersion === old.metadata?.resourceVersion) {
       // Nothing the provider runs changed (a status write, say): still in step.

@@ -7,6 +7,7 @@
  * @module
  */
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import type { TraceContext } from "../tracing.ts";
 
 /** A status with the pod uid it belongs to. */
 export interface UidStatus {
@@ -61,6 +62,12 @@ export interface PodState {
   pollDue?: boolean;
   /** Set once the pod has a deletionTimestamp. */
   deletion?: Deletion;
+  /** When the controller first saw the pod (clock ms), for `kubelet_pod_start_duration_seconds`. */
+  firstSeen?: number;
+  /** The trace of the last informer event that set work going (with tracing on). */
+  trace?: TraceContext;
+  /** The `pod.sync` span in progress, the parent of provider calls (with tracing on). */
+  syncTrace?: TraceContext;
   /**
    * Ephemeral containers of this uid the provider cannot run (name → image): reported waiting
    * in every status of the pod until it is deleted (`ephemeral.ts`).

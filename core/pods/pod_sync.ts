@@ -17,6 +17,7 @@ import { startEphemeralContainers } from "./ephemeral.ts";
 import { canonicalEqual, controllerStatus } from "./pod_status.ts";
 import { preflight } from "./preflight.ts";
 import type { ProcessResult } from "./work_queue.ts";
+import { tracedProvider } from "./pod_traces.ts";
 
 /** Syncs one pod key; throws to be retried with backoff. */
 export async function syncPod(
@@ -136,7 +137,7 @@ async function providerCall(
   call: () => Promise<void>,
 ): Promise<boolean> {
   try {
-    await call();
+    await tracedProvider(ctx, pod, `${op.toLowerCase()}Pod`, call);
     return true;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
@@ -202,7 +203,7 @@ async function deleteInProvider(ctx: PodContext, pod: Pod, signal: AbortSignal):
     state.ephemeralWaiting = undefined;
   }
   try {
-    await ctx.provider.deletePod(pod, { signal });
+    await tracedProvider(ctx, pod, "deletePod", () => ctx.provider.deletePod(pod, { signal }));
   } catch (err) {
     if (isNotFound(err)) return;
     const message = err instanceof Error ? err.message : String(err);

@@ -14,6 +14,7 @@ import type { PodContext } from "./pod_context.ts";
 import type { StatusMemo, UidStatus } from "./pod_state.ts";
 import { isTerminalPhase } from "../../provider/mod.ts";
 import { lifecycleEvents, mergeStatus, statusEqual } from "./pod_status.ts";
+import { tracedStatusWrite } from "./pod_traces.ts";
 
 const MAX_CONFLICT_RETRIES = 5;
 
@@ -122,7 +123,13 @@ async function writeStatus(
       // provider's own objects, see mergeStatus) instead of holding a second copy of every pod's
       // status. Told before the write, as the watch event may come before the response.
       ctx.pods.expect?.(update);
-      const written = await ctx.api.pods.updateStatus(update, { signal });
+      const written = await tracedStatusWrite(
+        ctx,
+        update,
+        next.phase,
+        () => ctx.api.pods.updateStatus(update, { signal }),
+      );
+      noteStarted(ctx, key, current.status, next);
       return remember(current.metadata?.resourceVersion, written?.metadata?.resourceVersion);
     } catch (err) {
       if (isKubeNotFound(err)) return;
@@ -153,4 +160,21 @@ function alreadyWritten(
   if (!memo || memo.desired !== desired.status || memo.hostIps !== hostIps.join(",")) return false;
   const version = pod.metadata?.resourceVersion;
   return version !== undefined && (version === memo.written || version === memo.basedOn);
+}
+
+/**
+ * Tells `onPodStarted` the seconds since the controller first saw the pod, when this write took
+ * it from Pending to Running — as the kubelet observes `kubelet_pod_start_duration_seconds`
+ * (kubernetes/kubernetes pkg/kubelet/kubelet.go, SyncPod).
+ */
+function noteStarted(
+  ctx: PodContext,
+  key: string,
+  before: PodStatus | undefined,
+  after: PodStatus,
+) {
+  const firstSeen = ctx.states.get(key)?.firstSeen;
+  if (!ctx.onPodStarted || firstSeen === undefined) return;
+  if ((before?.phase ?? "Pending") !== "Pending" || after.phase !== "Running") return;
+  ctx.onPodStarted((ctx.clock.now() - firstSeen) / 1000);
 }

@@ -11,6 +11,7 @@ import { cancel } from "../../base/cancel.ts";
 import { type Clock, jitter } from "../../base/clock.ts";
 import { Slicer } from "../../base/event_loop.ts";
 import type { Logger } from "../../base/log.ts";
+import type { QueueMetrics } from "../standard_metrics.ts";
 
 /** Workers let the event loop turn after this much work without a wait (see base/event_loop.ts). */
 const SLICE_MS = 10;
@@ -44,11 +45,21 @@ export interface WorkQueueOptions {
   burst?: number;
   /** Extra delay for an error, e.g. a provider's `retryAfterMs`; return 0 for none. */
   retryAfter?: (err: unknown) => number;
+  /** Told of adds, waits, work and retries (`workqueue_*`); default none. */
+  metrics?: QueueMetrics;
 }
 
 /** A deduplicating keyed queue with bounded workers; see the module doc. */
 export class WorkQueue {
-  #opts: Required<Omit<WorkQueueOptions, "retryAfter">> & Pick<WorkQueueOptions, "retryAfter">;
+  #opts:
+    & Required<Omit<WorkQueueOptions, "retryAfter" | "metrics">>
+    & Pick<WorkQueueOptions, "retryAfter">;
+  #metrics: QueueMetrics | undefined;
+  /**
+   * When each key counted as added entered the queue (clock ms), until a worker takes it; only
+   * while metrics are kept.
+   */
+  #addedAt = new Map<string, number>();
   #queue: string[] = [];
   #queued = new Set<string>();
   #processing = new Set<string>();
@@ -78,6 +89,7 @@ export class WorkQueue {
       ...options,
     };
     if (!(this.#opts.workers >= 1)) throw new RangeError("workers must be at least 1");
+    this.#metrics = options.metrics;
     this.#tokens = this.#opts.burst;
     this.#tokensAt = options.clock.now();
   }
@@ -101,13 +113,25 @@ export class WorkQueue {
   add(key: string): void {
     this.#delayed.delete(key);
     if (this.#processing.has(key)) {
-      this.#dirtyWhileProcessing.add(key);
+      if (!this.#dirtyWhileProcessing.has(key)) {
+        this.#dirtyWhileProcessing.add(key);
+        // client-go counts it now, in the depth too, though it waits for the processing to end.
+        this.#noteAdded(key);
+      }
       return;
     }
     if (this.#queued.has(key)) return;
     this.#queued.add(key);
     this.#queue.push(key);
+    this.#noteAdded(key);
     this.#spawn();
+  }
+
+  /** Counts an add (`workqueue_adds_total`, the depth) unless the key's add is counted already. */
+  #noteAdded(key: string): void {
+    if (!this.#metrics || this.#addedAt.has(key)) return;
+    this.#metrics.added();
+    this.#addedAt.set(key, this.#opts.clock.now());
   }
 
   /**
@@ -138,6 +162,8 @@ export class WorkQueue {
 
   /** Queues `key` after `ms`; an earlier pending time for the key wins. */
   addAfter(key: string, ms: number): void {
+    // Counted on every call, as client-go's delaying queue counts `AddAfter` (delaying_queue.go).
+    this.#metrics?.retried();
     if (ms <= 0) return this.add(key);
     if (this.#queued.has(key)) return;
     const due = this.#opts.clock.now() + ms;
@@ -195,6 +221,8 @@ export class WorkQueue {
     } finally {
       signal.removeEventListener("abort", onAbort);
       this.#slicer.stop();
+      this.#metrics?.discarded(this.#addedAt.size);
+      this.#addedAt.clear();
     }
   }
 
@@ -209,7 +237,8 @@ export class WorkQueue {
         this.#idle--;
         this.#queued.delete(key);
         this.#processing.add(key);
-        await this.#processOne(key, signal);
+        if (this.#metrics) await this.#processMeasured(key, signal);
+        else await this.#processOne(key, signal);
         this.#processing.delete(key);
         this.#idle++;
         if (this.#dirtyWhileProcessing.delete(key) && !signal.aborted) this.add(key);
@@ -226,6 +255,16 @@ export class WorkQueue {
       this.#idle--;
       this.#active--;
     }
+  }
+
+  /** {@link processOne} with the key's wait in the queue and its processing time told. */
+  async #processMeasured(key: string, signal: AbortSignal): Promise<void> {
+    const clock = this.#opts.clock;
+    const taken = clock.now();
+    this.#metrics!.taken((taken - (this.#addedAt.get(key) ?? taken)) / 1000);
+    this.#addedAt.delete(key);
+    await this.#processOne(key, signal);
+    this.#metrics!.done((clock.now() - taken) / 1000);
   }
 
   async #processOne(key: string, signal: AbortSignal): Promise<void> {

@@ -55,9 +55,11 @@ export class ExecCredentialSource implements CredentialSource {
   #config: ExecConfig;
   #options: ExecCredentialSourceOptions;
   #clock: Clock;
-  #cached?: { credentials: Credentials; expiresAt: number; fetchedAt: number };
+  #cached?: { credentials: Credentials; expiresAt: number; fetchedAt: number; retry: boolean };
   #running?: Promise<Credentials>;
   #backoffMs: number;
+  /** The next run replaces a credential the apiserver rejected. */
+  #retrying = false;
 
   constructor(config: ExecConfig, options: ExecCredentialSourceOptions = {}) {
     this.#config = config;
@@ -88,19 +90,26 @@ export class ExecCredentialSource implements CredentialSource {
    */
   invalidate(): void {
     if (!this.#cached) return;
-    const age = this.#clock.now() - this.#cached.fetchedAt;
-    if (age < this.#backoffMs) return;
     const first = this.#options.refreshBackoffMs ?? 1_000;
-    this.#backoffMs = age > MAX_REFRESH_BACKOFF_MS
-      ? first
-      : Math.min(this.#backoffMs * 2, MAX_REFRESH_BACKOFF_MS);
+    const age = this.#clock.now() - this.#cached.fetchedAt;
+    if (!this.#cached.retry || age > MAX_REFRESH_BACKOFF_MS) {
+      // The first rejection of a credential from an ordinary run: run the plugin again at once.
+      this.#backoffMs = first;
+    } else {
+      // The credential that replaced a rejected one is rejected too: wait before the next run.
+      if (age < this.#backoffMs) return;
+      this.#backoffMs = Math.min(this.#backoffMs * 2, MAX_REFRESH_BACKOFF_MS);
+    }
     this.#cached = undefined;
+    this.#retrying = true;
   }
 
   async #run(): Promise<Credentials> {
+    const retry = this.#retrying;
+    this.#retrying = false;
     const output = await this.#spawn();
     const { credentials, expiresAt } = this.#parse(output);
-    this.#cached = { credentials, expiresAt, fetchedAt: this.#clock.now() };
+    this.#cached = { credentials, expiresAt, fetchedAt: this.#clock.now(), retry };
     return credentials;
   }
 

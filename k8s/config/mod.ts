@@ -1,6 +1,7 @@
 /**
  * Where the client's connection comes from: kubeconfig files (kubectl's loading rules, contexts,
- * client certificates, tokens, token files, exec credential plugins) or a pod's service account.
+ * client certificates, tokens, token files, exec credential plugins, a client certificate that
+ * rotates) or a pod's service account.
  *
  * ```ts
  * const config = await loadKubeConfig({ kubeconfig: flags.kubeconfig, context: flags.context });
@@ -14,3 +15,4 @@ export * from "./in_cluster.ts";
 export * from "./kubeconfig_file.ts";
 export * from "./exec_credential.ts";
 export * from "./token_file.ts";
+export * from "./client_certificate_source.ts";

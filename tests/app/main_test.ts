@@ -30,11 +30,29 @@ Deno.test("--help prints every option and exits 0", async () => {
   assert.ok(stdout.includes("KUBELET_PORT"));
 });
 
-Deno.test("--version prints the version from deno.json and exits 0", async () => {
-  const { code, stdout } = await vkubelet(["--version"]);
+Deno.test("--version from a checkout prints the version from deno.json and the checkout's commit", async () => {
+  const git = (args: string[]) =>
+    new Deno.Command("git", { args: ["-C", new URL("../..", import.meta.url).pathname, ...args] })
+      .output().then((o) => new TextDecoder().decode(o.stdout).trim());
+  const head = await git(["rev-parse", "HEAD"]);
+  const dirty = await git(["status", "--porcelain", "--untracked-files=no"]) ? "-dirty" : "";
+  const { code, stdout } = await vkubelet(
+    ["--version"],
+    { PATH: Deno.env.get("PATH") ?? "" },
+    ["--allow-read", "--allow-env", "--allow-run"],
+  );
   const denoJson = JSON.parse(await Deno.readTextFile(new URL("../../deno.json", import.meta.url)));
   assert.equal(code, 0);
-  assert.equal(stdout, `vkubelet ${denoJson.version}\n`);
+  assert.equal(
+    stdout,
+    `vkubelet ${denoJson.version} (commit ${head}${dirty}, read from the git checkout)\n`,
+  );
+});
+
+Deno.test("--version without --allow-run says why the commit is unknown, and exits 0", async () => {
+  const { code, stdout } = await vkubelet(["--version"]);
+  assert.equal(code, 0);
+  assert.match(stdout, /^vkubelet \d+\.\d+\.\d+ \(commit unknown: git may not run \(--allow-run\)/);
 });
 
 Deno.test("bad config exits 2 naming every problem on stderr", async () => {

@@ -186,3 +186,58 @@ Deno.test("a term's pod collector, once stopped, no longer reads its controller 
   assert.doesNotMatch(text, /vkubelet_pods\{/);
   assert.doesNotMatch(text, /vkubelet_workqueue_depth\{/);
 });
+
+Deno.test("kubelet_running_pods and kubelet_running_containers count the pods' statuses as the kubelet does", async () => {
+  const metrics = new VkubeletMetrics();
+  const web = pod("web", "Running");
+  web.status!.containerStatuses = [
+    { name: "app", image: "a", imageID: "", ready: true, restartCount: 0, state: { running: {} } },
+    {
+      name: "sidecar",
+      image: "s",
+      imageID: "",
+      ready: false,
+      restartCount: 1,
+      state: { waiting: { reason: "CrashLoopBackOff" } },
+      lastState: { terminated: { exitCode: 1 } },
+    },
+  ];
+  web.status!.initContainerStatuses = [
+    {
+      name: "init",
+      image: "i",
+      imageID: "",
+      ready: false,
+      restartCount: 0,
+      state: { terminated: { exitCode: 0 } },
+    },
+  ];
+  const starting = pod("starting");
+  starting.status!.containerStatuses = [
+    {
+      name: "app",
+      image: "a",
+      imageID: "",
+      ready: false,
+      restartCount: 0,
+      state: { waiting: { reason: "ContainerCreating" } },
+    },
+  ];
+  const pods = [web, starting];
+  const stop = observePodController(metrics, {
+    pods: () => pods,
+    queueLengths: { sync: 0, status: 0 },
+  });
+  const lines = (await metrics.render()).split("\n");
+  for (
+    const line of [
+      "kubelet_running_pods 1",
+      'kubelet_running_containers{container_state="running"} 1',
+      'kubelet_running_containers{container_state="exited"} 2',
+      'kubelet_running_containers{container_state="created"} 0',
+    ]
+  ) {
+    assert.ok(lines.includes(line), `missing ${line}`);
+  }
+  stop();
+});

@@ -31,3 +31,9 @@ export function seriesOf(text: string): Series[] {
     a.name.localeCompare(b.name) || a.labels.join().localeCompare(b.labels.join())
   );
 }
+
+/** The value of one sample line (`name{labels}` exactly as rendered), or undefined. */
+export function sampleValue(text: string, series: string): number | undefined {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}

@@ -26,14 +26,21 @@ async function certificate(name: string) {
   return { cert, key: await privateKeyPem(keys) };
 }
 
-Deno.test("a rotated certificate gets new connections; one older client per use stays open", async () => {
+Deno.test("a rotated certificate gets new connections; the old ones close after their last stream", async () => {
   const pool = new HttpClientPool(config);
   const certs = await Promise.all(["one", "two", "three"].map(certificate));
-  const cert = (n: number) => certs[n - 1];
-  const clients = [1, 2, 3].map((n) => pool.clientFor(cert(n), "watch"));
-  assert.equal(new Set(clients).size, 3);
-  assert.equal(pool.clientFor(cert(3), "watch"), clients[2]);
-  assert.equal(pool.clientFor(cert(2), "watch"), clients[1], "the previous one still serves");
-  assert.notEqual(pool.clientFor(cert(1), "watch"), clients[0], "the oldest was closed");
+  const watch = pool.acquire(certs[0], "watch");
+  const request = pool.acquire(certs[0], "request");
+  request.release();
+  const rotated = pool.acquire(certs[1], "watch");
+  assert.notEqual(rotated.client, watch.client, "new requests present the new certificate");
+  assert.equal(pool.acquire(certs[1], "request").client, pool.clientFor(certs[1]));
+  // The watch opened with the first certificate is still running: its client stays open.
+  assert.equal(pool.openClients, 3);
+  watch.release();
+  assert.equal(pool.openClients, 2, "the old watch client closes once its stream ended");
+  rotated.release();
+  pool.clientFor(certs[2], "watch");
+  assert.equal(pool.openClients, 2, "an idle old client closes at once");
   pool.close();
 });

@@ -47,7 +47,16 @@ async function loadError(options: Partial<Parameters<typeof loadProvider>[0]>) {
 }
 
 Deno.test("the mock is a built-in provider, loaded by name", async () => {
-  assert.deepEqual(builtinProviderNames(), ["fargate", "kubernetes", "mock", "process"]);
+  assert.deepEqual(builtinProviderNames(), [
+    "aci",
+    "eci",
+    "fargate",
+    "interlink",
+    "kubernetes",
+    "mock",
+    "process",
+    "slurm",
+  ]);
   const provider = await loadProvider({
     provider: "mock",
     deps: deps(new AbortController().signal),
@@ -60,7 +69,7 @@ Deno.test("an unknown provider name lists the built-ins", async () => {
   const message = await loadError({ provider: "mokc" });
   assert.match(
     message,
-    /unknown provider "mokc"; use a built-in provider \(fargate, kubernetes, mock, process\)/,
+    /unknown provider "mokc"; use a built-in provider \(aci, eci, fargate, interlink, kubernetes, mock, process, slurm\)/,
   );
 });
 

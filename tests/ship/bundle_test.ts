@@ -16,7 +16,7 @@ import { freePort } from "../../tools/cluster/ports.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 
-/** GET /healthz without credentials, as the Dockerfile's HEALTHCHECK does with curl -k. */
+/** GET /healthz without credentials, as a liveness probe from outside the container does. */
 function healthzStatus(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     get({ host: "127.0.0.1", port, path: "/healthz", rejectUnauthorized: false }, (res) => {
@@ -74,7 +74,7 @@ Deno.test("the bundled graph runs with exactly the compiled permissions: Ready n
     assert.doesNotMatch(vk.output(), /NotCapable|Requires \w+ access/);
     // The scoped FFI grant covers where glibc is on this machine (base/native_heap.ts).
     assert.match(vk.output(), /returning freed native memory to the system every 10 s/);
-    // The container image's HEALTHCHECK relies on this answer to a caller without credentials.
+    // A liveness probe from outside (the image has no curl) relies on this answer without credentials.
     assert.equal(await healthzStatus(port), 401);
   } catch (err) {
     const pod = await cluster.kubectl(["-n", ns, "get", "pod", "greeter", "-o", "yaml"]);

@@ -49,7 +49,11 @@ Deno.test("the image compiles with the pinned Deno and runs only the binary, as 
   assert.match(dockerfile, /deno task compile --target="\$target"/);
   assert.match(dockerfile, /^COPY --from=build \/vkubelet \/usr\/local\/bin\/vkubelet$/m);
   assert.match(dockerfile, /^USER 65532:65532$/m);
-  assert.match(dockerfile, /^HEALTHCHECK .*\n\s+CMD .*\/healthz/m);
+  // Nothing in the image but the binary and CA certificates: no curl, so no HEALTHCHECK.
+  assert.doesNotMatch(dockerfile, /^HEALTHCHECK/m);
+  const instructions = dockerfile.split("\n").filter((l) => !l.startsWith("#")).join("\n");
+  assert.doesNotMatch(instructions, /\bcurl\b/);
+  assert.match(dockerfile, /install -y --no-install-recommends ca-certificates \\\n/);
   assert.match(dockerfile, /^ENTRYPOINT \["\/usr\/local\/bin\/vkubelet"\]$/m);
   assert.ok(denoJson.tasks.compile, "deno task compile exists");
   // Every layer the binary is built from is copied into the build stage.
@@ -57,4 +61,19 @@ Deno.test("the image compiles with the pinned Deno and runs only the binary, as 
   for (const dir of [...folders, "scripts"].map((folder) => `${folder}/`)) {
     assert.match(dockerfile, new RegExp(`^COPY ${dir} ${dir}$`, "m"));
   }
+});
+
+Deno.test("the image's example reads /etc/vkubelet as docs/install.md installs it, and stamps the commit", async () => {
+  const install = await Deno.readTextFile(`${root}docs/install.md`);
+  // install.md: root:vkubelet, 0750 and 0640; uid 65532 reads it through that group.
+  assert.match(install, /install -d -m 0750 -g vkubelet \/etc\/vkubelet/);
+  assert.match(dockerfile, /^USER 65532:65532$/m);
+  assert.match(
+    dockerfile,
+    /^#\s+docker run --rm --group-add "\$\(getent group vkubelet \| cut -d: -f3\)" \\\n#\s+-v \/etc\/vkubelet:\/etc\/vkubelet:ro/m,
+  );
+  // The build context has no .git: the commit --version names comes in as a build argument.
+  assert.match(dockerfile, /^ARG VKUBELET_COMMIT=""$/m);
+  assert.match(dockerfile, /\$\{VKUBELET_COMMIT:\+--commit="\$VKUBELET_COMMIT"\}/);
+  assert.match(dockerfile, /--build-arg VKUBELET_COMMIT="\$\(git rev-parse HEAD\)"/);
 });

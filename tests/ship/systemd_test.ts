@@ -1,7 +1,8 @@
 /**
- * deploy/systemd/vkubelet.service: `systemd-analyze verify` accepts it, its offline security
- * exposure stays at or below the level reviewed, and `Type=notify` holds: vkubelet sends
- * `READY=1` to `$NOTIFY_SOCKET` once its node is Ready and `STOPPING=1` on SIGTERM.
+ * deploy/systemd/vkubelet.service: `systemd-analyze verify` accepts it, with and without the
+ * unprivileged drop-in, its offline security exposure stays at or below the level reviewed, and
+ * `Type=notify` holds: vkubelet sends `READY=1` to `$NOTIFY_SOCKET` once its node is Ready,
+ * `WATCHDOG=1` while `$WATCHDOG_USEC` is set, and `STOPPING=1` on SIGTERM.
  */
 import assert from "node:assert/strict";
 import { useCluster } from "../../tools/cluster/harness.ts";
@@ -10,6 +11,7 @@ import { eventually, spawnVkubelet } from "./_helpers.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const unit = `${root}deploy/systemd/vkubelet.service`;
+const dropIn = `${root}deploy/systemd/unprivileged.conf`;
 
 async function which(command: string): Promise<string | undefined> {
   const out = await new Deno.Command("sh", { args: ["-c", `command -v ${command}`] }).output()
@@ -26,9 +28,16 @@ if (!analyze) {
   );
 }
 
-/** The unit with ExecStart pointed at a stand-in executable (verify checks that it exists). */
-async function unitCopy(): Promise<{ dir: string; path: string }> {
+/**
+ * The unit with ExecStart pointed at a stand-in executable (verify checks that it exists), and
+ * the unprivileged drop-in in its `.d` folder when `unprivileged`.
+ */
+async function unitCopy(unprivileged = false): Promise<{ dir: string; path: string }> {
   const dir = await Deno.makeTempDir({ prefix: "vk-unit-" });
+  if (unprivileged) {
+    await Deno.mkdir(`${dir}/vkubelet.service.d`);
+    await Deno.copyFile(dropIn, `${dir}/vkubelet.service.d/unprivileged.conf`);
+  }
   await Deno.writeTextFile(`${dir}/vkubelet`, "#!/bin/sh\n", { mode: 0o755 });
   const text = (await Deno.readTextFile(unit)).replaceAll(
     "/usr/local/bin/vkubelet",
@@ -61,6 +70,32 @@ Deno.test({
 });
 
 Deno.test({
+  name: "the unprivileged drop-in verifies and runs vkubelet as a dynamic user in group vkubelet",
+  ignore: !analyze,
+  async fn() {
+    const { dir, path } = await unitCopy(true);
+    try {
+      const verify = await run(["verify", path]);
+      assert.equal(verify.code, 0, verify.text);
+      assert.equal(verify.text.trim(), "", "no warnings");
+      // systemd reads the drop-in: the unit no longer runs as root.
+      const security = await run(["security", "--offline=yes", path]);
+      assert.match(security.text, /✓ User=\/DynamicUser=/);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+    // The group the config files are readable by (docs/install.md) is the drop-in's.
+    const text = await Deno.readTextFile(dropIn);
+    assert.ok(text.split("\n").includes("DynamicUser=yes"));
+    assert.ok(text.split("\n").includes("SupplementaryGroups=vkubelet"));
+    const install = await Deno.readTextFile(`${root}docs/install.md`);
+    assert.match(install, /groupadd --system vkubelet/);
+    assert.match(install, /install -d -m 0750 -g vkubelet \/etc\/vkubelet/);
+    assert.match(install, /install -m 0640 -g vkubelet deploy\/systemd\/config\.yaml/);
+  },
+});
+
+Deno.test({
   name: "the unit's security exposure is at most 6.0 (systemd-analyze security --offline)",
   ignore: !analyze,
   async fn() {
@@ -88,11 +123,13 @@ Deno.test("the unit is hardened and waits for readiness", async () => {
       "Restart=on-failure",
       "RestartPreventExitStatus=2",
       "ExecStart=/usr/local/bin/vkubelet --config=/etc/vkubelet/config.yaml",
+      "WatchdogSec=30s",
+      "MemoryMax=512M",
     ]
   ) assert.ok(text.split("\n").includes(line), `${line} in vkubelet.service`);
 });
 
-Deno.test("vkubelet tells $NOTIFY_SOCKET READY=1 once its node is Ready, STOPPING=1 on SIGTERM", async () => {
+Deno.test("vkubelet tells $NOTIFY_SOCKET READY=1 once its node is Ready, WATCHDOG=1 while asked, STOPPING=1 on SIGTERM", async () => {
   const cluster = await useCluster();
   const nodeName = `vk-notify-${crypto.randomUUID().slice(0, 6)}`;
   const dir = await Deno.makeTempDir({ prefix: "vk-notify-" });
@@ -133,9 +170,13 @@ Deno.test("vkubelet tells $NOTIFY_SOCKET READY=1 once its node is Ready, STOPPIN
     "--port=0",
     `--tls-cert-file=${serving.certFile}`,
     `--tls-private-key-file=${serving.keyFile}`,
-  ], { env: { NOTIFY_SOCKET: socket } });
+  ], { env: { NOTIFY_SOCKET: socket, WATCHDOG_USEC: "2000000" } });
   try {
     await eventually("READY=1", () => Promise.resolve(received.includes("READY=1") || undefined));
+    // WatchdogSec=2s: fed every second, so more than once by the time we look again.
+    const fed = () => received.split("\n").filter((line) => line === "WATCHDOG=1").length;
+    const before = fed();
+    await eventually("WATCHDOG=1 again", () => Promise.resolve(fed() > before || undefined));
     assert.ok(!received.includes("STOPPING=1"));
     assert.equal(await vk.stop(), 0, vk.output());
     await eventually(

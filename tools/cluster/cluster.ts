@@ -1,13 +1,15 @@
 /**
  * The local control plane: etcd, kube-apiserver, kube-controller-manager and kube-scheduler on
  * loopback, configured like a real cluster's (Node,RBAC authorization, a client CA, service
- * account keys, a kubelet client certificate, the aggregation layer's front proxy). Each
+ * account keys, a kubelet client certificate, the aggregation layer's front proxy, bootstrap
+ * tokens with the bindings of TLS bootstrap). Each
  * component runs detached in its own process group; `state.json` records what was started so
  * that `down` stops exactly that.
  * @module
  */
 import { cacheDir, ensureBinary } from "./build.ts";
 import { freePort } from "./ports.ts";
+import { bootstrapBindings } from "./bootstrap_rbac.ts";
 
 /** Where one cluster's PKI, data, logs and kubeconfigs live. */
 export interface ClusterPaths {
@@ -295,6 +297,9 @@ function componentArgs(
       `--client-ca-file=${p("ca.crt")}`,
       "--authorization-mode=Node,RBAC",
       "--enable-admission-plugins=NodeRestriction",
+      // Bootstrap tokens (Secrets bootstrap-token-<id> in kube-system) authenticate a kubelet
+      // that has no certificate yet, as group system:bootstrappers (TLS bootstrap).
+      "--enable-bootstrap-token-auth=true",
       "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
       `--service-account-key-file=${p("sa.pub")}`,
       `--service-account-signing-key-file=${p("sa.key")}`,
@@ -318,7 +323,9 @@ function componentArgs(
     ],
     "kube-controller-manager": [
       ...own("kube-controller-manager"),
-      "--controllers=*",
+      // The default set (csrapproving, csrsigning among them) plus the token cleaner, which
+      // deletes expired bootstrap tokens, as kubeadm turns on.
+      "--controllers=*,tokencleaner",
       `--root-ca-file=${p("ca.crt")}`,
       `--service-account-private-key-file=${p("sa.key")}`,
       "--use-service-account-credentials=true",
@@ -454,6 +461,15 @@ async function start(
     progress(`started ${c} (pid ${state.components[c].pid})`);
     await waitReady(state, c);
   }
+  // TLS bootstrap: who may ask for node client certificates, and whose are approved.
+  await runChecked(binary, [
+    "kubectl",
+    `--kubeconfig=${paths.adminKubeconfig}`,
+    "apply",
+    "-f",
+    "-",
+  ], bootstrapBindings());
+  progress("bound system:bootstrappers and system:nodes for TLS bootstrap");
   return state;
 }
 

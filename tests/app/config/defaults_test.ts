@@ -13,6 +13,7 @@ const DESCRIBED = new Set([
   "certDir",
   "clientCaFile",
   "metricsAddr",
+  "traceExporter",
 ]);
 
 /** The value the help text's default stands for: its first word ("0 (no limit)" is 0). */

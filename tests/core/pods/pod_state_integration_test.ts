@@ -165,19 +165,20 @@ Deno.test({
           ? { cfg, refused }
           : undefined;
       });
+      // The kubelet's order (pkg/kubelet/kubelet_pods.go generateAPIPodStatus).
       assert.deepEqual(conditionSummary(held.cfg), [
-        "PodScheduled=True",
         "PodReadyToStartContainers=True",
         "Initialized=True",
-        "ContainersReady=False ContainersNotReady",
         "Ready=False ContainersNotReady",
+        "ContainersReady=False ContainersNotReady",
+        "PodScheduled=True",
       ]);
       assert.deepEqual(conditionSummary(held.refused), [
-        "PodScheduled=True",
-        "PodReadyToStartContainers=False",
+        "PodReadyToStartContainers=False PodSandboxNotReady",
         "Initialized=True",
-        "ContainersReady=False ContainersNotReady",
         "Ready=False ContainersNotReady",
+        "ContainersReady=False ContainersNotReady",
+        "PodScheduled=True",
       ]);
       assert.equal(
         held.cfg.status?.conditions?.find((c) => c.type === "Ready")?.message,

@@ -1,0 +1,97 @@
+/**
+ * The aci provider's config file (`--provider-config`, YAML or JSON), validated with zod; every
+ * problem is reported at once, each naming its field.
+ *
+ * ```yaml
+ * subscriptionId: 00000000-0000-0000-0000-000000000000
+ * resourceGroup: vk-pods                 # an existing resource group for the container groups
+ * location: westeurope                   # where the groups run
+ * osType: Linux
+ * subnetIds:                             # optional: VNet placement (private IPs)
+ *   - /subscriptions/.../resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/aci
+ * capacity: { cpu: "100", memory: 400Gi, pods: "200" }   # checked against the location's quota
+ * maxGroupCpu: 4                         # per-group limits; replaced by the location's capabilities
+ * maxGroupMemoryGB: 16
+ * tags: { team: platform }               # added to every container group
+ * statusInterval: 5s                     # how often the groups are read
+ * endpoint: https://management.azure.com # optional: another ARM endpoint (plain http: loopback only)
+ * ```
+ * @module
+ */
+import { z } from "zod";
+import {
+  type ParsedConfig,
+  parseDuration,
+  parseProviderConfig,
+  quantityToNumber,
+} from "../../provider/mod.ts";
+
+const quantity = (fallback: string) =>
+  z.string().default(fallback).refine((q) => (quantityToNumber(q) ?? -1) > 0, {
+    error: (i) => `${JSON.stringify(i.input)} is not a positive Kubernetes quantity such as 64Gi`,
+  });
+
+/** ARM refuses these characters in tag names. */
+const tagKey = z.string().min(1).max(512).regex(/^[^<>%&\\?/]+$/, {
+  error: "tag names may not contain < > % & \\ ? /",
+}).refine((k) => !k.startsWith("vkubelet-"), { error: "tag names vkubelet-* are vkubelet's own" });
+
+const endpoint = z.url({ error: "must be a URL such as https://management.azure.com" }).refine(
+  (u) => {
+    const url = new URL(u);
+    return url.protocol === "https:" ||
+      (url.protocol === "http:" && /^(127\.\d+\.\d+\.\d+|localhost|\[::1\])$/.test(url.hostname));
+  },
+  { error: "must be https (plain http only to a loopback address, for tests)" },
+);
+
+/** The aci provider's config schema. */
+export const aciConfigSchema = z.strictObject({
+  subscriptionId: z.string({ error: "is required: the Azure subscription's ID (a GUID)" })
+    .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, {
+      error: "is not a subscription ID (a GUID such as 00000000-0000-0000-0000-000000000000)",
+    }),
+  resourceGroup: z.string({ error: "is required: the resource group the container groups go in" })
+    .regex(/^[-\w.()]{1,89}[-\w()]$/, { error: "is not a resource group name" }),
+  location: z.string({ error: "is required: the Azure region, e.g. westeurope" })
+    .regex(/^[a-z0-9]+$/, { error: "is not an Azure location name such as westeurope" }),
+  endpoint: endpoint.default("https://management.azure.com"),
+  osType: z.enum(["Linux", "Windows"]).default("Linux"),
+  subnetIds: z.array(
+    z.string().regex(
+      /^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.Network\/virtualNetworks\/[^/]+\/subnets\/[^/]+$/i,
+      {
+        error: "must be subnet resource IDs (/subscriptions/.../virtualNetworks/NAME/subnets/NAME)",
+      },
+    ),
+  ).default([]),
+  capacity: z.strictObject({
+    cpu: quantity("100"),
+    memory: quantity("400Gi"),
+    pods: quantity("200"),
+  }).default({ cpu: "100", memory: "400Gi", pods: "200" }),
+  maxGroupCpu: z.number().positive().default(4),
+  maxGroupMemoryGB: z.number().positive().default(16),
+  tags: z.record(tagKey, z.string().max(256)).refine((t) => Object.keys(t).length <= 40, {
+    error: "at most 40 tags (ARM allows 50 and vkubelet uses 5)",
+  }).default({}),
+  statusInterval: z.string().default("5s").transform((text, ctx) => {
+    const ms = parseDuration(text);
+    if (ms === undefined || ms < 200) {
+      ctx.addIssue(`expected a duration of at least 200ms such as 5s, got ${JSON.stringify(text)}`);
+      return z.NEVER;
+    }
+    return ms;
+  }),
+});
+
+/** The validated config; `statusInterval` in milliseconds. */
+export type AciConfig = z.output<typeof aciConfigSchema>;
+
+/** Validates a parsed config file; returns every problem, each with its field. */
+export function parseAciConfig(input: unknown): ParsedConfig<AciConfig> {
+  return parseProviderConfig(aciConfigSchema, input, {
+    provider: "aci",
+    required: "naming at least subscriptionId, resourceGroup and location",
+  });
+}

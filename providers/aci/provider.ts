@@ -1,0 +1,330 @@
+/**
+ * The aci provider: each pod bound to the virtual node runs as one Azure Container Instances
+ * container group, named from node, namespace and pod and tagged with them. One loop reads the
+ * groups (`statusInterval`) and pushes status through {@link notifyPods}; ACI itself restarts
+ * containers by the group's restart policy. On start it adopts this node's groups (by tag), so a
+ * restarted vkubelet never runs a pod twice; groups of pods the API no longer has are listed,
+ * and the core deletes them once its caches synced.
+ * @module
+ */
+import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import {
+  applyProviderNode,
+  type CallOptions,
+  type ContainerLogOptions,
+  type ContainerRef,
+  type ExecOptions,
+  NotFoundError,
+  NotSupportedError,
+  type PodRef,
+  type Provider,
+  type ProviderDeps,
+  type StatsSummary,
+} from "../../provider/mod.ts";
+import type { AciConfig } from "./config.ts";
+import { containerGroupFor } from "./container_group.ts";
+import { type PodEventSink, podEventSink } from "./events.ts";
+import { execInContainer } from "./exec.ts";
+import type { AciGroups } from "./groups.ts";
+import { readContainerLog } from "./logs.ts";
+import { groupName, podKey } from "./names.ts";
+import { NodeCapacity } from "./capacity.ts";
+import { endsOf, type PodRecord, podStatusOf } from "./status.ts";
+import { GroupSupervisor } from "./supervisor.ts";
+import { podVolumes, registryCredentials } from "./volumes.ts";
+
+/** Runs the virtual node's pods as ACI container groups; see the module doc. */
+export class AciProvider implements Provider {
+  readonly #config: AciConfig;
+  readonly #deps: ProviderDeps;
+  readonly #groups: AciGroups;
+  readonly #records = new Map<string, PodRecord>();
+  readonly #callbacks = new Set<(pod: Pod) => void>();
+  readonly #lastSent = new Map<string, string>();
+  readonly #event: PodEventSink;
+  readonly #supervisor: GroupSupervisor;
+  readonly #capacity: NodeCapacity;
+  readonly #stop = new AbortController();
+  readonly #signal: AbortSignal;
+  readonly #running: Promise<void>;
+  /** Secret-sourced env values come marked, and go to ACI as `secureValue`. */
+  readonly secretEnvRefs = true;
+
+  constructor(config: AciConfig, deps: ProviderDeps, groups: AciGroups) {
+    this.#config = config;
+    this.#deps = deps;
+    this.#groups = groups;
+    this.#event = podEventSink(deps);
+    this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
+    this.#capacity = new NodeCapacity({ config, groups, log: deps.log });
+    this.#supervisor = new GroupSupervisor({
+      groups,
+      records: this.#records,
+      nodeName: deps.nodeName,
+      clock: deps.clock,
+      log: deps.log,
+      intervalMs: config.statusInterval,
+      event: this.#event,
+      recreate: (record, signal) => this.#recreate(record, signal),
+      changed: (record) => this.#notify(record),
+    });
+    this.#running = Promise.all([
+      this.#supervisor.run(this.#signal),
+      this.#capacity.check(this.#signal),
+    ]).then(() => {});
+  }
+
+  async createPod(pod: Pod, options: CallOptions): Promise<void> {
+    // Adopted groups first: a pod that already runs must not get a second group.
+    await raceSignal(this.#supervisor.adopted, options.signal);
+    const { namespace = "", name = "", uid } = pod.metadata ?? {};
+    const k = podKey(namespace, name);
+    let record = this.#records.get(k);
+    if (record && record.pod.metadata?.uid !== uid) {
+      // An older pod of the same name: its group must not stand for this one.
+      await this.#finish(record, "replaced by a newer pod of the same name", options.signal);
+      record = undefined;
+    }
+    if (record) {
+      record.pod = structuredClone(pod);
+      this.#notify(record);
+      return;
+    }
+    record = {
+      pod: structuredClone(pod),
+      groupName: groupName(this.#deps.nodeName, namespace, name),
+      restartOffset: 0,
+      lastTerminated: new Map(),
+      deleting: false,
+      startTimeMs: this.#deps.clock.now(),
+      seenEvents: new Set(),
+    };
+    await this.#makeGroup(record, options.signal);
+    this.#records.set(k, record);
+    this.#notify(record);
+  }
+
+  updatePod(pod: Pod, _options: CallOptions): Promise<void> {
+    // A group's containers cannot change in place; labels and annotations are taken over.
+    const record = this.#records.get(podKey(pod.metadata?.namespace, pod.metadata?.name));
+    if (record && record.pod.metadata?.uid === pod.metadata?.uid) {
+      record.pod = { ...structuredClone(pod), status: record.pod.status };
+      this.#notify(record);
+    }
+    return Promise.resolve();
+  }
+
+  async deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    const record = this.#records.get(podKey(pod.metadata?.namespace, pod.metadata?.name));
+    if (!record || (pod.metadata?.uid && record.pod.metadata?.uid !== pod.metadata.uid)) return;
+    await this.#finish(record, "the pod was deleted", options.signal);
+  }
+
+  getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {
+    const record = this.#records.get(podKey(namespace, name));
+    return Promise.resolve(record && this.#withStatus(record));
+  }
+
+  async listPods(options: CallOptions): Promise<Pod[]> {
+    await raceSignal(this.#supervisor.adopted, options.signal);
+    return [...this.#records.values()].map((r) => this.#withStatus(r));
+  }
+
+  notifyPods(callback: (pod: Pod) => void): () => void {
+    this.#callbacks.add(callback);
+    return () => void this.#callbacks.delete(callback);
+  }
+
+  configureNode(node: Node): void {
+    applyProviderNode(node, {
+      capacity: this.#capacity.capacity(),
+      labels: {
+        "kubernetes.io/os": this.#config.osType.toLowerCase(),
+        "topology.kubernetes.io/region": this.#config.location,
+        "vkubelet.io/provider": "aci",
+      },
+    }, this.#deps);
+  }
+
+  notifyNodeChanged(callback: () => void): void {
+    this.#capacity.onChange(callback);
+  }
+
+  getContainerLogs(
+    ref: ContainerRef,
+    options: ContainerLogOptions,
+  ): Promise<ReadableStream<Uint8Array>> {
+    return settle(() => {
+      const record = this.#known(ref.namespace, ref.pod, ref.container);
+      const signal = AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]);
+      return readContainerLog({
+        groups: this.#groups,
+        group: record.groupName,
+        container: ref.container,
+        clock: this.#deps.clock,
+        pollMs: Math.min(this.#config.statusInterval, 2000),
+      }, { ...options, signal });
+    });
+  }
+
+  async runInContainer(ref: ContainerRef, options: ExecOptions): Promise<number> {
+    const record = this.#known(ref.namespace, ref.pod, ref.container);
+    return await execInContainer({
+      groups: this.#groups,
+      group: record.groupName,
+      container: ref.container,
+      command: options.command,
+      io: options.io,
+      signal: options.signal,
+    });
+  }
+
+  attachToContainer(ref: ContainerRef): Promise<void> {
+    return settle(() => {
+      this.#known(ref.namespace, ref.pod, ref.container);
+      throw notSupported("attach");
+    });
+  }
+
+  portForward(ref: PodRef): Promise<void> {
+    return settle(() => {
+      this.#known(ref.namespace, ref.name);
+      throw notSupported("port-forward");
+    });
+  }
+
+  /**
+   * ACI's API reports no CPU or memory use (that is in Azure Monitor, which vkubelet does not
+   * read): the summary lists the node and its pods without usage figures.
+   */
+  getStatsSummary(_options: CallOptions): Promise<StatsSummary> {
+    const start = new Date(this.#deps.clock.now()).toISOString();
+    const pods = [...this.#records.values()].filter((r) => !r.finished).map((r) => ({
+      podRef: {
+        name: r.pod.metadata?.name ?? "",
+        namespace: r.pod.metadata?.namespace ?? "",
+        uid: r.pod.metadata?.uid ?? "",
+      },
+      startTime: new Date(r.startTimeMs).toISOString(),
+      containers: (r.pod.spec?.containers ?? []).map((c) => ({
+        name: c.name,
+        startTime: new Date(r.startTimeMs).toISOString(),
+      })),
+    }));
+    return Promise.resolve({ node: { nodeName: this.#deps.nodeName, startTime: start }, pods });
+  }
+
+  async close(): Promise<void> {
+    this.#stop.abort();
+    await this.#running;
+  }
+
+  /** Reads what the pod's volumes and pull secrets name, and PUTs its group. */
+  async #makeGroup(record: PodRecord, signal?: AbortSignal): Promise<void> {
+    const { pod } = record;
+    const sources = { kube: this.#deps.kube, signal };
+    const inputs = {
+      nodeName: this.#deps.nodeName,
+      restarts: record.restartOffset,
+      limits: this.#capacity.groupLimits(),
+      // Names only, for the check before anything is read.
+      volumes: (pod.spec?.volumes ?? []).map((v) => ({ name: v.name })) as Awaited<
+        ReturnType<typeof podVolumes>
+      >,
+      credentials: [] as Awaited<ReturnType<typeof registryCredentials>>,
+    };
+    containerGroupFor(pod, this.#config, inputs); // refuses before any read or write
+    inputs.volumes = await podVolumes(pod, sources);
+    inputs.credentials = await registryCredentials(pod, sources);
+    const body = containerGroupFor(pod, this.#config, inputs);
+    this.#deps.fence?.check(`creating container group ${record.groupName}`);
+    record.group = await this.#groups.create(record.groupName, body, signal);
+  }
+
+  /** The group was deleted behind our back and the restart policy wants it again. */
+  async #recreate(record: PodRecord, signal: AbortSignal): Promise<void> {
+    await this.#makeGroup(record, signal);
+    record.recreateAt = undefined;
+    this.#event(record.pod, "Normal", "ContainerGroupCreated", `made ${record.groupName} again`);
+    this.#notify(record);
+  }
+
+  /** The record of a pod (and container) on this node, or {@link NotFoundError}. */
+  #known(namespace: string, pod: string, container?: string): PodRecord {
+    const record = this.#records.get(podKey(namespace, pod));
+    if (!record) throw new NotFoundError(`pod ${namespace}/${pod} is not on this node`);
+    const names = [
+      ...(record.pod.spec?.containers ?? []),
+      ...(record.pod.spec?.initContainers ?? []),
+    ]
+      .map((c) => c.name);
+    if (container !== undefined && !names.includes(container)) {
+      throw new NotFoundError(`pod ${namespace}/${pod} has no container ${container}`);
+    }
+    return record;
+  }
+
+  /** Deletes the pod's group, reports it terminated and forgets it. */
+  async #finish(record: PodRecord, why: string, signal?: AbortSignal): Promise<void> {
+    record.deleting = true;
+    const k = podKey(record.pod.metadata?.namespace, record.pod.metadata?.name);
+    this.#deps.fence?.check(`deleting container group ${record.groupName}`);
+    await this.#groups.delete(record.groupName, signal);
+    // Every container ends terminated (the contract of deletePod).
+    record.finished ??= endsOf(
+      record,
+      `container group ${record.groupName} deleted: ${why}`,
+      this.#deps.clock.now(),
+      "Error",
+    );
+    this.#notify(record, true);
+    this.#records.delete(k);
+    this.#lastSent.delete(k);
+  }
+
+  #withStatus(record: PodRecord, terminal = false): Pod {
+    const status = podStatusOf(record, this.#deps.internalIp, this.#deps.clock.now(), terminal);
+    (record.pod as { status?: PodStatus }).status = status;
+    return structuredClone({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
+  }
+
+  #notify(record: PodRecord, terminal = false): void {
+    const pod = this.#withStatus(record, terminal);
+    const k = podKey(pod.metadata?.namespace, pod.metadata?.name);
+    const text = JSON.stringify([pod.metadata?.uid, pod.status]);
+    if (this.#lastSent.get(k) === text) return;
+    this.#lastSent.set(k, text);
+    for (const callback of this.#callbacks) {
+      try {
+        callback(structuredClone(pod));
+      } catch (err) {
+        this.#deps.log.error("pod status callback threw: {err}", { err: String(err) });
+      }
+    }
+  }
+}
+
+/** `work()` as a promise: its value, or its exception as a rejection. */
+function settle<T>(work: () => T): Promise<T> {
+  try {
+    return Promise.resolve(work());
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+function notSupported(what: string): NotSupportedError {
+  return new NotSupportedError(
+    `${what} is not supported by the aci provider: ACI offers no ${what} channel vkubelet can use`,
+  );
+}
+
+function raceSignal<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return promise;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}

@@ -1,0 +1,84 @@
+/**
+ * The eci provider's config file (`--provider-config`, YAML or JSON), validated with zod; every
+ * problem is reported at once, each naming its field.
+ *
+ * ```yaml
+ * regionId: cn-hangzhou
+ * vSwitchId: vsw-bp1xxxxxxxxxxxxxxxxxx     # one or more, comma-separated (ECI's multi-zone form)
+ * securityGroupId: sg-bp1xxxxxxxxxxxxxxxxx
+ * zoneId: cn-hangzhou-h                    # optional
+ * resourceGroupId: rg-xxxxxxxx             # optional
+ * capacity: { cpu: "100", memory: 400Gi, pods: "200" }
+ * tags: { team: platform }                 # added to every container group
+ * statusInterval: 5s                       # how often DescribeContainerGroups polls
+ * endpoint: http://127.0.0.1:8080          # optional: another ECI endpoint (tests)
+ * ```
+ * @module
+ */
+import { z } from "zod";
+import {
+  type ParsedConfig,
+  parseDuration,
+  parseProviderConfig,
+  quantityToNumber,
+} from "../../provider/mod.ts";
+
+const quantity = (fallback: string) =>
+  z.string().default(fallback).refine((q) => (quantityToNumber(q) ?? -1) > 0, {
+    error: (i) => `${JSON.stringify(i.input)} is not a positive Kubernetes quantity such as 64Gi`,
+  });
+
+const tagKey = z.string().min(1).max(128).refine(
+  (k) => !/^(aliyun|acs:)/i.test(k) && !k.startsWith("vkubelet.io/"),
+  { error: "tag keys starting with aliyun, acs: or vkubelet.io/ are reserved" },
+);
+
+const duration = (fallback: string, leastMs: number) =>
+  z.string().default(fallback).transform((text, ctx) => {
+    const ms = parseDuration(text);
+    if (ms === undefined || ms < leastMs) {
+      ctx.addIssue(
+        `expected a duration of at least ${leastMs}ms such as 5s, got ${JSON.stringify(text)}`,
+      );
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+/** The eci provider's config schema. */
+export const eciConfigSchema = z.strictObject({
+  regionId: z.string({ error: "is required: the Alibaba Cloud region, e.g. cn-hangzhou" })
+    .regex(/^[a-z]{2}(-[a-z0-9]+)+$/, { error: "is not a region ID such as cn-hangzhou" }),
+  endpoint: z.url({ error: "must be a URL such as https://eci.cn-hangzhou.aliyuncs.com" })
+    .optional(),
+  vSwitchId: z.string({ error: "is required: the vSwitch(es) the groups' ENIs go in" })
+    .regex(/^vsw-[0-9a-z]+(,vsw-[0-9a-z]+)*$/, {
+      error: "must be vSwitch IDs (vsw-...), comma-separated",
+    }),
+  securityGroupId: z.string({ error: "is required: the security group of the groups' ENIs" })
+    .regex(/^sg-[0-9a-z]+$/, { error: "must be a security group ID (sg-...)" }),
+  zoneId: z.string().regex(/^[a-z]{2}(-[a-z0-9]+)+$/, {
+    error: "is not a zone ID such as cn-hangzhou-h",
+  }).optional(),
+  resourceGroupId: z.string().min(1).optional(),
+  capacity: z.strictObject({
+    cpu: quantity("100"),
+    memory: quantity("400Gi"),
+    pods: quantity("200"),
+  }).default({ cpu: "100", memory: "400Gi", pods: "200" }),
+  tags: z.record(tagKey, z.string().max(128)).refine((t) => Object.keys(t).length <= 15, {
+    error: "at most 15 tags (ECI allows 20 and vkubelet uses 5)",
+  }).default({}),
+  statusInterval: duration("5s", 200),
+});
+
+/** The validated config; `statusInterval` in milliseconds. */
+export type EciConfig = z.output<typeof eciConfigSchema>;
+
+/** Validates a parsed config file; returns every problem, each with its field. */
+export function parseEciConfig(input: unknown): ParsedConfig<EciConfig> {
+  return parseProviderConfig(eciConfigSchema, input, {
+    provider: "eci",
+    required: "naming at least regionId, vSwitchId and securityGroupId",
+  });
+}

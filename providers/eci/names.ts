@@ -1,0 +1,77 @@
+/**
+ * How a pod is named and marked in ECI: the container group's name, the tags that carry the
+ * pod's identity (so a restarted vkubelet adopts its groups), and the create `ClientToken`.
+ * @module
+ */
+
+/** Tag keys vkubelet puts on container groups. */
+export const TAGS = {
+  namespace: "vkubelet.io/namespace",
+  pod: "vkubelet.io/pod",
+  uid: "vkubelet.io/uid",
+  node: "vkubelet.io/node",
+  /** How many times the pod's group was made again (deleted behind vkubelet's back). */
+  generation: "vkubelet.io/generation",
+} as const;
+
+/** An ECI tag. */
+export interface EciTag {
+  key?: string;
+  value?: string;
+}
+
+/** `ns/name`. */
+export function podKey(namespace: string | undefined, name: string | undefined): string {
+  return `${namespace ?? ""}/${name ?? ""}`;
+}
+
+/**
+ * A group name for the pod: ECI wants 2–128 of lowercase letters, digits and `-`, starting and
+ * ending with a letter or digit. The uid's head keeps two pods of one name apart.
+ */
+export function groupName(namespace: string, name: string, uid: string): string {
+  const safe = `${namespace}-${name}`.toLowerCase().replace(/[^a-z0-9-]/g, "-").slice(0, 110);
+  return `${safe}-${uid.slice(0, 8)}`.replace(/^-+/, "").replace(/-+$/, "").toLowerCase();
+}
+
+/** The create's idempotency token: the same pod and generation give the same token. */
+export function clientToken(uid: string, generation: number): string {
+  return `${uid}-${generation}`.slice(0, 64);
+}
+
+/** The pod's identity as ECI tags, after the user's tags from the config. */
+export function podTags(
+  pod: { namespace: string; name: string; uid: string },
+  nodeName: string,
+  generation: number,
+  extra: Record<string, string>,
+): EciTag[] {
+  const tags: Record<string, string> = {
+    ...extra,
+    [TAGS.namespace]: pod.namespace,
+    [TAGS.pod]: pod.name,
+    [TAGS.uid]: pod.uid,
+    [TAGS.node]: nodeName,
+    [TAGS.generation]: String(generation),
+  };
+  return Object.entries(tags).map(([key, value]) => ({ key, value }));
+}
+
+/** A pod's identity as its group's tags carry it. */
+export interface TaggedIdentity {
+  namespace: string;
+  name: string;
+  uid: string;
+  node: string;
+  generation: number;
+}
+
+/** Reads the pod identity back from a group's tags; `undefined` if it is not one of ours. */
+export function podOfTags(tags: EciTag[] | undefined): TaggedIdentity | undefined {
+  const get = (key: string) => tags?.find((t) => t.key === key)?.value;
+  const namespace = get(TAGS.namespace), name = get(TAGS.pod), uid = get(TAGS.uid);
+  const node = get(TAGS.node);
+  if (!namespace || !name || !uid || !node) return undefined;
+  const generation = Number(get(TAGS.generation) ?? 0);
+  return { namespace, name, uid, node, generation: Number.isInteger(generation) ? generation : 0 };
+}

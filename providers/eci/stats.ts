@@ -1,0 +1,79 @@
+/**
+ * `/stats/summary` from DescribeContainerGroupMetric: each running group's newest sample gives
+ * its pod's and containers' CPU and memory; the node is their sum. One call per running group,
+ * so the summary costs as many API calls as the node has running pods (ECI has a batched metric
+ * call, DescribeMultiContainerGroupMetric, left for later).
+ * @module
+ */
+import type { ContainerStats, PodStats, StatsSummary } from "../../provider/mod.ts";
+import type { MetricRecord } from "./api.ts";
+import type { PodRecord } from "./status.ts";
+
+type Cpu = MetricRecord["CPU"];
+type Memory = MetricRecord["memory"];
+
+function cpuOf(cpu: Cpu | undefined, time: string) {
+  return cpu
+    ? { time, usageNanoCores: cpu.usageNanoCores, usageCoreNanoSeconds: cpu.usageCoreNanoSeconds }
+    : undefined;
+}
+
+function memoryOf(m: Memory | undefined, time: string) {
+  return m
+    ? {
+      time,
+      usageBytes: m.usageBytes,
+      workingSetBytes: m.workingSet,
+      rssBytes: m.rss,
+      availableBytes: m.availableBytes,
+    }
+    : undefined;
+}
+
+/** One pod's stats from its group's newest sample. */
+export function podStatsOf(record: PodRecord, sample: MetricRecord | undefined): PodStats {
+  const { namespace = "", name = "", uid = "" } = record.pod.metadata ?? {};
+  const startTime = new Date(record.startTimeMs).toISOString();
+  const time = sample?.timestamp ?? new Date().toISOString();
+  const containers = (sample?.containers ?? []).map((c): ContainerStats => ({
+    name: c.name ?? "",
+    startTime,
+    cpu: cpuOf(c.CPU, time),
+    memory: memoryOf(c.memory, time),
+  }));
+  return {
+    podRef: { namespace, name, uid },
+    startTime,
+    containers,
+    cpu: cpuOf(sample?.CPU, time),
+    memory: memoryOf(sample?.memory, time),
+  };
+}
+
+/** The summary: the pods', and a node that adds them up. */
+export function statsSummary(
+  nodeName: string,
+  startMs: number,
+  nowMs: number,
+  pods: PodStats[],
+): StatsSummary {
+  const time = new Date(nowMs).toISOString();
+  const sum = (f: (p: PodStats) => number | undefined) => pods.reduce((n, p) => n + (f(p) ?? 0), 0);
+  return {
+    node: {
+      nodeName,
+      startTime: new Date(startMs).toISOString(),
+      cpu: {
+        time,
+        usageNanoCores: sum((p) => p.cpu?.usageNanoCores),
+        usageCoreNanoSeconds: sum((p) => p.cpu?.usageCoreNanoSeconds),
+      },
+      memory: {
+        time,
+        usageBytes: sum((p) => p.memory?.usageBytes),
+        workingSetBytes: sum((p) => p.memory?.workingSetBytes),
+      },
+    },
+    pods,
+  };
+}

@@ -1,0 +1,255 @@
+/**
+ * HTTP to interLink's API server or a plugin. interLink sends JSON bodies on GET (`/status`,
+ * `/getLogs`), which `fetch` refuses, so this speaks through `node:http`/`node:https`: a URL, or a
+ * unix socket (interLink's `unix://` InterlinkURL), with an extra CA for https. The bearer token
+ * is read from its file before each call and re-read whenever the file changes (interLink
+ * deployments refresh OIDC tokens with a sidecar); it is never logged. Request and response
+ * bodies are bounded. Failures come back as the kit's errors: no answer, a timeout, 5xx and 429
+ * as {@link TransientError}; other 4xx as {@link InterlinkHttpError}.
+ *
+ * The calls match interLink's virtual kubelet (interlink-hq/interLink, commit
+ * f632175701d78b604138ce2e1e38af13d1f7546b, pkg/virtualkubelet/execute.go `doRequestWithClient`,
+ * `PingInterLink`, `createTLSHTTPClient`) and its API server's handlers (pkg/interlink/api/).
+ * @module
+ */
+import http from "node:http";
+import https from "node:https";
+import { Buffer } from "node:buffer";
+import { InvalidInputError, type Logger, TransientError } from "../../provider/mod.ts";
+import type { InterlinkConfig } from "./config.ts";
+
+/** A non-2xx answer that retrying will not fix (a 4xx other than 408 and 429). */
+export class InterlinkHttpError extends Error {
+  override name = "InterlinkHttpError";
+  /** The HTTP status. */
+  readonly status: number;
+  /** The answer's status and the start of its body. */
+  constructor(message: string, status: number) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** True when the server answered (with an error status), as opposed to not answering at all. */
+export function answered(err: unknown): boolean {
+  return err instanceof InterlinkHttpError ||
+    (err instanceof Error && err.cause instanceof InterlinkHttpError);
+}
+
+/** One call: method, path, JSON body. */
+export interface CallInput {
+  /** GET, POST or DELETE. */
+  method: string;
+  /** `/create`, `/status`... */
+  path: string;
+  /** Sent as JSON; `undefined` sends no body. */
+  body?: unknown;
+  /** What the call is for, in errors: "create of pod ns/name". */
+  what: string;
+}
+
+/** Options for one call. */
+export interface CallOptions {
+  /** Aborts the call. */
+  signal?: AbortSignal;
+  /** Default the config's `requestTimeout`; 0 for none (a followed log). */
+  timeoutMs?: number;
+}
+
+/** What {@link InterlinkClient} needs. */
+export interface InterlinkClientDeps {
+  /** Logs calls (never the token). */
+  log: Logger;
+  /** The node's name, sent as `vkubelet-node` on each call. */
+  nodeName: string;
+  /** Reads a file; Deno.readTextFile unless a test gives one. */
+  readFile?: (path: string) => Promise<string>;
+  /** The file's change marker; mtime and size by default. */
+  fileVersion?: (path: string) => Promise<string>;
+}
+
+/** Talks to one interLink API server or plugin; see the module doc. */
+export class InterlinkClient {
+  readonly #config: InterlinkConfig;
+  readonly #deps: InterlinkClientDeps;
+  readonly #agent: http.Agent;
+  #ca?: Promise<string>;
+  #token?: { version: string; value: string };
+  #session = 0;
+
+  constructor(config: InterlinkConfig, deps: InterlinkClientDeps) {
+    this.#config = config;
+    this.#deps = deps;
+    const secure = config.url?.startsWith("https:");
+    this.#agent = secure
+      ? new https.Agent({ keepAlive: true, maxSockets: 16 })
+      : new http.Agent({ keepAlive: true, maxSockets: 16 });
+  }
+
+  /** Where calls go, for messages: the URL or `unix:<path>`. */
+  get endpoint(): string {
+    return this.#config.url ?? `unix:${this.#config.socket}`;
+  }
+
+  /** Sends a call and reads the whole answer (bounded by `maxResponseBytes`) as text. */
+  async call(input: CallInput, options: CallOptions = {}): Promise<string> {
+    const response = await this.open(input, options);
+    return await readBounded(response, this.#config.maxResponseBytes, input.what, this.endpoint);
+  }
+
+  /** Sends a call and hands back the open answer (status 2xx checked) for streaming. */
+  async open(input: CallInput, options: CallOptions = {}): Promise<http.IncomingMessage> {
+    const body = input.body === undefined ? undefined : Buffer.from(JSON.stringify(input.body));
+    if (body && body.length > this.#config.maxRequestBytes) {
+      throw new InvalidInputError(
+        `the ${input.what} request is ${body.length} bytes, over maxRequestBytes (${this.#config.maxRequestBytes}); raise maxRequestBytes in the provider config or make the pod's ConfigMaps and Secrets smaller`,
+      );
+    }
+    const headers: Record<string, string | number> = {
+      "content-type": "application/json",
+      "interlink-http-session": `vkubelet-${input.path.slice(1)}#${++this.#session}`,
+      "vkubelet-node": this.#deps.nodeName,
+    };
+    if (body) headers["content-length"] = body.length;
+    const token = await this.#readToken();
+    if (token) headers["authorization"] = `Bearer ${token}`;
+    const timeoutMs = options.timeoutMs ?? this.#config.requestTimeout;
+    const signals = [options.signal, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined]
+      .filter((s): s is AbortSignal => s !== undefined);
+    const signal = signals.length ? AbortSignal.any(signals) : undefined;
+    const response = await this.#send(input, headers, body, signal, timeoutMs);
+    const status = response.statusCode ?? 0;
+    if (status >= 200 && status < 300) return response;
+    const text = await readBounded(response, 4096, input.what, this.endpoint).catch(() => "");
+    const said = `${this.endpoint} answered ${input.what} with HTTP ${status}: ${
+      text.trim().slice(0, 300) || "(no body)"
+    }`;
+    if (status >= 500 || status === 429 || status === 408) {
+      const after = Number(response.headers["retry-after"]);
+      throw new TransientError(said, {
+        retryAfterMs: Number.isFinite(after) && after > 0 ? after * 1000 : undefined,
+        cause: new InterlinkHttpError(said, status),
+      });
+    }
+    throw new InterlinkHttpError(said, status);
+  }
+
+  /** Closes idle connections. */
+  close(): void {
+    this.#agent.destroy();
+  }
+
+  async #send(
+    input: CallInput,
+    headers: Record<string, string | number>,
+    body: Buffer | undefined,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
+  ): Promise<http.IncomingMessage> {
+    const url = this.#config.url ? new URL(this.#config.url) : undefined;
+    const base = url?.pathname.replace(/\/$/, "") ?? "";
+    const secure = url?.protocol === "https:";
+    const ca = secure && this.#config.caFile ? await this.#readCa() : undefined;
+    const request = {
+      method: input.method,
+      path: base + input.path,
+      headers,
+      agent: this.#agent,
+      ...(url
+        ? { hostname: url.hostname.replace(/^\[|\]$/g, ""), port: url.port || undefined }
+        : { socketPath: this.#config.socket }),
+      ...(ca ? { ca } : {}),
+    };
+    return await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const onAbort = () => {
+        req.destroy();
+        const timedOut = signal?.reason instanceof DOMException &&
+          signal.reason.name === "TimeoutError";
+        reject(
+          timedOut
+            ? new TransientError(
+              `${this.endpoint} did not answer ${input.what} within ${timeoutMs} ms; check that it runs, or raise requestTimeout`,
+            )
+            : signal!.reason,
+        );
+      };
+      const req = (secure ? https : http).request(request, (res) => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(res);
+      });
+      req.on("error", (err) => {
+        signal?.removeEventListener("abort", onAbort);
+        if (signal?.aborted) return;
+        reject(
+          new TransientError(
+            `${this.endpoint} did not answer ${input.what}: ${err.message}; check that interLink (or the plugin) runs and the url or socket is right`,
+            { cause: err },
+          ),
+        );
+      });
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      req.end(body);
+    });
+  }
+
+  async #readCa(): Promise<string> {
+    const path = this.#config.caFile!;
+    this.#ca ??= (this.#deps.readFile ?? Deno.readTextFile)(path).catch((err) => {
+      this.#ca = undefined;
+      throw new InvalidInputError(
+        `caFile ${path} cannot be read (${err}); check the path and its permissions`,
+      );
+    });
+    return await this.#ca;
+  }
+
+  /** The token, re-read when its file changed; `undefined` without a tokenFile. */
+  async #readToken(): Promise<string | undefined> {
+    const path = this.#config.tokenFile;
+    if (!path) return undefined;
+    try {
+      const version = await (this.#deps.fileVersion ?? fileVersion)(path);
+      if (this.#token?.version !== version) {
+        const value = (await (this.#deps.readFile ?? Deno.readTextFile)(path)).trim();
+        this.#token = { version, value };
+        this.#deps.log.debug("bearer token read from {file}", { file: path });
+      }
+      return this.#token.value;
+    } catch (err) {
+      if (this.#token) return this.#token.value; // mid-rotation: the last one read
+      throw new TransientError(
+        `tokenFile ${path} cannot be read (${
+          (err as Error).message
+        }); check the path and that the token sidecar has written it`,
+      );
+    }
+  }
+}
+
+async function fileVersion(path: string): Promise<string> {
+  const info = await Deno.stat(path);
+  return `${info.mtime?.getTime()}:${info.size}:${info.ino}`;
+}
+
+/** The answer's body as text, refused past `max` bytes. */
+export async function readBounded(
+  response: http.IncomingMessage,
+  max: number,
+  what: string,
+  endpoint: string,
+): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of response as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > max) {
+      response.destroy();
+      throw new TransientError(
+        `${endpoint} answered ${what} with more than ${max} bytes; raise maxResponseBytes in the provider config if that is expected`,
+      );
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}

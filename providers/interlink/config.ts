@@ -1,0 +1,113 @@
+/**
+ * The interlink provider's config file (`--provider-config`, YAML or JSON), validated with zod;
+ * every problem is reported at once, each naming its field.
+ *
+ * ```yaml
+ * target: interlink                  # interlink: interLink's API server; plugin: a plugin directly
+ * url: https://interlink.example:3000  # or socket: /var/run/interlink/api.sock
+ * tokenFile: /var/run/secrets/interlink/token   # bearer token, re-read when it changes
+ * caFile: /etc/interlink/ca.pem      # extra CA for an https url
+ * statusInterval: 5s                 # one /status call for all known pods, this often
+ * requestTimeout: 30s                # each call but a followed log
+ * maxRequestBytes: 8Mi               # a /create body larger than this fails the pod
+ * capacity: { cpu: "100", memory: 400Gi, pods: "200" }   # until a ping reports resources
+ * jobScriptBuilderURL: ""            # interlink target: sent as jobscriptURL on /create
+ * ```
+ * @module
+ */
+import { z } from "zod";
+import {
+  type ParsedConfig,
+  parseDuration,
+  parseProviderConfig,
+  quantityToNumber,
+} from "../../provider/mod.ts";
+
+const quantity = (fallback: string) =>
+  z.string().default(fallback).refine((q) => (quantityToNumber(q) ?? -1) > 0, {
+    error: (i) => `${JSON.stringify(i.input)} is not a positive Kubernetes quantity such as 64Gi`,
+  });
+
+const duration = (fallback: string, minMs: number) =>
+  z.string().default(fallback).transform((text, ctx) => {
+    const ms = parseDuration(text);
+    if (ms === undefined || ms < minMs) {
+      ctx.addIssue(
+        `expected a duration of at least ${minMs}ms such as ${fallback}, got ${
+          JSON.stringify(text)
+        }`,
+      );
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+const bytes = (fallback: string) =>
+  z.string().default(fallback).transform((text, ctx) => {
+    const n = quantityToNumber(text);
+    if (n === undefined || n < 1024) {
+      ctx.addIssue(
+        `expected a size of at least 1Ki such as ${fallback}, got ${JSON.stringify(text)}`,
+      );
+      return z.NEVER;
+    }
+    return Math.floor(n);
+  });
+
+/** The interlink provider's config schema. */
+export const interlinkConfigSchema = z.strictObject({
+  target: z.enum(["interlink", "plugin"], {
+    error:
+      "is required: interlink (interLink's API server) or plugin (an interLink plugin directly)",
+  }),
+  url: z.url({
+    protocol: /^https?$/,
+    error: "must be an http:// or https:// URL such as http://127.0.0.1:3000",
+  }).optional(),
+  socket: z.string().min(1, { error: "must be the path of a unix socket" }).optional(),
+  tokenFile: z.string().min(1).optional(),
+  caFile: z.string().min(1).optional(),
+  statusInterval: duration("5s", 100),
+  requestTimeout: duration("30s", 100),
+  maxRequestBytes: bytes("8Mi"),
+  maxResponseBytes: bytes("16Mi"),
+  capacity: z.strictObject({
+    cpu: quantity("100"),
+    memory: quantity("400Gi"),
+    pods: quantity("200"),
+  }).default({ cpu: "100", memory: "400Gi", pods: "200" }),
+  jobScriptBuilderURL: z.string().optional(),
+}).superRefine((c, ctx) => {
+  if ((c.url === undefined) === (c.socket === undefined)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["url"],
+      message: "give exactly one of url (http:// or https://) and socket (a unix socket path)",
+    });
+  }
+  if (c.caFile && !c.url?.startsWith("https:")) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["caFile"],
+      message: "needs an https:// url; remove it or use https",
+    });
+  }
+  if (c.jobScriptBuilderURL && c.target !== "interlink") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["jobScriptBuilderURL"],
+      message: "is read by interLink's API server only; remove it or use target: interlink",
+    });
+  }
+});
+
+/** The validated config; durations in milliseconds, sizes in bytes. */
+export type InterlinkConfig = z.output<typeof interlinkConfigSchema>;
+
+/** Validates a parsed config file; returns every problem, each with its field. */
+export function parseInterlinkConfig(input: unknown): ParsedConfig<InterlinkConfig> {
+  return parseProviderConfig(interlinkConfigSchema, input, {
+    provider: "interlink",
+    required: "naming at least target and url (or socket)",
+  });
+}

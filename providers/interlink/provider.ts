@@ -1,0 +1,300 @@
+/**
+ * The interlink provider: each pod bound to the virtual node becomes one job of an interLink
+ * plugin (SLURM, HTCondor, Docker, apptainer...), through interLink's API server
+ * (`target: interlink`) or the plugin itself (`target: plugin`). `createPod` first asks `/status`
+ * whether the plugin already runs the pod (a restarted vkubelet, a retried create) and adopts it;
+ * otherwise it POSTs `/create` with what the pod's volumes refer to. A status loop
+ * (`./supervisor.ts`) polls all jobs in one call and applies the restart policy; the node is
+ * Ready while the ping answers. Exec, attach and port-forward have no interLink API.
+ * @module
+ */
+import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import {
+  applyProviderNode,
+  type CallOptions,
+  type ContainerLogOptions,
+  type ContainerRef,
+  NotFoundError,
+  NotSupportedError,
+  type PodRef,
+  type Provider,
+  type ProviderDeps,
+  terminalPodStatus,
+} from "../../provider/mod.ts";
+import { InterlinkApi } from "./api.ts";
+import { answered, InterlinkClient } from "./client.ts";
+import type { InterlinkConfig } from "./config.ts";
+import { type PodEventSink, podEventSink } from "./events.ts";
+import { readLog } from "./logs.ts";
+import { type PodRecord, podStatusOf } from "./status.ts";
+import { keyOf, StatusSupervisor } from "./supervisor.ts";
+import { nodeFieldsOf } from "./node.ts";
+import { podObjects } from "./volumes.ts";
+import type { PingResponse } from "./wire.ts";
+
+/** Runs the virtual node's pods as interLink jobs; see the module doc. */
+export class InterlinkProvider implements Provider {
+  readonly #config: InterlinkConfig;
+  readonly #deps: ProviderDeps;
+  readonly #client: InterlinkClient;
+  readonly #api: InterlinkApi;
+  readonly #records = new Map<string, PodRecord>();
+  readonly #callbacks = new Set<(pod: Pod) => void>();
+  readonly #nodeCallbacks = new Set<() => void>();
+  readonly #lastSent = new Map<string, string>();
+  readonly #event: PodEventSink;
+  readonly #supervisor: StatusSupervisor;
+  readonly #stop = new AbortController();
+  readonly #running: Promise<void>;
+  #ping?: PingResponse;
+
+  constructor(config: InterlinkConfig, deps: ProviderDeps) {
+    this.#config = config;
+    this.#deps = deps;
+    this.#client = new InterlinkClient(config, { log: deps.log, nodeName: deps.nodeName });
+    this.#api = new InterlinkApi(this.#client, config);
+    this.#event = podEventSink(deps);
+    const signal = AbortSignal.any([deps.signal, this.#stop.signal]);
+    this.#supervisor = new StatusSupervisor({
+      api: this.#api,
+      records: this.#records,
+      nodeName: deps.nodeName,
+      clock: deps.clock,
+      log: deps.log,
+      intervalMs: config.statusInterval,
+      event: this.#event,
+      discover: config.target === "plugin",
+      start: (record, s) => this.#submit(record, s),
+      changed: (record) => this.#notify(record),
+    });
+    this.#running = this.#supervisor.run(signal);
+  }
+
+  async createPod(pod: Pod, options: CallOptions): Promise<void> {
+    await raceSignal(this.#supervisor.adopted, options.signal);
+    const k = keyOf(pod);
+    const known = this.#records.get(k);
+    if (known && known.pod.metadata?.uid !== pod.metadata?.uid) {
+      // An older pod of the same name: its job must not stand for this one.
+      await this.#remove(known, options.signal);
+    } else if (known) {
+      known.pod = { ...structuredClone(pod), status: known.pod.status };
+      this.#notify(known);
+      return;
+    }
+    const record: PodRecord = {
+      pod: structuredClone(pod),
+      restarts: 0,
+      lastTerminated: new Map(),
+      startTimeMs: this.#deps.clock.now(),
+    };
+    // A pod the plugin already runs (a restarted vkubelet, a create whose answer was lost).
+    const existing = await this.#api.status([pod], options.signal).catch((err) => {
+      if (answered(err)) return []; // plugins answer an unknown pod with an error status
+      this.#event(pod, "Warning", "InterlinkCreateFailed", (err as Error).message);
+      throw err;
+    });
+    const mine = existing.find((s) => s.UID === pod.metadata?.uid);
+    if (mine && (mine.JID || mine.containers?.length)) {
+      record.jobId = mine.JID ?? "";
+      record.remote = mine;
+      this.#records.set(k, record);
+      this.#deps.log.info("adopted {pod}: the plugin already runs it as job {job}", {
+        pod: k,
+        job: record.jobId,
+      });
+      this.#notify(record);
+      return;
+    }
+    try {
+      await this.#submit(record, options.signal);
+    } catch (err) {
+      this.#event(pod, "Warning", "InterlinkCreateFailed", (err as Error).message);
+      throw err;
+    }
+    this.#records.set(k, record);
+    this.#notify(record);
+  }
+
+  updatePod(pod: Pod, _options: CallOptions): Promise<void> {
+    // A job cannot change; labels and annotations are taken over for the API's copy.
+    const record = this.#records.get(keyOf(pod));
+    if (record && record.pod.metadata?.uid === pod.metadata?.uid) {
+      record.pod = { ...structuredClone(pod), status: record.pod.status };
+      this.#notify(record);
+    }
+    return Promise.resolve();
+  }
+
+  async deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    const record = this.#records.get(keyOf(pod));
+    if (!record || (pod.metadata?.uid && record.pod.metadata?.uid !== pod.metadata.uid)) return;
+    await this.#remove(record, options.signal);
+  }
+
+  getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {
+    const record = this.#records.get(`${namespace}/${name}`);
+    return Promise.resolve(record && this.#withStatus(record));
+  }
+
+  async listPods(options: CallOptions): Promise<Pod[]> {
+    await raceSignal(this.#supervisor.adopted, options.signal);
+    return [...this.#records.values()].map((r) => this.#withStatus(r));
+  }
+
+  notifyPods(callback: (pod: Pod) => void): () => void {
+    this.#callbacks.add(callback);
+    return () => void this.#callbacks.delete(callback);
+  }
+
+  configureNode(node: Node): void {
+    applyProviderNode(node, nodeFieldsOf(this.#config, this.#ping), this.#deps);
+  }
+
+  notifyNodeChanged(callback: () => void): void {
+    this.#nodeCallbacks.add(callback);
+  }
+
+  async ping(options: CallOptions): Promise<void> {
+    const answer = await this.#api.ping(options.signal);
+    const before = JSON.stringify(nodeFieldsOf(this.#config, this.#ping));
+    this.#ping = answer;
+    if (JSON.stringify(nodeFieldsOf(this.#config, answer)) !== before) {
+      for (const callback of this.#nodeCallbacks) callback();
+    }
+  }
+
+  getContainerLogs(
+    ref: ContainerRef,
+    options: ContainerLogOptions,
+  ): Promise<ReadableStream<Uint8Array>> {
+    return settle(() => {
+      const record = this.#known(ref.namespace, ref.pod, ref.container);
+      return readLog({
+        api: this.#api,
+        namespace: ref.namespace,
+        pod: ref.pod,
+        uid: record.pod.metadata?.uid ?? "",
+        container: ref.container,
+        now: () => this.#deps.clock.now(),
+        sleep: (ms, signal) => this.#deps.clock.sleep(ms, signal),
+        pollMs: 1000,
+        maxBytes: this.#config.maxResponseBytes,
+        interlink: this.#config.target === "interlink",
+      }, options);
+    });
+  }
+
+  runInContainer(ref: ContainerRef): Promise<number> {
+    return settle(() => {
+      this.#known(ref.namespace, ref.pod, ref.container);
+      throw notSupported("exec");
+    });
+  }
+
+  attachToContainer(ref: ContainerRef): Promise<void> {
+    return settle(() => {
+      this.#known(ref.namespace, ref.pod, ref.container);
+      throw notSupported("attach");
+    });
+  }
+
+  portForward(ref: PodRef): Promise<void> {
+    return settle(() => {
+      this.#known(ref.namespace, ref.name);
+      throw notSupported("port-forward");
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#stop.abort();
+    await this.#running;
+    this.#client.close();
+  }
+
+  /** POST /create for the record's pod; the record then follows that job. */
+  async #submit(record: PodRecord, signal?: AbortSignal): Promise<void> {
+    const objects = await podObjects(record.pod, this.#deps.kube, signal);
+    const { status: _, ...pod } = record.pod;
+    record.jobId = await this.#api.create(pod, objects, signal);
+    record.waiting = undefined;
+  }
+
+  /** Deletes the pod's job, reports it terminated and forgets it. */
+  async #remove(record: PodRecord, signal?: AbortSignal): Promise<void> {
+    // A finished job is deleted too: the plugin keeps its state and logs until then.
+    await this.#api.delete(record.pod, signal).catch((err) => {
+      // A plugin that answers (404, 500 "no such job") no longer runs it; no answer is retried.
+      if (!answered(err)) throw err;
+      this.#deps.log.info("delete of {pod}: {err}", { pod: keyOf(record.pod), err: String(err) });
+    });
+    const now = this.#deps.clock.now();
+    const current = podStatusOf(record, now, this.#deps.internalIp);
+    const status = terminalPodStatus(record.pod, current, { nowMs: now });
+    this.#send(record.pod, status);
+    this.#records.delete(keyOf(record.pod));
+    this.#lastSent.delete(keyOf(record.pod));
+  }
+
+  /** The record of a pod (and container) on this node, or {@link NotFoundError}. */
+  #known(namespace: string, pod: string, container?: string): PodRecord {
+    const record = this.#records.get(`${namespace}/${pod}`);
+    if (!record) throw new NotFoundError(`pod ${namespace}/${pod} is not on this node`);
+    const spec = record.pod.spec;
+    const names = [...spec?.containers ?? [], ...spec?.initContainers ?? []].map((c) => c.name);
+    if (container !== undefined && !names.includes(container)) {
+      throw new NotFoundError(`pod ${namespace}/${pod} has no container ${container}`);
+    }
+    return record;
+  }
+
+  #withStatus(record: PodRecord): Pod {
+    const status = podStatusOf(record, this.#deps.clock.now(), this.#deps.internalIp);
+    (record.pod as { status?: PodStatus }).status = status;
+    return structuredClone({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
+  }
+
+  #notify(record: PodRecord): void {
+    const pod = this.#withStatus(record);
+    this.#send(pod, pod.status!);
+  }
+
+  #send(pod: Pod, status: PodStatus): void {
+    const k = keyOf(pod);
+    const text = JSON.stringify([pod.metadata?.uid, status]);
+    if (this.#lastSent.get(k) === text) return;
+    this.#lastSent.set(k, text);
+    for (const callback of this.#callbacks) {
+      try {
+        callback(structuredClone({ ...pod, status }));
+      } catch (err) {
+        this.#deps.log.error("pod status callback threw: {err}", { err: String(err) });
+      }
+    }
+  }
+}
+
+/** `work()` as a promise: its value, or its exception as a rejection. */
+function settle<T>(work: () => T | Promise<T>): Promise<T> {
+  try {
+    return Promise.resolve(work());
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+function notSupported(what: string): NotSupportedError {
+  return new NotSupportedError(
+    `${what} is not supported by this backend: interLink's API has no ${what} call`,
+  );
+}
+
+function raceSignal<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return promise;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}

@@ -1,0 +1,146 @@
+/**
+ * The pod → container group mapping and the config, without a backend: ACI's units and rounding,
+ * limits refused with the field named, restart policies, DNS, VNet subnets, and every config
+ * problem reported at once.
+ */
+import assert from "node:assert/strict";
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import { isInvalidInput } from "../../../provider/mod.ts";
+import { containerGroupFor, parseAciConfig } from "../../../providers/aci/mod.ts";
+import { aciConfig } from "../../../tools/harness/aci/env.ts";
+
+const parsed = parseAciConfig(aciConfig("https://management.azure.com", {
+  subnetIds: [
+    "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/aci",
+  ],
+}));
+if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+const config = parsed.config;
+const inputs = {
+  nodeName: "vk-0",
+  restarts: 0,
+  limits: { maxCpu: 4, maxMemoryInGB: 16 },
+  volumes: [],
+  credentials: [],
+};
+
+function pod(spec: Partial<NonNullable<Pod["spec"]>>): Pod {
+  return {
+    metadata: { namespace: "ns", name: "p", uid: "u-1" },
+    spec: { containers: [{ name: "main", image: "busybox" }], ...spec },
+  };
+}
+
+Deno.test("requests and limits become ACI cores and GB, rounded up", () => {
+  const group = containerGroupFor(
+    pod({
+      containers: [{
+        name: "main",
+        image: "busybox",
+        resources: { requests: { cpu: "250m", memory: "1Gi" }, limits: { cpu: "1", memory: "2G" } },
+      }, { name: "side", image: "busybox" }],
+    }),
+    config,
+    inputs,
+  );
+  assert.deepEqual(group.containers[0].resources, {
+    requests: { cpu: 0.25, memoryInGB: 1.1 }, // 1Gi is 1.07 GB
+    limits: { cpu: 1, memoryInGB: 2 },
+  });
+  assert.deepEqual(group.containers[1].resources, { requests: { cpu: 1, memoryInGB: 1.5 } });
+});
+
+Deno.test("a pod beyond ACI's per-group maximum is refused, naming the field", () => {
+  assert.throws(
+    () =>
+      containerGroupFor(
+        pod({
+          containers: [{
+            name: "main",
+            image: "busybox",
+            resources: { requests: { memory: "20Gi", "nvidia.com/gpu": "1" } },
+          }],
+        }),
+        config,
+        inputs,
+      ),
+    (err: Error) =>
+      isInvalidInput(err) && /spec\.containers\[0\]\.resources\.requests\.nvidia\.com\/gpu/.test(
+        err.message,
+      ),
+  );
+  assert.throws(
+    () =>
+      containerGroupFor(
+        pod({
+          containers: [{ name: "main", image: "b", resources: { requests: { memory: "20Gi" } } }],
+        }),
+        config,
+        inputs,
+      ),
+    /requests\.memory: the containers ask for 21\.5 GB together.*at most 16 GB/,
+  );
+});
+
+Deno.test("restart policy, DNS config, VNet subnets and tags are carried over", () => {
+  for (const policy of ["Always", "OnFailure", "Never"] as const) {
+    const group = containerGroupFor(
+      pod({
+        restartPolicy: policy,
+        dnsPolicy: "None",
+        dnsConfig: {
+          nameservers: ["10.0.0.10"],
+          searches: ["a.svc", "b"],
+          options: [{ name: "ndots", value: "2" }],
+        },
+      }),
+      config,
+      inputs,
+    );
+    assert.equal(group.restartPolicy, policy);
+    assert.deepEqual(group.dnsConfig, {
+      nameServers: ["10.0.0.10"],
+      searchDomains: "a.svc b",
+      options: "ndots:2",
+    });
+    assert.deepEqual(group.subnetIds, [{ id: config.subnetIds[0] }]);
+    assert.deepEqual(group.ipAddress, { type: "Private", ports: [] });
+    assert.equal(group.tags["vkubelet-uid"], "u-1");
+  }
+});
+
+Deno.test("args without command are refused: ACI would drop the image's entrypoint", () => {
+  assert.throws(
+    () =>
+      containerGroupFor(
+        pod({ containers: [{ name: "m", image: "b", args: ["x"] }] }),
+        config,
+        inputs,
+      ),
+    /spec\.containers\[0\]\.args: .*set spec\.containers\[0\]\.command/,
+  );
+});
+
+Deno.test("every config problem is reported at once, naming its field", () => {
+  const bad = parseAciConfig({
+    subscriptionId: "nope",
+    location: "West Europe",
+    endpoint: "http://10.0.0.1",
+    statusInterval: "1ms",
+    tags: { "vkubelet-node": "x" },
+  });
+  assert.ok(!bad.ok);
+  const text = bad.errors.join("\n");
+  for (
+    const field of [
+      "subscriptionId",
+      "resourceGroup",
+      "location",
+      "endpoint",
+      "statusInterval",
+      "tags",
+    ]
+  ) {
+    assert.match(text, new RegExp(`^${field}`, "m"), `${field} is named`);
+  }
+});
