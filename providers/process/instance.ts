@@ -46,6 +46,8 @@ export class Instance {
   readonly #clock: Clock;
   readonly #writer: LogWriter;
   readonly #pumps: Promise<void>[];
+  /** Ends the pumps whose stop marker never came (./log_writer.ts). */
+  readonly #cutPumps = new AbortController();
   #killedBy?: "SIGKILL";
   /** The instance's processes when a stop began (their parents may be gone at the end). */
   #seen: ProcStat[] = [];
@@ -88,6 +90,7 @@ export class Instance {
         writer: this.#writer,
         stopMarker: files.stopMarker,
         onOutput: (data) => this.output.publish(stream, data),
+        signal: this.#cutPumps.signal,
       }).catch(() => {})
     );
     this.ended = this.#watch();
@@ -200,7 +203,14 @@ export class Instance {
         // closed already
       }
     }
-    await Promise.all(this.#pumps);
+    // The marker reaches the pump in a moment; should another reader of the FIFO take it (a
+    // reader a previous vkubelet left behind), the pump is cut instead of waited on for ever.
+    const pumped = Promise.all(this.#pumps);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<"late">((resolve) => timer = setTimeout(() => resolve("late"), 2_000));
+    if (await Promise.race([pumped, late]) === "late") this.#cutPumps.abort();
+    clearTimeout(timer);
+    await pumped;
     this.output.close();
     for (const hold of this.#holds) {
       try {

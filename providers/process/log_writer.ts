@@ -91,6 +91,8 @@ export interface PumpOptions {
   stopMarker: Uint8Array;
   /** Called with the output as it arrives, before it is split into lines (attach). */
   onOutput?: (data: Uint8Array) => void;
+  /** Ends the pump at once (its `cat` is killed): for a stop marker that never arrives. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -110,6 +112,15 @@ export async function pumpFifo(fifo: string, options: PumpOptions): Promise<void
     stderr: "null",
   }).spawn();
   const reader = cat.stdout.getReader();
+  const kill = () => {
+    try {
+      cat.kill("SIGKILL");
+    } catch {
+      // ended already
+    }
+  };
+  options.signal?.addEventListener("abort", kill, { once: true });
+  if (options.signal?.aborted) kill();
   let pending: Uint8Array = new Uint8Array(0);
   /** How much of `pending` went to `onOutput` already. */
   let published = 0;
@@ -136,11 +147,8 @@ export async function pumpFifo(fifo: string, options: PumpOptions): Promise<void
       await writer.write(stream, pending, true);
     }
   } finally {
-    try {
-      cat.kill("SIGKILL");
-    } catch {
-      // ended with the FIFO
-    }
+    options.signal?.removeEventListener("abort", kill);
+    kill();
     await reader.cancel().catch(() => {});
     await cat.status;
   }
