@@ -48,6 +48,7 @@ export {
   type TerminatedReport,
 } from "./pod_status.ts";
 export { isSidecar, isTerminalPhase } from "./pod_phase.ts";
+export { type PodEventSink, podEventSink } from "./events.ts";
 export { qosClass } from "./qos.ts";
 export { formatTime } from "../k8s/micro_time.ts";
 export type { Clock } from "../base/clock.ts";

@@ -23,7 +23,7 @@ import {
 } from "../../provider/mod.ts";
 import type { AciConfig } from "./config.ts";
 import { containerGroupFor } from "./container_group.ts";
-import { type PodEventSink, podEventSink } from "./events.ts";
+import { type PodEventSink, podEventSink } from "../../provider/mod.ts";
 import { execInContainer } from "./exec.ts";
 import type { AciGroups } from "./groups.ts";
 import { readContainerLog } from "./logs.ts";
@@ -54,7 +54,7 @@ export class AciProvider implements Provider {
     this.#config = config;
     this.#deps = deps;
     this.#groups = groups;
-    this.#event = podEventSink(deps);
+    this.#event = podEventSink(deps, "vkubelet-aci");
     this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
     this.#capacity = new NodeCapacity({ config, groups, log: deps.log });
     this.#supervisor = new GroupSupervisor({

@@ -9,7 +9,7 @@
  */
 import type { Clock, Logger } from "../../provider/mod.ts";
 import type { ContainerGroup } from "./azure.ts";
-import type { PodEventSink } from "./events.ts";
+import type { PodEventSink } from "../../provider/mod.ts";
 import type { AciGroups } from "./groups.ts";
 import { podKey, podOfTags } from "./names.ts";
 import { endsOf, type PodRecord, shouldRestart } from "./status.ts";

@@ -24,7 +24,7 @@ import {
 import type { EciApi } from "./api.ts";
 import type { EciConfig } from "./config.ts";
 import { checkPod, groupRequestFor } from "./container_group.ts";
-import { type PodEventSink, podEventSink } from "./events.ts";
+import { type PodEventSink, podEventSink } from "../../provider/mod.ts";
 import { runExecSession } from "./exec.ts";
 import { readContainerLog } from "./logs.ts";
 import { podKey } from "./names.ts";
@@ -57,7 +57,7 @@ export class EciProvider implements Provider {
     this.#deps = deps;
     this.#api = api;
     this.#startMs = deps.clock.now();
-    this.#event = podEventSink(deps);
+    this.#event = podEventSink(deps, "vkubelet-eci");
     this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
     this.#supervisor = new GroupSupervisor({
       api,

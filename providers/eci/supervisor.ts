@@ -8,7 +8,7 @@
  */
 import type { Clock, Logger } from "../../provider/mod.ts";
 import type { EciApi } from "./api.ts";
-import type { PodEventSink } from "./events.ts";
+import type { PodEventSink } from "../../provider/mod.ts";
 import { podKey, podOfTags } from "./names.ts";
 import {
   containerNames,

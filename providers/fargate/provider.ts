@@ -22,7 +22,7 @@ import {
 } from "../../provider/mod.ts";
 import type { AwsClients } from "./aws.ts";
 import type { FargateConfig } from "./config.ts";
-import { type PodEventSink, podEventSink } from "./events.ts";
+import { type PodEventSink, podEventSink } from "../../provider/mod.ts";
 import { readContainerLog } from "./logs.ts";
 import { LOG_STREAM_PREFIX, podKey, podTags, startedBy, TAGS, taskId } from "./names.ts";
 import { containerNames, endOnDelete, type PodRecord, podStatusOf } from "./status.ts";
@@ -57,7 +57,7 @@ export class FargateProvider implements Provider {
     this.#aws = aws;
     this.#ecs = new EcsTasks(aws, config);
     this.#secrets = new PodSecrets(aws.secrets);
-    this.#event = podEventSink(deps);
+    this.#event = podEventSink(deps, "vkubelet-fargate");
     this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
     this.#supervisor = new TaskSupervisor({
       ecs: this.#ecs,

@@ -7,7 +7,7 @@
  * @module
  */
 import type { Task } from "@aws-sdk/client-ecs";
-import type { PodEventSink } from "./events.ts";
+import type { PodEventSink } from "../../provider/mod.ts";
 import { podKey, podOfTags, startedBy, taskId } from "./names.ts";
 import {
   containerNames,

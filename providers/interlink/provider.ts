@@ -24,7 +24,7 @@ import {
 import { InterlinkApi } from "./api.ts";
 import { answered, InterlinkClient } from "./client.ts";
 import type { InterlinkConfig } from "./config.ts";
-import { type PodEventSink, podEventSink } from "./events.ts";
+import { type PodEventSink, podEventSink } from "../../provider/mod.ts";
 import { readLog } from "./logs.ts";
 import { type PodRecord, podStatusOf } from "./status.ts";
 import { keyOf, StatusSupervisor } from "./supervisor.ts";
@@ -53,7 +53,7 @@ export class InterlinkProvider implements Provider {
     this.#deps = deps;
     this.#client = new InterlinkClient(config, { log: deps.log, nodeName: deps.nodeName });
     this.#api = new InterlinkApi(this.#client, config);
-    this.#event = podEventSink(deps);
+    this.#event = podEventSink(deps, "vkubelet-interlink");
     const signal = AbortSignal.any([deps.signal, this.#stop.signal]);
     this.#supervisor = new StatusSupervisor({
       api: this.#api,

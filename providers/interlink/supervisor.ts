@@ -12,7 +12,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { answered } from "./client.ts";
 import type { Clock, Logger } from "../../provider/mod.ts";
 import type { InterlinkApi } from "./api.ts";
-import type { PodEventSink } from "./events.ts";
+import type { PodEventSink } from "../../provider/mod.ts";
 import { jobEnded, type PodRecord, restartDelayMs, terminatedOf } from "./status.ts";
 import type { InterlinkPodStatus } from "./wire.ts";
 

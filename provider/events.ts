@@ -1,11 +1,11 @@
 /**
- * Events the provider records on a pod (task size rounded, probes that do not run, restarts),
- * written with vkubelet's own API client as `source.component: vkubelet-fargate`. Best effort:
+ * Events a provider records on a pod (sizes rounded, backend events relayed, restarts), written
+ * with vkubelet's own API client under the provider's own `source.component`. Best effort:
  * recording never throws and never delays the pod's work.
  * @module
  */
 import type { Event, Pod } from "kubernetes-types/core/v1.d.ts";
-import type { ProviderDeps } from "../../provider/mod.ts";
+import type { ProviderDeps } from "./contract.ts";
 
 /** Records one event on a pod. */
 export type PodEventSink = (
@@ -16,11 +16,18 @@ export type PodEventSink = (
 ) => void;
 
 /**
- * An event sink on the typed client's events API (`deps.kube.events`); without one (unit tests)
- * events are only logged.
+ * An event sink on the typed client's events API (`deps.kube.events`), as `component`; without
+ * one (unit tests) events are only logged.
+ *
+ * @example Recording that a pod's size was rounded
+ * ```ts ignore
+ * const event = podEventSink(deps, "vkubelet-mybackend");
+ * event(pod, "Normal", "SizeRounded", "1.3 CPU became 2");
+ * ```
  */
 export function podEventSink(
   deps: Pick<ProviderDeps, "kube" | "nodeName" | "log" | "clock">,
+  component: string,
 ): PodEventSink {
   const events = deps.kube?.events;
   let serial = 0;
@@ -40,8 +47,8 @@ export function podEventSink(
       type,
       reason,
       message,
-      source: { component: "vkubelet-fargate", host: deps.nodeName },
-      reportingComponent: "vkubelet-fargate",
+      source: { component, host: deps.nodeName },
+      reportingComponent: component,
       reportingInstance: deps.nodeName,
       firstTimestamp: now,
       lastTimestamp: now,
