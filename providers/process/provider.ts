@@ -207,24 +207,14 @@ export class ProcessProvider implements Provider {
   async runInContainer(ref: ContainerRef, options: ExecOptions): Promise<number> {
     const runner = this.#get(ref.namespace, ref.pod);
     this.#container(runner, ref);
-    const live = runner.live(ref.container);
-    if (!live) {
-      throw new InvalidInputError(
-        `container ${ref.container} is not running; exec needs a running container`,
-      );
-    }
+    const live = this.#live(runner, ref, "exec");
     return await runInteractive(live.exec, options.command, options.io, options.signal);
   }
 
   async attachToContainer(ref: ContainerRef, options: AttachOptions): Promise<void> {
     const runner = this.#get(ref.namespace, ref.pod);
     const container = this.#container(runner, ref);
-    const live = runner.live(ref.container);
-    if (!live) {
-      throw new InvalidInputError(
-        `container ${ref.container} is not running; attach needs a running container`,
-      );
-    }
+    const live = this.#live(runner, ref, "attach");
     const target = {
       container,
       instance: live.instance,
@@ -344,6 +334,23 @@ export class ProcessProvider implements Provider {
     const runner = this.#runners.get(key(namespace, name));
     if (!runner) throw new NotFoundError(`pod ${key(namespace, name)} is not running on this node`);
     return runner;
+  }
+
+  /** The running instance, or an error that says what state the container is in instead. */
+  #live(runner: PodRunner, ref: ContainerRef, what: "exec" | "attach") {
+    const live = runner.live(ref.container);
+    if (live) return live;
+    const cr = runner.record.containers[ref.container];
+    const state = cr?.terminated
+      ? `it terminated (${cr.terminated.reason}, exit code ${cr.terminated.exitCode}${
+        cr.terminated.message ? `: ${cr.terminated.message}` : ""
+      })`
+      : cr?.waiting
+      ? `it is waiting (${cr.waiting.reason})`
+      : "it has not started yet";
+    throw new InvalidInputError(
+      `container ${ref.container} is not running; ${what} needs a running container, and ${state}`,
+    );
   }
 
   #container(runner: PodRunner, ref: ContainerRef) {

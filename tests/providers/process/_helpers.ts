@@ -104,6 +104,22 @@ export async function cleanup(provider: ProcessProvider, pod: Pod): Promise<void
   }
 }
 
+/**
+ * {@link waitFor} while a session (attach, exec) is open: a session that fails or ends first fails
+ * the wait with its own error instead of a time-out and an unhandled rejection.
+ */
+export async function waitDuring<T>(
+  session: Promise<unknown>,
+  what: string,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+): Promise<T> {
+  const ended = session.then(() => {
+    throw new Error(`the session ended while waiting for ${what}`);
+  });
+  ended.catch(() => {});
+  return await Promise.race([waitFor(what, check), ended]);
+}
+
 /** Awaits `promise`, or throws after `ms` of real time saying what did not happen. */
 export async function within<T>(what: string, promise: Promise<T>, ms = 10_000): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -8,6 +8,7 @@ import {
   makePod,
   readAll,
   startProvider,
+  waitDuring,
   waitFor,
   within,
 } from "./_helpers.ts";
@@ -46,7 +47,11 @@ Deno.test("attach streams stdout and stderr produced after it attached", async (
       io: { stdout: out.writable, stderr: err.writable, tty: false },
       signal: session.signal,
     });
-    await waitFor("live output", () => out.text().includes("tick\ntick\n") && err.text());
+    await waitDuring(
+      attached,
+      "live output",
+      () => out.text().includes("tick\ntick\n") && err.text(),
+    );
     session.abort();
     await within("the session to end", attached);
     assert.ok(!out.text().includes("early"), "output from before the attach is not replayed");
@@ -79,7 +84,7 @@ Deno.test("attach feeds stdin; the container's stdin outlives sessions without s
       signal: gone.signal,
     });
     await first.send("hello\n");
-    await waitFor("got:hello", () => out1.text() === "got:hello\n");
+    await waitDuring(session1, "got:hello", () => out1.text() === "got:hello\n");
     gone.abort();
     await within("the first session to end", session1);
     const second = input();
@@ -88,7 +93,7 @@ Deno.test("attach feeds stdin; the container's stdin outlives sessions without s
       io: { stdin: second.readable, stdout: out2.writable, tty: false },
     });
     await second.send("again\n");
-    await waitFor("got:again", () => out2.text() === "got:again\n");
+    await waitDuring(session2, "got:again", () => out2.text() === "got:again\n");
     await second.end();
     // It ends with its stdin; the container keeps running.
     await within("the second session to end", session2);
@@ -124,7 +129,7 @@ Deno.test("stdinOnce closes the container's stdin when the first session's stdin
       io: { stdin: stdin.readable, stdout: out.writable, tty: false },
     });
     await stdin.send("one\n");
-    await waitFor("got:one", () => out.text() === "got:one\n");
+    await waitDuring(session, "got:one", () => out.text() === "got:one\n");
     await stdin.end();
     // The container reads EOF, says so and ends, which ends the session.
     await within("the session to end with the container", session);
@@ -161,7 +166,7 @@ Deno.test("a re-adopted container with stdin still takes input (vkubelet restart
       signal: session.signal,
     });
     await stdin.send("back\n");
-    await waitFor("got:back", () => out.text() === "got:back\n");
+    await waitDuring(attached, "got:back", () => out.text() === "got:back\n");
     session.abort();
     await within("the session to end", attached);
   } finally {
