@@ -76,6 +76,8 @@ export interface SlurmSize {
   cpus?: number;
   /** Memory of the node in MiB (default 64000); jobs without `--mem` get 100 MiB a CPU. */
   memoryMiB?: number;
+  /** Extra slurm.conf lines (a bench's launch throttles), appended before the node line. */
+  extraConf?: string[];
 }
 
 function slurmConf(
@@ -114,7 +116,9 @@ ReturnToService=2
 MinJobAge=300
 KillWait=2
 MaxJobCount=20000
-NodeName=${host} NodeAddr=127.0.0.1 CPUs=${size.cpus ?? 64} RealMemory=${
+${
+    (size.extraConf ?? []).map((line) => `${line}\n`).join("")
+  }NodeName=${host} NodeAddr=127.0.0.1 CPUs=${size.cpus ?? 64} RealMemory=${
     size.memoryMiB ?? 64000
   } State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
@@ -155,6 +159,8 @@ export async function startSlurm(size: SlurmSize = {}): Promise<Slurm> {
     children.push(child);
   };
   const stop = async () => {
+    // Jobs first: slurmstepd and what it runs outlive slurmd, and a bench leaves a thousand.
+    await output("scancel", ["--quiet", "--full", "--partition=debug"], env).catch(() => {});
     for (const child of children.reverse()) {
       try {
         child.kill("SIGTERM");
@@ -163,6 +169,7 @@ export async function startSlurm(size: SlurmSize = {}): Promise<Slurm> {
       }
       await child.status;
     }
+    await killJobsOf(conf);
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   };
   const run = (command: string, args: string[]) => output(command, args, env);
@@ -200,6 +207,45 @@ export async function startSlurm(size: SlurmSize = {}): Promise<Slurm> {
     throw err;
   }
   return { dir, conf, socket: `${dir}/rest/rest.sock`, sharedDir: `${dir}/shared`, env, run, stop };
+}
+
+/**
+ * SIGKILLs every process left of this SLURM's jobs (slurmstepd and its steps carry the cluster's
+ * `SLURM_CONF` in their environment), until none is left or 10 s passed.
+ */
+async function killJobsOf(conf: string): Promise<void> {
+  const marker = new TextEncoder().encode(`SLURM_CONF=${conf}\0`);
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    let found = 0;
+    for (const entry of Deno.readDirSync("/proc")) {
+      const pid = Number(entry.name);
+      if (!Number.isInteger(pid) || pid === Deno.pid) continue;
+      let environ: Uint8Array;
+      try {
+        environ = Deno.readFileSync(`/proc/${pid}/environ`);
+      } catch {
+        continue;
+      }
+      if (!contains(environ, marker)) continue;
+      found++;
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch {
+        // ended meanwhile
+      }
+    }
+    if (found === 0) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function contains(haystack: Uint8Array, needle: Uint8Array): boolean {
+  outer: for (let i = 0; i + needle.length <= haystack.length; i++) {
+    for (let j = 0; j < needle.length; j++) if (haystack[i + j] !== needle[j]) continue outer;
+    return true;
+  }
+  return false;
 }
 
 async function until(what: string, check: () => Promise<boolean>): Promise<void> {
