@@ -2,8 +2,8 @@
  * `/stats/summary` from `sstat`: one call for every running job of the node (at most one per
  * `statsInterval`, shared by every request), read per step — each container's step ID is in its
  * `state/NAME.RUN.step` file. CPU comes as cumulative time (`TRESUsageInTot` cpu, whole seconds)
- * and its rate from the two latest calls, as the kubelet's summary takes usageNanoCores from two
- * cumulative samples (kubernetes/kubernetes pkg/kubelet/stats/cri_stats_provider.go,
+ * and its rate from two calls at least 10 s apart (whole seconds would make a rate over one
+ * second 0 or 1 core), as the kubelet's summary takes usageNanoCores from two cumulative samples (kubernetes/kubernetes pkg/kubelet/stats/cri_stats_provider.go,
  * getAndUpdateContainerUsageNanoCores); the first call gives the average since the step
  * started. Memory is the step's current resident set (`TRESUsageInTot` mem), as working set and
  * RSS. A running container never reports zero (metrics-server drops a pod when one does:
@@ -23,7 +23,7 @@ export interface StepUsage {
   memoryBytes: number;
 }
 
-/** One sstat call: usage by `JOB.STEP`, and CPU rates (nanocores) since the call before. */
+/** One sstat call: usage by `JOB.STEP`, and CPU rates (nanocores) since an earlier call. */
 export interface StepSample {
   atMs: number;
   steps: Map<string, StepUsage>;
@@ -71,10 +71,14 @@ export interface SstatDeps {
   intervalMs: number;
 }
 
-/** Runs sstat for all jobs at most once per interval and keeps the latest two samples' rates. */
+/** The span CPU rates are taken over, at least (see {@link SstatSampler}). */
+export const RATE_WINDOW_MS = 10_000;
+
+/** Runs sstat for all jobs at most once per interval; CPU rates over the last 10 s or more. */
 export class SstatSampler {
   readonly #deps: SstatDeps;
   #latest?: StepSample;
+  #history: StepSample[] = [];
   #pending?: Promise<StepSample>;
 
   constructor(deps: SstatDeps) {
@@ -102,14 +106,26 @@ export class SstatSampler {
     const atMs = this.#deps.clock.now();
     const steps = parseSstat(text);
     const rates = new Map<string, number>();
-    const before = this.#latest;
     for (const [id, usage] of steps) {
-      const last = before?.steps.get(id);
-      if (!last || atMs <= before!.atMs) continue;
-      rates.set(id, Math.max(0, (usage.cpuNs - last.cpuNs) / ((atMs - before!.atMs) / 1000)));
+      const from = this.#baseline(id, atMs);
+      if (!from) continue;
+      rates.set(id, Math.max(0, (usage.cpuNs - from.cpuNs) / ((atMs - from.atMs) / 1000)));
     }
     this.#latest = { atMs, steps, rates };
+    this.#history.push(this.#latest);
+    this.#history = this.#history.filter((h) => atMs - h.atMs <= RATE_WINDOW_MS * 3);
     return this.#latest;
+  }
+
+  /**
+   * The earlier sample of step `id` to take its rate from: the newest at least
+   * {@link RATE_WINDOW_MS} old, else the oldest kept. sstat gives CPU time in whole seconds, so
+   * two samples a second apart would read 0 or 1 core; over 10 s the error is a tenth of a core.
+   */
+  #baseline(id: string, atMs: number): { atMs: number; cpuNs: number } | undefined {
+    const known = this.#history.filter((h) => h.steps.has(id) && h.atMs < atMs);
+    const old = known.filter((h) => atMs - h.atMs >= RATE_WINDOW_MS).at(-1) ?? known[0];
+    return old && { atMs: old.atMs, cpuNs: old.steps.get(id)!.cpuNs };
   }
 
   #empty(atMs: number): StepSample {
