@@ -139,16 +139,20 @@ Deno.test("slurm provider: attach reaches a stdin step, and the summary shows ea
     });
 
     await t.step("the summary names the pod and container and shows real usage", async () => {
-      const burn = await eventually("burn has used a second of CPU", async () => {
+      let seen = "";
+      const burn = await eventually("burn's CPU time and rate measured", async () => {
         const summary = await provider.getStatsSummary({});
         const p = summary.pods.find((x) => x.podRef.uid === pod.metadata?.uid);
         const c = p?.containers.find((x) => x.name === "burn");
-        return (c?.cpu?.usageCoreNanoSeconds ?? 0) >= 1e9 && c;
-      }, 120_000);
+        seen = JSON.stringify(c);
+        // sstat counts whole CPU seconds; a loaded machine gives burn a fraction of a core.
+        return (c?.cpu?.usageCoreNanoSeconds ?? 0) >= 1e9 && c!.cpu!.usageNanoCores! > 1e6 && c;
+      }, 240_000).catch((err) => {
+        throw new Error(`${err.message}; last seen: ${seen}`);
+      });
       console.log(
         `burn: ${burn.cpu?.usageNanoCores} nanocores, ${burn.cpu?.usageCoreNanoSeconds} core-ns, ${burn.memory?.workingSetBytes} bytes`,
       );
-      assert.ok(burn.cpu!.usageNanoCores! > 1e6, "burn uses more than a thousandth of a core");
       assert.ok(burn.memory!.workingSetBytes! > 20e6, "burn holds its 20 MB string");
       const metrics = await provider.getMetricsResource({});
       assert.match(
