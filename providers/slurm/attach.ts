@@ -14,7 +14,16 @@
  * @module
  */
 import type { Container } from "kubernetes-types/core/v1.d.ts";
-import { type AttachIO, InvalidInputError, NotSupportedError } from "../../provider/mod.ts";
+import {
+  type AttachIO,
+  type Clock,
+  InvalidInputError,
+  NotSupportedError,
+} from "../../provider/mod.ts";
+import type { SlurmConfig } from "./config.ts";
+import { readLogFile } from "./logs.ts";
+import { podDirOf } from "./pod_dir.ts";
+import { jobEnded, type PodRecord } from "./status.ts";
 
 /** What a session connects to. */
 export interface StepTarget {
@@ -25,6 +34,42 @@ export interface StepTarget {
   owner?: { uid: number; gid: number };
   /** The step's output from now on; ends when the step has exited or `signal` aborts. */
   output: (signal: AbortSignal) => ReadableStream<Uint8Array>;
+}
+
+/** The running step of `name` in the pod's current run; refuses a container not running. */
+export function stepTarget(
+  record: PodRecord,
+  name: string,
+  config: SlurmConfig,
+  clock: Clock,
+): StepTarget {
+  const container = [...record.pod.spec?.initContainers ?? [], ...record.pod.spec?.containers ?? []]
+    .find((c) => c.name === name)!;
+  const files = record.files.get(name);
+  if (record.job?.state !== "RUNNING" || files?.startedMs === undefined || files.exit) {
+    const state = files?.exit
+      ? `its step exited with code ${files.exit.code}`
+      : `its job is ${record.job?.state ?? "not yet submitted"}`;
+    throw new InvalidInputError(
+      `container ${name} is not running; attach needs a running job step, and ${state}`,
+    );
+  }
+  const dir = podDirOf(config, record.pod);
+  const run = record.run;
+  const done = () =>
+    record.run !== run || record.deleting || record.finished === true ||
+    record.files.get(name)?.exit !== undefined || jobEnded(record.job);
+  return {
+    container,
+    stdinFile: `${dir}/stdin/${name}.${run}`,
+    owner: config.fileOwner,
+    output: (signal) =>
+      readLogFile({ path: `${dir}/logs/${name}.${run}.log`, clock, done }, {
+        follow: true,
+        tailLines: 0,
+        signal,
+      }),
+  };
 }
 
 /** Runs one attach session until the step ends, the client goes or (without stdinOnce) its stdin ends. */

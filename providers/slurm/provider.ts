@@ -15,7 +15,6 @@ import {
   type ContainerLogOptions,
   type ContainerRef,
   type ExecOptions,
-  InvalidInputError,
   metricsText,
   NotFoundError,
   NotSupportedError,
@@ -25,7 +24,7 @@ import {
 } from "../../provider/mod.ts";
 import type { PartitionInfo, SlurmBackend } from "./backend.ts";
 import type { SlurmConfig } from "./config.ts";
-import { attachToStep } from "./attach.ts";
+import { attachToStep, stepTarget } from "./attach.ts";
 import { commandRunner } from "./cli.ts";
 import { execInJob } from "./exec.ts";
 import { jobRequestFor } from "./job_request.ts";
@@ -226,40 +225,9 @@ export class SlurmProvider implements Provider {
   }
 
   async attachToContainer(ref: ContainerRef, options: AttachOptions): Promise<void> {
-    const record = this.#known(ref);
-    const container = [
-      ...record.pod.spec?.initContainers ?? [],
-      ...record.pod.spec?.containers ?? [],
-    ]
-      .find((c) => c.name === ref.container)!;
-    const files = record.files.get(ref.container);
-    if (record.job?.state !== "RUNNING" || files?.startedMs === undefined || files.exit) {
-      const state = files?.exit
-        ? `its step exited with code ${files.exit.code}`
-        : `its job is ${record.job?.state ?? "not yet submitted"}`;
-      throw new InvalidInputError(
-        `container ${ref.container} is not running; attach needs a running job step, and ${state}`,
-      );
-    }
-    const dir = podDirOf(this.#config, record.pod);
-    const run = record.run;
-    await attachToStep(
-      {
-        container,
-        stdinFile: `${dir}/stdin/${ref.container}.${run}`,
-        owner: this.#config.fileOwner,
-        output: (signal) =>
-          readLogFile({
-            path: `${dir}/logs/${ref.container}.${run}.log`,
-            clock: this.#deps.clock,
-            done: () =>
-              record.run !== run || record.deleting || record.finished === true ||
-              record.files.get(ref.container)?.exit !== undefined || jobEnded(record.job),
-          }, { follow: true, tailLines: 0, signal }),
-      },
-      options.io,
-      AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]),
-    );
+    const target = stepTarget(this.#known(ref), ref.container, this.#config, this.#deps.clock);
+    const signal = AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]);
+    await attachToStep(target, options.io, signal);
   }
 
   async getStatsSummary(options: CallOptions): Promise<StatsSummary> {
