@@ -20,6 +20,7 @@
  * imageCommands: { nginx:1.27: [nginx, -g, "daemon off;"] }
  * runAsUsers: {}                         # runAsUser → SLURM user mapping; none → refused
  * statusInterval: 2s                     # one squeue (or GET /jobs) per interval for all jobs
+ * statsInterval: 10s                     # at most one sstat per interval (needs cli)
  * restartBackOff: { initial: 10s, max: 5m }
  * capacity: { pods: "110" }              # cpu and memory come from the partition
  * ```
@@ -80,6 +81,7 @@ export const slurmConfigSchema = z.strictObject({
   imageCommands: z.record(z.string().min(1), z.array(z.string()).min(1)).default({}),
   runAsUsers: z.record(z.string().regex(/^\d+$/), z.string().min(1)).default({}),
   statusInterval: duration("2s", 100),
+  statsInterval: duration("10s", 100),
   restartBackOff: z.strictObject({
     initial: duration("10s"),
     max: duration("5m"),

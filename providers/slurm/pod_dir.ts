@@ -49,7 +49,7 @@ export async function writePodDir(
     if (owner) await Deno.chown(path, owner.uid, owner.gid);
   };
   await Deno.mkdir(deps.config.sharedDir, { recursive: true, mode: 0o711 });
-  for (const sub of ["", "/c", "/logs", "/state", "/volumes"]) await mkdir(dir + sub);
+  for (const sub of ["", "/c", "/logs", "/state", "/stdin", "/volumes"]) await mkdir(dir + sub);
   // The spec as created, for a restarted vkubelet that adopts the job before the API resyncs.
   await write(`${dir}/pod.json`, JSON.stringify({ metadata: pod.metadata, spec: pod.spec }));
   const containers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];

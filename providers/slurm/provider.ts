@@ -10,23 +10,29 @@
 import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import {
   applyProviderNode,
+  type AttachOptions,
   type CallOptions,
   type ContainerLogOptions,
   type ContainerRef,
   type ExecOptions,
+  metricsText,
   NotFoundError,
   NotSupportedError,
   type Provider,
   type ProviderDeps,
+  type StatsSummary,
 } from "../../provider/mod.ts";
 import type { PartitionInfo, SlurmBackend } from "./backend.ts";
 import type { SlurmConfig } from "./config.ts";
+import { attachToStep, stepTarget } from "./attach.ts";
+import { commandRunner } from "./cli.ts";
 import { execInJob } from "./exec.ts";
 import { jobRequestFor } from "./job_request.ts";
 import { readLogFile } from "./logs.ts";
 import { podDirOf, readSavedPod, removePodDir, writePodDir } from "./pod_dir.ts";
 import { parseJobComment } from "./script.ts";
 import { jobEnded, type PodRecord, podStatusOf } from "./status.ts";
+import { runningPods, slurmStatsSummary, SstatSampler } from "./stats.ts";
 import { supervise } from "./supervisor.ts";
 
 /** Runs the node's pods as SLURM jobs; see the module doc. */
@@ -41,6 +47,8 @@ export class SlurmProvider implements Provider {
   readonly #signal: AbortSignal;
   readonly #adopted: Promise<void>;
   readonly #running: Promise<void>;
+  readonly #sstat?: SstatSampler;
+  readonly #startMs: number;
   #reachable = true;
   #partitions: PartitionInfo[] = [];
 
@@ -49,6 +57,14 @@ export class SlurmProvider implements Provider {
     this.#deps = deps;
     this.#backend = backend;
     this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
+    this.#startMs = deps.clock.now();
+    if (config.cli) {
+      this.#sstat = new SstatSampler({
+        run: commandRunner(config.cli.bin),
+        clock: deps.clock,
+        intervalMs: config.statsInterval,
+      });
+    }
     this.#adopted = this.#adopt(this.#signal);
     this.#running = this.#adopted.then(() =>
       supervise({
@@ -206,6 +222,27 @@ export class SlurmProvider implements Provider {
       // directories to fileOwner) becomes that user.
       runAs: this.#config.fileOwner,
     });
+  }
+
+  async attachToContainer(ref: ContainerRef, options: AttachOptions): Promise<void> {
+    const target = stepTarget(this.#known(ref), ref.container, this.#config, this.#deps.clock);
+    const signal = AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]);
+    await attachToStep(target, options.io, signal);
+  }
+
+  async getStatsSummary(options: CallOptions): Promise<StatsSummary> {
+    if (!this.#sstat) {
+      throw new NotSupportedError(
+        "stats need sstat on vkubelet's host (slurmrestd has no step statistics): add cli to the slurm provider config (it may sit beside rest)",
+      );
+    }
+    const pods = runningPods(this.#records.values());
+    const sample = await this.#sstat.sample(pods.map((p) => p.jobId), options.signal);
+    return slurmStatsSummary({ name: this.#deps.nodeName, startMs: this.#startMs }, pods, sample);
+  }
+
+  async getMetricsResource(options: CallOptions): Promise<string> {
+    return metricsText(await this.getStatsSummary(options));
   }
 
   async close(): Promise<void> {

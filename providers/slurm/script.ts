@@ -5,7 +5,9 @@
  * partition, account, QoS, allowlisted annotations). Pure: nothing here touches the disk.
  *
  * The batch script records what the provider reads back from the pod directory: per container
- * and run, `state/NAME.RUN.started` (epoch ms) and `state/NAME.RUN.exit` ("code epoch-ms"), and
+ * and run, `state/NAME.RUN.started` (epoch ms), `state/NAME.RUN.step` (its SLURM step ID, for
+ * sstat) and `state/NAME.RUN.exit` ("code epoch-ms"); a container with `stdin: true` reads
+ * `stdin/NAME.RUN` (what attach sessions append) until `stdin/NAME.RUN.closed` appears; and
  * its output, each line prefixed by its epoch time in microseconds, in `logs/NAME.RUN.log`. It
  * needs bash 5 on the compute nodes (`$EPOCHREALTIME`: no process per line).
  * @module
@@ -103,6 +105,11 @@ function volumePaths(container: Container, podDir: string) {
   return { env, binds };
 }
 
+/** `step`'s arguments: the container's name, and `stdin` when it keeps its stdin open. */
+function stepArgs(c: Container): string {
+  return c.stdin ? `${shellQuote(c.name)} stdin` : shellQuote(c.name);
+}
+
 /** The batch script for one run (submission) of the pod. */
 export function batchScript(pod: Pod, podDir: string, run: number): string {
   const init = pod.spec?.initContainers ?? [];
@@ -116,9 +123,23 @@ export function batchScript(pod: Pod, podDir: string, run: number): string {
     `D=${shellQuote(podDir)}; R=${run}`,
     'ms() { local t=$EPOCHREALTIME; echo "${t%.*}${t#*.}" | cut -c1-13; }',
     'stamp() { while IFS= read -r l || [ -n "$l" ]; do printf \'%s %s\\n\' "$EPOCHREALTIME" "$l"; done; }',
+    // A container's stdin (`stdin: true`): the file vkubelet appends attach sessions' input to,
+    // passed on by tail until `.closed` appears (stdinOnce) or the step has exited. A file, not
+    // a FIFO: a FIFO on a shared filesystem carries no data between hosts, and nothing blocks
+    // when nobody attaches.
+    "feed() {",
+    '  local f="$D/stdin/$1.$R"; : >> "$f"',
+    '  ( while [ ! -e "$f.closed" ] && [ ! -e "$D/state/$1.$R.exit" ]; do sleep 0.2; done ) &',
+    '  tail -c +1 -f -s 0.2 --pid=$! "$f" 2>/dev/null',
+    "}",
+    // Each step writes its step ID (for sstat) before it becomes the container's command.
+    "run() {",
+    '  srun --overlap --ntasks=1 --nodes=1 bash -c \'echo "$SLURM_STEP_ID" > "$1"; exec "$0" 2>&1\' \\',
+    '    "$D/c/$1.sh" "$D/state/$1.$R.step"',
+    "}",
     "step() {",
     '  ms > "$D/state/$1.$R.started"',
-    '  srun --overlap --ntasks=1 --nodes=1 bash -c \'exec "$0" 2>&1\' "$D/c/$1.sh" < /dev/null \\',
+    '  if [ "$2" = stdin ]; then run "$1" < <(feed "$1"); else run "$1" < /dev/null; fi \\',
     '    | stamp >> "$D/logs/$1.$R.log"',
     "  local rc=${PIPESTATUS[0]}",
     '  echo "$rc $(ms)" > "$D/state/$1.$R.exit"',
@@ -128,14 +149,14 @@ export function batchScript(pod: Pod, podDir: string, run: number): string {
   ];
   for (const c of init) {
     if (isSidecar(c)) {
-      lines.push(`step ${shellQuote(c.name)} & sidecars+=($!)`);
+      lines.push(`step ${stepArgs(c)} & sidecars+=($!)`);
     } else {
-      lines.push(`step ${shellQuote(c.name)} || exit $?`);
+      lines.push(`step ${stepArgs(c)} || exit $?`);
     }
   }
   lines.push("mains=()");
   for (const c of pod.spec?.containers ?? []) {
-    lines.push(`step ${shellQuote(c.name)} & mains+=($!)`);
+    lines.push(`step ${stepArgs(c)} & mains+=($!)`);
   }
   lines.push(
     "rc=0",

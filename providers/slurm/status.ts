@@ -18,6 +18,8 @@ import type { JobInfo } from "./backend.ts";
 /** One container's files of the current run. */
 export interface RunFiles {
   startedMs?: number;
+  /** The container's SLURM step ID in its job (for sstat), once the step started. */
+  stepId?: number;
   exit?: { code: number; atMs: number };
 }
 

@@ -90,6 +90,10 @@ export async function readFiles(config: SlurmConfig, record: PodRecord): Promise
     if (files.exit) continue;
     const started = await readText(`${dir}/${name}.${record.run}.started`);
     if (started) files.startedMs = Number(started.trim());
+    if (files.stepId === undefined) {
+      const step = await readText(`${dir}/${name}.${record.run}.step`);
+      if (step && /^\d+$/.test(step.trim())) files.stepId = Number(step.trim());
+    }
     const exit = await readText(`${dir}/${name}.${record.run}.exit`);
     if (exit) {
       const [code, at] = exit.trim().split(" ").map(Number);

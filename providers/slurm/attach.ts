@@ -1,0 +1,182 @@
+/**
+ * `kubectl attach` to a container's job step. The output is the step's log file from its current
+ * end (`./logs.ts`, followed until the step exits or the session ends): stdout and stderr
+ * combined, as the batch script writes them to one file, all sent on the session's stdout. A
+ * container with `stdin: true` reads `stdin/NAME.RUN` in the pod directory (the batch script
+ * passes it on with `tail -f`, `./script.ts`); the session's stdin is appended there. When the
+ * session's stdin ends, a `stdinOnce` container's stdin is closed for good (`.closed` beside it)
+ * and output keeps flowing until the step ends; otherwise the session ends there, as the
+ * process provider's attach does (containerd internal/cri/io/container_io.go `Attach`).
+ *
+ * A session with stdin for a container without `stdin: true` is refused (nothing would read
+ * it); without stdin any running container can be attached to, for its output. A container
+ * with `tty: true`, or a session asking for a terminal, is refused: steps run without one.
+ * @module
+ */
+import type { Container } from "kubernetes-types/core/v1.d.ts";
+import {
+  type AttachIO,
+  type Clock,
+  InvalidInputError,
+  NotSupportedError,
+} from "../../provider/mod.ts";
+import type { SlurmConfig } from "./config.ts";
+import { readLogFile } from "./logs.ts";
+import { podDirOf } from "./pod_dir.ts";
+import { jobEnded, type PodRecord } from "./status.ts";
+
+/** What a session connects to. */
+export interface StepTarget {
+  container: Container;
+  /** The file the step's stdin is read from (`stdin: true` containers). */
+  stdinFile: string;
+  /** Owner of the stdin file when vkubelet creates it (the job's user). */
+  owner?: { uid: number; gid: number };
+  /** The step's output from now on; ends when the step has exited or `signal` aborts. */
+  output: (signal: AbortSignal) => ReadableStream<Uint8Array>;
+}
+
+/** The running step of `name` in the pod's current run; refuses a container not running. */
+export function stepTarget(
+  record: PodRecord,
+  name: string,
+  config: SlurmConfig,
+  clock: Clock,
+): StepTarget {
+  const container = [...record.pod.spec?.initContainers ?? [], ...record.pod.spec?.containers ?? []]
+    .find((c) => c.name === name)!;
+  const files = record.files.get(name);
+  if (record.job?.state !== "RUNNING" || files?.startedMs === undefined || files.exit) {
+    const state = files?.exit
+      ? `its step exited with code ${files.exit.code}`
+      : `its job is ${record.job?.state ?? "not yet submitted"}`;
+    throw new InvalidInputError(
+      `container ${name} is not running; attach needs a running job step, and ${state}`,
+    );
+  }
+  const dir = podDirOf(config, record.pod);
+  const run = record.run;
+  const done = () =>
+    record.run !== run || record.deleting || record.finished === true ||
+    record.files.get(name)?.exit !== undefined || jobEnded(record.job);
+  return {
+    container,
+    stdinFile: `${dir}/stdin/${name}.${run}`,
+    owner: config.fileOwner,
+    output: (signal) =>
+      readLogFile({ path: `${dir}/logs/${name}.${run}.log`, clock, done }, {
+        follow: true,
+        tailLines: 0,
+        signal,
+      }),
+  };
+}
+
+/** Runs one attach session until the step ends, the client goes or (without stdinOnce) its stdin ends. */
+export async function attachToStep(
+  target: StepTarget,
+  io: AttachIO,
+  signal: AbortSignal,
+): Promise<void> {
+  const { container } = target;
+  if (container.tty) {
+    throw new NotSupportedError(
+      `container ${container.name} has tty: true, but the slurm provider runs job steps without a terminal, so it cannot attach to one; set tty: false and attach without -t, or use kubectl exec -it`,
+    );
+  }
+  if (io.tty) {
+    throw new InvalidInputError(
+      `container ${container.name} was started without a terminal (tty: false); attach without -t`,
+    );
+  }
+  if (io.stdin && !container.stdin) {
+    throw new InvalidInputError(
+      `container ${container.name} does not have stdin enabled; set stdin: true in its spec to send it input, or attach without -i`,
+    );
+  }
+  const session = new AbortController();
+  const stop = AbortSignal.any([session.signal, signal]);
+  const copying = copyOutput(target.output(stop), io.stdout, stop).finally(() => session.abort());
+  const closed = `${target.stdinFile}.closed`;
+  if (io.stdin && !await exists(closed)) {
+    const ended = await appendStdin(io.stdin, target, stop);
+    if (container.stdinOnce && (ended === "eof" || signal.aborted)) {
+      await writeOwned(closed, target.owner);
+    } else if (ended === "eof") session.abort();
+  }
+  await copying;
+}
+
+/** Copies the step's output to the session's stdout until it ends or `stop` aborts. */
+async function copyOutput(
+  output: ReadableStream<Uint8Array>,
+  stdout: WritableStream<Uint8Array> | undefined,
+  stop: AbortSignal,
+): Promise<void> {
+  const reader = output.getReader();
+  const writer = stdout?.getWriter();
+  const stopped = abortPromise(stop);
+  try {
+    while (true) {
+      const next = await Promise.race([
+        reader.read(),
+        stopped.then(() => ({ done: true as const, value: undefined })),
+      ]).catch(() => ({ done: true as const, value: undefined }));
+      if (next.done) break;
+      if (!writer) continue;
+      if (!await Promise.race([writer.write(next.value).then(() => true), stopped])) break;
+    }
+  } catch {
+    // The client's stream failed: the session is over.
+  } finally {
+    await reader.cancel().catch(() => {});
+    writer?.releaseLock();
+  }
+}
+
+/** Appends the session's stdin to the step's stdin file; "eof" when it ended, else "stopped". */
+async function appendStdin(
+  stdin: ReadableStream<Uint8Array>,
+  target: StepTarget,
+  stop: AbortSignal,
+): Promise<"eof" | "stopped"> {
+  const file = await openOwned(target.stdinFile, target.owner);
+  const reader = stdin.getReader();
+  const stopped = abortPromise(stop).then(() => ({ done: true as const, value: undefined }));
+  try {
+    while (true) {
+      const next = await Promise.race([reader.read(), stopped]);
+      if (next.done) return stop.aborted ? "stopped" : "eof";
+      let written = 0;
+      while (written < next.value.length) written += await file.write(next.value.subarray(written));
+    }
+  } catch {
+    return "stopped"; // the client's stdin failed
+  } finally {
+    reader.releaseLock();
+    file.close();
+  }
+}
+
+/** Opens `path` for appending, created 0600 and owned by the job's user. */
+async function openOwned(path: string, owner?: { uid: number; gid: number }) {
+  const file = await Deno.open(path, { append: true, create: true, mode: 0o600 });
+  if (owner) await Deno.chown(path, owner.uid, owner.gid);
+  return file;
+}
+
+async function writeOwned(path: string, owner?: { uid: number; gid: number }): Promise<void> {
+  (await openOwned(path, owner)).close();
+}
+
+async function exists(path: string): Promise<boolean> {
+  return await Deno.stat(path).then(() => true, () => false);
+}
+
+/** Resolves (with `false`) when `signal` aborts; never rejects. */
+function abortPromise(signal: AbortSignal): Promise<false> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) =>
+    signal.addEventListener("abort", () => resolve(false), { once: true })
+  );
+}
