@@ -161,7 +161,7 @@ export class InterlinkClient {
     const reason = deadline.signal?.reason;
     if (!(reason instanceof DOMException && reason.name === "TimeoutError")) return reason;
     return new TransientError(
-      `${this.endpoint} did not answer ${input.method} ${input.path} (${input.what}) within ${deadline.timeoutMs} ms; check that the plugin runs and is not overloaded, or raise requestTimeout in the provider config`,
+      `${this.endpoint} does not answer ${input.method} ${input.path} (${input.what}) within ${deadline.timeoutMs} ms; check that the plugin runs and is not overloaded, or raise requestTimeout in the provider config`,
     );
   }
 
@@ -205,7 +205,7 @@ export class InterlinkClient {
         if (signal?.aborted) return;
         reject(
           new TransientError(
-            `${this.endpoint} did not answer ${input.what}: ${err.message}; check that interLink (or the plugin) runs and the url or socket is right`,
+            `${this.endpoint} does not answer ${input.method} ${input.path} (${input.what}): ${err.message}; check that interLink (or the plugin) runs and the url or socket is right`,
             { cause: err },
           ),
         );

@@ -3,9 +3,9 @@
  * and every Event the provider records, through a fake events API.
  * @module
  */
-import { configure, getLogger, type LogRecord, reset } from "@logtape/logtape";
+import { configure, getLogger, type Logger, type LogRecord, reset } from "@logtape/logtape";
 import type { Event } from "kubernetes-types/core/v1.d.ts";
-import type { Logger, ProviderKubeClient } from "../../../provider/mod.ts";
+import type { ProviderKubeClient } from "../../../provider/mod.ts";
 
 /** What {@link captureLogs} hands the test. */
 export interface Captured {

@@ -87,7 +87,7 @@ Deno.test("a plugin slower than requestTimeout: clear error, no duplicate job, s
       plugin.state.slowCreate = true;
       const err = await provider.createPod(structuredClone(pod), {}).catch((e) => e);
       assert.ok(isTransient(err), "a timed-out create is retried by the pod controller");
-      assert.match(err.message, new RegExp(`${plugin.url} did not answer POST /create`));
+      assert.match(err.message, new RegExp(`${plugin.url} does not answer POST /create`));
       assert.match(err.message, /within 300 ms; .*raise requestTimeout in the provider config/);
       const event = events.find((e) => e.reason === "InterlinkCreateFailed");
       assert.equal(event?.message, err.message, "the pod's event says the same");
@@ -110,7 +110,7 @@ Deno.test("a plugin slower than requestTimeout: clear error, no duplicate job, s
       });
       assert.deepEqual(backoff().slice(0, 4), [2_000, 4_000, 8_000, 8_000]);
       const failed = records.find((r) => String(r.message[0]).startsWith("status poll failed"))!;
-      assert.match(text(failed), /did not answer GET \/status .*within 300 ms/);
+      assert.match(text(failed), /does not answer GET \/status .*within 300 ms/);
       const during = await provider.getPod("default", "slow", {});
       assert.equal(during?.status?.phase, "Running", "a poll that times out loses no pod");
       assert.ok(!events.some((e) => e.reason === "InterlinkPodLost"));
