@@ -76,10 +76,14 @@ export class InterlinkClient {
   #ca?: Promise<string>;
   #token?: { version: string; value: string };
   #session = 0;
+  /** The url's password and the last tokens read, to keep out of messages. */
+  readonly #secrets = new Set<string>();
 
   constructor(config: InterlinkConfig, deps: InterlinkClientDeps) {
     this.#config = config;
     this.#deps = deps;
+    const password = config.url ? new URL(config.url).password : "";
+    if (password) this.#secrets.add(decodeURIComponent(password));
     const secure = config.url?.startsWith("https:");
     // No keep-alive: Deno's node:http sends a request again when it is destroyed (our timeout)
     // on a reused connection, so a slow plugin would receive a second /create. One connection
@@ -91,7 +95,19 @@ export class InterlinkClient {
 
   /** Where calls go, for messages: the URL or `unix:<path>`. */
   get endpoint(): string {
-    return this.#config.url ?? `unix:${this.#config.socket}`;
+    // A user or password in the url is a credential too: never in a message.
+    return this.#config.url?.replace(/^(https?:\/\/)[^@/]*@/, "$1") ??
+      `unix:${this.#config.socket}`;
+  }
+
+  /**
+   * `text` (an answer quoted in an error) without credentials: the bearer tokens read so far,
+   * anything after `Bearer `, the url's password. A plugin may echo the request's headers.
+   */
+  redact(text: string): string {
+    let out = text.replace(/(Bearer\s+)[^\s"',;]+/gi, "$1<redacted>");
+    for (const secret of this.#secrets) out = out.replaceAll(secret, "<redacted>");
+    return out;
   }
 
   /** Sends a call and reads the whole answer (bounded by `maxResponseBytes`) as text. */
@@ -136,7 +152,7 @@ export class InterlinkClient {
     if (status >= 200 && status < 300) return response;
     const text = await readBounded(response, 4096, input.what, this.endpoint).catch(() => "");
     const said = `${this.endpoint} answered ${input.what} with HTTP ${status}: ${
-      text.trim().slice(0, 300) || "(no body)"
+      this.redact(text.trim().slice(0, 300)) || "(no body)"
     }`;
     if (status >= 500 || status === 429 || status === 408) {
       const after = Number(response.headers["retry-after"]);
@@ -205,7 +221,9 @@ export class InterlinkClient {
         if (signal?.aborted) return;
         reject(
           new TransientError(
-            `${this.endpoint} does not answer ${input.method} ${input.path} (${input.what}): ${err.message}; check that interLink (or the plugin) runs and the url or socket is right`,
+            `${this.endpoint} does not answer ${input.method} ${input.path} (${input.what}): ${
+              this.redact(err.message)
+            }; check that interLink (or the plugin) runs and the url or socket is right`,
             { cause: err },
           ),
         );
@@ -236,6 +254,8 @@ export class InterlinkClient {
       if (this.#token?.version !== version) {
         const value = (await (this.#deps.readFile ?? Deno.readTextFile)(path)).trim();
         this.#token = { version, value };
+        if (value.length >= 4) this.#secrets.add(value);
+        if (this.#secrets.size > 8) this.#secrets.delete(this.#secrets.values().next().value!);
         this.#deps.log.debug("bearer token read from {file}", { file: path });
       }
       return this.#token.value;
