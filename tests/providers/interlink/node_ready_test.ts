@@ -28,7 +28,14 @@ Deno.test("the node goes NotReady while the plugin does not answer its ping, and
       },
     );
     const api = new FakeNodeApi(() => Date.now());
-    const health = new HealthMonitor({ provider, clock: realClock, log, pingIntervalMs: 100 });
+    // The monitor's own deadline is longer than the provider's, so that the provider's error shows.
+    const health = new HealthMonitor({
+      provider,
+      clock: realClock,
+      log,
+      pingIntervalMs: 100,
+      pingTimeoutMs: 5_000,
+    });
     const side = createNodeSide({
       nodeName: "vk-ping",
       os: "linux",
@@ -58,7 +65,7 @@ Deno.test("the node goes NotReady while the plugin does not answer its ping, and
       assert.match(
         down.message ?? "",
         new RegExp(`${plugin.url} does not answer GET /status \\(ping\\)`),
-        "the message says the plugin does not answer its ping",
+        `the message says the plugin does not answer its ping: ${down.message}`,
       );
       assert.match(down.message ?? "", /check that interLink \(or the plugin\) runs/);
 
