@@ -28,6 +28,7 @@ import threading
 STATE = "./state"
 LOCK = threading.Lock()
 MAX_BODY = 64 * 1024 * 1024
+CAPACITY = {}  # what /pinglink reports: --cpu, --memory, --pods
 
 # Each output line gets its RFC 3339 time, as the kubelet's `timestamps` shows it.
 STAMPER = (
@@ -244,6 +245,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     return self.answer(200, statuses(body or []))
                 if path == "/getLogs" and self.command == "GET":
                     return self.answer(200, read_log(body), "text/plain")
+                if path == "/pinglink" and self.command == "POST":
+                    # interLink's API server answers this itself; a plugin may too, so that it
+                    # can stand behind `target: interlink` in a test.
+                    return self.answer(200, {"status": "ok", "resources": CAPACITY})
             return self.answer(404, {"error": "no such call: %s %s" % (self.command, path)})
         except LookupError as err:
             return self.answer(404, {"error": str(err)})
@@ -265,12 +270,16 @@ class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
 
 def main():
-    global STATE
+    global STATE, CAPACITY
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--listen", help="HOST:PORT (port 0: any free port, printed)")
     parser.add_argument("--socket", help="a unix socket path instead of --listen")
     parser.add_argument("--state", default="./state", help="where pods' state and logs go")
+    parser.add_argument("--cpu", default="8", help="the CPUs /pinglink reports")
+    parser.add_argument("--memory", default="32Gi", help="the memory /pinglink reports")
+    parser.add_argument("--pods", default="110", help="the pods /pinglink reports")
     args = parser.parse_args()
+    CAPACITY = {"cpu": args.cpu, "memory": args.memory, "pods": args.pods}
     STATE = os.path.abspath(args.state)
     os.makedirs(STATE, exist_ok=True)
     if args.socket:

@@ -53,7 +53,7 @@ export class InterlinkApi {
     try {
       return jobIdOf(text, pod.metadata?.uid ?? "");
     } catch (err) {
-      throw malformed(this.#client.endpoint, what, text, err);
+      throw malformed(this.#client, what, text, err);
     }
   }
 
@@ -76,7 +76,7 @@ export class InterlinkApi {
     try {
       return parseStatuses(text);
     } catch (err) {
-      throw malformed(this.#client.endpoint, what, text, err);
+      throw malformed(this.#client, what, text, err);
     }
   }
 
@@ -110,11 +110,19 @@ function key(pod: Pod): string {
   return `${pod.metadata?.namespace}/${pod.metadata?.name}`;
 }
 
-function malformed(endpoint: string, what: string, text: string, err: unknown): TransientError {
+function malformed(
+  client: InterlinkClient,
+  what: string,
+  text: string,
+  err: unknown,
+): TransientError {
+  // JSON.parse quotes the text it stops at: the whole message goes through redact.
   return new TransientError(
-    `${endpoint} answered ${what} with malformed JSON (${(err as Error).message}): ${
-      text.slice(0, 200)
-    }; check the plugin's answer against the interLink types`,
-    { cause: err },
+    client.redact(
+      `${client.endpoint} answered ${what} with malformed JSON (${(err as Error).message}): ${
+        text.slice(0, 200)
+      }; check the plugin's answer against the interLink types`,
+    ),
+    { cause: new SyntaxError(client.redact((err as Error).message)) },
   );
 }

@@ -76,29 +76,63 @@ export class InterlinkClient {
   #ca?: Promise<string>;
   #token?: { version: string; value: string };
   #session = 0;
+  /** The url's password and the last tokens read, to keep out of messages. */
+  readonly #secrets = new Set<string>();
 
   constructor(config: InterlinkConfig, deps: InterlinkClientDeps) {
     this.#config = config;
     this.#deps = deps;
+    const password = config.url ? new URL(config.url).password : "";
+    if (password) this.#secrets.add(decodeURIComponent(password));
     const secure = config.url?.startsWith("https:");
+    // No keep-alive: Deno's node:http sends a request again when it is destroyed (our timeout)
+    // on a reused connection, so a slow plugin would receive a second /create. One connection
+    // a call costs little at a few calls a second.
     this.#agent = secure
-      ? new https.Agent({ keepAlive: true, maxSockets: 16 })
-      : new http.Agent({ keepAlive: true, maxSockets: 16 });
+      ? new https.Agent({ keepAlive: false, maxSockets: 16 })
+      : new http.Agent({ keepAlive: false, maxSockets: 16 });
   }
 
   /** Where calls go, for messages: the URL or `unix:<path>`. */
   get endpoint(): string {
-    return this.#config.url ?? `unix:${this.#config.socket}`;
+    // A user or password in the url is a credential too: never in a message.
+    return this.#config.url?.replace(/^(https?:\/\/)[^@/]*@/, "$1") ??
+      `unix:${this.#config.socket}`;
+  }
+
+  /**
+   * `text` (an answer quoted in an error) without credentials: the bearer tokens read so far,
+   * anything after `Bearer `, the url's password. A plugin may echo the request's headers.
+   */
+  redact(text: string): string {
+    let out = text.replace(/(Bearer\s+)[^\s"',;]+/gi, "$1<redacted>");
+    for (const secret of this.#secrets) out = out.replaceAll(secret, "<redacted>");
+    return out;
   }
 
   /** Sends a call and reads the whole answer (bounded by `maxResponseBytes`) as text. */
   async call(input: CallInput, options: CallOptions = {}): Promise<string> {
-    const response = await this.open(input, options);
-    return await readBounded(response, this.#config.maxResponseBytes, input.what, this.endpoint);
+    const deadline = this.#deadline(options);
+    const response = await this.#open(input, deadline);
+    // The deadline covers the body too: a plugin that sends headers and then stalls times out.
+    const onAbort = () => response.destroy();
+    deadline.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      return await readBounded(response, this.#config.maxResponseBytes, input.what, this.endpoint);
+    } catch (err) {
+      if (deadline.signal?.aborted) throw this.#aborted(input, deadline);
+      throw err;
+    } finally {
+      deadline.signal?.removeEventListener("abort", onAbort);
+    }
   }
 
   /** Sends a call and hands back the open answer (status 2xx checked) for streaming. */
-  async open(input: CallInput, options: CallOptions = {}): Promise<http.IncomingMessage> {
+  open(input: CallInput, options: CallOptions = {}): Promise<http.IncomingMessage> {
+    return this.#open(input, this.#deadline(options));
+  }
+
+  async #open(input: CallInput, deadline: Deadline): Promise<http.IncomingMessage> {
     const body = input.body === undefined ? undefined : Buffer.from(JSON.stringify(input.body));
     if (body && body.length > this.#config.maxRequestBytes) {
       throw new InvalidInputError(
@@ -113,16 +147,12 @@ export class InterlinkClient {
     if (body) headers["content-length"] = body.length;
     const token = await this.#readToken();
     if (token) headers["authorization"] = `Bearer ${token}`;
-    const timeoutMs = options.timeoutMs ?? this.#config.requestTimeout;
-    const signals = [options.signal, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined]
-      .filter((s): s is AbortSignal => s !== undefined);
-    const signal = signals.length ? AbortSignal.any(signals) : undefined;
-    const response = await this.#send(input, headers, body, signal, timeoutMs);
+    const response = await this.#send(input, headers, body, deadline);
     const status = response.statusCode ?? 0;
     if (status >= 200 && status < 300) return response;
     const text = await readBounded(response, 4096, input.what, this.endpoint).catch(() => "");
     const said = `${this.endpoint} answered ${input.what} with HTTP ${status}: ${
-      text.trim().slice(0, 300) || "(no body)"
+      this.redact(text.trim().slice(0, 300)) || "(no body)"
     }`;
     if (status >= 500 || status === 429 || status === 408) {
       const after = Number(response.headers["retry-after"]);
@@ -134,6 +164,23 @@ export class InterlinkClient {
     throw new InterlinkHttpError(said, status);
   }
 
+  /** The call's signal: the caller's, and the timeout unless it is 0. */
+  #deadline(options: CallOptions): Deadline {
+    const timeoutMs = options.timeoutMs ?? this.#config.requestTimeout;
+    const signals = [options.signal, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined]
+      .filter((s): s is AbortSignal => s !== undefined);
+    return { signal: signals.length ? AbortSignal.any(signals) : undefined, timeoutMs };
+  }
+
+  /** Why an aborted call stopped: the timeout (retryable, naming endpoint, call and fix), or the caller's reason. */
+  #aborted(input: CallInput, deadline: Deadline): unknown {
+    const reason = deadline.signal?.reason;
+    if (!(reason instanceof DOMException && reason.name === "TimeoutError")) return reason;
+    return new TransientError(
+      `${this.endpoint} does not answer ${input.method} ${input.path} (${input.what}) within ${deadline.timeoutMs} ms; check that the plugin runs and is not overloaded, or raise requestTimeout in the provider config`,
+    );
+  }
+
   /** Closes idle connections. */
   close(): void {
     this.#agent.destroy();
@@ -143,9 +190,9 @@ export class InterlinkClient {
     input: CallInput,
     headers: Record<string, string | number>,
     body: Buffer | undefined,
-    signal: AbortSignal | undefined,
-    timeoutMs: number,
+    deadline: Deadline,
   ): Promise<http.IncomingMessage> {
+    const signal = deadline.signal;
     const url = this.#config.url ? new URL(this.#config.url) : undefined;
     const base = url?.pathname.replace(/\/$/, "") ?? "";
     const secure = url?.protocol === "https:";
@@ -163,15 +210,7 @@ export class InterlinkClient {
     return await new Promise<http.IncomingMessage>((resolve, reject) => {
       const onAbort = () => {
         req.destroy();
-        const timedOut = signal?.reason instanceof DOMException &&
-          signal.reason.name === "TimeoutError";
-        reject(
-          timedOut
-            ? new TransientError(
-              `${this.endpoint} did not answer ${input.what} within ${timeoutMs} ms; check that it runs, or raise requestTimeout`,
-            )
-            : signal!.reason,
-        );
+        reject(this.#aborted(input, deadline));
       };
       const req = (secure ? https : http).request(request, (res) => {
         signal?.removeEventListener("abort", onAbort);
@@ -182,7 +221,9 @@ export class InterlinkClient {
         if (signal?.aborted) return;
         reject(
           new TransientError(
-            `${this.endpoint} did not answer ${input.what}: ${err.message}; check that interLink (or the plugin) runs and the url or socket is right`,
+            `${this.endpoint} does not answer ${input.method} ${input.path} (${input.what}): ${
+              this.redact(err.message)
+            }; check that interLink (or the plugin) runs and the url or socket is right`,
             { cause: err },
           ),
         );
@@ -213,6 +254,8 @@ export class InterlinkClient {
       if (this.#token?.version !== version) {
         const value = (await (this.#deps.readFile ?? Deno.readTextFile)(path)).trim();
         this.#token = { version, value };
+        if (value.length >= 4) this.#secrets.add(value);
+        if (this.#secrets.size > 8) this.#secrets.delete(this.#secrets.values().next().value!);
         this.#deps.log.debug("bearer token read from {file}", { file: path });
       }
       return this.#token.value;
@@ -225,6 +268,12 @@ export class InterlinkClient {
       );
     }
   }
+}
+
+/** A call's abort signal and the timeout in it. */
+interface Deadline {
+  signal?: AbortSignal;
+  timeoutMs: number;
 }
 
 async function fileVersion(path: string): Promise<string> {

@@ -56,19 +56,26 @@ export class StatusSupervisor {
       this.#adopted();
     }
     while (!signal.aborted) {
+      let failed: unknown;
       try {
         await this.pollOnce(signal);
+        if (this.#failures > 0) log.info("status poll answers again", {});
         this.#failures = 0;
       } catch (err) {
         if (signal.aborted) break;
         this.#failures++;
-        log.warn("status poll failed ({n} in a row): {err}", {
+        failed = err;
+      }
+      // Back off while the plugin fails: double the period, up to 8 times it. A pod's state is
+      // left as it was: only an answer that leaves the pod out says the plugin lost it.
+      const wait = this.#deps.intervalMs * 2 ** Math.min(this.#failures, 3);
+      if (failed !== undefined) {
+        log.warn("status poll failed ({n} in a row), next in {next} ms: {err}", {
           n: this.#failures,
-          err: String(err),
+          next: wait,
+          err: String(failed),
         });
       }
-      // Back off while the plugin fails: double the period, up to 8 times it.
-      const wait = this.#deps.intervalMs * 2 ** Math.min(this.#failures, 3);
       await clock.sleep(wait, signal).catch(() => {});
     }
   }

@@ -102,7 +102,7 @@ Deno.test("interlink provider: pods run as plugin jobs and follow the API", asyn
         "events",
         "--field-selector=reason=InterlinkCreateFailed",
       ]);
-      assert.match(events, /did not answer/);
+      assert.match(events, /does not answer/);
     });
 
     await t.step("vkubelet restarted: it adopts the jobs and starts none twice", async () => {

@@ -1,0 +1,67 @@
+/**
+ * Every log record of a test, through a logtape memory sink on the category `["test-interlink"]`,
+ * and every Event the provider records, through a fake events API.
+ * @module
+ */
+import { configure, getLogger, type Logger, type LogRecord, reset } from "@logtape/logtape";
+import type { Event } from "kubernetes-types/core/v1.d.ts";
+import type { ProviderKubeClient } from "../../../provider/mod.ts";
+
+/** What {@link captureLogs} hands the test. */
+export interface Captured {
+  /** The logger to give the provider. */
+  log: Logger;
+  /** Every record so far. */
+  records: LogRecord[];
+  /** A record's message with its properties filled in, as a sink would print it. */
+  text(record: LogRecord): string;
+}
+
+/** Runs `fn` with logging configured into memory; resets logging afterwards. */
+export async function captureLogs<T>(fn: (captured: Captured) => Promise<T>): Promise<T> {
+  const records: LogRecord[] = [];
+  await configure({
+    reset: true,
+    sinks: { memory: (r) => records.push(r) },
+    loggers: [
+      { category: ["test-interlink"], lowestLevel: "debug", sinks: ["memory"] },
+      { category: ["logtape", "meta"], lowestLevel: "warning", sinks: ["memory"] },
+    ],
+  });
+  const text = (r: LogRecord) =>
+    r.message.map((m) => typeof m === "string" ? m : String(m)).join("") + " " +
+    JSON.stringify(r.properties);
+  try {
+    return await fn({ log: getLogger(["test-interlink"]), records, text });
+  } finally {
+    await reset();
+  }
+}
+
+/** A Kubernetes client whose only API is events, kept in `events`. */
+export function eventsKube(): { kube: ProviderKubeClient; events: Event[] } {
+  const events: Event[] = [];
+  const kube = {
+    events: {
+      create: (_ns: string, event: Event) => {
+        events.push(event);
+        return Promise.resolve(event);
+      },
+      patch: () => Promise.reject(new Error("not in this fake")),
+    },
+  } as unknown as ProviderKubeClient;
+  return { kube, events };
+}
+
+/** Waits (25 ms steps, up to 10 s) until `probe` answers something truthy. */
+export async function until<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+): Promise<T> {
+  for (let i = 0; i < 400; i++) {
+    const value = await probe();
+    if (value) return value;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
