@@ -14,6 +14,18 @@ import { NOBODY, type Slurm, startSlurm } from "../../tools/harness/slurm.ts";
 
 const say = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
 const LIVE = ["PENDING", "RUNNING", "CONFIGURING", "COMPLETING"];
+/**
+ * With SLURM's defaults, slurmd on two cores times out on its own sockets when hundreds of jobs
+ * launch at once (the launch is requeued held, the node marked not responding): longer message
+ * and batch-start timeouts, and at most 50 jobs started a scheduling pass, every 2 s. Both sides
+ * run on the same SLURM.
+ */
+const LAUNCH_THROTTLES = [
+  "SchedulerParameters=sched_interval=2,default_queue_depth=50,sched_max_job_start=50," +
+  "bf_max_job_start=50,bf_interval=5",
+  "MessageTimeout=60",
+  "BatchStartTimeout=120",
+];
 
 /** A slurmrestd call on its socket. */
 async function rest(client: Deno.HttpClient, method: string, path: string, body?: unknown) {
@@ -186,7 +198,11 @@ if (import.meta.main) {
   });
   const pods = Number(values.pods);
   const intervalMs = Number(/^(\d+)s$/.exec(values.interval!)?.[1] ?? 1) * 1000;
-  const slurm = await startSlurm({ cpus: pods + 8, memoryMiB: (pods + 8) * 100 });
+  const slurm = await startSlurm({
+    cpus: pods + 8,
+    memoryMiB: (pods + 8) * 100,
+    extraConf: LAUNCH_THROTTLES,
+  });
   try {
     const load = (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
     say(`slurm_jobs: ${pods} pods, listing every ${values.interval}; load average before: ${load}`);

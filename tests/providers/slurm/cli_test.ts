@@ -55,9 +55,16 @@ Deno.test("through the CLI a pod runs as a job, its log is read and the node siz
       await provider.getContainerLogs({ namespace: "ns", pod: "hello", container: "main" }, {}),
     ).text();
     assert.equal(log, "hello login node\n");
-    const squeue = JSON.parse(await slurm.run("squeue", ["--all", "--json"]));
-    assert.equal(squeue.jobs[0].name, "vk_ns_hello");
-    assert.equal(squeue.jobs[0].job_state, "FAILED");
+    // The pod is Failed once its container's exit is known; the job ends a moment later, when
+    // the batch script has passed the exit on.
+    let job: { name: string; job_state: string } | undefined;
+    while (Date.now() < deadline) {
+      job = JSON.parse(await slurm.run("squeue", ["--all", "--json"])).jobs[0];
+      if (job?.job_state !== "RUNNING" && job?.job_state !== "COMPLETING") break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal(job?.name, "vk_ns_hello");
+    assert.equal(job?.job_state, "FAILED");
     await provider.deletePod(pod, {});
   } finally {
     await provider.close();
