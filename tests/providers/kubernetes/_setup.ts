@@ -179,8 +179,10 @@ export async function twoClusters(options: TwoClustersOptions = {}): Promise<Two
   const namespaceA = await a.newNamespace("kprov");
   const pool = { "vkubelet-test/pool": `kb-${suffix}` };
   const nodesB: RunningVkubelet[] = [];
+  const stateDirs: string[] = [];
   for (const [i, node] of (options.nodesB ?? [{}]).entries()) {
     const stateDir = await Deno.makeTempDir({ prefix: "vk-kprov-b-" });
+    stateDirs.push(stateDir);
     nodesB.push(
       await startVkubelet(b, {
         nodeName: i === 0 ? `kb-${suffix}` : `kb-${suffix}-${i}`,
@@ -272,6 +274,7 @@ export async function twoClusters(options: TwoClustersOptions = {}): Promise<Two
     async close() {
       await env.virtualNode.stop();
       for (const n of nodesB) await n.stop();
+      for (const dir of stateDirs) await removeNodeState(dir);
       adminA.close();
       adminB.close();
       await a.kubectl(["delete", "node", env.virtualNode.nodeName, "--wait=false"]);
@@ -351,7 +354,34 @@ export async function downstreamCluster(suffix: string): Promise<Downstream> {
       await b.kubectl(["delete", "node", nodeB.nodeName, "--wait=false"]);
       await b.kubectl(["delete", "clusterrole,clusterrolebinding", `${user}-capacity`]);
       await b.kubectl(["delete", "namespace", namespaceB, "--wait=false"]);
-      await Deno.remove(stateDir, { recursive: true }).catch(() => {});
+      await removeNodeState(stateDir);
     },
   };
+}
+
+/**
+ * Ends what B's process-provider node left running (a stopped vkubelet leaves its pods, as on a
+ * restart) and removes its state dir: every container's runner names a path under `stateDir` and
+ * leads its process group.
+ */
+async function removeNodeState(stateDir: string): Promise<void> {
+  for (const entry of Deno.readDirSync("/proc")) {
+    const pid = Number(entry.name);
+    if (!Number.isInteger(pid) || pid === Deno.pid) continue;
+    let cmdline: string;
+    try {
+      cmdline = Deno.readTextFileSync(`/proc/${pid}/cmdline`);
+    } catch {
+      continue;
+    }
+    if (!cmdline.includes(`${stateDir}/`)) continue;
+    for (const target of [-pid, pid]) {
+      try {
+        Deno.kill(target, "SIGKILL");
+      } catch {
+        // not a group leader, or gone
+      }
+    }
+  }
+  await Deno.remove(stateDir, { recursive: true }).catch(() => {});
 }
