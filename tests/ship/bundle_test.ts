@@ -13,6 +13,7 @@ import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
 import { bundleArgs } from "../../scripts/compile.ts";
 import { greeterPod, podLogs, podPhase, spawnVkubelet } from "./_helpers.ts";
 import { freePort } from "../../tools/cluster/ports.ts";
+import { killMarkedProcesses } from "../../tools/harness/processes.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 
@@ -86,6 +87,8 @@ Deno.test("the bundled graph runs with exactly the compiled permissions: Ready n
     const code = await vk.stop();
     await cluster.kubectl(["delete", "node", nodeName, "--wait=false"]);
     await Deno.remove(empty, { recursive: true });
+    // A stopped vkubelet leaves its pods running (as on a restart): end them with the test.
+    await killMarkedProcesses({ cmdline: `${files}/state/` });
     await Deno.remove(files, { recursive: true }).catch(() => {});
     assert.equal(code, 0, vk.output());
   }

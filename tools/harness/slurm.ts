@@ -7,6 +7,7 @@
  * @module
  */
 import { freePort } from "../cluster/ports.ts";
+import { killMarkedProcesses } from "./processes.ts";
 
 /** The Debian 12 package versions the tests are written against. */
 export const SLURM_PACKAGES = [
@@ -169,7 +170,8 @@ export async function startSlurm(size: SlurmSize = {}): Promise<Slurm> {
       }
       await child.status;
     }
-    await killJobsOf(conf);
+    // slurmstepd and its steps carry the cluster's SLURM_CONF in their environment.
+    await killMarkedProcesses({ environ: `SLURM_CONF=${conf}\0` });
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   };
   const run = (command: string, args: string[]) => output(command, args, env);
@@ -207,45 +209,6 @@ export async function startSlurm(size: SlurmSize = {}): Promise<Slurm> {
     throw err;
   }
   return { dir, conf, socket: `${dir}/rest/rest.sock`, sharedDir: `${dir}/shared`, env, run, stop };
-}
-
-/**
- * SIGKILLs every process left of this SLURM's jobs (slurmstepd and its steps carry the cluster's
- * `SLURM_CONF` in their environment), until none is left or 10 s passed.
- */
-async function killJobsOf(conf: string): Promise<void> {
-  const marker = new TextEncoder().encode(`SLURM_CONF=${conf}\0`);
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    let found = 0;
-    for (const entry of Deno.readDirSync("/proc")) {
-      const pid = Number(entry.name);
-      if (!Number.isInteger(pid) || pid === Deno.pid) continue;
-      let environ: Uint8Array;
-      try {
-        environ = Deno.readFileSync(`/proc/${pid}/environ`);
-      } catch {
-        continue;
-      }
-      if (!contains(environ, marker)) continue;
-      found++;
-      try {
-        Deno.kill(pid, "SIGKILL");
-      } catch {
-        // ended meanwhile
-      }
-    }
-    if (found === 0) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-function contains(haystack: Uint8Array, needle: Uint8Array): boolean {
-  outer: for (let i = 0; i + needle.length <= haystack.length; i++) {
-    for (let j = 0; j < needle.length; j++) if (haystack[i + j] !== needle[j]) continue outer;
-    return true;
-  }
-  return false;
 }
 
 async function until(what: string, check: () => Promise<boolean>): Promise<void> {

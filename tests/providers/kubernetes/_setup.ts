@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { KubeClient } from "../../../k8s/mod.ts";
 import { type TestCluster, useCluster } from "../../../tools/cluster/harness.ts";
 import { type RunningVkubelet, startVkubelet } from "../../../tools/cluster/vkubelet.ts";
+import { killMarkedProcesses } from "../../../tools/harness/processes.ts";
 
 /** Polls `check` until it gives a value; throws after `ms`. */
 export async function eventually<T>(
@@ -361,27 +362,9 @@ export async function downstreamCluster(suffix: string): Promise<Downstream> {
 
 /**
  * Ends what B's process-provider node left running (a stopped vkubelet leaves its pods, as on a
- * restart) and removes its state dir: every container's runner names a path under `stateDir` and
- * leads its process group.
+ * restart: every container's runner names a path under `stateDir`) and removes its state dir.
  */
 async function removeNodeState(stateDir: string): Promise<void> {
-  for (const entry of Deno.readDirSync("/proc")) {
-    const pid = Number(entry.name);
-    if (!Number.isInteger(pid) || pid === Deno.pid) continue;
-    let cmdline: string;
-    try {
-      cmdline = Deno.readTextFileSync(`/proc/${pid}/cmdline`);
-    } catch {
-      continue;
-    }
-    if (!cmdline.includes(`${stateDir}/`)) continue;
-    for (const target of [-pid, pid]) {
-      try {
-        Deno.kill(target, "SIGKILL");
-      } catch {
-        // not a group leader, or gone
-      }
-    }
-  }
+  await killMarkedProcesses({ cmdline: `${stateDir}/` });
   await Deno.remove(stateDir, { recursive: true }).catch(() => {});
 }

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { useCluster } from "../../../tools/cluster/harness.ts";
 import { startVkubelet } from "../../../tools/cluster/vkubelet.ts";
+import { killMarkedProcesses } from "../../../tools/harness/processes.ts";
 
 async function eventually<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000) {
   const deadline = Date.now() + ms;
@@ -131,6 +132,8 @@ Deno.test("process provider: kubectl debug runs an ephemeral container with logs
     const { code } = await vk.stop("SIGTERM");
     assert.equal(code, 0, vk.output());
     await cluster.kubectl(["delete", "node", nodeName, "--wait=false"]);
+    // A stopped vkubelet leaves its pods running (as on a restart): end them with the test.
+    await killMarkedProcesses({ cmdline: `${stateDir}/` });
     await Deno.remove(stateDir, { recursive: true }).catch(() => {});
   }
 });
