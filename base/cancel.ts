@@ -14,3 +14,20 @@ export const CANCELLED: Error = Object.freeze(new Error("cancelled"));
 export function cancel(controller: AbortController | undefined): void {
   controller?.abort(CANCELLED);
 }
+
+/**
+ * `promise`, or a rejection with the signal's reason once `signal` aborts (at once if it already
+ * has). The promise runs on; a rejection it gives after the abort is not left unhandled.
+ */
+export function raceSignal<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) {
+    promise.catch(() => {});
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}

@@ -68,6 +68,7 @@ export type {
   WatchOptions,
 } from "../k8s/api_types.ts";
 export { formatDuration, parseDuration } from "../base/duration.ts";
+export { raceSignal } from "../base/cancel.ts";
 export {
   parseQuantity,
   type Quantity,

@@ -156,7 +156,7 @@ export async function runProviderConformance(
     ["restart", () => options.inMemory ? "the provider keeps its pods in memory" : needsPod(), (
       rule,
     ) => restartStep(session, rule)],
-    ["delete", needsPod, (rule) => deleteStep(session, rule)],
+    ["delete", needsPod, (rule) => deleteStep(session, rule, !options.inMemory)],
     ["unknown-pod", () => undefined, (rule) => unknownPodStep(session, rule)],
   ];
   let lost = "";

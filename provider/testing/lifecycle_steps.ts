@@ -236,14 +236,29 @@ export async function restartStep(s: Session, rule: Rule): Promise<void> {
   );
 }
 
-/** `delete`: a terminal status is pushed (or polled), then the pod leaves getPod and listPods. */
-export async function deleteStep(s: Session, rule: Rule): Promise<void> {
+/**
+ * `delete`: a terminal status is pushed (or polled), then the pod leaves getPod and listPods.
+ * With `first`, on a new instance whose first call it is: a kubelet that restarts may see the
+ * deletion before anything else, and a provider still adopting its backend's pods must not answer
+ * "not mine" and leave the pod running.
+ */
+export async function deleteStep(s: Session, rule: Rule, first: boolean): Promise<void> {
+  if (first) {
+    const old = s.main;
+    await closeInstance(old, s.timeoutMs, rule);
+    s.main = await within(
+      rule,
+      "starting a new provider instance",
+      s.timeoutMs,
+      () => s.start(old.deps.nodeName),
+    );
+  }
   const { provider } = s.main;
   const pod = deleting(s.pod!, s.main.deps.clock.now());
   const [ns, name] = [pod.metadata!.namespace!, pod.metadata!.name!];
   await within(
     rule,
-    `deletePod(${podKey(pod)})`,
+    `deletePod(${podKey(pod)})${first ? " as the first call on a new instance" : ""}`,
     s.timeoutMs,
     (signal) => provider.deletePod(structuredClone(pod), { signal }),
   );

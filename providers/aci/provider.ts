@@ -23,7 +23,7 @@ import {
 } from "../../provider/mod.ts";
 import type { AciConfig } from "./config.ts";
 import { containerGroupFor } from "./container_group.ts";
-import { type PodEventSink, podEventSink } from "../../provider/mod.ts";
+import { type PodEventSink, podEventSink, raceSignal } from "../../provider/mod.ts";
 import { execInContainer } from "./exec.ts";
 import type { AciGroups } from "./groups.ts";
 import { readContainerLog } from "./logs.ts";
@@ -115,6 +115,8 @@ export class AciProvider implements Provider {
   }
 
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    // Adopted pods first: a deletion seen before adoption must still stop the pod.
+    await raceSignal(this.#supervisor.adopted, options.signal);
     const record = this.#records.get(podKey(pod.metadata?.namespace, pod.metadata?.name));
     if (!record || (pod.metadata?.uid && record.pod.metadata?.uid !== pod.metadata.uid)) return;
     await this.#finish(record, "the pod was deleted", options.signal);
@@ -317,14 +319,4 @@ function notSupported(what: string): NotSupportedError {
   return new NotSupportedError(
     `${what} is not supported by the aci provider: ACI offers no ${what} channel vkubelet can use`,
   );
-}
-
-function raceSignal<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  signal.throwIfAborted();
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }

@@ -24,12 +24,11 @@ import {
 import type { EciApi } from "./api.ts";
 import type { EciConfig } from "./config.ts";
 import { checkPod, groupRequestFor } from "./container_group.ts";
-import { type PodEventSink, podEventSink } from "../../provider/mod.ts";
+import { type PodEventSink, podEventSink, raceSignal } from "../../provider/mod.ts";
 import { runExecSession } from "./exec.ts";
 import { readContainerLog } from "./logs.ts";
 import { podKey } from "./names.ts";
 import { registryCredentials } from "./pull_secrets.ts";
-import { raceSignal } from "./retry.ts";
 import { podStatsOf, statsSummary } from "./stats.ts";
 import { containerNames, endsNow, type PodRecord, podStatusOf } from "./status.ts";
 import { GroupSupervisor } from "./supervisor.ts";
@@ -116,6 +115,8 @@ export class EciProvider implements Provider {
   }
 
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    // Adopted pods first: a deletion seen before adoption must still stop the pod.
+    await raceSignal(this.#supervisor.adopted, options.signal);
     const record = this.#records.get(podKey(pod.metadata?.namespace, pod.metadata?.name));
     if (!record || (pod.metadata?.uid && record.pod.metadata?.uid !== pod.metadata.uid)) return;
     await this.#finish(record, "the pod was deleted", options.signal);

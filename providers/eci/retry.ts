@@ -9,6 +9,7 @@ import {
   type Clock,
   InvalidInputError,
   NotFoundError,
+  raceSignal,
   TransientError,
 } from "../../provider/mod.ts";
 
@@ -86,18 +87,4 @@ export function eciError(what: string, err: unknown): Error {
     return new InvalidInputError(message, { cause: err });
   }
   return new TransientError(message, { cause: err, retryAfterMs: 2000 });
-}
-
-/** `promise`, or a rejection with the signal's reason once it aborts. */
-export function raceSignal<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) {
-    promise.catch(() => {});
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }

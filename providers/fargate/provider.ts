@@ -22,7 +22,7 @@ import {
 } from "../../provider/mod.ts";
 import type { AwsClients } from "./aws.ts";
 import type { FargateConfig } from "./config.ts";
-import { type PodEventSink, podEventSink } from "../../provider/mod.ts";
+import { type PodEventSink, podEventSink, raceSignal } from "../../provider/mod.ts";
 import { readContainerLog } from "./logs.ts";
 import { LOG_STREAM_PREFIX, podKey, podTags, startedBy, TAGS, taskId } from "./names.ts";
 import { containerNames, endOnDelete, type PodRecord, podStatusOf } from "./status.ts";
@@ -151,6 +151,8 @@ export class FargateProvider implements Provider {
   }
 
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    // Adopted pods first: a deletion seen before adoption must still stop the pod.
+    await raceSignal(this.#supervisor.adopted, options.signal);
     const record = this.#records.get(podKey(pod.metadata?.namespace, pod.metadata?.name));
     if (!record || (pod.metadata?.uid && record.pod.metadata?.uid !== pod.metadata.uid)) return;
     await this.#finish(record, "the pod was deleted", options.signal);
@@ -358,14 +360,4 @@ function notSupported(what: string): NotSupportedError {
   return new NotSupportedError(
     `${what} is not supported by the fargate provider: ECS Exec needs AWS's Session Manager channel, which vkubelet does not speak`,
   );
-}
-
-function raceSignal<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  signal.throwIfAborted();
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }

@@ -24,7 +24,7 @@ import {
 import { InterlinkApi } from "./api.ts";
 import { answered, InterlinkClient } from "./client.ts";
 import type { InterlinkConfig } from "./config.ts";
-import { type PodEventSink, podEventSink } from "../../provider/mod.ts";
+import { type PodEventSink, podEventSink, raceSignal } from "../../provider/mod.ts";
 import { readLog } from "./logs.ts";
 import { type PodRecord, podStatusOf } from "./status.ts";
 import { keyOf, StatusSupervisor } from "./supervisor.ts";
@@ -127,6 +127,8 @@ export class InterlinkProvider implements Provider {
   }
 
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    // Adopted pods first: a deletion seen before adoption must still stop the pod.
+    await raceSignal(this.#supervisor.adopted, options.signal);
     const record = this.#records.get(keyOf(pod));
     if (!record || (pod.metadata?.uid && record.pod.metadata?.uid !== pod.metadata.uid)) return;
     await this.#remove(record, options.signal);
@@ -287,14 +289,4 @@ function notSupported(what: string): NotSupportedError {
   return new NotSupportedError(
     `${what} is not supported by this backend: interLink's API has no ${what} call`,
   );
-}
-
-function raceSignal<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  signal.throwIfAborted();
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }

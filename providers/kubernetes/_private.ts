@@ -29,18 +29,6 @@ export function withMutableFields(current: Pod, wanted: Pod): Pod {
   return next;
 }
 
-/** `promise`, or the signal's reason once it aborts. */
-export function raceSignal<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      if (signal.aborted) reject(signal.reason);
-      signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-    }),
-  ]);
-}
-
 /** Waits for `promise` (settled either way) or `ms`, whichever comes first. */
 export async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -7,12 +7,12 @@
  */
 import type { Node, NodeStatus, Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Informer, KubeClient } from "../../k8s/mod.ts";
-import { type CallOptions, TransientError } from "../../provider/mod.ts";
+import { type CallOptions, raceSignal, TransientError } from "../../provider/mod.ts";
 import { freeCapacity, isUsableNode, toQuantities } from "./capacity.ts";
 import { type Fit, fitOnSomeNode } from "./fit.ts";
 import type { KubernetesConfig } from "./config.ts";
 import { MARKS, nodeSelector } from "./names.ts";
-import { raceSignal, raceTimeout } from "./_private.ts";
+import { raceTimeout } from "./_private.ts";
 
 /** Labels of B's nodes that are not true of the virtual node: their names and roles. */
 const NOT_SHARED = /^(kubernetes\.io\/hostname|node-role\.kubernetes\.io\/.*)$/;

@@ -45,7 +45,8 @@ import { StatusRelay } from "./status_relay.ts";
 import { TokenMirror } from "./tokens.ts";
 import { DEFERRED_FIELD_PATHS, translatePod } from "./translate.ts";
 import { DownstreamAccess } from "./access.ts";
-import { key, raceSignal, withMutableFields } from "./_private.ts";
+import { key, withMutableFields } from "./_private.ts";
+import { raceSignal } from "../../provider/mod.ts";
 
 /** The two clusters: A (where the virtual node is, vkubelet's client) and B (where pods run). */
 export interface KubernetesClients {

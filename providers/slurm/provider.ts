@@ -20,6 +20,7 @@ import {
   NotSupportedError,
   type Provider,
   type ProviderDeps,
+  raceSignal,
   type StatsSummary,
 } from "../../provider/mod.ts";
 import type { PartitionInfo, SlurmBackend } from "./backend.ts";
@@ -125,6 +126,8 @@ export class SlurmProvider implements Provider {
   }
 
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    // Adopted pods first: a deletion seen before adoption must still stop the pod.
+    await raceSignal(this.#adopted, options.signal);
     const record = this.#records.get(podKey(pod));
     if (!record || (pod.metadata?.uid && record.pod.metadata?.uid !== pod.metadata.uid)) return;
     await this.#finish(record, options.signal);

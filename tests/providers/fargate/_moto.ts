@@ -44,11 +44,15 @@ async function run(cmd: string, args: string[]): Promise<string> {
   return text;
 }
 
-/** Installs moto into the cache (idempotent). */
+/**
+ * Installs moto into the cache (idempotent). A venv copied from another checkout has scripts
+ * whose `#!` names that checkout's python: it is made again.
+ */
 export async function installMoto(): Promise<void> {
   try {
-    await Deno.stat(`${venv}/bin/moto_server`);
-    return;
+    const script = await Deno.readTextFile(`${venv}/bin/moto_server`);
+    if (script.startsWith(`#!${venv}/bin/python`)) return;
+    await Deno.remove(venv, { recursive: true });
   } catch {
     // Not there yet.
   }
