@@ -9,7 +9,6 @@
  * logs.go, ping.go).
  * @module
  */
-import type http from "node:http";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { InterlinkConfig } from "./config.ts";
 import type { InterlinkClient } from "./client.ts";
@@ -80,21 +79,26 @@ export class InterlinkApi {
     }
   }
 
-  /** Opens a container's log. */
-  logs(request: LogStruct, signal?: AbortSignal): Promise<http.IncomingMessage> {
+  /**
+   * Reads a container's log, whole: the deadline covers the body, so a plugin that stalls
+   * mid-log fails the read instead of holding `kubectl logs` open.
+   */
+  logs(request: LogStruct, signal?: AbortSignal): Promise<string> {
     const what = `logs of ${request.Namespace}/${request.PodName}/${request.ContainerName}`;
-    return this.#client.open({ method: "GET", path: "/getLogs", body: request, what }, {
+    return this.#client.call({ method: "GET", path: "/getLogs", body: request, what }, {
       signal,
     });
   }
 
   /** Pings; the answer as a `PingResponse` when it is one. */
   async ping(signal?: AbortSignal): Promise<PingResponse | undefined> {
+    const options = { signal, timeoutMs: this.#config.pingTimeout, timeoutKey: "pingTimeout" };
     const text = this.#config.target === "interlink"
-      ? await this.#client.call({ method: "POST", path: "/pinglink", what: "ping" }, { signal })
-      : await this.#client.call({ method: "GET", path: "/status", body: [], what: "ping" }, {
-        signal,
-      });
+      ? await this.#client.call({ method: "POST", path: "/pinglink", what: "ping" }, options)
+      : await this.#client.call(
+        { method: "GET", path: "/status", body: [], what: "ping" },
+        options,
+      );
     try {
       const parsed: unknown = JSON.parse(text);
       return parsed && typeof parsed === "object" && !Array.isArray(parsed)

@@ -54,6 +54,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Default the config's `requestTimeout`; 0 for none (a followed log). */
   timeoutMs?: number;
+  /** The config key that sets `timeoutMs`, named in a timeout's error; `requestTimeout`. */
+  timeoutKey?: string;
 }
 
 /** What {@link InterlinkClient} needs. */
@@ -127,11 +129,6 @@ export class InterlinkClient {
     }
   }
 
-  /** Sends a call and hands back the open answer (status 2xx checked) for streaming. */
-  open(input: CallInput, options: CallOptions = {}): Promise<http.IncomingMessage> {
-    return this.#open(input, this.#deadline(options));
-  }
-
   async #open(input: CallInput, deadline: Deadline): Promise<http.IncomingMessage> {
     const body = input.body === undefined ? undefined : Buffer.from(JSON.stringify(input.body));
     if (body && body.length > this.#config.maxRequestBytes) {
@@ -169,7 +166,11 @@ export class InterlinkClient {
     const timeoutMs = options.timeoutMs ?? this.#config.requestTimeout;
     const signals = [options.signal, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined]
       .filter((s): s is AbortSignal => s !== undefined);
-    return { signal: signals.length ? AbortSignal.any(signals) : undefined, timeoutMs };
+    return {
+      signal: signals.length ? AbortSignal.any(signals) : undefined,
+      timeoutMs,
+      timeoutKey: options.timeoutKey ?? "requestTimeout",
+    };
   }
 
   /** Why an aborted call stopped: the timeout (retryable, naming endpoint, call and fix), or the caller's reason. */
@@ -177,7 +178,7 @@ export class InterlinkClient {
     const reason = deadline.signal?.reason;
     if (!(reason instanceof DOMException && reason.name === "TimeoutError")) return reason;
     return new TransientError(
-      `${this.endpoint} does not answer ${input.method} ${input.path} (${input.what}) within ${deadline.timeoutMs} ms; check that the plugin runs and is not overloaded, or raise requestTimeout in the provider config`,
+      `${this.endpoint} does not answer ${input.method} ${input.path} (${input.what}) within ${deadline.timeoutMs} ms; check that the plugin runs and is not overloaded, or raise ${deadline.timeoutKey} in the provider config`,
     );
   }
 
@@ -274,6 +275,7 @@ export class InterlinkClient {
 interface Deadline {
   signal?: AbortSignal;
   timeoutMs: number;
+  timeoutKey: string;
 }
 
 async function fileVersion(path: string): Promise<string> {
@@ -282,7 +284,7 @@ async function fileVersion(path: string): Promise<string> {
 }
 
 /** The answer's body as text, refused past `max` bytes. */
-export async function readBounded(
+async function readBounded(
   response: http.IncomingMessage,
   max: number,
   what: string,

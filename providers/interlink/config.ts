@@ -9,6 +9,7 @@
  * caFile: /etc/interlink/ca.pem      # extra CA for an https url
  * statusInterval: 5s                 # one /status call for all known pods, this often
  * requestTimeout: 30s                # each call but a followed log
+ * pingTimeout: 8s                    # each ping: under the node's 10 s ping deadline
  * maxRequestBytes: 8Mi               # a /create body larger than this fails the pod
  * capacity: { cpu: "100", memory: 400Gi, pods: "200" }   # until a ping reports resources
  * jobScriptBuilderURL: ""            # interlink target: sent as jobscriptURL on /create
@@ -69,6 +70,9 @@ export const interlinkConfigSchema = z.strictObject({
   caFile: z.string().min(1).optional(),
   statusInterval: duration("5s", 100),
   requestTimeout: duration("30s", 100),
+  // Below the core's ping deadline (10 s, core/node/health_monitor.ts): a slow plugin's Ready
+  // message is then this call's own, naming the endpoint, not the monitor's generic one.
+  pingTimeout: duration("8s", 100),
   maxRequestBytes: bytes("8Mi"),
   maxResponseBytes: bytes("16Mi"),
   capacity: z.strictObject({

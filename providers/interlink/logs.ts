@@ -9,7 +9,6 @@
  */
 import { Buffer } from "node:buffer";
 import type { ContainerLogOptions } from "../../provider/mod.ts";
-import { readBounded } from "./client.ts";
 import type { InterlinkApi } from "./api.ts";
 import { GO_ZERO_TIME, type LogStruct } from "./wire.ts";
 
@@ -26,8 +25,6 @@ export interface LogTarget {
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** How often a follow polls, ms. */
   pollMs: number;
-  /** Bound of one read. */
-  maxBytes: number;
   /** `target: interlink` refuses tail with a byte limit. */
   interlink: boolean;
 }
@@ -111,7 +108,5 @@ async function fetchLog(
   request: LogStruct,
   signal?: AbortSignal,
 ): Promise<Uint8Array> {
-  const response = await target.api.logs(request, signal);
-  const text = await readBounded(response, target.maxBytes, "logs", "the plugin");
-  return new Uint8Array(Buffer.from(text, "utf8"));
+  return new Uint8Array(Buffer.from(await target.api.logs(request, signal), "utf8"));
 }

@@ -181,7 +181,6 @@ export class InterlinkProvider implements Provider {
         now: () => this.#deps.clock.now(),
         sleep: (ms, signal) => this.#deps.clock.sleep(ms, signal),
         pollMs: 1000,
-        maxBytes: this.#config.maxResponseBytes,
         interlink: this.#config.target === "interlink",
       }, options);
     });

@@ -17,7 +17,7 @@ Deno.test("the node goes NotReady while the plugin does not answer its ping, and
   const stop = new AbortController();
   await captureLogs(async ({ log }) => {
     const provider = createProvider(
-      { target: "plugin", url: plugin.url, requestTimeout: "1s" },
+      { target: "plugin", url: plugin.url, pingTimeout: "1s" },
       {
         nodeName: "vk-ping",
         log,
@@ -77,6 +77,50 @@ Deno.test("the node goes NotReady while the plugin does not answer its ping, and
       await running;
       await provider.close();
       await plugin.stop();
+    }
+  });
+});
+
+Deno.test("a plugin whose ping hangs: the Ready message is the provider's, naming pingTimeout", async () => {
+  // Answers nothing on /status (the plugin target's ping) until the test ends.
+  const hold = Promise.withResolvers<void>();
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async () => {
+    await hold.promise;
+    return Response.json([]);
+  });
+  const url = `http://127.0.0.1:${server.addr.port}`;
+  const stop = new AbortController();
+  await captureLogs(async ({ log }) => {
+    const provider = createProvider(
+      { target: "plugin", url, pingTimeout: "300ms" },
+      {
+        nodeName: "vk-ping-hang",
+        log,
+        clock: realClock,
+        internalIp: "127.0.0.1",
+        daemonPort: 10250,
+        signal: stop.signal,
+      },
+    );
+    // The monitor's default deadline (10 s): the provider's own must come first.
+    const health = new HealthMonitor({ provider, clock: realClock, log, pingIntervalMs: 10_000 });
+    const running = health.run(stop.signal);
+    try {
+      const down = await until("an unhealthy ping", () => {
+        const h = health.current();
+        return !h.healthy && h;
+      });
+      assert.match(
+        down.message ?? "",
+        new RegExp(`${url} does not answer GET /status \\(ping\\) within 300 ms`),
+      );
+      assert.match(down.message ?? "", /raise pingTimeout in the provider config/);
+    } finally {
+      stop.abort();
+      hold.resolve();
+      await running;
+      await provider.close();
+      await server.shutdown();
     }
   });
 });

@@ -2,7 +2,8 @@
  * A plugin slower than `requestTimeout` (a Deno HTTP server on 127.0.0.1 that delays its
  * answers): the call is aborted with an error and an event that name the endpoint, the call, the
  * timeout and the fix; a create the plugin carries out after vkubelet gave up is adopted, not
- * made twice; while `/status` times out the poll backs off and no pod is taken for lost.
+ * made twice; while `/status` times out the poll backs off and no pod is taken for lost; a log
+ * body that stalls after its first line fails the read instead of holding `kubectl logs` open.
  */
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
@@ -16,7 +17,7 @@ const DELAY_MS = 1_500;
 /** A plugin that holds pods in memory and answers late while told to. */
 function slowPlugin() {
   const jobs = new Map<string, { name: string; namespace: string; jid: string }>();
-  const state = { slowCreate: false, slowStatus: false, creates: 0 };
+  const state = { slowCreate: false, slowStatus: false, stallLogs: false, creates: 0 };
   const late = () => new Promise((r) => setTimeout(r, DELAY_MS));
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
     const path = new URL(req.url).pathname;
@@ -52,6 +53,11 @@ function slowPlugin() {
           state: { running: { startedAt: "2026-01-01T00:00:00Z" } },
         }],
       })));
+    }
+    if (path === "/getLogs" && state.stallLogs) {
+      // Headers and a first line, then nothing: the body never ends.
+      const line = new TextEncoder().encode("first line\n");
+      return new Response(new ReadableStream({ start: (c) => c.enqueue(line) }));
     }
     return Response.json({});
   });
@@ -122,6 +128,50 @@ Deno.test("a plugin slower than requestTimeout: clear error, no duplicate job, s
       });
       assert.equal(plugin.jobs.size, 1);
       assert.equal(plugin.state.creates, 1);
+    } finally {
+      stop.abort();
+      await provider.close();
+      await plugin.server.shutdown();
+    }
+  });
+});
+
+Deno.test("a plugin that stalls mid-log: the read fails within requestTimeout, naming the call", async () => {
+  const plugin = slowPlugin();
+  const stop = new AbortController();
+  await captureLogs(async ({ log }) => {
+    const provider = createProvider({
+      target: "plugin",
+      url: plugin.url,
+      requestTimeout: "300ms",
+    }, {
+      nodeName: "vk-stall",
+      log,
+      clock: new FakeClock(),
+      internalIp: "127.0.0.1",
+      daemonPort: 10250,
+      signal: stop.signal,
+      kube: eventsKube().kube,
+    });
+    try {
+      await provider.createPod(structuredClone(pod), {});
+      plugin.state.stallLogs = true;
+      const ref = { namespace: "default", pod: "slow", container: "main" };
+      const read = provider.getContainerLogs(ref, {}).then(
+        async (stream) => await new Response(stream).text(),
+      );
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const hung = new Promise<string>((r) => timer = setTimeout(() => r("hung"), 5_000));
+      const err = await Promise.race([read, hung]).catch((e) => e).finally(() =>
+        clearTimeout(timer)
+      );
+      assert.ok(err instanceof Error, `the read ended with ${err}, not an error`);
+      assert.match(
+        err.message,
+        new RegExp(
+          `${plugin.url} does not answer GET /getLogs \\(logs of default/slow/main\\) within 300 ms`,
+        ),
+      );
     } finally {
       stop.abort();
       await provider.close();
