@@ -537,6 +537,8 @@ export async function down(paths = clusterPaths()): Promise<boolean> {
   for (const c of [...COMPONENTS].reverse()) {
     if (state.components[c]) await stopComponent(state, c);
   }
+  // What tests were issued (certificates, kubeconfigs, provider configs) ends with the cluster.
+  await Deno.remove(`${paths.dir}/certs`, { recursive: true }).catch(() => {});
   await Deno.remove(paths.state);
   return true;
 }

@@ -55,6 +55,11 @@ export interface TestCluster {
   nodeKubeconfig(nodeName: string): Promise<string>;
   /** Writes a kubeconfig for any client certificate identity. */
   userKubeconfig(cn: string, orgs?: string[]): Promise<string>;
+  /**
+   * Writes `text` (mode 0600) to a new file beside the issued certificates, which `down` removes
+   * with them: a test's provider config outlives the test's temp files only until then.
+   */
+  writeScratchFile(prefix: string, suffix: string, text: string): Promise<string>;
   /** Stops the apiserver until {@link TestCluster.startApiserver}; for reconnect tests. */
   stopApiserver(): Promise<void>;
   /** Starts the apiserver again and waits until it is ready. */
@@ -235,6 +240,13 @@ async function connect(name: string, options: UseClusterOptions): Promise<TestCl
       return userKubeconfig(`system:node:${nodeName}`, ["system:nodes"]);
     },
     userKubeconfig,
+    async writeScratchFile(prefix, suffix, text) {
+      const dir = `${paths.dir}/certs`;
+      await Deno.mkdir(dir, { recursive: true });
+      const path = await Deno.makeTempFile({ dir, prefix, suffix });
+      await Deno.writeTextFile(path, text, { mode: 0o600 });
+      return path;
+    },
     stopApiserver: () => restart("stop", "kube-apiserver"),
     startApiserver: () => restart("start", "kube-apiserver"),
   };

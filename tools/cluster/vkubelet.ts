@@ -79,8 +79,11 @@ export async function startVkubelet(
     : await cluster.issueServingCert(nodeName, ["127.0.0.1", nodeName]);
   let providerConfig = options.like?.files.providerConfig;
   if (options.providerConfig !== undefined) {
-    providerConfig = await Deno.makeTempFile({ prefix: "vk-provider-", suffix: ".yaml" });
-    await Deno.writeTextFile(providerConfig, options.providerConfig);
+    providerConfig = await cluster.writeScratchFile(
+      `provider-${nodeName}-`,
+      ".yaml",
+      options.providerConfig,
+    );
   }
   const port = options.like?.port ?? freePort();
   const child = new Deno.Command(Deno.execPath(), {
