@@ -1,19 +1,10 @@
 import assert from "node:assert/strict";
 import { useCluster } from "../tools/cluster/harness.ts";
 import { nodeReady, startVkubelet, VKUBELET_PERMISSIONS } from "../tools/cluster/vkubelet.ts";
+import { eventually } from "../tools/harness/wait.ts";
 
 const mainPath = new URL("../main.ts", import.meta.url).pathname;
 const unique = (prefix: string) => `${prefix}-${crypto.randomUUID().slice(0, 6)}`;
-
-async function eventually<T>(what: string, check: () => Promise<T | undefined>, ms = 30_000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
-}
 
 async function nodeUid(cluster: Awaited<ReturnType<typeof useCluster>>, name: string) {
   const res = await cluster.kubectl(["get", "node", name, "-o", "jsonpath={.metadata.uid}"]);

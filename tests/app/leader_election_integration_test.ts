@@ -13,22 +13,9 @@ import { KubeClient } from "../../k8s/mod.ts";
 import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 import { type RunningVkubelet, startVkubelet } from "../../tools/cluster/vkubelet.ts";
 import { freePort } from "../../tools/cluster/ports.ts";
+import { eventually } from "../../tools/harness/wait.ts";
 
 const PODS = 50;
-
-async function eventually<T>(
-  what: string,
-  check: () => Promise<T | undefined> | T | undefined,
-  ms = 60_000,
-) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
-}
 
 /** A ServiceAccount in `ns` bound to deploy/kubernetes/rbac.yaml's ClusterRole; its kubeconfig. */
 async function serviceAccountKubeconfig(cluster: TestCluster, ns: string, name: string) {

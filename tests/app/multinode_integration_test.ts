@@ -14,20 +14,7 @@ import { runVkubelet } from "../../app/run.ts";
 import type { NodeSet } from "../../app/node_set.ts";
 import { realClock } from "../../base/clock.ts";
 import { freePort } from "../../tools/cluster/ports.ts";
-
-async function eventually<T>(
-  what: string,
-  check: () => Promise<T | undefined> | T | undefined,
-  ms = 60_000,
-) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
-}
+import { eventually } from "../../tools/harness/wait.ts";
 
 /** The sum of `vkubelet_kube_api_requests_total` for `verb`, from the process's /metrics. */
 async function requests(metricsPort: number, verb: string): Promise<number> {

@@ -14,18 +14,9 @@ import { runVkubelet } from "../../app/run.ts";
 import type { NodeIdentityHooks } from "../../app/node_identity.ts";
 import { realClock } from "../../base/clock.ts";
 import type { KeyPair } from "../../x509/mod.ts";
+import { eventually } from "../../tools/harness/wait.ts";
 
 const CLUSTER = Deno.env.get("VKUBELET_IDENTITY_CLUSTER") ?? "ident";
-
-async function eventually<T>(what: string, check: () => Promise<T | undefined>, ms = 90_000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
-}
 
 /** A bootstrap token Secret in kube-system and a kubeconfig that presents it. */
 async function bootstrapKubeconfig(cluster: TestCluster, dir: string, valid = true) {
@@ -138,6 +129,7 @@ Deno.test("a node joins with a bootstrap token, rotates its certificate early an
     await eventually(
       "the node to be Ready",
       async () => first.isReady() && await nodeReady(cluster, nodeName) ? true : undefined,
+      90_000,
     );
     const issued = new X509Certificate(pairs[0].certPem);
     assert.match(issued.subject, new RegExp(`CN=system:node:${nodeName}`));
@@ -160,7 +152,7 @@ Deno.test("a node joins with a bootstrap token, rotates its certificate early an
     await eventually("a rotated certificate", async () => {
       if (await nodeReady(cluster, nodeName) !== true) notReady.push(Date.now());
       return pairs.length >= 2 ? true : undefined;
-    });
+    }, 90_000);
     const rotatedAt = Date.now();
     assert.notEqual(pairs[1].keyPem, pairs[0].keyPem, "a new key");
     assert.equal(
@@ -186,7 +178,7 @@ Deno.test("a node joins with a bootstrap token, rotates its certificate early an
       ]);
       const renew = Date.parse(JSON.parse(out.stdout).spec.renewTime);
       return renew > rotatedAt + 10_000 ? true : undefined;
-    });
+    }, 90_000);
     assert.deepEqual(notReady, [], "the node stayed Ready across the rotation");
     first.stop.abort();
     await first.run;
@@ -197,6 +189,7 @@ Deno.test("a node joins with a bootstrap token, rotates its certificate early an
     await eventually(
       "the restarted node to be ready",
       () => Promise.resolve(first.isReady() ? true : undefined),
+      90_000,
     );
     assert.equal(pairs.at(-1)!.certPem, pairs[1].certPem, "the stored certificate is reused");
     assert.equal((await nodeCsrs(cluster, nodeName)).length, 2, "no new CSR after a restart");

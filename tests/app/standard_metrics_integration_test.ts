@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { useCluster } from "../../tools/cluster/harness.ts";
 import { freePort } from "../../tools/cluster/ports.ts";
 import { startVkubelet } from "../../tools/cluster/vkubelet.ts";
-import { eventually } from "../k8s/_cluster.ts";
+import { eventually } from "../../tools/harness/wait.ts";
 
 const REPLICAS = 80;
 

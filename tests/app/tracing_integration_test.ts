@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { useCluster } from "../../tools/cluster/harness.ts";
 import { startVkubelet } from "../../tools/cluster/vkubelet.ts";
 import { type JaegerSpan, type JaegerTrace, startJaeger } from "../../tools/jaeger/jaeger.ts";
-import { eventually } from "../k8s/_cluster.ts";
+import { eventually } from "../../tools/harness/wait.ts";
 
 const tag = (span: JaegerSpan, key: string) => span.tags.find((t) => t.key === key)?.value;
 const parentOf = (span: JaegerSpan) =>

@@ -16,21 +16,6 @@ export function adminClient(
   return KubeClient.fromConfig({ kubeconfig: cluster.kubeconfigPath, env: {}, ...options });
 }
 
-/** Polls `check` until it returns something other than undefined, or fails after `ms`. */
-export async function eventually<T>(
-  what: string,
-  check: () => T | undefined | Promise<T | undefined>,
-  ms = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
-}
-
 /** Deletes a namespace without waiting for it to go. */
 export async function dropNamespace(cluster: TestCluster, name: string): Promise<void> {
   await cluster.kubectl(["delete", "namespace", name, "--wait=false"]);

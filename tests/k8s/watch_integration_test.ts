@@ -8,13 +8,8 @@ import { isGone } from "../../k8s/errors.ts";
 import type { KubeRequester, RequestOptions } from "../../k8s/request.ts";
 import { Informer, type ListWatchSource } from "../../k8s/watch/informer.ts";
 import { resumableWatch, watchEvents } from "../../k8s/watch/watch.ts";
-import {
-  adminClient,
-  dropNamespace,
-  eventually,
-  type TestCluster,
-  useCluster,
-} from "./_cluster.ts";
+import { adminClient, dropNamespace, type TestCluster, useCluster } from "./_cluster.ts";
+import { eventually } from "../../tools/harness/wait.ts";
 
 /** Records handler calls for the named objects as `add a`, `update b`, `delete c`. */
 function record(informer: Informer<ConfigMap>, names: Set<string>): string[] {

@@ -5,6 +5,7 @@
  */
 import type { TestCluster } from "../../tools/cluster/harness.ts";
 import { nodeReady } from "../../tools/cluster/vkubelet.ts";
+import { eventually } from "../../tools/harness/wait.ts";
 
 /** A vkubelet process started by {@link spawnVkubelet}. */
 export interface SpawnedVkubelet {
@@ -79,21 +80,6 @@ export async function spawnVkubelet(
     await new Promise((r) => setTimeout(r, 100));
   }
   return spawned;
-}
-
-/** Polls `check` until it returns a value. */
-export async function eventually<T>(
-  what: string,
-  check: () => Promise<T | undefined>,
-  ms = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
 }
 
 /** A pod pinned to `nodeName` that prints a line and then stays up. */

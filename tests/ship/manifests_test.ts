@@ -14,7 +14,8 @@ import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
 import { loadConfig } from "../../app/config/config.ts";
 import { VKUBELET_RULES } from "./rbac_rules.ts";
-import { eventually, podLogs, podPhase, spawnVkubelet } from "./_helpers.ts";
+import { podLogs, podPhase, spawnVkubelet } from "./_helpers.ts";
+import { eventually } from "../../tools/harness/wait.ts";
 import { freePort } from "../../tools/cluster/ports.ts";
 
 const root = new URL("../../", import.meta.url).pathname;

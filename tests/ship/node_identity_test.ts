@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 import { createCsr, generateKeyPair } from "../../x509/mod.ts";
 import { render, VALUE_SETS } from "./_chart.ts";
-import { eventually } from "./_helpers.ts";
+import { eventually } from "../../tools/harness/wait.ts";
 
 /** kubectl with another kubeconfig than the admin's. */
 async function kubectlAs(cluster: TestCluster, kubeconfig: string, args: string[]) {

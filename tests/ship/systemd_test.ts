@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { useCluster } from "../../tools/cluster/harness.ts";
 import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
-import { eventually, spawnVkubelet } from "./_helpers.ts";
+import { spawnVkubelet } from "./_helpers.ts";
+import { eventually } from "../../tools/harness/wait.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const unit = `${root}deploy/systemd/vkubelet.service`;

@@ -8,6 +8,7 @@
  */
 import { freePort } from "../cluster/ports.ts";
 import { killMarkedProcesses } from "./processes.ts";
+import { eventually } from "./wait.ts";
 
 /** The Debian 12 package versions the tests are written against. */
 export const SLURM_PACKAGES = [
@@ -185,12 +186,14 @@ export async function startSlurm(size: SlurmSize = {}): Promise<Slurm> {
       `--pid-file=${dir}/munge/munged.pid`,
       `--seed-file=${dir}/munge/munged.seed`,
     ]);
-    await until("munged", () => Deno.stat(`${dir}/run/munge.sock`).then(() => true));
+    await eventually("munged to come up", () => Deno.stat(`${dir}/run/munge.sock`), 60_000, 200);
     spawn("slurmctld", ["-D", "-i"]);
     spawn("slurmd", ["-D"]);
-    await until(
-      "slurmctld and slurmd",
+    await eventually(
+      "slurmctld and slurmd to come up",
       async () => /idle/.test(await run("sinfo", ["--noheader", "--format=%T"])),
+      60_000,
+      200,
     );
     spawn("setpriv", [
       `--reuid=${NOBODY.uid}`,
@@ -203,19 +206,15 @@ export async function startSlurm(size: SlurmSize = {}): Promise<Slurm> {
       "rest_auth/local",
       `unix:${dir}/rest/rest.sock`,
     ]);
-    await until("slurmrestd", () => Deno.stat(`${dir}/rest/rest.sock`).then(() => true));
+    await eventually(
+      "slurmrestd to come up",
+      () => Deno.stat(`${dir}/rest/rest.sock`),
+      60_000,
+      200,
+    );
   } catch (err) {
     await stop();
     throw err;
   }
   return { dir, conf, socket: `${dir}/rest/rest.sock`, sharedDir: `${dir}/shared`, env, run, stop };
-}
-
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`${what} did not come up within 60 s`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }

@@ -15,6 +15,7 @@ import {
   type NodeControllerDeps,
 } from "../../../core/node/mod.ts";
 import { type TestCluster, useCluster } from "../../../tools/cluster/harness.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 import { FakeNodeProvider, type LogRecord, recordingLogger } from "./fakes.ts";
 
 interface Running {
@@ -96,16 +97,8 @@ const ready = (node: Node | undefined) =>
   node?.status?.conditions?.find((c) => c.type === "Ready")?.status;
 
 /** Polls `check` every 200 ms until it returns a value other than undefined/false. */
-async function waitFor<T>(what: string, timeoutMs: number, check: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
+function waitFor<T>(what: string, timeoutMs: number, check: () => Promise<T>): Promise<T> {
+  return eventually(what, check, timeoutMs, 200);
 }
 
 function uniqueNodeName(prefix: string): string {

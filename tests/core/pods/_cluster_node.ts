@@ -13,6 +13,7 @@ import { PodController } from "../../../core/pods/mod.ts";
 import type { MockProvider } from "../../../providers/mock/mod.ts";
 import { createProvider } from "../../../providers/mock/mod.ts";
 import type { TestCluster } from "../../../tools/cluster/harness.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 export const log = getLogger(["vkubelet", "test", "pods"]);
 /** The test node's address. */
@@ -133,23 +134,12 @@ export async function eventsIn(cluster: TestCluster, ns: string): Promise<Event[
 }
 
 /** Polls `check` until it returns a value other than `undefined`, or fails after `ms`. */
-export async function waitFor<T>(
+export function waitFor<T>(
   what: string,
   ms: number,
   check: () => Promise<T | undefined>,
 ): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${last}` : ""}`);
+  return eventually(what, check, ms, 200);
 }
 
 /** A Deployment of nginx pods pinned to `node`, grace period 30 s. */

@@ -9,7 +9,6 @@ import { type RunningVkubelet, startVkubelet } from "../../../tools/cluster/vkub
 import { type AciBackend, aciConfig, startBackend } from "../../../tools/harness/aci/env.ts";
 
 /** Polls until a check gives a value (the same helper as the kubernetes provider's tests). */
-export { eventually } from "../kubernetes/_setup.ts";
 
 /** A group's JSON as the emulator stored it. */
 // deno-lint-ignore no-explicit-any

@@ -8,7 +8,8 @@
  * makes none twice; scale to 0 deletes them. Group IPs are data only: nothing dials them.
  */
 import assert from "node:assert/strict";
-import { eventually, type Json, startAciEnv } from "./_setup.ts";
+import { type Json, startAciEnv } from "./_setup.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 Deno.test("aci provider: pods run as ACI container groups and follow the API", async (t) => {
   const env = await startAciEnv("aci");

@@ -15,7 +15,6 @@ import {
 import { emulatorConfig } from "./_provider.ts";
 
 /** Polls until a check gives a value (the same helper as the kubernetes provider's tests). */
-export { eventually } from "../kubernetes/_setup.ts";
 
 /** The node, its cluster, the emulator and helpers. */
 export interface EciEnv {

@@ -8,7 +8,8 @@
  * groups and makes none twice; scale to 0 deletes the groups. Every request matched the metadata.
  */
 import assert from "node:assert/strict";
-import { eventually, startEciEnv } from "./_setup.ts";
+import { startEciEnv } from "./_setup.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 Deno.test("eci provider: pods run as ECI container groups and follow the API", async (t) => {
   const env = await startEciEnv("eci");

@@ -19,7 +19,6 @@ import { type Moto, MOTO_ENV, startMoto } from "./_moto.ts";
 export const LOG_GROUP = "/vkubelet/test";
 
 /** Polls until a check gives a value (the same helper as the kubernetes provider's tests). */
-export { eventually } from "../kubernetes/_setup.ts";
 
 /** A task's tag value. */
 export const tag = (task: Task, key: string) => task.tags?.find((t) => t.key === key)?.value;

@@ -9,7 +9,8 @@
  */
 import assert from "node:assert/strict";
 import { DescribeTaskDefinitionCommand } from "@aws-sdk/client-ecs";
-import { eventually, LOG_GROUP, startFargateEnv, tag, taskIp } from "./_setup.ts";
+import { LOG_GROUP, startFargateEnv, tag, taskIp } from "./_setup.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 Deno.test("fargate provider: pods run as ECS tasks in moto and follow the API", async (t) => {
   const env = await startFargateEnv("fargate");

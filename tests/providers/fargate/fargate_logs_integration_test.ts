@@ -5,7 +5,8 @@
  * `kubectl exec` refused with the reason.
  */
 import assert from "node:assert/strict";
-import { eventually, startFargateEnv } from "./_setup.ts";
+import { startFargateEnv } from "./_setup.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 Deno.test("fargate provider: kubectl logs reads the container's CloudWatch Logs stream", async (t) => {
   const env = await startFargateEnv("fargate-logs");

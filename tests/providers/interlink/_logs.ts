@@ -6,6 +6,7 @@
 import { configure, getLogger, type Logger, type LogRecord, reset } from "@logtape/logtape";
 import type { Event } from "kubernetes-types/core/v1.d.ts";
 import type { ProviderKubeClient } from "../../../provider/mod.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 /** What {@link captureLogs} hands the test. */
 export interface Captured {
@@ -53,15 +54,10 @@ export function eventsKube(): { kube: ProviderKubeClient; events: Event[] } {
   return { kube, events };
 }
 
-/** Waits (25 ms steps, up to 10 s) until `probe` answers something truthy. */
-export async function until<T>(
+/** Waits (25 ms steps, up to 10 s) until `probe` answers; see {@link eventually}. */
+export function until<T>(
   what: string,
   probe: () => T | undefined | false | Promise<T | undefined | false>,
 ): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const value = await probe();
-    if (value) return value;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+  return eventually(what, probe, 10_000, 25);
 }

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { useCluster } from "../../../tools/cluster/harness.ts";
 import { startVkubelet } from "../../../tools/cluster/vkubelet.ts";
-import { eventually } from "../kubernetes/_setup.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 import { startPlugin } from "./_plugin.ts";
 
 Deno.test("interlink provider: pods run as plugin jobs and follow the API", async (t) => {

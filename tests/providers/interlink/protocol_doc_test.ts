@@ -12,6 +12,7 @@ import { FakeClock } from "../../../base/fake_clock.ts";
 import { getLogger } from "../../../base/log.ts";
 import type { ProviderDeps, ProviderKubeClient } from "../../../provider/mod.ts";
 import { createProvider } from "../../../providers/interlink/mod.ts";
+import { until } from "./_logs.ts";
 import { startPlugin } from "./_plugin.ts";
 import { type Exchange, startRecorder } from "./_recorder.ts";
 
@@ -127,15 +128,6 @@ function deps(clock: FakeClock, signal: AbortSignal): ProviderDeps {
     signal,
     kube,
   };
-}
-
-async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>) {
-  for (let i = 0; i < 400; i++) {
-    const value = await probe();
-    if (value) return value;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 async function record(): Promise<Exchange[]> {

@@ -10,26 +10,6 @@ import { type TestCluster, useCluster } from "../../../tools/cluster/harness.ts"
 import { type RunningVkubelet, startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 import { killMarkedProcesses } from "../../../tools/harness/processes.ts";
 
-/** Polls `check` until it gives a value; throws after `ms`. */
-export async function eventually<T>(
-  what: string,
-  check: () => Promise<T | undefined | false> | T | undefined | false,
-  ms = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out after ${ms / 1000} s waiting for ${what}${last ? `: ${last}` : ""}`);
-}
-
 /**
  * The RBAC the provider's identity needs in B: nothing more. With `namespaces: same` the
  * namespaced rules hold in every namespace, and namespaces may be created and deleted.

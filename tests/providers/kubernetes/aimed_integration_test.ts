@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { eventually, type TwoClusters, twoClusters } from "./_setup.ts";
+import { type TwoClusters, twoClusters } from "./_setup.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 function deployment(env: TwoClusters, name: string, replicas: number, spec: {
   annotations?: Record<string, string>;

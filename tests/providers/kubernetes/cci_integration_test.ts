@@ -10,7 +10,7 @@ import type { Event, Pod } from "kubernetes-types/core/v1.d.ts";
 import { KubeClient } from "../../../k8s/mod.ts";
 import { useCluster } from "../../../tools/cluster/harness.ts";
 import { type RunningVkubelet, startVkubelet } from "../../../tools/cluster/vkubelet.ts";
-import { eventually } from "./_setup.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 import { CCI_USER, type CciCluster, cciCluster, cciNode } from "./_cci_setup.ts";
 
 async function whoAmI(client: KubeClient): Promise<string | undefined> {

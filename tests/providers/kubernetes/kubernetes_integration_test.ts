@@ -9,7 +9,8 @@
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { nodeReady } from "../../../tools/cluster/vkubelet.ts";
-import { eventually, type TwoClusters, twoClusters } from "./_setup.ts";
+import { type TwoClusters, twoClusters } from "./_setup.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 const TICKER =
   'echo "started $HOSTNAME"; i=0; while true; do echo "tick $i"; i=$((i+1)); sleep 1; done';

@@ -3,7 +3,8 @@
  * and values the core already expanded are not expanded a second time by B's kubelet.
  */
 import assert from "node:assert/strict";
-import { eventually, twoClusters } from "./_setup.ts";
+import { twoClusters } from "./_setup.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 Deno.test("kubernetes provider: POD_IP in B is the pod's IP; env is expanded once", async () => {
   const env = await twoClusters();

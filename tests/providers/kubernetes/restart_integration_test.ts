@@ -4,7 +4,8 @@
  * them started neither: ConfigMap changes stopped reaching B, tokens expired after an hour).
  */
 import assert from "node:assert/strict";
-import { eventually, twoClusters } from "./_setup.ts";
+import { twoClusters } from "./_setup.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 Deno.test("kubernetes provider: after a restart a ConfigMap change still reaches B, tokens are renewed", async () => {
   const env = await twoClusters({ providerConfig: { serviceAccountToken: "upstream" } });

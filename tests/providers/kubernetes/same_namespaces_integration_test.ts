@@ -4,7 +4,8 @@
  * own name; the namespace is created on demand and removed when its last pod goes.
  */
 import assert from "node:assert/strict";
-import { eventually, twoClusters } from "./_setup.ts";
+import { twoClusters } from "./_setup.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 Deno.test("kubernetes provider: namespaces: same keeps A's names in B, the namespace goes with its last pod", async () => {
   const env = await twoClusters({ providerConfig: { namespaces: "same" } });

@@ -12,7 +12,8 @@
 import assert from "node:assert/strict";
 import type { PersistentVolume } from "kubernetes-types/core/v1.d.ts";
 import type { KubeClient } from "../../../k8s/mod.ts";
-import { eventually, twoClusters } from "./_setup.ts";
+import { twoClusters } from "./_setup.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 const PROVISIONER = "downstream.vkubelet.io";
 

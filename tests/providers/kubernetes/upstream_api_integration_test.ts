@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { useCluster } from "../../../tools/cluster/harness.ts";
-import { eventually, twoClusters } from "./_setup.ts";
+import { twoClusters } from "./_setup.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 Deno.test("kubernetes provider: KUBERNETES_SERVICE_HOST/PORT in B lead to A's apiserver", async () => {
   const a = new URL((await useCluster()).server);

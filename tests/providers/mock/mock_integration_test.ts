@@ -8,16 +8,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { useCluster } from "../../../tools/cluster/harness.ts";
 import { startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 import { freePort } from "../../../tools/cluster/ports.ts";
-
-async function eventually<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
-}
+import { eventually } from "../../../tools/harness/wait.ts";
 
 Deno.test("mock hooks: a Job exiting 3 fails with exit code 3, one exiting 0 completes, a start error waits", async (t) => {
   const cluster = await useCluster();

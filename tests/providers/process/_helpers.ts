@@ -10,6 +10,7 @@ import { realClock } from "../../../base/clock.ts";
 import type { ProviderDeps } from "../../../provider/mod.ts";
 import { createProvider, type ProcessProvider } from "../../../providers/process/mod.ts";
 import type { VolumeSource } from "../../../providers/process/volumes.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 /** Options for {@link startProvider}. */
 export interface TestProviderOptions {
@@ -64,18 +65,12 @@ export function makePod(containers: Container[], spec: Partial<Pod["spec"]> = {}
 }
 
 /** Polls `check` every 25 ms of real time until it returns a value, or throws after `ms`. */
-export async function waitFor<T>(
+export function waitFor<T>(
   what: string,
   check: () => T | undefined | false | Promise<T | undefined | false>,
   ms = 10_000,
 ): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+  return eventually(what, check, ms, 25);
 }
 
 /** Reads a whole stream as text. */

@@ -9,16 +9,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { useCluster } from "../../../tools/cluster/harness.ts";
 import { startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 import { killMarkedProcesses } from "../../../tools/harness/processes.ts";
-
-async function eventually<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
-}
+import { eventually } from "../../../tools/harness/wait.ts";
 
 Deno.test("process provider: kubectl debug runs an ephemeral container with logs, exec and attach", async (t) => {
   const cluster = await useCluster();

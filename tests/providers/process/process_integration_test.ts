@@ -5,16 +5,7 @@
 import assert from "node:assert/strict";
 import { useCluster } from "../../../tools/cluster/harness.ts";
 import { type RunningVkubelet, startVkubelet } from "../../../tools/cluster/vkubelet.ts";
-
-async function eventually<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
-}
+import { eventually } from "../../../tools/harness/wait.ts";
 
 const NODE = "vk-process-it";
 

@@ -9,7 +9,7 @@ import { getLogger } from "../../../base/log.ts";
 import { type AttachIO, isInvalidInput } from "../../../provider/mod.ts";
 import { createProvider } from "../../../providers/slurm/mod.ts";
 import { NOBODY, startSlurm } from "../../../tools/harness/slurm.ts";
-import { eventually } from "../kubernetes/_setup.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 /** A writable that keeps what it was given, as text. */
 function collector() {

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { useCluster } from "../../../tools/cluster/harness.ts";
 import { startVkubelet } from "../../../tools/cluster/vkubelet.ts";
-import { eventually } from "../kubernetes/_setup.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 import { NOBODY, startSlurm } from "../../../tools/harness/slurm.ts";
 
 interface Job {

@@ -1,15 +1,6 @@
 import assert from "node:assert/strict";
 import { useCluster } from "../../../tools/cluster/harness.ts";
-
-async function eventually<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
-}
+import { eventually } from "../../../tools/harness/wait.ts";
 
 Deno.test("the apiserver is ready and the admin may create pods", async () => {
   const cluster = await useCluster();

@@ -12,18 +12,9 @@ import {
   usageProblems,
 } from "../../../tools/cluster/resource_metrics.ts";
 import { startVkubelet } from "../../../tools/cluster/vkubelet.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
 
 const unique = (prefix: string) => `${prefix}-${crypto.randomUUID().slice(0, 6)}`;
-
-async function eventually<T>(what: string, check: () => Promise<T | undefined>, ms: number) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
-}
 
 /** Millicores from a `kubectl top` CPU column ("250m", "1"). */
 function millicores(text: string): number {

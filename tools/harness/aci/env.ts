@@ -10,6 +10,7 @@ import type { ProviderDeps, ProviderKubeClient } from "../../../provider/mod.ts"
 import { type AciProvider, createProvider } from "../../../providers/aci/mod.ts";
 import { type AciEmulator, startAciEmulator } from "./emulator.ts";
 import { type Prism, startPrism } from "./prism.ts";
+import { eventually } from "../wait.ts";
 
 /** Test subscription and resource group (any GUID does). */
 export const SUBSCRIPTION = "00000000-0000-4000-8000-000000000047";
@@ -109,16 +110,10 @@ export function aciPod(name: string, spec: Partial<NonNullable<Pod["spec"]>> = {
 }
 
 /** Polls `check` until it gives a value (at most `ms`). */
-export async function until<T>(
+export function until<T>(
   what: string,
   check: () => Promise<T | undefined> | T | undefined,
   ms = 15_000,
 ): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return eventually(what, check, ms);
 }
