@@ -24,7 +24,7 @@ export const CONFORMANCE_RULES = {
   restart:
     "a new provider instance over the same backing store (after close, which must not stop pods) lists the pods the old one ran, still running",
   delete:
-    "deletePod stops the pod, also as the first call on a new instance (a provider not keeping its pods in memory): a terminal status (Succeeded or Failed, no container running) is pushed, then the pod leaves getPod and listPods",
+    "deletePod stops the pod: a terminal status (Succeeded or Failed, no container running) is pushed, then the pod leaves getPod and listPods; unless the provider keeps its pods in memory, this holds for a deletion that is a new instance's first call",
   "unknown-pod":
     "calls for a pod the provider does not run answer undefined (getPod, getPodStatus) or NotFoundError (logs, exec, attach, port-forward); deletePod of it resolves or throws NotFoundError",
 } as const;

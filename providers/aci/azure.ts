@@ -17,6 +17,7 @@ import {
 import { DefaultAzureCredential } from "@azure/identity";
 import { InvalidInputError, NotFoundError, TransientError } from "../../provider/mod.ts";
 import type { AciConfig } from "./config.ts";
+import { fetchHttpClient } from "./fetch_client.ts";
 
 export type { ContainerGroup };
 
@@ -29,10 +30,13 @@ export function createAciClient(config: AciConfig): ContainerInstanceManagementC
   const staticToken = {
     getToken: () => Promise.resolve({ token: LOOPBACK_TOKEN, expiresOnTimestamp: 8.64e15 }),
   };
+  // One fetch transport for the API and for token requests (managed identity, workload identity).
+  const httpClient = fetchHttpClient();
   const client = new ContainerInstanceManagementClient(
-    insecure ? staticToken : new DefaultAzureCredential(),
+    insecure ? staticToken : new DefaultAzureCredential({ httpClient }),
     config.subscriptionId,
     {
+      httpClient,
       endpoint: config.endpoint,
       allowInsecureConnection: insecure,
       retryOptions: { maxRetries: 5, retryDelayInMs: 500, maxRetryDelayInMs: 10_000 },

@@ -17,10 +17,6 @@ export const TAGS = {
 } as const;
 
 /** `ns/name`, the provider's key for a pod. */
-export function podKey(namespace: string | undefined, name: string | undefined): string {
-  return `${namespace ?? ""}/${name ?? ""}`;
-}
-
 /** FNV-1a, 32 bits, as 8 hex digits: a short stable suffix. */
 function fnv1a(text: string): string {
   let hash = 0x811c9dc5;

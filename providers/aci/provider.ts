@@ -7,7 +7,7 @@
  * and the core deletes them once its caches synced.
  * @module
  */
-import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   applyProviderNode,
   type CallOptions,
@@ -23,11 +23,12 @@ import {
 } from "../../provider/mod.ts";
 import type { AciConfig } from "./config.ts";
 import { containerGroupFor } from "./container_group.ts";
-import { type PodEventSink, podEventSink, raceSignal } from "../../provider/mod.ts";
+import { type PodEventSink, podEventSink, PodTable } from "../../provider/mod.ts";
 import { execInContainer } from "./exec.ts";
 import type { AciGroups } from "./groups.ts";
 import { readContainerLog } from "./logs.ts";
-import { groupName, podKey } from "./names.ts";
+import { groupName } from "./names.ts";
+import { podKey } from "../../provider/mod.ts";
 import { NodeCapacity } from "./capacity.ts";
 import { endsOf, type PodRecord, podStatusOf } from "./status.ts";
 import { GroupSupervisor } from "./supervisor.ts";
@@ -38,9 +39,7 @@ export class AciProvider implements Provider {
   readonly #config: AciConfig;
   readonly #deps: ProviderDeps;
   readonly #groups: AciGroups;
-  readonly #records = new Map<string, PodRecord>();
-  readonly #callbacks = new Set<(pod: Pod) => void>();
-  readonly #lastSent = new Map<string, string>();
+  readonly #pods: PodTable<PodRecord>;
   readonly #event: PodEventSink;
   readonly #supervisor: GroupSupervisor;
   readonly #capacity: NodeCapacity;
@@ -57,17 +56,23 @@ export class AciProvider implements Provider {
     this.#event = podEventSink(deps, "vkubelet-aci");
     this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
     this.#capacity = new NodeCapacity({ config, groups, log: deps.log });
+    this.#pods = new PodTable<PodRecord>({
+      statusOf: (record, terminal) =>
+        podStatusOf(record, deps.internalIp, deps.clock.now(), terminal),
+      log: deps.log,
+    });
     this.#supervisor = new GroupSupervisor({
       groups,
-      records: this.#records,
+      records: this.#pods.records,
       nodeName: deps.nodeName,
       clock: deps.clock,
       log: deps.log,
       intervalMs: config.statusInterval,
       event: this.#event,
       recreate: (record, signal) => this.#recreate(record, signal),
-      changed: (record) => this.#notify(record),
+      changed: (record) => this.#pods.notify(record),
     });
+    this.#pods.holdUntil(this.#supervisor.adopted);
     this.#running = Promise.all([
       this.#supervisor.run(this.#signal),
       this.#capacity.check(this.#signal),
@@ -76,10 +81,10 @@ export class AciProvider implements Provider {
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
     // Adopted groups first: a pod that already runs must not get a second group.
-    await raceSignal(this.#supervisor.adopted, options.signal);
+    await this.#pods.adopted(options.signal);
     const { namespace = "", name = "", uid } = pod.metadata ?? {};
     const k = podKey(namespace, name);
-    let record = this.#records.get(k);
+    let record = this.#pods.records.get(k);
     if (record && record.pod.metadata?.uid !== uid) {
       // An older pod of the same name: its group must not stand for this one.
       await this.#finish(record, "replaced by a newer pod of the same name", options.signal);
@@ -87,7 +92,7 @@ export class AciProvider implements Provider {
     }
     if (record) {
       record.pod = structuredClone(pod);
-      this.#notify(record);
+      this.#pods.notify(record);
       return;
     }
     record = {
@@ -100,41 +105,36 @@ export class AciProvider implements Provider {
       seenEvents: new Set(),
     };
     await this.#makeGroup(record, options.signal);
-    this.#records.set(k, record);
-    this.#notify(record);
+    this.#pods.records.set(k, record);
+    this.#pods.notify(record);
   }
 
   updatePod(pod: Pod, _options: CallOptions): Promise<void> {
     // A group's containers cannot change in place; labels and annotations are taken over.
-    const record = this.#records.get(podKey(pod.metadata?.namespace, pod.metadata?.name));
+    const record = this.#pods.get(pod.metadata?.namespace, pod.metadata?.name);
     if (record && record.pod.metadata?.uid === pod.metadata?.uid) {
       record.pod = { ...structuredClone(pod), status: record.pod.status };
-      this.#notify(record);
+      this.#pods.notify(record);
     }
     return Promise.resolve();
   }
 
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
-    // Adopted pods first: a deletion seen before adoption must still stop the pod.
-    await raceSignal(this.#supervisor.adopted, options.signal);
-    const record = this.#records.get(podKey(pod.metadata?.namespace, pod.metadata?.name));
-    if (!record || (pod.metadata?.uid && record.pod.metadata?.uid !== pod.metadata.uid)) return;
+    const record = await this.#pods.ofPod(pod, options.signal);
+    if (!record) return;
     await this.#finish(record, "the pod was deleted", options.signal);
   }
 
   getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {
-    const record = this.#records.get(podKey(namespace, name));
-    return Promise.resolve(record && this.#withStatus(record));
+    return this.#pods.getPod(namespace, name);
   }
 
-  async listPods(options: CallOptions): Promise<Pod[]> {
-    await raceSignal(this.#supervisor.adopted, options.signal);
-    return [...this.#records.values()].map((r) => this.#withStatus(r));
+  listPods(options: CallOptions): Promise<Pod[]> {
+    return this.#pods.listPods(options.signal);
   }
 
   notifyPods(callback: (pod: Pod) => void): () => void {
-    this.#callbacks.add(callback);
-    return () => void this.#callbacks.delete(callback);
+    return this.#pods.subscribe(callback);
   }
 
   configureNode(node: Node): void {
@@ -201,7 +201,7 @@ export class AciProvider implements Provider {
    */
   getStatsSummary(_options: CallOptions): Promise<StatsSummary> {
     const start = new Date(this.#deps.clock.now()).toISOString();
-    const pods = [...this.#records.values()].filter((r) => !r.finished).map((r) => ({
+    const pods = [...this.#pods.records.values()].filter((r) => !r.finished).map((r) => ({
       podRef: {
         name: r.pod.metadata?.name ?? "",
         namespace: r.pod.metadata?.namespace ?? "",
@@ -248,12 +248,12 @@ export class AciProvider implements Provider {
     await this.#makeGroup(record, signal);
     record.recreateAt = undefined;
     this.#event(record.pod, "Normal", "ContainerGroupCreated", `made ${record.groupName} again`);
-    this.#notify(record);
+    this.#pods.notify(record);
   }
 
   /** The record of a pod (and container) on this node, or {@link NotFoundError}. */
   #known(namespace: string, pod: string, container?: string): PodRecord {
-    const record = this.#records.get(podKey(namespace, pod));
+    const record = this.#pods.get(namespace, pod);
     if (!record) throw new NotFoundError(`pod ${namespace}/${pod} is not on this node`);
     const names = [
       ...(record.pod.spec?.containers ?? []),
@@ -269,7 +269,6 @@ export class AciProvider implements Provider {
   /** Deletes the pod's group, reports it terminated and forgets it. */
   async #finish(record: PodRecord, why: string, signal?: AbortSignal): Promise<void> {
     record.deleting = true;
-    const k = podKey(record.pod.metadata?.namespace, record.pod.metadata?.name);
     this.#deps.fence?.check(`deleting container group ${record.groupName}`);
     await this.#groups.delete(record.groupName, signal);
     // Every container ends terminated (the contract of deletePod).
@@ -279,30 +278,8 @@ export class AciProvider implements Provider {
       this.#deps.clock.now(),
       "Error",
     );
-    this.#notify(record, true);
-    this.#records.delete(k);
-    this.#lastSent.delete(k);
-  }
-
-  #withStatus(record: PodRecord, terminal = false): Pod {
-    const status = podStatusOf(record, this.#deps.internalIp, this.#deps.clock.now(), terminal);
-    (record.pod as { status?: PodStatus }).status = status;
-    return structuredClone({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
-  }
-
-  #notify(record: PodRecord, terminal = false): void {
-    const pod = this.#withStatus(record, terminal);
-    const k = podKey(pod.metadata?.namespace, pod.metadata?.name);
-    const text = JSON.stringify([pod.metadata?.uid, pod.status]);
-    if (this.#lastSent.get(k) === text) return;
-    this.#lastSent.set(k, text);
-    for (const callback of this.#callbacks) {
-      try {
-        callback(structuredClone(pod));
-      } catch (err) {
-        this.#deps.log.error("pod status callback threw: {err}", { err: String(err) });
-      }
-    }
+    this.#pods.notify(record, true);
+    this.#pods.forget(record);
   }
 }
 

@@ -11,7 +11,8 @@ import type { Clock, Logger } from "../../provider/mod.ts";
 import type { ContainerGroup } from "./azure.ts";
 import type { PodEventSink } from "../../provider/mod.ts";
 import type { AciGroups } from "./groups.ts";
-import { podKey, podOfTags } from "./names.ts";
+import { podOfTags } from "./names.ts";
+import { podKey } from "../../provider/mod.ts";
 import { endsOf, type PodRecord, shouldRestart } from "./status.ts";
 
 /** What {@link GroupSupervisor} needs. */

@@ -7,7 +7,7 @@
  * restarted vkubelet never runs a pod twice.
  * @module
  */
-import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   applyProviderNode,
   type CallOptions,
@@ -24,10 +24,10 @@ import {
 import type { EciApi } from "./api.ts";
 import type { EciConfig } from "./config.ts";
 import { checkPod, groupRequestFor } from "./container_group.ts";
-import { type PodEventSink, podEventSink, raceSignal } from "../../provider/mod.ts";
+import { type PodEventSink, podEventSink, PodTable } from "../../provider/mod.ts";
 import { runExecSession } from "./exec.ts";
 import { readContainerLog } from "./logs.ts";
-import { podKey } from "./names.ts";
+import { podKey } from "../../provider/mod.ts";
 import { registryCredentials } from "./pull_secrets.ts";
 import { podStatsOf, statsSummary } from "./stats.ts";
 import { containerNames, endsNow, type PodRecord, podStatusOf } from "./status.ts";
@@ -39,9 +39,7 @@ export class EciProvider implements Provider {
   readonly #config: EciConfig;
   readonly #deps: ProviderDeps;
   readonly #api: EciApi;
-  readonly #records = new Map<string, PodRecord>();
-  readonly #callbacks = new Set<(pod: Pod) => void>();
-  readonly #lastSent = new Map<string, string>();
+  readonly #pods: PodTable<PodRecord>;
   readonly #event: PodEventSink;
   readonly #supervisor: GroupSupervisor;
   readonly #stop = new AbortController();
@@ -58,26 +56,32 @@ export class EciProvider implements Provider {
     this.#startMs = deps.clock.now();
     this.#event = podEventSink(deps, "vkubelet-eci");
     this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
+    this.#pods = new PodTable<PodRecord>({
+      statusOf: (record, terminal) =>
+        podStatusOf(record, deps.internalIp, deps.clock.now(), terminal),
+      log: deps.log,
+    });
     this.#supervisor = new GroupSupervisor({
       api,
-      records: this.#records,
+      records: this.#pods.records,
       nodeName: deps.nodeName,
       clock: deps.clock,
       log: deps.log,
       intervalMs: config.statusInterval,
       event: this.#event,
       recreate: (record, signal) => this.#create(record, signal),
-      changed: (record) => this.#notify(record),
+      changed: (record) => this.#pods.notify(record),
     });
+    this.#pods.holdUntil(this.#supervisor.adopted);
     this.#running = this.#supervisor.run(this.#signal);
   }
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
     // Adopted groups first: a pod that already runs must not get a second group.
-    await raceSignal(this.#supervisor.adopted, options.signal);
+    await this.#pods.adopted(options.signal);
     const { namespace, name, uid } = pod.metadata ?? {};
     const k = podKey(namespace, name);
-    let record = this.#records.get(k);
+    let record = this.#pods.records.get(k);
     if (record && record.pod.metadata?.uid !== uid) {
       await this.#finish(record, "replaced by a newer pod of the same name", options.signal);
       record = undefined;
@@ -85,7 +89,7 @@ export class EciProvider implements Provider {
     if (record) {
       record.pod = { ...structuredClone(pod), status: record.pod.status };
       if (record.groupId || record.recreateAt !== undefined || record.finished) {
-        this.#notify(record);
+        this.#pods.notify(record);
         return;
       }
     } else {
@@ -101,40 +105,35 @@ export class EciProvider implements Provider {
       };
     }
     await this.#create(record, options.signal);
-    this.#records.set(k, record);
+    this.#pods.records.set(k, record);
   }
 
   updatePod(pod: Pod, _options: CallOptions): Promise<void> {
     // A running group's containers cannot change here; labels and annotations are taken over.
-    const record = this.#records.get(podKey(pod.metadata?.namespace, pod.metadata?.name));
+    const record = this.#pods.get(pod.metadata?.namespace, pod.metadata?.name);
     if (record && record.pod.metadata?.uid === pod.metadata?.uid) {
       record.pod = { ...structuredClone(pod), status: record.pod.status };
-      this.#notify(record);
+      this.#pods.notify(record);
     }
     return Promise.resolve();
   }
 
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
-    // Adopted pods first: a deletion seen before adoption must still stop the pod.
-    await raceSignal(this.#supervisor.adopted, options.signal);
-    const record = this.#records.get(podKey(pod.metadata?.namespace, pod.metadata?.name));
-    if (!record || (pod.metadata?.uid && record.pod.metadata?.uid !== pod.metadata.uid)) return;
+    const record = await this.#pods.ofPod(pod, options.signal);
+    if (!record) return;
     await this.#finish(record, "the pod was deleted", options.signal);
   }
 
   getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {
-    const record = this.#records.get(podKey(namespace, name));
-    return Promise.resolve(record && this.#withStatus(record));
+    return this.#pods.getPod(namespace, name);
   }
 
-  async listPods(options: CallOptions): Promise<Pod[]> {
-    await raceSignal(this.#supervisor.adopted, options.signal);
-    return [...this.#records.values()].map((r) => this.#withStatus(r));
+  listPods(options: CallOptions): Promise<Pod[]> {
+    return this.#pods.listPods(options.signal);
   }
 
   notifyPods(callback: (pod: Pod) => void): () => void {
-    this.#callbacks.add(callback);
-    return () => void this.#callbacks.delete(callback);
+    return this.#pods.subscribe(callback);
   }
 
   configureNode(node: Node): void {
@@ -197,7 +196,7 @@ export class EciProvider implements Provider {
   }
 
   async getStatsSummary(options: CallOptions): Promise<StatsSummary> {
-    const running = [...this.#records.values()].filter((r) => r.groupId && !r.finished);
+    const running = [...this.#pods.records.values()].filter((r) => r.groupId && !r.finished);
     const pods = [];
     for (const record of running) {
       const samples = await this.#api.metric(record.groupId!, options.signal).catch(() => []);
@@ -229,12 +228,12 @@ export class EciProvider implements Provider {
     record.group = undefined;
     record.recreateAt = undefined;
     for (const note of plan.notes) this.#event(pod, "Normal", "EciSized", note);
-    this.#notify(record);
+    this.#pods.notify(record);
   }
 
   /** The record of a pod (and container) on this node, or {@link NotFoundError}. */
   #known(namespace: string, pod: string, container?: string): PodRecord {
-    const record = this.#records.get(podKey(namespace, pod));
+    const record = this.#pods.get(namespace, pod);
     if (!record) throw new NotFoundError(`pod ${namespace}/${pod} is not on this node`);
     if (container !== undefined && !containerNames(record).includes(container)) {
       throw new NotFoundError(`pod ${namespace}/${pod} has no container ${container}`);
@@ -245,7 +244,6 @@ export class EciProvider implements Provider {
   /** Deletes the pod's group, reports it terminated and forgets it. */
   async #finish(record: PodRecord, why: string, signal?: AbortSignal): Promise<void> {
     record.deleting = true;
-    const k = podKey(record.pod.metadata?.namespace, record.pod.metadata?.name);
     if (record.groupId) await this.#api.delete(record.groupId, signal);
     record.finished ??= endsNow(
       record,
@@ -253,30 +251,8 @@ export class EciProvider implements Provider {
       this.#deps.clock.now(),
     );
     record.groupId = undefined;
-    this.#notify(record, true);
-    this.#records.delete(k);
-    this.#lastSent.delete(k);
-  }
-
-  #withStatus(record: PodRecord, terminal = false): Pod {
-    const status = podStatusOf(record, this.#deps.internalIp, this.#deps.clock.now(), terminal);
-    (record.pod as { status?: PodStatus }).status = status;
-    return structuredClone({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
-  }
-
-  #notify(record: PodRecord, terminal = false): void {
-    const pod = this.#withStatus(record, terminal);
-    const k = podKey(pod.metadata?.namespace, pod.metadata?.name);
-    const text = JSON.stringify([pod.metadata?.uid, pod.status]);
-    if (this.#lastSent.get(k) === text) return;
-    this.#lastSent.set(k, text);
-    for (const callback of this.#callbacks) {
-      try {
-        callback(structuredClone(pod));
-      } catch (err) {
-        this.#deps.log.error("pod status callback threw: {err}", { err: String(err) });
-      }
-    }
+    this.#pods.notify(record, true);
+    this.#pods.forget(record);
   }
 }
 

@@ -23,10 +23,6 @@ export const TAGS = {
 export const LOG_STREAM_PREFIX = "vk";
 
 /** `ns/name`. */
-export function podKey(namespace: string | undefined, name: string | undefined): string {
-  return `${namespace ?? ""}/${name ?? ""}`;
-}
-
 /** A task definition family for the pod (letters, digits, `-` and `_`, at most 255). */
 export function familyName(namespace: string, name: string): string {
   return `vk_${namespace}_${name}`.replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 255);

@@ -7,7 +7,7 @@
  * restarted vkubelet never runs a pod twice.
  * @module
  */
-import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   applyProviderNode,
   type CallOptions,
@@ -22,9 +22,10 @@ import {
 } from "../../provider/mod.ts";
 import type { AwsClients } from "./aws.ts";
 import type { FargateConfig } from "./config.ts";
-import { type PodEventSink, podEventSink, raceSignal } from "../../provider/mod.ts";
+import { type PodEventSink, podEventSink, PodTable } from "../../provider/mod.ts";
 import { readContainerLog } from "./logs.ts";
-import { LOG_STREAM_PREFIX, podKey, podTags, startedBy, TAGS, taskId } from "./names.ts";
+import { LOG_STREAM_PREFIX, podTags, startedBy, TAGS, taskId } from "./names.ts";
+import { podKey } from "../../provider/mod.ts";
 import { containerNames, endOnDelete, type PodRecord, podStatusOf } from "./status.ts";
 import { EcsTasks } from "./tasks.ts";
 import { TaskSupervisor } from "./supervisor.ts";
@@ -38,9 +39,7 @@ export class FargateProvider implements Provider {
   readonly #deps: ProviderDeps;
   readonly #aws: AwsClients;
   readonly #ecs: EcsTasks;
-  readonly #records = new Map<string, PodRecord>();
-  readonly #callbacks = new Set<(pod: Pod) => void>();
-  readonly #lastSent = new Map<string, string>();
+  readonly #pods: PodTable<PodRecord>;
   readonly #event: PodEventSink;
   readonly #supervisor: TaskSupervisor;
   readonly #stop = new AbortController();
@@ -59,26 +58,32 @@ export class FargateProvider implements Provider {
     this.#secrets = new PodSecrets(aws.secrets);
     this.#event = podEventSink(deps, "vkubelet-fargate");
     this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
+    this.#pods = new PodTable<PodRecord>({
+      statusOf: (record, terminal) =>
+        podStatusOf(record, deps.internalIp, deps.clock.now(), terminal),
+      log: deps.log,
+    });
     this.#supervisor = new TaskSupervisor({
       ecs: this.#ecs,
-      records: this.#records,
+      records: this.#pods.records,
       nodeName: deps.nodeName,
       clock: deps.clock,
       log: deps.log,
       intervalMs: config.statusInterval,
       event: this.#event,
       start: (record, signal) => this.#startTask(record, signal),
-      changed: (record) => this.#notify(record),
+      changed: (record) => this.#pods.notify(record),
     });
+    this.#pods.holdUntil(this.#supervisor.adopted);
     this.#running = this.#supervisor.run(this.#signal);
   }
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
     // Adopted tasks first: a pod that already runs must not get a second task.
-    await raceSignal(this.#supervisor.adopted, options.signal);
+    await this.#pods.adopted(options.signal);
     const { namespace, name, uid } = pod.metadata ?? {};
     const k = podKey(namespace, name);
-    let record = this.#records.get(k);
+    let record = this.#pods.records.get(k);
     if (record && record.pod.metadata?.uid !== uid) {
       // An older pod of the same name: its task must not stand for this one.
       await this.#finish(record, "replaced by a newer pod of the same name", options.signal);
@@ -91,7 +96,7 @@ export class FargateProvider implements Provider {
       record.pod = structuredClone(pod);
       record.healthChecked = healthChecked(plan.input.containerDefinitions);
       if (record.taskArn || record.restartAt !== undefined || record.finished) {
-        this.#notify(record);
+        this.#pods.notify(record);
         return;
       }
     } else {
@@ -122,7 +127,7 @@ export class FargateProvider implements Provider {
         previousTaskIds: [],
         secrets: secretArn !== undefined,
       };
-      this.#records.set(k, record);
+      this.#pods.records.set(k, record);
       for (const note of [...role.notes, ...plan.notes]) {
         this.#event(pod, "Normal", "FargateAdjusted", note);
       }
@@ -131,7 +136,7 @@ export class FargateProvider implements Provider {
       await this.#startTask(record, options.signal);
     } catch (err) {
       if (err instanceof InvalidInputError) {
-        this.#records.delete(k);
+        this.#pods.records.delete(k);
         await this.#ecs.deregister(record.taskDefinitionArn!).catch(() => {});
         if (record.secrets) await this.#secrets.remove(identity(record.pod)).catch(() => {});
       }
@@ -142,35 +147,30 @@ export class FargateProvider implements Provider {
   async updatePod(pod: Pod, options: CallOptions): Promise<void> {
     // A task's definition cannot change; metadata (labels, annotations) is taken over, and
     // changed Secret values go into the pod's secret, read by its next task.
-    const record = this.#records.get(podKey(pod.metadata?.namespace, pod.metadata?.name));
+    const record = this.#pods.get(pod.metadata?.namespace, pod.metadata?.name);
     if (record && record.pod.metadata?.uid === pod.metadata?.uid) {
       if (record.secrets) await this.#writeSecrets(record, pod, options.signal);
       record.pod = { ...structuredClone(pod), status: record.pod.status };
-      this.#notify(record);
+      this.#pods.notify(record);
     }
   }
 
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
-    // Adopted pods first: a deletion seen before adoption must still stop the pod.
-    await raceSignal(this.#supervisor.adopted, options.signal);
-    const record = this.#records.get(podKey(pod.metadata?.namespace, pod.metadata?.name));
-    if (!record || (pod.metadata?.uid && record.pod.metadata?.uid !== pod.metadata.uid)) return;
+    const record = await this.#pods.ofPod(pod, options.signal);
+    if (!record) return;
     await this.#finish(record, "the pod was deleted", options.signal);
   }
 
   getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {
-    const record = this.#records.get(podKey(namespace, name));
-    return Promise.resolve(record && this.#withStatus(record));
+    return this.#pods.getPod(namespace, name);
   }
 
-  async listPods(options: CallOptions): Promise<Pod[]> {
-    await raceSignal(this.#supervisor.adopted, options.signal);
-    return [...this.#records.values()].map((r) => this.#withStatus(r));
+  listPods(options: CallOptions): Promise<Pod[]> {
+    return this.#pods.listPods(options.signal);
   }
 
   notifyPods(callback: (pod: Pod) => void): () => void {
-    this.#callbacks.add(callback);
-    return () => void this.#callbacks.delete(callback);
+    return this.#pods.subscribe(callback);
   }
 
   configureNode(node: Node): void {
@@ -263,7 +263,7 @@ export class FargateProvider implements Provider {
 
   /** The record of a pod (and container) on this node, or {@link NotFoundError}. */
   #known(namespace: string, pod: string, container?: string): PodRecord {
-    const record = this.#records.get(podKey(namespace, pod));
+    const record = this.#pods.get(namespace, pod);
     if (!record) throw new NotFoundError(`pod ${namespace}/${pod} is not on this node`);
     if (container !== undefined && !containerNames(record).includes(container)) {
       throw new NotFoundError(`pod ${namespace}/${pod} has no container ${container}`);
@@ -289,13 +289,12 @@ export class FargateProvider implements Provider {
     record.taskArn = task.taskArn;
     record.task = task;
     record.restartAt = undefined;
-    this.#notify(record);
+    this.#pods.notify(record);
   }
 
   /** Stops the pod's task, deregisters its definition, reports it terminated and forgets it. */
   async #finish(record: PodRecord, why: string, signal?: AbortSignal): Promise<void> {
     record.deleting = true;
-    const k = podKey(record.pod.metadata?.namespace, record.pod.metadata?.name);
     if (record.taskArn) await this.#ecs.stop(record.taskArn, `vkubelet: ${why}`, signal);
     // Every container ends terminated (the contract of deletePod).
     record.finished ??= new Map(
@@ -310,30 +309,8 @@ export class FargateProvider implements Provider {
       await this.#secrets.remove(identity(record.pod), signal);
       record.secrets = false;
     }
-    this.#notify(record, true);
-    this.#records.delete(k);
-    this.#lastSent.delete(k);
-  }
-
-  #withStatus(record: PodRecord, terminal = false): Pod {
-    const status = podStatusOf(record, this.#deps.internalIp, this.#deps.clock.now(), terminal);
-    (record.pod as { status?: PodStatus }).status = status;
-    return structuredClone({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
-  }
-
-  #notify(record: PodRecord, terminal = false): void {
-    const pod = this.#withStatus(record, terminal);
-    const k = podKey(pod.metadata?.namespace, pod.metadata?.name);
-    const text = JSON.stringify([pod.metadata?.uid, pod.status]);
-    if (this.#lastSent.get(k) === text) return;
-    this.#lastSent.set(k, text);
-    for (const callback of this.#callbacks) {
-      try {
-        callback(structuredClone(pod));
-      } catch (err) {
-        this.#deps.log.error("pod status callback threw: {err}", { err: String(err) });
-      }
-    }
+    this.#pods.notify(record, true);
+    this.#pods.forget(record);
   }
 }
 

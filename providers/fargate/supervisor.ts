@@ -8,7 +8,8 @@
  */
 import type { Task } from "@aws-sdk/client-ecs";
 import type { PodEventSink } from "../../provider/mod.ts";
-import { podKey, podOfTags, startedBy, taskId } from "./names.ts";
+import { podOfTags, startedBy, taskId } from "./names.ts";
+import { podKey } from "../../provider/mod.ts";
 import {
   containerNames,
   nextBackoffStep,

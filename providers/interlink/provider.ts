@@ -8,7 +8,7 @@
  * Ready while the ping answers. Exec, attach and port-forward have no interLink API.
  * @module
  */
-import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   applyProviderNode,
   type CallOptions,
@@ -24,7 +24,7 @@ import {
 import { InterlinkApi } from "./api.ts";
 import { answered, InterlinkClient } from "./client.ts";
 import type { InterlinkConfig } from "./config.ts";
-import { type PodEventSink, podEventSink, raceSignal } from "../../provider/mod.ts";
+import { type PodEventSink, podEventSink, PodTable } from "../../provider/mod.ts";
 import { readLog } from "./logs.ts";
 import { type PodRecord, podStatusOf } from "./status.ts";
 import { keyOf, StatusSupervisor } from "./supervisor.ts";
@@ -38,10 +38,8 @@ export class InterlinkProvider implements Provider {
   readonly #deps: ProviderDeps;
   readonly #client: InterlinkClient;
   readonly #api: InterlinkApi;
-  readonly #records = new Map<string, PodRecord>();
-  readonly #callbacks = new Set<(pod: Pod) => void>();
+  readonly #pods: PodTable<PodRecord>;
   readonly #nodeCallbacks = new Set<() => void>();
-  readonly #lastSent = new Map<string, string>();
   readonly #event: PodEventSink;
   readonly #supervisor: StatusSupervisor;
   readonly #stop = new AbortController();
@@ -55,9 +53,14 @@ export class InterlinkProvider implements Provider {
     this.#api = new InterlinkApi(this.#client, config);
     this.#event = podEventSink(deps, "vkubelet-interlink");
     const signal = AbortSignal.any([deps.signal, this.#stop.signal]);
+    this.#pods = new PodTable<PodRecord>({
+      // A deleted pod's terminal status is made by #remove, from the plugin's last answer.
+      statusOf: (record) => podStatusOf(record, deps.clock.now(), deps.internalIp),
+      log: deps.log,
+    });
     this.#supervisor = new StatusSupervisor({
       api: this.#api,
-      records: this.#records,
+      records: this.#pods.records,
       nodeName: deps.nodeName,
       clock: deps.clock,
       log: deps.log,
@@ -65,21 +68,22 @@ export class InterlinkProvider implements Provider {
       event: this.#event,
       discover: config.target === "plugin",
       start: (record, s) => this.#submit(record, s),
-      changed: (record) => this.#notify(record),
+      changed: (record) => this.#pods.notify(record),
     });
+    this.#pods.holdUntil(this.#supervisor.adopted);
     this.#running = this.#supervisor.run(signal);
   }
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
-    await raceSignal(this.#supervisor.adopted, options.signal);
+    await this.#pods.adopted(options.signal);
     const k = keyOf(pod);
-    const known = this.#records.get(k);
+    const known = this.#pods.records.get(k);
     if (known && known.pod.metadata?.uid !== pod.metadata?.uid) {
       // An older pod of the same name: its job must not stand for this one.
       await this.#remove(known, options.signal);
     } else if (known) {
       known.pod = { ...structuredClone(pod), status: known.pod.status };
-      this.#notify(known);
+      this.#pods.notify(known);
       return;
     }
     const record: PodRecord = {
@@ -98,12 +102,12 @@ export class InterlinkProvider implements Provider {
     if (mine && (mine.JID || mine.containers?.length)) {
       record.jobId = mine.JID ?? "";
       record.remote = mine;
-      this.#records.set(k, record);
+      this.#pods.records.set(k, record);
       this.#deps.log.info("adopted {pod}: the plugin already runs it as job {job}", {
         pod: k,
         job: record.jobId,
       });
-      this.#notify(record);
+      this.#pods.notify(record);
       return;
     }
     try {
@@ -112,41 +116,36 @@ export class InterlinkProvider implements Provider {
       this.#event(pod, "Warning", "InterlinkCreateFailed", (err as Error).message);
       throw err;
     }
-    this.#records.set(k, record);
-    this.#notify(record);
+    this.#pods.records.set(k, record);
+    this.#pods.notify(record);
   }
 
   updatePod(pod: Pod, _options: CallOptions): Promise<void> {
     // A job cannot change; labels and annotations are taken over for the API's copy.
-    const record = this.#records.get(keyOf(pod));
+    const record = this.#pods.get(pod.metadata?.namespace, pod.metadata?.name);
     if (record && record.pod.metadata?.uid === pod.metadata?.uid) {
       record.pod = { ...structuredClone(pod), status: record.pod.status };
-      this.#notify(record);
+      this.#pods.notify(record);
     }
     return Promise.resolve();
   }
 
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
-    // Adopted pods first: a deletion seen before adoption must still stop the pod.
-    await raceSignal(this.#supervisor.adopted, options.signal);
-    const record = this.#records.get(keyOf(pod));
-    if (!record || (pod.metadata?.uid && record.pod.metadata?.uid !== pod.metadata.uid)) return;
+    const record = await this.#pods.ofPod(pod, options.signal);
+    if (!record) return;
     await this.#remove(record, options.signal);
   }
 
   getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {
-    const record = this.#records.get(`${namespace}/${name}`);
-    return Promise.resolve(record && this.#withStatus(record));
+    return this.#pods.getPod(namespace, name);
   }
 
-  async listPods(options: CallOptions): Promise<Pod[]> {
-    await raceSignal(this.#supervisor.adopted, options.signal);
-    return [...this.#records.values()].map((r) => this.#withStatus(r));
+  listPods(options: CallOptions): Promise<Pod[]> {
+    return this.#pods.listPods(options.signal);
   }
 
   notifyPods(callback: (pod: Pod) => void): () => void {
-    this.#callbacks.add(callback);
-    return () => void this.#callbacks.delete(callback);
+    return this.#pods.subscribe(callback);
   }
 
   configureNode(node: Node): void {
@@ -232,14 +231,13 @@ export class InterlinkProvider implements Provider {
     const now = this.#deps.clock.now();
     const current = podStatusOf(record, now, this.#deps.internalIp);
     const status = terminalPodStatus(record.pod, current, { nowMs: now });
-    this.#send(record.pod, status);
-    this.#records.delete(keyOf(record.pod));
-    this.#lastSent.delete(keyOf(record.pod));
+    this.#pods.send({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
+    this.#pods.forget(record);
   }
 
   /** The record of a pod (and container) on this node, or {@link NotFoundError}. */
   #known(namespace: string, pod: string, container?: string): PodRecord {
-    const record = this.#records.get(`${namespace}/${pod}`);
+    const record = this.#pods.get(namespace, pod);
     if (!record) throw new NotFoundError(`pod ${namespace}/${pod} is not on this node`);
     const spec = record.pod.spec;
     const names = [...spec?.containers ?? [], ...spec?.initContainers ?? []].map((c) => c.name);
@@ -247,31 +245,6 @@ export class InterlinkProvider implements Provider {
       throw new NotFoundError(`pod ${namespace}/${pod} has no container ${container}`);
     }
     return record;
-  }
-
-  #withStatus(record: PodRecord): Pod {
-    const status = podStatusOf(record, this.#deps.clock.now(), this.#deps.internalIp);
-    (record.pod as { status?: PodStatus }).status = status;
-    return structuredClone({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
-  }
-
-  #notify(record: PodRecord): void {
-    const pod = this.#withStatus(record);
-    this.#send(pod, pod.status!);
-  }
-
-  #send(pod: Pod, status: PodStatus): void {
-    const k = keyOf(pod);
-    const text = JSON.stringify([pod.metadata?.uid, status]);
-    if (this.#lastSent.get(k) === text) return;
-    this.#lastSent.set(k, text);
-    for (const callback of this.#callbacks) {
-      try {
-        callback(structuredClone({ ...pod, status }));
-      } catch (err) {
-        this.#deps.log.error("pod status callback threw: {err}", { err: String(err) });
-      }
-    }
   }
 }
 

@@ -12,7 +12,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { answered } from "./client.ts";
 import type { Clock, Logger } from "../../provider/mod.ts";
 import type { InterlinkApi } from "./api.ts";
-import type { PodEventSink } from "../../provider/mod.ts";
+import { type PodEventSink, podKey } from "../../provider/mod.ts";
 import { jobEnded, type PodRecord, restartDelayMs, terminatedOf } from "./status.ts";
 import type { InterlinkPodStatus } from "./wire.ts";
 
@@ -222,9 +222,9 @@ export class StatusSupervisor {
   }
 }
 
-/** `namespace/name` of a pod. */
+/** `namespace/name` of a pod: its key in the provider's pod table. */
 export function keyOf(pod: Pod): string {
-  return `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+  return podKey(pod.metadata?.namespace, pod.metadata?.name);
 }
 
 function iso(ms: number): string {

@@ -7,7 +7,7 @@
  * second one.
  * @module
  */
-import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   applyProviderNode,
   type AttachOptions,
@@ -18,9 +18,10 @@ import {
   metricsText,
   NotFoundError,
   NotSupportedError,
+  podKey,
+  PodTable,
   type Provider,
   type ProviderDeps,
-  raceSignal,
   type StatsSummary,
 } from "../../provider/mod.ts";
 import type { PartitionInfo, SlurmBackend } from "./backend.ts";
@@ -41,12 +42,9 @@ export class SlurmProvider implements Provider {
   readonly #config: SlurmConfig;
   readonly #deps: ProviderDeps;
   readonly #backend: SlurmBackend;
-  readonly #records = new Map<string, PodRecord>();
-  readonly #callbacks = new Set<(pod: Pod) => void>();
-  readonly #lastSent = new Map<string, string>();
+  readonly #pods: PodTable<PodRecord>;
   readonly #stop = new AbortController();
   readonly #signal: AbortSignal;
-  readonly #adopted: Promise<void>;
   readonly #running: Promise<void>;
   readonly #sstat?: SstatSampler;
   readonly #startMs: number;
@@ -66,25 +64,30 @@ export class SlurmProvider implements Provider {
         intervalMs: config.statsInterval,
       });
     }
-    this.#adopted = this.#adopt(this.#signal);
-    this.#running = this.#adopted.then(() =>
+    this.#pods = new PodTable<PodRecord>({
+      statusOf: (record) => podStatusOf(record, deps.internalIp, deps.clock.now()),
+      log: deps.log,
+    });
+    const adopted = this.#adopt(this.#signal);
+    this.#pods.holdUntil(adopted);
+    this.#running = adopted.then(() =>
       supervise({
         backend,
         config,
-        records: this.#records,
+        records: this.#pods.records,
         clock: deps.clock,
         log: deps.log,
         submit: (record, signal) => this.#submit(record, signal),
-        changed: (record) => this.#notify(record),
+        changed: (record) => this.#pods.notify(record),
         reachable: (ok) => void (this.#reachable = ok),
       }, this.#signal)
     );
   }
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
-    await this.#adopted;
-    const k = podKey(pod);
-    let record = this.#records.get(k);
+    await this.#pods.adopted(options.signal);
+    const k = keyOf(pod);
+    let record = this.#pods.records.get(k);
     if (record && record.pod.metadata?.uid !== pod.metadata?.uid) {
       await this.#finish(record, options.signal);
       record = undefined;
@@ -92,7 +95,7 @@ export class SlurmProvider implements Provider {
     if (record) {
       // The same pod again, or one adopted from its job: keep its job.
       record.pod = { ...structuredClone(pod), status: record.pod.status };
-      this.#notify(record);
+      this.#pods.notify(record);
       return;
     }
     jobRequestFor(pod, this.#config, this.#deps.nodeName, 0); // refuses before any write
@@ -105,11 +108,11 @@ export class SlurmProvider implements Provider {
       startTimeMs: this.#deps.clock.now(),
     };
     await writePodDir(pod, { config: this.#config, kube: this.#deps.kube }, options);
-    this.#records.set(k, record);
+    this.#pods.records.set(k, record);
     try {
       await this.#submit(record, options.signal);
     } catch (err) {
-      this.#records.delete(k);
+      this.#pods.records.delete(k);
       await removePodDir(this.#config, pod).catch(() => {});
       throw err;
     }
@@ -117,35 +120,30 @@ export class SlurmProvider implements Provider {
 
   updatePod(pod: Pod, _options: CallOptions): Promise<void> {
     // A submitted job's script cannot change; labels and annotations are taken over.
-    const record = this.#records.get(podKey(pod));
+    const record = this.#pods.get(pod.metadata?.namespace, pod.metadata?.name);
     if (record && record.pod.metadata?.uid === pod.metadata?.uid) {
       record.pod = { ...structuredClone(pod), status: record.pod.status };
-      this.#notify(record);
+      this.#pods.notify(record);
     }
     return Promise.resolve();
   }
 
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
-    // Adopted pods first: a deletion seen before adoption must still stop the pod.
-    await raceSignal(this.#adopted, options.signal);
-    const record = this.#records.get(podKey(pod));
-    if (!record || (pod.metadata?.uid && record.pod.metadata?.uid !== pod.metadata.uid)) return;
+    const record = await this.#pods.ofPod(pod, options.signal);
+    if (!record) return;
     await this.#finish(record, options.signal);
   }
 
   getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {
-    const record = this.#records.get(`${namespace}/${name}`);
-    return Promise.resolve(record && this.#withStatus(record));
+    return this.#pods.getPod(namespace, name);
   }
 
-  async listPods(_options: CallOptions): Promise<Pod[]> {
-    await this.#adopted;
-    return [...this.#records.values()].map((r) => this.#withStatus(r));
+  listPods(options: CallOptions): Promise<Pod[]> {
+    return this.#pods.listPods(options.signal);
   }
 
   notifyPods(callback: (pod: Pod) => void): () => void {
-    this.#callbacks.add(callback);
-    return () => void this.#callbacks.delete(callback);
+    return this.#pods.subscribe(callback);
   }
 
   async configureNode(node: Node): Promise<void> {
@@ -239,7 +237,7 @@ export class SlurmProvider implements Provider {
         "stats need sstat on vkubelet's host (slurmrestd has no step statistics): add cli to the slurm provider config (it may sit beside rest)",
       );
     }
-    const pods = runningPods(this.#records.values());
+    const pods = runningPods(this.#pods.records.values());
     const sample = await this.#sstat.sample(pods.map((p) => p.jobId), options.signal);
     return slurmStatsSummary({ name: this.#deps.nodeName, startMs: this.#startMs }, pods, sample);
   }
@@ -267,7 +265,7 @@ export class SlurmProvider implements Provider {
           const pod: Pod = saved?.metadata?.uid === id.uid
             ? saved
             : { ...identity, spec: { containers: [] } };
-          this.#records.set(podKey(pod), {
+          this.#pods.records.set(keyOf(pod), {
             pod,
             run: id.run,
             jobId: job.id,
@@ -299,9 +297,9 @@ export class SlurmProvider implements Provider {
     record.jobId = await this.#backend.submit(request, { signal });
     this.#deps.log.info("submitted SLURM job {job} for {pod}", {
       job: record.jobId,
-      pod: podKey(record.pod),
+      pod: keyOf(record.pod),
     });
-    this.#notify(record);
+    this.#pods.notify(record);
   }
 
   /** Cancels the pod's job, reports it terminated, forgets it and removes its directory. */
@@ -310,19 +308,18 @@ export class SlurmProvider implements Provider {
     if (record.jobId !== undefined && !jobEnded(record.job)) {
       await this.#backend.cancel(record.jobId, { signal });
     }
-    this.#notify(record);
-    this.#records.delete(podKey(record.pod));
-    this.#lastSent.delete(podKey(record.pod));
+    this.#pods.notify(record);
+    this.#pods.forget(record);
     await removePodDir(this.#config, record.pod).catch((err) => {
       this.#deps.log.warn("removing {pod}'s directory failed: {err}", {
-        pod: podKey(record.pod),
+        pod: keyOf(record.pod),
         err: String(err),
       });
     });
   }
 
   #known(ref: ContainerRef): PodRecord {
-    const record = this.#records.get(`${ref.namespace}/${ref.pod}`);
+    const record = this.#pods.get(ref.namespace, ref.pod);
     if (!record) throw new NotFoundError(`pod ${ref.namespace}/${ref.pod} is not on this node`);
     const names = [
       ...(record.pod.spec?.initContainers ?? []),
@@ -333,31 +330,10 @@ export class SlurmProvider implements Provider {
     }
     return record;
   }
-
-  #withStatus(record: PodRecord): Pod {
-    const status = podStatusOf(record, this.#deps.internalIp, this.#deps.clock.now());
-    (record.pod as { status?: PodStatus }).status = status;
-    return structuredClone({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
-  }
-
-  #notify(record: PodRecord): void {
-    const pod = this.#withStatus(record);
-    const k = podKey(pod);
-    const text = JSON.stringify([pod.metadata?.uid, pod.status]);
-    if (this.#lastSent.get(k) === text) return;
-    this.#lastSent.set(k, text);
-    for (const callback of this.#callbacks) {
-      try {
-        callback(structuredClone(pod));
-      } catch (err) {
-        this.#deps.log.error("pod status callback threw: {err}", { err: String(err) });
-      }
-    }
-  }
 }
 
-function podKey(pod: Pod): string {
-  return `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+function keyOf(pod: Pod): string {
+  return podKey(pod.metadata?.namespace, pod.metadata?.name);
 }
 
 /** `work()` as a promise: its value, or its exception as a rejection. */
