@@ -95,6 +95,9 @@ async function main(args: string[]): Promise<number> {
     return res.stdout;
   };
   let code = 0;
+  // Listening from here on (and through the clean-up, below) leaves no moment in which a Ctrl-C
+  // finds no listener and ends the demo with vkubelet and its pods still running.
+  const signal = firstSignal();
   try {
     await kubectl(["create", "namespace", NS, "--dry-run=client", "-o", "yaml"]).then((ns) =>
       kubectl(["apply", "-f", "-"], ns)
@@ -117,7 +120,7 @@ async function main(args: string[]): Promise<number> {
 
 (\`deno\` is any Deno 2.9.6: \`npx -y deno@2.9.6\` works in its place.) vkubelet's log: ${logFile}
 Press Ctrl-C to stop; everything the demo started is removed.`);
-    if (!args.includes("--exit")) await interrupted();
+    if (!args.includes("--exit")) await signal.received;
   } catch (err) {
     say(`demo failed: ${err instanceof Error ? err.message : err}\nvkubelet's log: ${logFile}`);
     code = 1;
@@ -126,6 +129,7 @@ Press Ctrl-C to stop; everything the demo started is removed.`);
     // Another Ctrl-C must not cut the clean-up short and leave vkubelet or pods behind.
     const patience = () => say("still cleaning up; it stops by itself");
     for (const s of SIGNALS) Deno.addSignalListener(s, patience);
+    signal.stopListening();
     try {
       // The pods stop when vkubelet sees their namespace go; it must be running for that.
       if (exited) vk = await startVkubelet(cluster, { ...options, like: vk });
@@ -143,15 +147,23 @@ Press Ctrl-C to stop; everything the demo started is removed.`);
 // SIGHUP too: closing the terminal must clean up as Ctrl-C does, now that vkubelet is detached.
 const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
-/** Resolves on the first Ctrl-C, SIGTERM or SIGHUP. */
-function interrupted(): Promise<void> {
-  return new Promise((resolve) => {
-    const onSignal = () => {
+/** Listens for Ctrl-C, SIGTERM and SIGHUP until told to stop; `received` resolves on the first. */
+function firstSignal(): { received: Promise<void>; stopListening: () => void } {
+  const { promise, resolve } = Promise.withResolvers<void>();
+  let seen = false;
+  const onSignal = () => {
+    // During start-up the current step (a rollout waits up to 120 s) ends first.
+    if (!seen) say("stopping: the demo cleans up once the current step ends");
+    seen = true;
+    resolve();
+  };
+  for (const s of SIGNALS) Deno.addSignalListener(s, onSignal);
+  return {
+    received: promise,
+    stopListening: () => {
       for (const s of SIGNALS) Deno.removeSignalListener(s, onSignal);
-      resolve();
-    };
-    for (const s of SIGNALS) Deno.addSignalListener(s, onSignal);
-  });
+    },
+  };
 }
 
 if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -4,6 +4,7 @@
  * never the shared one.
  */
 import assert from "node:assert/strict";
+import { killMarkedProcesses } from "../tools/harness/processes.ts";
 
 const demo = new URL("../demo.ts", import.meta.url).pathname;
 const cli = new URL("../tools/cluster/cli.ts", import.meta.url).pathname;
@@ -85,6 +86,8 @@ Deno.test({
         // Already exited.
       }
       await child.status;
+      // A demo that died left its vkubelet (its own process group) and pods running.
+      await killMarkedProcesses({ cmdline: `/cluster-${CLUSTER}/` });
       for (const pid of demoPodProcesses()) Deno.kill(pid, "SIGKILL");
       // Stop the private cluster if the demo did not get to it.
       await new Deno.Command(Deno.execPath(), {

@@ -286,6 +286,8 @@ export class KubernetesProvider implements Provider {
   }
 
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    // The downstream pods first: a deletion seen before the cache synced must still find its pod.
+    await raceSignal(this.#ours.synced, options.signal);
     const { namespace, name, uid } = pod.metadata ?? {};
     const k = key(namespace, name);
     this.#relay.setDeleting(k, true);
