@@ -16,7 +16,6 @@ export const TAGS = {
   restarts: "vkubelet-restarts",
 } as const;
 
-/** `ns/name`, the provider's key for a pod. */
 /** FNV-1a, 32 bits, as 8 hex digits: a short stable suffix. */
 function fnv1a(text: string): string {
   let hash = 0x811c9dc5;

@@ -23,12 +23,11 @@ import {
 } from "../../provider/mod.ts";
 import type { AciConfig } from "./config.ts";
 import { containerGroupFor } from "./container_group.ts";
-import { type PodEventSink, podEventSink, PodTable } from "../../provider/mod.ts";
+import { type PodEventSink, podEventSink, podKey, PodTable } from "../../provider/mod.ts";
 import { execInContainer } from "./exec.ts";
 import type { AciGroups } from "./groups.ts";
 import { readContainerLog } from "./logs.ts";
 import { groupName } from "./names.ts";
-import { podKey } from "../../provider/mod.ts";
 import { NodeCapacity } from "./capacity.ts";
 import { endsOf, type PodRecord, podStatusOf } from "./status.ts";
 import { GroupSupervisor } from "./supervisor.ts";

@@ -9,10 +9,9 @@
  */
 import type { Clock, Logger } from "../../provider/mod.ts";
 import type { ContainerGroup } from "./azure.ts";
-import type { PodEventSink } from "../../provider/mod.ts";
+import { type PodEventSink, podKey } from "../../provider/mod.ts";
 import type { AciGroups } from "./groups.ts";
 import { podOfTags } from "./names.ts";
-import { podKey } from "../../provider/mod.ts";
 import { endsOf, type PodRecord, shouldRestart } from "./status.ts";
 
 /** What {@link GroupSupervisor} needs. */

@@ -20,7 +20,6 @@ export interface EciTag {
   value?: string;
 }
 
-/** `ns/name`. */
 /**
  * A group name for the pod: ECI wants 2–128 of lowercase letters, digits and `-`, starting and
  * ending with a letter or digit. The uid's head keeps two pods of one name apart.

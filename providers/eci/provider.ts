@@ -24,10 +24,9 @@ import {
 import type { EciApi } from "./api.ts";
 import type { EciConfig } from "./config.ts";
 import { checkPod, groupRequestFor } from "./container_group.ts";
-import { type PodEventSink, podEventSink, PodTable } from "../../provider/mod.ts";
+import { type PodEventSink, podEventSink, podKey, PodTable } from "../../provider/mod.ts";
 import { runExecSession } from "./exec.ts";
 import { readContainerLog } from "./logs.ts";
-import { podKey } from "../../provider/mod.ts";
 import { registryCredentials } from "./pull_secrets.ts";
 import { podStatsOf, statsSummary } from "./stats.ts";
 import { containerNames, endsNow, type PodRecord, podStatusOf } from "./status.ts";

@@ -8,9 +8,8 @@
  */
 import type { Clock, Logger } from "../../provider/mod.ts";
 import type { EciApi } from "./api.ts";
-import type { PodEventSink } from "../../provider/mod.ts";
+import { type PodEventSink, podKey } from "../../provider/mod.ts";
 import { podOfTags } from "./names.ts";
-import { podKey } from "../../provider/mod.ts";
 import {
   containerNames,
   endsNow,

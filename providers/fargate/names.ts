@@ -22,7 +22,6 @@ export const TAGS = {
 /** The awslogs stream prefix: streams are named `vk/<container>/<task id>`. */
 export const LOG_STREAM_PREFIX = "vk";
 
-/** `ns/name`. */
 /** A task definition family for the pod (letters, digits, `-` and `_`, at most 255). */
 export function familyName(namespace: string, name: string): string {
   return `vk_${namespace}_${name}`.replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 255);

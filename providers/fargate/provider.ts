@@ -22,10 +22,9 @@ import {
 } from "../../provider/mod.ts";
 import type { AwsClients } from "./aws.ts";
 import type { FargateConfig } from "./config.ts";
-import { type PodEventSink, podEventSink, PodTable } from "../../provider/mod.ts";
+import { type PodEventSink, podEventSink, podKey, PodTable } from "../../provider/mod.ts";
 import { readContainerLog } from "./logs.ts";
 import { LOG_STREAM_PREFIX, podTags, startedBy, TAGS, taskId } from "./names.ts";
-import { podKey } from "../../provider/mod.ts";
 import { containerNames, endOnDelete, type PodRecord, podStatusOf } from "./status.ts";
 import { EcsTasks } from "./tasks.ts";
 import { TaskSupervisor } from "./supervisor.ts";

@@ -7,9 +7,8 @@
  * @module
  */
 import type { Task } from "@aws-sdk/client-ecs";
-import type { PodEventSink } from "../../provider/mod.ts";
+import { type PodEventSink, podKey } from "../../provider/mod.ts";
 import { podOfTags, startedBy, taskId } from "./names.ts";
-import { podKey } from "../../provider/mod.ts";
 import {
   containerNames,
   nextBackoffStep,
