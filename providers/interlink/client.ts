@@ -17,6 +17,7 @@ import https from "node:https";
 import { Buffer } from "node:buffer";
 import { InvalidInputError, type Logger, TransientError } from "../../provider/mod.ts";
 import type { InterlinkConfig } from "./config.ts";
+import { CredentialFiles } from "./credentials.ts";
 
 /** A non-2xx answer that retrying will not fix (a 4xx other than 408 and 429). */
 export class InterlinkHttpError extends Error {
@@ -75,8 +76,7 @@ export class InterlinkClient {
   readonly #config: InterlinkConfig;
   readonly #deps: InterlinkClientDeps;
   readonly #agent: http.Agent;
-  #ca?: Promise<string>;
-  #token?: { version: string; value: string };
+  readonly #files: CredentialFiles;
   #session = 0;
   /** The url's password and the last tokens read, to keep out of messages. */
   readonly #secrets = new Set<string>();
@@ -86,6 +86,14 @@ export class InterlinkClient {
     this.#deps = deps;
     const password = config.url ? new URL(config.url).password : "";
     if (password) this.#secrets.add(decodeURIComponent(password));
+    this.#files = new CredentialFiles(config, {
+      ...deps,
+      secret: (token) => {
+        this.#secrets.add(token);
+        // The url's password and the last tokens: a rotated-away token may still be echoed.
+        if (this.#secrets.size > 8) this.#secrets.delete([...this.#secrets][password ? 1 : 0]);
+      },
+    });
     const secure = config.url?.startsWith("https:");
     // No keep-alive: Deno's node:http sends a request again when it is destroyed (our timeout)
     // on a reused connection, so a slow plugin would receive a second /create. One connection
@@ -142,7 +150,7 @@ export class InterlinkClient {
       "vkubelet-node": this.#deps.nodeName,
     };
     if (body) headers["content-length"] = body.length;
-    const token = await this.#readToken();
+    const token = await this.#files.token();
     if (token) headers["authorization"] = `Bearer ${token}`;
     const response = await this.#send(input, headers, body, deadline);
     const status = response.statusCode ?? 0;
@@ -197,7 +205,7 @@ export class InterlinkClient {
     const url = this.#config.url ? new URL(this.#config.url) : undefined;
     const base = url?.pathname.replace(/\/$/, "") ?? "";
     const secure = url?.protocol === "https:";
-    const ca = secure && this.#config.caFile ? await this.#readCa() : undefined;
+    const tls = secure ? await this.#files.tls() : {};
     const request = {
       method: input.method,
       path: base + input.path,
@@ -206,7 +214,7 @@ export class InterlinkClient {
       ...(url
         ? { hostname: url.hostname.replace(/^\[|\]$/g, ""), port: url.port || undefined }
         : { socketPath: this.#config.socket }),
-      ...(ca ? { ca } : {}),
+      ...tls,
     };
     return await new Promise<http.IncomingMessage>((resolve, reject) => {
       const onAbort = () => {
@@ -234,41 +242,6 @@ export class InterlinkClient {
       req.end(body);
     });
   }
-
-  async #readCa(): Promise<string> {
-    const path = this.#config.caFile!;
-    this.#ca ??= (this.#deps.readFile ?? Deno.readTextFile)(path).catch((err) => {
-      this.#ca = undefined;
-      throw new InvalidInputError(
-        `caFile ${path} cannot be read (${err}); check the path and its permissions`,
-      );
-    });
-    return await this.#ca;
-  }
-
-  /** The token, re-read when its file changed; `undefined` without a tokenFile. */
-  async #readToken(): Promise<string | undefined> {
-    const path = this.#config.tokenFile;
-    if (!path) return undefined;
-    try {
-      const version = await (this.#deps.fileVersion ?? fileVersion)(path);
-      if (this.#token?.version !== version) {
-        const value = (await (this.#deps.readFile ?? Deno.readTextFile)(path)).trim();
-        this.#token = { version, value };
-        if (value.length >= 4) this.#secrets.add(value);
-        if (this.#secrets.size > 8) this.#secrets.delete(this.#secrets.values().next().value!);
-        this.#deps.log.debug("bearer token read from {file}", { file: path });
-      }
-      return this.#token.value;
-    } catch (err) {
-      if (this.#token) return this.#token.value; // mid-rotation: the last one read
-      throw new TransientError(
-        `tokenFile ${path} cannot be read (${
-          (err as Error).message
-        }); check the path and that the token sidecar has written it`,
-      );
-    }
-  }
 }
 
 /** A call's abort signal and the timeout in it. */
@@ -276,11 +249,6 @@ interface Deadline {
   signal?: AbortSignal;
   timeoutMs: number;
   timeoutKey: string;
-}
-
-async function fileVersion(path: string): Promise<string> {
-  const info = await Deno.stat(path);
-  return `${info.mtime?.getTime()}:${info.size}:${info.ino}`;
 }
 
 /** The answer's body as text, refused past `max` bytes. */

@@ -7,6 +7,8 @@
  * url: https://interlink.example:3000  # or socket: /var/run/interlink/api.sock
  * tokenFile: /var/run/secrets/interlink/token   # bearer token, re-read when it changes
  * caFile: /etc/interlink/ca.pem      # extra CA for an https url
+ * certFile: /etc/interlink/tls.crt   # client certificate and key for mutual TLS (https),
+ * keyFile: /etc/interlink/tls.key    #   re-read when they change
  * statusInterval: 5s                 # one /status call for all known pods, this often
  * requestTimeout: 30s                # each call but a followed log
  * pingTimeout: 8s                    # each ping: under the node's 10 s ping deadline
@@ -68,6 +70,8 @@ export const interlinkConfigSchema = z.strictObject({
   socket: z.string().min(1, { error: "must be the path of a unix socket" }).optional(),
   tokenFile: z.string().min(1).optional(),
   caFile: z.string().min(1).optional(),
+  certFile: z.string().min(1).optional(),
+  keyFile: z.string().min(1).optional(),
   statusInterval: duration("5s", 100),
   requestTimeout: duration("30s", 100),
   // Below the core's ping deadline (10 s, core/node/health_monitor.ts): a slow plugin's Ready
@@ -94,6 +98,21 @@ export const interlinkConfigSchema = z.strictObject({
       code: "custom",
       path: ["caFile"],
       message: "needs an https:// url; remove it or use https",
+    });
+  }
+  if ((c.certFile === undefined) !== (c.keyFile === undefined)) {
+    ctx.addIssue({
+      code: "custom",
+      path: [c.certFile ? "keyFile" : "certFile"],
+      message: "is needed with " + (c.certFile ? "certFile" : "keyFile") +
+        ": mutual TLS takes the client certificate and its key",
+    });
+  }
+  if (c.certFile && !c.url?.startsWith("https:")) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["certFile"],
+      message: "needs an https:// url; remove certFile and keyFile or use https",
     });
   }
   if (c.jobScriptBuilderURL && c.target !== "interlink") {
