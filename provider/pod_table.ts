@@ -13,6 +13,7 @@ import type { Logger } from "./logger.ts";
 
 /** What the table needs of a record: the last pod the core handed over (or a stand-in). */
 export interface PodTableRecord {
+  /** The pod as the core handed it over; the table writes its status here. */
   pod: Pod;
 }
 
@@ -33,6 +34,7 @@ export class PodTable<R extends PodTableRecord> {
   readonly #lastSent = new Map<string, string>();
   #adopted: Promise<void> = Promise.resolve();
 
+  /** An empty table; see {@link PodTableOptions}. */
   constructor(options: PodTableOptions<R>) {
     this.#options = options;
   }
