@@ -32,8 +32,11 @@ export interface StepTarget {
   stdinFile: string;
   /** Owner of the stdin file when vkubelet creates it (the job's user). */
   owner?: { uid: number; gid: number };
-  /** The step's output from now on; ends when the step has exited or `signal` aborts. */
-  output: (signal: AbortSignal) => ReadableStream<Uint8Array>;
+  /**
+   * The step's output from now on (the log's end is taken when this resolves, before any input
+   * is sent); ends when the step has exited or `signal` aborts.
+   */
+  output: (signal: AbortSignal) => Promise<ReadableStream<Uint8Array>>;
 }
 
 /** The running step of `name` in the pod's current run; refuses a container not running. */
@@ -63,12 +66,11 @@ export function stepTarget(
     container,
     stdinFile: `${dir}/stdin/${name}.${run}`,
     owner: config.fileOwner,
-    output: (signal) =>
-      readLogFile({ path: `${dir}/logs/${name}.${run}.log`, clock, done }, {
-        follow: true,
-        tailLines: 0,
-        signal,
-      }),
+    output: async (signal) => {
+      const path = `${dir}/logs/${name}.${run}.log`;
+      const from = await Deno.stat(path).then((info) => info.size, () => 0);
+      return readLogFile({ path, clock, done, from }, { follow: true, signal });
+    },
   };
 }
 
@@ -96,7 +98,10 @@ export async function attachToStep(
   }
   const session = new AbortController();
   const stop = AbortSignal.any([session.signal, signal]);
-  const copying = copyOutput(target.output(stop), io.stdout, stop).finally(() => session.abort());
+  // The output starts where the log ends now, before the session's input can reach the step: an
+  // answer to it is never taken for what came before (and skipped).
+  const output = await target.output(stop);
+  const copying = copyOutput(output, io.stdout, stop).finally(() => session.abort());
   const closed = `${target.stdinFile}.closed`;
   if (io.stdin && !await exists(closed)) {
     const ended = await appendStdin(io.stdin, target, stop);

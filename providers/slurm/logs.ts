@@ -14,6 +14,8 @@ export interface LogFile {
   /** True once the run has ended: following stops at the end of the file. */
   done: () => boolean;
   pollMs?: number;
+  /** The byte offset to read from (an attach session: what was written before it is not its). */
+  from?: number;
 }
 
 /** A stamped line: its time in microseconds since the epoch and its text with the newline. */
@@ -90,7 +92,7 @@ export function readLogFile(
 /** Batches of lines: the whole file first, then (with follow) what was appended since. */
 async function* followLines(file: LogFile, options: ContainerLogOptions) {
   const decoder = new TextDecoder();
-  let offset = 0;
+  let offset = file.from ?? 0;
   let rest = "";
   for (;;) {
     const ended = file.done();
