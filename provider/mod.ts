@@ -49,7 +49,13 @@ export {
 } from "./pod_status.ts";
 export { isSidecar, isTerminalPhase } from "./pod_phase.ts";
 export { type PodEventSink, podEventSink } from "./events.ts";
-export { podKey, PodTable, type PodTableOptions, type PodTableRecord } from "./pod_table.ts";
+export {
+  podKey,
+  PodStatusPush,
+  PodTable,
+  type PodTableOptions,
+  type PodTableRecord,
+} from "./pod_table.ts";
 export { qosClass } from "./qos.ts";
 export { formatTime } from "../k8s/micro_time.ts";
 export type { Clock } from "../base/clock.ts";

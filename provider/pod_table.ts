@@ -30,13 +30,13 @@ export class PodTable<R extends PodTableRecord> {
   /** The records by {@link podKey}; a supervisor may read them and add adopted ones. */
   readonly records: Map<string, R> = new Map();
   readonly #options: PodTableOptions<R>;
-  readonly #callbacks = new Set<(pod: Pod) => void>();
-  readonly #lastSent = new Map<string, string>();
+  readonly #push: PodStatusPush;
   #adopted: Promise<void> = Promise.resolve();
 
   /** An empty table; see {@link PodTableOptions}. */
   constructor(options: PodTableOptions<R>) {
     this.#options = options;
+    this.#push = new PodStatusPush(options.log);
   }
 
   /** Holds {@link listPods} and {@link ofPod} until `adopted` settles. */
@@ -66,16 +66,11 @@ export class PodTable<R extends PodTableRecord> {
     return record;
   }
 
-  /** Keeps `record` under its pod's name. */
-  set(record: R): void {
-    this.records.set(podKey(record.pod.metadata?.namespace, record.pod.metadata?.name), record);
-  }
-
   /** Forgets `record` (its last status sent) and what was last sent for it. */
   forget(record: R): void {
     const k = podKey(record.pod.metadata?.namespace, record.pod.metadata?.name);
     if (this.records.get(k) === record) this.records.delete(k);
-    this.#lastSent.delete(k);
+    this.#push.forget(record.pod);
   }
 
   /** The record's pod with its current status (also kept on the record), as a copy. */
@@ -92,17 +87,7 @@ export class PodTable<R extends PodTableRecord> {
 
   /** Pushes `pod` (with its status) to every subscriber, unless it is what was last pushed. */
   send(pod: Pod): void {
-    const k = podKey(pod.metadata?.namespace, pod.metadata?.name);
-    const text = JSON.stringify([pod.metadata?.uid, pod.status]);
-    if (this.#lastSent.get(k) === text) return;
-    this.#lastSent.set(k, text);
-    for (const callback of this.#callbacks) {
-      try {
-        callback(structuredClone(pod));
-      } catch (err) {
-        this.#options.log.error("pod status callback threw: {err}", { err: String(err) });
-      }
-    }
+    this.#push.send(pod);
   }
 
   /** `Provider.getPod`. */
@@ -119,8 +104,49 @@ export class PodTable<R extends PodTableRecord> {
 
   /** `Provider.notifyPods`. */
   subscribe(callback: (pod: Pod) => void): () => void {
+    return this.#push.subscribe(callback);
+  }
+}
+
+/**
+ * `notifyPods` for any provider: each pod's status is pushed to every subscriber once per change
+ * (the same uid and status again is not sent), a copy each; a subscriber that throws is logged
+ * and the others still get the pod.
+ */
+export class PodStatusPush {
+  readonly #log: Logger;
+  readonly #callbacks = new Set<(pod: Pod) => void>();
+  readonly #lastSent = new Map<string, string>();
+
+  /** No subscribers yet; `log` reports one that throws. */
+  constructor(log: Logger) {
+    this.#log = log;
+  }
+
+  /** `Provider.notifyPods`: adds `callback`; the function returned removes it. */
+  subscribe(callback: (pod: Pod) => void): () => void {
     this.#callbacks.add(callback);
     return () => void this.#callbacks.delete(callback);
+  }
+
+  /** Pushes `pod` with its status, unless that is what was last pushed for its name. */
+  send(pod: Pod): void {
+    const k = podKey(pod.metadata?.namespace, pod.metadata?.name);
+    const text = JSON.stringify([pod.metadata?.uid, pod.status]);
+    if (this.#lastSent.get(k) === text) return;
+    this.#lastSent.set(k, text);
+    for (const callback of this.#callbacks) {
+      try {
+        callback(structuredClone(pod));
+      } catch (err) {
+        this.#log.error("pod status callback threw: {err}", { err: String(err) });
+      }
+    }
+  }
+
+  /** Forgets what was last pushed for the pod's name: a new pod of that name starts over. */
+  forget(pod: Pod): void {
+    this.#lastSent.delete(podKey(pod.metadata?.namespace, pod.metadata?.name));
   }
 }
 

@@ -3,7 +3,7 @@
  * fake clock never meet a real timer.
  * @module
  */
-import { cancel } from "../../base/cancel.ts";
+import { cancel, raceSignal } from "../../base/cancel.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { CallSlots } from "./node_api.ts";
 
@@ -70,7 +70,7 @@ export async function withDeadline<T>(
   );
   const combined = AbortSignal.any([signal, deadline.signal]);
   try {
-    return await raceAbort(call(combined), combined);
+    return await raceSignal(call(combined), combined);
   } finally {
     cancel(done);
   }
@@ -92,19 +92,6 @@ export function withTurnAndDeadline<T>(
   return slots ? slots.run(run, { signal, urgent }) : run();
 }
 
-/** Settles with `promise`, or rejects with the signal's reason as soon as it aborts. */
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    promise.catch(() => {});
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
-}
-
 /**
  * Exponential backoff as the kubelet registers and the lease controller retries: 100 ms
  * doubling to a 7 s cap (kubernetes/kubernetes pkg/kubelet/kubelet_node_status.go
@@ -114,14 +101,4 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 export function backoffDelay(attempt: number, random: () => number = Math.random): number {
   const base = Math.min(100 * 2 ** attempt, 7_000);
   return base * (0.8 + 0.2 * random());
-}
-
-/** Waits for `promise`, or rejects with the signal's reason when it aborts first. */
-export function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  signal.throwIfAborted();
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }

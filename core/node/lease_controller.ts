@@ -23,7 +23,8 @@ import { isConflict, isKubeNotFound } from "../../k8s/errors.ts";
 import { formatMicroTime } from "../../k8s/micro_time.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
-import { abortable, backoffDelay, Wakeup, withTurnAndDeadline } from "./_timing.ts";
+import { backoffDelay, Wakeup, withTurnAndDeadline } from "./_timing.ts";
+import { raceSignal } from "../../base/cancel.ts";
 import { ALWAYS_HEALTHY, type HealthSource } from "./health_monitor.ts";
 import { type CallSlots, type NodeApi, type NodeApiClient, nodeApiFromClient } from "./node_api.ts";
 import type { NodeOwner } from "./node_controller.ts";
@@ -114,7 +115,7 @@ export class LeaseController {
     // Renew at once when the provider recovers rather than up to an interval later.
     const unsubscribe = this.#health.onChange((h) => h.healthy && this.#wakeup.wake());
     try {
-      await abortable(this.#deps.owner.ready, signal);
+      await raceSignal(this.#deps.owner.ready, signal);
       let advance = this.#interval * Math.min(Math.max(this.#deps.phase ?? 0, 0), 0.99);
       while (!signal.aborted) {
         const started = this.#deps.clock.now();

@@ -16,7 +16,8 @@ import { isAlreadyExists, isKubeNotFound } from "../../k8s/errors.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import type { Provider } from "../../provider/mod.ts";
-import { abortable, backoffDelay, Wakeup, withTurnAndDeadline } from "./_timing.ts";
+import { backoffDelay, Wakeup, withTurnAndDeadline } from "./_timing.ts";
+import { raceSignal } from "../../base/cancel.ts";
 import { forbiddenLabels } from "./forbidden_labels.ts";
 import { ALWAYS_HEALTHY, type HealthSource } from "./health_monitor.ts";
 import { type CallSlots, type NodeApi, type NodeApiClient, nodeApiFromClient } from "./node_api.ts";
@@ -108,7 +109,7 @@ export class NodeController implements NodeOwner {
     const unsubscribe = this.#health.onChange(() => this.#wakeup.wake());
     this.#deps.provider.notifyNodeChanged?.(() => running && this.#wakeup.wake());
     try {
-      await abortable(this.#health.ready, signal);
+      await raceSignal(this.#health.ready, signal);
       await this.#register(signal);
       this.#settleReady();
       await this.#syncLoop(signal);

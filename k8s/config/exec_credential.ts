@@ -5,6 +5,7 @@
  * until its `expirationTimestamp`, or until the apiserver answers 401.
  * @module
  */
+import { raceSignal } from "../../base/cancel.ts";
 import { type Clock, realClock } from "../../base/clock.ts";
 import { KubeConfigError } from "../errors.ts";
 import type { Credentials, CredentialSource } from "./types.ts";
@@ -76,7 +77,7 @@ export class ExecCredentialSource implements CredentialSource {
     // Not tied to one caller's signal: other callers may be waiting on the same run.
     this.#running ??= this.#run().finally(() => this.#running = undefined);
     if (!options.signal) return this.#running;
-    return raceAbort(this.#running, options.signal);
+    return raceSignal(this.#running, options.signal);
   }
 
   /**
@@ -211,13 +212,4 @@ export class ExecCredentialSource implements CredentialSource {
     if (Number.isNaN(at)) throw this.#fail(`status.expirationTimestamp ${timestamp} is not a time`);
     return at;
   }
-}
-
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }

@@ -206,14 +206,7 @@ export async function ownNodeStep(s: Session, rule: Rule, makePod: PodMaker): Pr
 /** `restart`: close the provider, start a new instance; it lists the pod, still running. */
 export async function restartStep(s: Session, rule: Rule): Promise<void> {
   const pod = s.pod!;
-  const old = s.main;
-  await closeInstance(old, s.timeoutMs, rule);
-  s.main = await within(
-    rule,
-    "starting a new provider instance",
-    s.timeoutMs,
-    () => s.start(old.deps.nodeName),
-  );
+  await replaceInstance(s, rule);
   const { provider } = s.main;
   await eventually(
     rule,
@@ -243,16 +236,7 @@ export async function restartStep(s: Session, rule: Rule): Promise<void> {
  * "not mine" and leave the pod running.
  */
 export async function deleteStep(s: Session, rule: Rule, first: boolean): Promise<void> {
-  if (first) {
-    const old = s.main;
-    await closeInstance(old, s.timeoutMs, rule);
-    s.main = await within(
-      rule,
-      "starting a new provider instance",
-      s.timeoutMs,
-      () => s.start(old.deps.nodeName),
-    );
-  }
+  if (first) await replaceInstance(s, rule);
   const { provider } = s.main;
   const pod = deleting(s.pod!, s.main.deps.clock.now());
   const [ns, name] = [pod.metadata!.namespace!, pod.metadata!.name!];
@@ -281,4 +265,16 @@ export async function deleteStep(s: Session, rule: Rule, first: boolean): Promis
     }
     return true;
   });
+}
+
+/** Closes the instance under test and starts a new one for the same node in its place. */
+async function replaceInstance(s: Session, rule: Rule): Promise<void> {
+  const old = s.main;
+  await closeInstance(old, s.timeoutMs, rule);
+  s.main = await within(
+    rule,
+    "starting a new provider instance",
+    s.timeoutMs,
+    () => s.start(old.deps.nodeName),
+  );
 }

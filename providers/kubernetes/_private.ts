@@ -1,13 +1,9 @@
 /**
- * Helpers shared by the provider's parts: the upstream key, the fields a running pod may change,
- * and promise races.
+ * Helpers shared by the provider's parts: the fields a running pod may change, and a timeout
+ * race. (Pods are filed under the kit's `podKey`; signals are raced with the kit's `raceSignal`.)
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-
-/** The upstream pod's `ns/name`, the key every part of the provider files it under. */
-export const key = (namespace: string | undefined, name: string | undefined): string =>
-  `${namespace}/${name}`;
 
 /** `current` with the fields of `wanted` that a running pod may change. */
 export function withMutableFields(current: Pod, wanted: Pod): Pod {

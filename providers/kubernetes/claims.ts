@@ -26,6 +26,7 @@ import {
   type Clock,
   InvalidInputError,
   type Logger,
+  podKey,
   type ProviderKubeClient,
   type ProviderObjectApi,
   TransientError,
@@ -34,7 +35,6 @@ import { markLabels, MARKS, nodeSelector } from "./names.ts";
 import type { Placement } from "./placement.ts";
 import { UpstreamProvisioner } from "./upstream_provisioner.ts";
 import type { KubernetesConfig } from "./config.ts";
-import { key } from "./_private.ts";
 
 /** What the copies need. */
 export interface ClaimCopiesDeps {
@@ -126,7 +126,7 @@ export class ClaimCopies {
     });
     for (const event of ["add", "update"] as const) {
       this.#upstreamInformer.on(event, (c: PersistentVolumeClaim) => {
-        this.#upstream.set(key(c.metadata?.namespace, c.metadata?.name), c);
+        this.#upstream.set(podKey(c.metadata?.namespace, c.metadata?.name), c);
         if (deps.leading()) deps.provisioner?.observe(c);
       });
     }
@@ -135,7 +135,7 @@ export class ClaimCopies {
       if (deps.leading() && !this.holds(namespace)) deps.onNamespaceEmptied(namespace);
     });
     this.#upstreamInformer.on("delete", (c: PersistentVolumeClaim) => {
-      const k = key(c.metadata?.namespace, c.metadata?.name);
+      const k = podKey(c.metadata?.namespace, c.metadata?.name);
       if (this.#upstream.get(k)?.metadata?.uid === c.metadata?.uid) this.#upstream.delete(k);
       if (!deps.leading()) return;
       void this.#removeCopiesOf(c.metadata?.uid);
@@ -182,7 +182,7 @@ export class ClaimCopies {
   async ensure(pod: Pod, claims: string[], options: CallOptions): Promise<void> {
     const namespace = pod.metadata!.namespace!;
     for (const claim of new Set(claims)) {
-      const source = this.#upstream.get(key(namespace, claim)) ??
+      const source = this.#upstream.get(podKey(namespace, claim)) ??
         await this.#deps.upstream.get(namespace, claim, options).catch(() => undefined);
       if (!source) {
         throw new TransientError(`PersistentVolumeClaim ${namespace}/${claim} not found in A`);
@@ -247,7 +247,7 @@ export class ClaimCopies {
     for (const copy of copies) {
       await this.#delete(copy).catch((err) =>
         this.#deps.log.warn("could not delete claim copy {claim} in B: {err}", {
-          claim: key(copy.metadata?.namespace, copy.metadata?.name),
+          claim: podKey(copy.metadata?.namespace, copy.metadata?.name),
           err: String(err),
         })
       );

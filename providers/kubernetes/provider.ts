@@ -45,8 +45,8 @@ import { StatusRelay } from "./status_relay.ts";
 import { TokenMirror } from "./tokens.ts";
 import { DEFERRED_FIELD_PATHS, translatePod } from "./translate.ts";
 import { DownstreamAccess } from "./access.ts";
-import { key, withMutableFields } from "./_private.ts";
-import { raceSignal } from "../../provider/mod.ts";
+import { withMutableFields } from "./_private.ts";
+import { podKey, raceSignal } from "../../provider/mod.ts";
 
 /** The two clusters: A (where the virtual node is, vkubelet's client) and B (where pods run). */
 export interface KubernetesClients {
@@ -196,7 +196,7 @@ export class KubernetesProvider implements Provider {
   }
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
-    const k = key(pod.metadata?.namespace, pod.metadata?.name);
+    const k = podKey(pod.metadata?.namespace, pod.metadata?.name);
     const translation = this.#translate(pod);
     // Admission, as a kubelet's (pkg/kubelet/lifecycle/predicate.go): one node of B must fit.
     const fit = await this.#node.fit(translation.pod, options);
@@ -251,7 +251,7 @@ export class KubernetesProvider implements Provider {
   }
 
   async updatePod(pod: Pod, options: CallOptions): Promise<void> {
-    const k = key(pod.metadata?.namespace, pod.metadata?.name);
+    const k = podKey(pod.metadata?.namespace, pod.metadata?.name);
     const translation = this.#translate(pod);
     this.#relay.remember(k, pod);
     // After a restart the core reaches the pods already in B through here, not createPod: the
@@ -289,7 +289,7 @@ export class KubernetesProvider implements Provider {
     // The downstream pods first: a deletion seen before the cache synced must still find its pod.
     await raceSignal(this.#ours.synced, options.signal);
     const { namespace, name, uid } = pod.metadata ?? {};
-    const k = key(namespace, name);
+    const k = podKey(namespace, name);
     this.#relay.setDeleting(k, true);
     const downstream = this.#downstreamOf(namespace!, name!);
     if (!downstream || (uid && downstream.metadata?.labels?.[MARKS.uid] !== uid)) {
@@ -383,7 +383,7 @@ export class KubernetesProvider implements Provider {
         this.#place.nameOf(namespace, name),
       );
       if (twin?.metadata?.labels?.[MARKS.uid] !== uid) continue; // createPod will do it.
-      const k = key(namespace, name);
+      const k = podKey(namespace, name);
       try {
         const t = this.#translate(pod);
         void this.#mirror.track(k, t.dependencies).catch(() => {});
@@ -444,8 +444,11 @@ export class KubernetesProvider implements Provider {
   #failUnschedulable(downstream: Pod, message: string): void {
     const up = upstreamOf(downstream.metadata);
     if (!up) return;
-    this.#deps.log.warn("failing {pod}: {message}", { pod: key(up.namespace, up.name), message });
-    this.#relay.fail(key(up.namespace, up.name), downstream, "DownstreamUnschedulable", message);
+    this.#deps.log.warn("failing {pod}: {message}", {
+      pod: podKey(up.namespace, up.name),
+      message,
+    });
+    this.#relay.fail(podKey(up.namespace, up.name), downstream, "DownstreamUnschedulable", message);
     this.#b.pods.delete(downstream.metadata!.namespace!, downstream.metadata!.name!, {
       gracePeriodSeconds: 0,
       preconditions: { uid: downstream.metadata?.uid },

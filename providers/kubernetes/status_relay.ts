@@ -5,10 +5,9 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { ProviderDeps } from "../../provider/mod.ts";
+import { podKey, PodStatusPush, type ProviderDeps } from "../../provider/mod.ts";
 import { upstreamOf } from "./names.ts";
 import { goneStatus, upstreamStatus } from "./status.ts";
-import { key } from "./_private.ts";
 
 /** What {@link StatusRelay} needs. */
 export interface StatusRelayDeps {
@@ -25,13 +24,13 @@ export class StatusRelay {
   /** Last pod handed over by the core, by upstream `ns/name`. */
   readonly #upstream = new Map<string, Pod>();
   readonly #deleting = new Set<string>();
-  readonly #callbacks = new Set<(pod: Pod) => void>();
-  readonly #lastNotified = new Map<string, string>();
+  readonly #push: PodStatusPush;
   /** Pods failed on purpose (unschedulable in B), by `ns/name`: the reason their end reports. */
   readonly #failures = new Map<string, { reason: string; message: string }>();
 
   constructor(deps: StatusRelayDeps) {
     this.#deps = deps;
+    this.#push = new PodStatusPush(deps.log);
   }
 
   /** Keeps a copy of the pod the core handed over, for the metadata and spec of reports. */
@@ -47,15 +46,14 @@ export class StatusRelay {
 
   /** Calls `callback` with every changed upstream pod status. */
   notifyPods(callback: (pod: Pod) => void): () => void {
-    this.#callbacks.add(callback);
-    return () => void this.#callbacks.delete(callback);
+    return this.#push.subscribe(callback);
   }
 
   /** The upstream pod a downstream one stands for, with B's status. */
   toUpstream(downstream: Pod): Pod | undefined {
     const up = upstreamOf(downstream.metadata);
     if (!up) return undefined;
-    const record = this.#upstream.get(key(up.namespace, up.name));
+    const record = this.#upstream.get(podKey(up.namespace, up.name));
     const sameUid = record?.metadata?.uid === up.uid;
     const metadata = sameUid
       ? structuredClone(record!.metadata)
@@ -72,7 +70,7 @@ export class StatusRelay {
   /** A downstream pod was added or changed. */
   onDownstream(downstream: Pod): void {
     const pod = this.toUpstream(downstream);
-    if (pod) this.#notify(pod);
+    if (pod) this.#push.send(pod);
   }
 
   /**
@@ -89,14 +87,14 @@ export class StatusRelay {
       message,
       nowIso: this.#nowIso(),
     });
-    this.#notify({ ...up, status });
+    this.#push.send({ ...up, status });
   }
 
   /** A downstream pod is gone from B. */
   onDownstreamGone(downstream: Pod): void {
     const up = upstreamOf(downstream.metadata);
     if (!up) return;
-    const k = key(up.namespace, up.name);
+    const k = podKey(up.namespace, up.name);
     const record = this.#upstream.get(k);
     if (record && record.metadata?.uid !== up.uid) return; // an older twin we replaced
     this.finish(k, record ?? { metadata: up }, downstream);
@@ -117,35 +115,22 @@ export class StatusRelay {
       nowIso: this.#nowIso(),
     });
     const record = this.#upstream.get(k);
-    this.#notify({
+    const gone: Pod = {
       apiVersion: "v1",
       kind: "Pod",
       metadata: structuredClone(record?.metadata ?? pod.metadata),
       spec: record?.spec,
       status,
-    });
+    };
+    this.#push.send(gone);
+    this.#push.forget(gone);
     this.#deps.release(k, pod);
     this.#upstream.delete(k);
     this.#deleting.delete(k);
-    this.#lastNotified.delete(k);
     this.#failures.delete(k);
   }
 
   #nowIso(): string {
     return new Date(this.#deps.clock.now()).toISOString().replace(/\.\d+Z$/, "Z");
-  }
-
-  #notify(pod: Pod): void {
-    const k = key(pod.metadata?.namespace, pod.metadata?.name);
-    const text = JSON.stringify([pod.metadata?.uid, pod.status]);
-    if (this.#lastNotified.get(k) === text) return;
-    this.#lastNotified.set(k, text);
-    for (const callback of this.#callbacks) {
-      try {
-        callback(structuredClone(pod));
-      } catch (err) {
-        this.#deps.log.error("pod status callback threw: {err}", { err: String(err) });
-      }
-    }
   }
 }

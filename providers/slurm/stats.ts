@@ -11,7 +11,13 @@
  * step statistics, so this needs the `cli` config (sstat on vkubelet's host).
  * @module
  */
-import type { Clock, ContainerStats, PodStats, StatsSummary } from "../../provider/mod.ts";
+import {
+  type Clock,
+  type ContainerStats,
+  type PodStats,
+  raceSignal,
+  type StatsSummary,
+} from "../../provider/mod.ts";
 import type { CommandRunner } from "./cli.ts";
 import type { PodRecord } from "./status.ts";
 
@@ -94,7 +100,7 @@ export class SstatSampler {
     if (jobIds.length === 0) return Promise.resolve(this.#empty(now));
     // One call in flight for every request; its own timeout, not a caller's signal, ends it.
     this.#pending ??= this.#take(jobIds).finally(() => this.#pending = undefined);
-    return signal ? raceAbort(this.#pending, signal) : this.#pending;
+    return raceSignal(this.#pending, signal);
   }
 
   async #take(jobIds: number[]): Promise<StepSample> {
@@ -231,14 +237,4 @@ function sumOf(
     },
     memory: { time, usageBytes: bytes, workingSetBytes: bytes, rssBytes: bytes },
   };
-}
-
-/** `promise`, or a rejection with the signal's reason when it aborts first. */
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import { getLogger } from "../../base/log.ts";
-import { PodTable } from "../../provider/mod.ts";
+import { podKey, PodTable } from "../../provider/mod.ts";
 
 interface Rec {
   pod: Pod;
@@ -18,6 +18,10 @@ function table() {
   return { pods, pushed };
 }
 
+/** Files `r` under its pod's name, as a provider does. */
+const put = (pods: PodTable<Rec>, r: Rec) =>
+  void pods.records.set(podKey(r.pod.metadata?.namespace, r.pod.metadata?.name), r);
+
 const rec = (name: string, uid: string, phase = "Pending"): Rec => ({
   pod: { metadata: { namespace: "ns", name, uid }, spec: { containers: [] } },
   phase,
@@ -31,7 +35,7 @@ Deno.test("a status is pushed once per change, to every subscriber, even past on
   const also: string[] = [];
   pods.subscribe((p) => void also.push(p.status!.phase!));
   const r = rec("a", "u1");
-  pods.set(r);
+  put(pods, r);
   pods.notify(r);
   pods.notify(r);
   r.phase = "Running";
@@ -48,12 +52,12 @@ Deno.test("a status is pushed once per change, to every subscriber, even past on
 Deno.test("a forgotten pod's name starts over: the same status for a new pod is pushed", async () => {
   const { pods, pushed } = table();
   const first = rec("a", "u1", "Running");
-  pods.set(first);
+  put(pods, first);
   pods.notify(first);
   pods.forget(first);
   assert.equal(await pods.getPod("ns", "a"), undefined);
   const second = rec("a", "u1", "Running");
-  pods.set(second);
+  put(pods, second);
   pods.notify(second);
   assert.equal(pushed.length, 2);
 });
@@ -68,7 +72,7 @@ Deno.test("listPods and deletions wait for adoption; a deletion of another uid f
   await new Promise((r) => setTimeout(r, 10));
   assert.equal(listed, undefined, "listPods answered before adoption");
   // Adoption finds the backend's pod.
-  pods.set(rec("adopted", "u9", "Running"));
+  put(pods, rec("adopted", "u9", "Running"));
   adoption.resolve();
   await listing;
   assert.deepEqual(listed!.map((p) => [p.metadata?.name, p.status?.phase]), [
