@@ -48,9 +48,28 @@ export {
   type TerminatedReport,
 } from "./pod_status.ts";
 export { isSidecar, isTerminalPhase } from "./pod_phase.ts";
+export {
+  type BackoffEntry,
+  type BackoffOptions,
+  backoffUntil,
+  containerRestartPolicy,
+  nextBackoff,
+  type PlannedRestart,
+  planRestart,
+  podRestartPolicy,
+  RESTART_BACKOFF_INITIAL_MS,
+  RESTART_BACKOFF_MAX_MS,
+  RestartBackoff,
+  type RestartBackoffOptions,
+  restartKey,
+  type RestartPolicy,
+  shouldRestart,
+  shouldRestartPod,
+} from "./restart.ts";
 export { type PodEventSink, podEventSink } from "./events.ts";
 export {
   podKey,
+  podKeyOf,
   PodStatusPush,
   PodTable,
   type PodTableOptions,

@@ -68,7 +68,7 @@ export class PodTable<R extends PodTableRecord> {
 
   /** Forgets `record` (its last status sent) and what was last sent for it. */
   forget(record: R): void {
-    const k = podKey(record.pod.metadata?.namespace, record.pod.metadata?.name);
+    const k = podKeyOf(record.pod);
     if (this.records.get(k) === record) this.records.delete(k);
     this.#push.forget(record.pod);
   }
@@ -131,7 +131,7 @@ export class PodStatusPush {
 
   /** Pushes `pod` with its status, unless that is what was last pushed for its name. */
   send(pod: Pod): void {
-    const k = podKey(pod.metadata?.namespace, pod.metadata?.name);
+    const k = podKeyOf(pod);
     const text = JSON.stringify([pod.metadata?.uid, pod.status]);
     if (this.#lastSent.get(k) === text) return;
     this.#lastSent.set(k, text);
@@ -146,11 +146,35 @@ export class PodStatusPush {
 
   /** Forgets what was last pushed for the pod's name: a new pod of that name starts over. */
   forget(pod: Pod): void {
-    this.#lastSent.delete(podKey(pod.metadata?.namespace, pod.metadata?.name));
+    this.#lastSent.delete(podKeyOf(pod));
   }
 }
 
-/** `namespace/name`: the key of a pod in a {@link PodTable}. */
+/**
+ * `namespace/name`: the one key of a pod across vkubelet (the core's caches and queues, a
+ * {@link PodTable}, a provider's own maps), as client-go's `MetaNamespaceKeyFunc`.
+ *
+ * @example Usage
+ * ```ts
+ * import { podKey } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.equal(podKey("shop", "web-0"), "shop/web-0");
+ * ```
+ */
 export function podKey(namespace: string | undefined, name: string | undefined): string {
   return `${namespace ?? ""}/${name ?? ""}`;
+}
+
+/**
+ * {@link podKey} of a pod (or any namespaced object).
+ *
+ * @example Usage
+ * ```ts
+ * import { podKeyOf } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.equal(podKeyOf({ metadata: { namespace: "shop", name: "web-0" } }), "shop/web-0");
+ * ```
+ */
+export function podKeyOf(pod: { metadata?: { namespace?: string; name?: string } }): string {
+  return podKey(pod.metadata?.namespace, pod.metadata?.name);
 }

@@ -8,6 +8,7 @@
  */
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import {
+  type BackoffEntry,
   buildPodStatus,
   type ContainerReport,
   type ContainerStateReport,
@@ -29,6 +30,8 @@ export interface PodRecord {
   lastTerminated: Map<string, TerminatedReport>;
   /** Clock time at which the group is made again (restart policy, after a back-off). */
   recreateAt?: number;
+  /** The kit's crash-loop back-off for making the group again. */
+  backoff?: BackoffEntry;
   /** Final container ends once the pod will not run again. */
   finished?: Map<string, TerminatedReport>;
   deleting: boolean;
@@ -189,11 +192,4 @@ export function endsOf(
       containerID: containerId(record, name),
     }];
   }));
-}
-
-/** Whether the pod's restart policy runs the containers again after `ends`. */
-export function shouldRestart(pod: Pod, ends: TerminatedReport[]): boolean {
-  const policy = pod.spec?.restartPolicy ?? "Always";
-  if (policy === "Always") return true;
-  return policy === "OnFailure" && ends.some((e) => e.exitCode !== 0);
 }

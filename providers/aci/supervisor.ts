@@ -9,10 +9,10 @@
  */
 import type { Clock, Logger } from "../../provider/mod.ts";
 import type { ContainerGroup } from "./azure.ts";
-import { type PodEventSink, podKey } from "../../provider/mod.ts";
+import { planRestart, type PodEventSink, podKey, shouldRestartPod } from "../../provider/mod.ts";
 import type { AciGroups } from "./groups.ts";
 import { podOfTags } from "./names.ts";
-import { endsOf, type PodRecord, shouldRestart } from "./status.ts";
+import { endsOf, type PodRecord } from "./status.ts";
 
 /** What {@link GroupSupervisor} needs. */
 export interface GroupSupervisorDeps {
@@ -32,11 +32,6 @@ export interface GroupSupervisorDeps {
 
 /** How many groups are read at once. */
 const READ_CONCURRENCY = 16;
-
-/** The kubelet's crash-loop back-off: 10 s doubling to 5 min (pkg/kubelet/kubelet.go). */
-export function recreateDelayMs(restarts: number): number {
-  return Math.min(300_000, 10_000 * 2 ** Math.max(0, restarts - 1));
-}
 
 /** Adopts, polls and restarts; see the module doc. */
 export class GroupSupervisor {
@@ -132,7 +127,7 @@ export class GroupSupervisor {
     const now = this.#deps.clock.now();
     const why = `container group ${record.groupName} was deleted outside vkubelet`;
     const ends = endsOf(record, why, now);
-    const restart = shouldRestart(record.pod, [...ends.values()]);
+    const restart = shouldRestartPod(record.pod, [...ends.values()].map((e) => e.exitCode));
     this.#deps.event(
       record.pod,
       "Warning",
@@ -147,7 +142,7 @@ export class GroupSupervisor {
     record.restartOffset += Math.max(0, ...views) + 1;
     record.lastTerminated = ends;
     record.group = undefined;
-    record.recreateAt = now + recreateDelayMs(record.restartOffset);
+    ({ atMs: record.recreateAt, entry: record.backoff } = planRestart(record.backoff, now));
   }
 
   /** ACI's container events not seen yet, as Kubernetes events on the pod. */

@@ -8,6 +8,7 @@
  */
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import {
+  type BackoffEntry,
   buildPodStatus,
   type ContainerReport,
   type ContainerStateReport,
@@ -31,6 +32,8 @@ export interface PodRecord {
   lastTerminated: Map<string, TerminatedReport>;
   /** Clock time at which the group is made again (after the kubelet's back-off). */
   recreateAt?: number;
+  /** The kit's crash-loop back-off for making the group again. */
+  backoff?: BackoffEntry;
   /** Final container ends once the pod will not run again. */
   finished?: Map<string, TerminatedReport>;
   deleting: boolean;
@@ -185,21 +188,4 @@ export function endsNow(
     });
   }
   return ends;
-}
-
-/** Whether the pod's restart policy runs the containers again after `ends`. */
-export function shouldRestart(pod: Pod, ends: Iterable<TerminatedReport>): boolean {
-  const policy = pod.spec?.restartPolicy ?? "Always";
-  if (policy === "Always") return true;
-  return policy === "OnFailure" && [...ends].some((e) => e.exitCode !== 0);
-}
-
-/**
- * The kubelet's crash-loop back-off before the `generation`th group: none for the first
- * re-creation, then 10 s doubling to 5 min (pkg/kubelet/kubelet.go `backOffPeriod`,
- * `MaxContainerBackOff`).
- */
-export function recreateDelayMs(generation: number): number {
-  if (generation <= 1) return 0;
-  return Math.min(300_000, 10_000 * 2 ** (generation - 2));
 }

@@ -8,15 +8,9 @@
  */
 import type { Clock, Logger } from "../../provider/mod.ts";
 import type { EciApi } from "./api.ts";
-import { type PodEventSink, podKey } from "../../provider/mod.ts";
+import { planRestart, type PodEventSink, podKey, shouldRestartPod } from "../../provider/mod.ts";
 import { podOfTags } from "./names.ts";
-import {
-  containerNames,
-  endsNow,
-  type PodRecord,
-  recreateDelayMs,
-  shouldRestart,
-} from "./status.ts";
+import { containerNames, endsNow, type PodRecord } from "./status.ts";
 
 /** What {@link GroupSupervisor} needs. */
 export interface GroupSupervisorDeps {
@@ -112,7 +106,7 @@ export class GroupSupervisor {
       `the ECI group ${record.groupId} was deleted outside vkubelet`,
       now,
     );
-    const restart = shouldRestart(record.pod, ends.values());
+    const restart = shouldRestartPod(record.pod, [...ends.values()].map((e) => e.exitCode));
     this.#deps.event(
       record.pod,
       "Warning",
@@ -132,7 +126,7 @@ export class GroupSupervisor {
     record.groupId = undefined;
     record.group = undefined;
     record.generation++;
-    record.recreateAt = now + recreateDelayMs(record.generation);
+    ({ atMs: record.recreateAt, entry: record.backoff } = planRestart(record.backoff, now));
   }
 
   /** ECI's own events of each group, told once as events on the pod. */

@@ -8,6 +8,7 @@
 import type { Task } from "@aws-sdk/client-ecs";
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import {
+  type BackoffEntry,
   buildPodStatus,
   type ContainerReport,
   type ContainerStateReport,
@@ -30,10 +31,8 @@ export interface PodRecord {
   lastTerminated: Map<string, TerminatedReport>;
   /** Clock time at which the next task runs (back-off after a stop). */
   restartAt?: number;
-  /** Clock time of the last stop that led to a restart; the back-off resets 10 min after. */
-  lastStopMs?: number;
-  /** Steps into the crash-loop back-off (see {@link restartDelayMs}). */
-  backoffStep?: number;
+  /** The kit's crash-loop back-off for the next task. */
+  backoff?: BackoffEntry;
   /** Final container ends once the pod will not run again. */
   finished?: Map<string, TerminatedReport>;
   deleting: boolean;
@@ -140,34 +139,6 @@ export function podStatusOf(
     sandboxReady: podIP !== undefined,
     terminal,
   });
-}
-
-/** Whether the pod's restart policy runs the containers again after `ends`. */
-export function shouldRestart(pod: Pod, ends: TerminatedReport[]): boolean {
-  const policy = pod.spec?.restartPolicy ?? "Always";
-  if (policy === "Always") return true;
-  return policy === "OnFailure" && ends.some((e) => e.exitCode !== 0);
-}
-
-/** The kubelet's longest crash-loop back-off (pkg/kubelet/kubelet.go `MaxContainerBackOff`). */
-export const MAX_BACKOFF_MS = 300_000;
-
-/**
- * The kubelet's crash-loop back-off at `step`: 0 s, then 10 s doubling to 5 min
- * (pkg/kubelet/kubelet.go `backOffPeriod`, client-go util/flowcontrol backoff.go).
- */
-export function restartDelayMs(step: number): number {
-  if (step <= 0) return 0;
-  return Math.min(MAX_BACKOFF_MS, 10_000 * 2 ** (step - 1));
-}
-
-/**
- * The next back-off step after a stop at `nowMs`: as client-go's flowcontrol.Backoff, an entry
- * not touched for twice the longest back-off starts again from the beginning.
- */
-export function nextBackoffStep(record: PodRecord, nowMs: number): number {
-  const stale = record.lastStopMs === undefined || nowMs - record.lastStopMs > 2 * MAX_BACKOFF_MS;
-  return stale ? 0 : (record.backoffStep ?? 0) + 1;
 }
 
 /** How a container ends when its pod is deleted: as ECS said, its last end, or stopped now. */

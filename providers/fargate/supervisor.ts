@@ -7,16 +7,9 @@
  * @module
  */
 import type { Task } from "@aws-sdk/client-ecs";
-import { type PodEventSink, podKey } from "../../provider/mod.ts";
+import { planRestart, type PodEventSink, podKey, shouldRestartPod } from "../../provider/mod.ts";
 import { podOfTags, startedBy, taskId } from "./names.ts";
-import {
-  containerNames,
-  nextBackoffStep,
-  type PodRecord,
-  restartDelayMs,
-  shouldRestart,
-  terminatedOf,
-} from "./status.ts";
+import { containerNames, type PodRecord, terminatedOf } from "./status.ts";
 import type { EcsTasks } from "./tasks.ts";
 import type { Clock, Logger } from "../../provider/mod.ts";
 
@@ -111,7 +104,7 @@ export class TaskSupervisor {
     const now = this.#deps.clock.now();
     const names = containerNames(record);
     const ends = new Map(names.map((n) => [n, terminatedOf(task, n, now)]));
-    const restart = shouldRestart(record.pod, [...ends.values()]);
+    const restart = shouldRestartPod(record.pod, [...ends.values()].map((e) => e.exitCode));
     this.#deps.event(
       record.pod,
       "Warning",
@@ -127,9 +120,7 @@ export class TaskSupervisor {
     record.lastTerminated = ends;
     record.previousTaskIds.push(taskId(record.taskArn!));
     record.taskArn = undefined;
-    record.backoffStep = nextBackoffStep(record, now);
-    record.lastStopMs = now;
-    record.restartAt = now + restartDelayMs(record.backoffStep);
+    ({ atMs: record.restartAt, entry: record.backoff } = planRestart(record.backoff, now));
   }
 
   /** Takes over the running tasks this node started, by their tags. */

@@ -9,9 +9,11 @@
  */
 import type { ContainerStatus, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import {
+  type BackoffEntry,
   buildPodStatus,
   type ContainerReport,
   type ContainerStateReport,
+  shouldRestartPod,
   type TerminatedReport,
 } from "../../provider/mod.ts";
 import type { InterlinkPodStatus } from "./wire.ts";
@@ -36,6 +38,8 @@ export interface PodRecord {
   finished?: Map<string, TerminatedReport>;
   /** When the next job starts (restart back-off), clock ms. */
   restartAtMs?: number;
+  /** The kit's crash-loop back-off for the next job. */
+  backoff?: BackoffEntry;
   /** The plugin stopped reporting the pod. */
   lost?: boolean;
 }
@@ -132,12 +136,6 @@ export function jobEnded(record: PodRecord): { ended: boolean; restart: boolean 
   const statuses = new Map((record.remote?.containers ?? []).map((s) => [s.name, s]));
   const ended = names.length > 0 && names.every((n) => statuses.get(n)?.state?.terminated);
   if (!ended) return { ended: false, restart: false };
-  const policy = record.pod.spec?.restartPolicy ?? "Always";
-  const failed = names.some((n) => (statuses.get(n)?.state?.terminated?.exitCode ?? 0) !== 0);
-  return { ended, restart: policy === "Always" || (policy === "OnFailure" && failed) };
-}
-
-/** The kubelet's crash-loop back-off: 10 s doubling to 5 min (pkg/kubelet/kubelet.go). */
-export function restartDelayMs(restarts: number): number {
-  return Math.min(10_000 * 2 ** Math.max(0, restarts), 300_000);
+  const exitCodes = names.map((n) => statuses.get(n)?.state?.terminated?.exitCode ?? 0);
+  return { ended, restart: shouldRestartPod(record.pod, exitCodes) };
 }

@@ -12,13 +12,19 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { answered } from "./client.ts";
 import type { Clock, Logger } from "../../provider/mod.ts";
 import type { InterlinkApi } from "./api.ts";
-import { type PodEventSink, podKey } from "../../provider/mod.ts";
-import { jobEnded, type PodRecord, restartDelayMs, terminatedOf } from "./status.ts";
+import {
+  planRestart,
+  type PodEventSink,
+  podKey,
+  RESTART_BACKOFF_INITIAL_MS,
+  shouldRestartPod,
+} from "../../provider/mod.ts";
+import { jobEnded, type PodRecord, terminatedOf } from "./status.ts";
 import type { InterlinkPodStatus } from "./wire.ts";
 
 /** What the loop needs. */
 export interface SupervisorDeps {
-  api: InterlinkApi;
+  api: Pick<InterlinkApi, "status" | "delete">;
   records: Map<string, PodRecord>;
   nodeName: string;
   clock: Clock;
@@ -128,8 +134,7 @@ export class StatusSupervisor {
       })),
     };
     record.lost = true;
-    const policy = record.pod.spec?.restartPolicy ?? "Always";
-    this.#ended(record, policy !== "Never", message);
+    this.#ended(record, shouldRestartPod(record.pod, [137]), message);
     this.#deps.changed(record);
   }
 
@@ -144,7 +149,7 @@ export class StatusSupervisor {
       return;
     }
     record.lastTerminated = ends;
-    record.restartAtMs = now + restartDelayMs(record.restarts);
+    ({ atMs: record.restartAtMs, entry: record.backoff } = planRestart(record.backoff, now));
     record.waiting = {
       reason: "CrashLoopBackOff",
       message: `back-off restarting the pod's job${why ? `: ${why}` : ""}`,
@@ -179,7 +184,8 @@ export class StatusSupervisor {
           pod: keyOf(record.pod),
           err: String(err),
         });
-        record.restartAtMs = now + restartDelayMs(record.restarts);
+        // A job that cannot be started yet is tried again after the back-off's current wait.
+        record.restartAtMs = now + (record.backoff?.delayMs ?? RESTART_BACKOFF_INITIAL_MS);
       }
       this.#deps.changed(record);
     }

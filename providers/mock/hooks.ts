@@ -2,13 +2,11 @@
  * Test hooks of the mock provider that script a container's life from pod annotations:
  *
  * - `mock.vkubelet.io/exit: "web=3"` or `"web=3@2s,sidecar=0@1m"`: container `web` exits with
- *   code 3, two seconds (on the injected clock) after each start. What follows is the kubelet's
- *   rule for the pod's restartPolicy: under Never, and under OnFailure for code 0, the container
- *   stays terminated (reason `Error`, or `Completed` for 0); otherwise it restarts, at once the
- *   first time, then after a back-off of 10 s doubling to 5 min during which it waits in
- *   `CrashLoopBackOff` with the exit as `lastState` (kubernetes/kubernetes
- *   pkg/kubelet/kuberuntime/kuberuntime_manager.go `doBackOff`, pkg/kubelet/kubelet.go
- *   `initialBackOffPeriod`, `MaxContainerBackOff`). Sidecars always restart.
+ *   code 3, two seconds (on the injected clock) after each start. What follows is the kit's
+ *   restart rule (provider/restart.ts, the kubelet's): under Never, and under OnFailure for code
+ *   0, the container stays terminated (reason `Error`, or `Completed` for 0); otherwise it
+ *   restarts, at once the first time, then after a back-off of 10 s doubling to 5 min during
+ *   which it waits in `CrashLoopBackOff` with the exit as `lastState`. Sidecars always restart.
  * - `mock.vkubelet.io/start-error: "web"` or `"web=exec: \"nginx\": not found"`: container `web`
  *   never starts and waits with reason `CreateContainerError` and that message, so the pod stays
  *   Pending, as the kubelet reports a container its runtime cannot create.
@@ -18,11 +16,15 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import {
+  type BackoffEntry,
+  backoffUntil,
   type Clock,
+  containerRestartPolicy,
   formatDuration,
   InvalidInputError,
-  isSidecar,
+  nextBackoff,
   parseDuration,
+  shouldRestart,
 } from "../../provider/mod.ts";
 import { type ContainerRun, isRunning, longRunningContainers } from "./status.ts";
 
@@ -30,11 +32,6 @@ import { type ContainerRun, isRunning, longRunningContainers } from "./status.ts
 export const EXIT_ANNOTATION = "mock.vkubelet.io/exit";
 /** The annotation naming containers that fail to start. */
 export const START_ERROR_ANNOTATION = "mock.vkubelet.io/start-error";
-
-/** The first back-off after a crash; the kubelet's `initialBackOffPeriod`. */
-export const INITIAL_BACKOFF_MS = 10_000;
-/** The longest back-off; the kubelet's `MaxContainerBackOff`. */
-export const MAX_BACKOFF_MS = 300_000;
 
 /** One container's scripted exit: its code, and how long after each start. */
 export interface ExitHook {
@@ -117,36 +114,30 @@ export interface ExitScriptDeps {
 export async function playExits(hooks: PodHooks, deps: ExitScriptDeps): Promise<void> {
   const containers = longRunningContainers(deps.pod).filter((c) => hooks.exits.has(c.name));
   await Promise.all(containers.map((c) => {
-    const policy = isSidecar(c) ? "Always" : deps.pod.spec?.restartPolicy ?? "Always";
-    return playExit(c.name, hooks.exits.get(c.name)!, policy, deps);
+    return playExit(c.name, hooks.exits.get(c.name)!, containerRestartPolicy(deps.pod, c), deps);
   }));
 }
 
 async function playExit(name: string, hook: ExitHook, policy: string, deps: ExitScriptDeps) {
   const { clock, signal } = deps;
   const { namespace, name: podName, uid } = deps.pod.metadata ?? {};
-  let backOffMs = 0; // 0 until the first restart, as the kubelet's back-off has no entry yet
-  let backOffUpdatedMs = 0;
+  let backOff: BackoffEntry | undefined; // none until the first restart, as the kubelet's
   while (!signal.aborted) {
     const run = deps.run(name);
     if (!run || !isRunning(run)) return;
     if (!await sleep(clock, run.startedAtMs + hook.afterMs - clock.now(), signal)) return;
     const now = clock.now();
     const exit = { exitCode: hook.exitCode, finishedAtMs: now };
-    if (policy === "Never" || (policy === "OnFailure" && hook.exitCode === 0)) {
-      return deps.setRun(name, { ...run, exited: exit });
-    }
+    if (!shouldRestart(policy, hook.exitCode)) return deps.setRun(name, { ...run, exited: exit });
     const previous = { ...exit, startedAtMs: run.startedAtMs, restartCount: run.restartCount };
-    // The kubelet forgets a back-off untouched for twice its maximum (client-go flowcontrol).
-    if (backOffMs > 0 && now - backOffUpdatedMs > 2 * MAX_BACKOFF_MS) backOffMs = 0;
-    if (backOffMs > 0) {
-      const message = `back-off ${formatDuration(backOffMs)} restarting failed container=${name} ` +
-        `pod=${podName}_${namespace}(${uid})`;
+    const until = backoffUntil(backOff, now);
+    if (until > now) {
+      const message = `back-off ${formatDuration(backOff!.delayMs)} restarting failed ` +
+        `container=${name} pod=${podName}_${namespace}(${uid})`;
       deps.setRun(name, { ...run, waiting: { reason: "CrashLoopBackOff", message }, previous });
-      if (!await sleep(clock, backOffMs, signal)) return;
+      if (!await sleep(clock, until - now, signal)) return;
     }
-    backOffMs = backOffMs === 0 ? INITIAL_BACKOFF_MS : Math.min(backOffMs * 2, MAX_BACKOFF_MS);
-    backOffUpdatedMs = clock.now();
+    backOff = nextBackoff(backOff, now, clock.now());
     deps.setRun(name, {
       startedAtMs: clock.now(),
       restartCount: run.restartCount + 1,

@@ -10,7 +10,12 @@
  * @module
  */
 import type { Container, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
-import { isSidecar, type Logger } from "../../provider/mod.ts";
+import {
+  containerRestartPolicy,
+  isSidecar,
+  type Logger,
+  shouldRestart,
+} from "../../provider/mod.ts";
 import { execContextOf, instanceFiles, startContainer, type StartDeps } from "./container_start.ts";
 import { allContainers } from "./container_spec.ts";
 import { killGraceMs, type LiveContainer, stopContainer } from "./container_stop.ts";
@@ -21,7 +26,7 @@ import { Instance } from "./instance.ts";
 import { superviseInstance } from "./instance_supervisor.ts";
 import { hostConditions } from "./pod_conditions.ts";
 import { isSameProcess } from "./proc.ts";
-import { decideStart, shouldRestart } from "./restart_policy.ts";
+import { decideStart } from "./restart_policy.ts";
 import { type ContainerRecord, type PodPaths, type PodRecord, writeRecord } from "./state.ts";
 import { doneWithoutSidecars, phaseOf, podStatus } from "./status.ts";
 import { type VolumeContext, VolumeSet } from "./volumes.ts";
@@ -202,7 +207,7 @@ export class PodRunner {
     wakes.push(this.#volumeSync.nextAt, this.volumes.nextTokenRefresh());
     if (!this.record.initialized) {
       const init = await stepInitContainers(this.record.pod, this.record.containers, {
-        ensure: (c) => this.#ensure(c, () => true),
+        ensure: (c) => this.#ensure(c, (t) => this.#restarts(c, t.exitCode)),
         sidecarStarted: (name) => !!this.#live.get(name)?.instance.record.started,
       });
       if (init !== "done") return earliest([...wakes, init === "wait" ? undefined : init]);
@@ -211,7 +216,7 @@ export class PodRunner {
       this.#deps.changed();
     }
     for (const c of this.record.pod.spec?.containers ?? []) {
-      wakes.push(await this.#ensure(c, (t) => shouldRestart(this.record.pod, t.exitCode)));
+      wakes.push(await this.#ensure(c, (t) => this.#restarts(c, t.exitCode)));
     }
     this.#stopSidecarsWhenDone();
     // Ephemeral containers start once in a running pod and are never restarted (the kubelet's
@@ -267,6 +272,11 @@ export class PodRunner {
       this.#deps.changed();
     }
     return result.wakeAt;
+  }
+
+  /** The kit's restart rule for `c` (a sidecar always, an init container after a failure). */
+  #restarts(c: Container, exitCode: number): boolean {
+    return shouldRestart(containerRestartPolicy(this.record.pod, c), exitCode);
   }
 
   /** Starts `c` if it should run now; returns when to look again for its back-off. */

@@ -1,12 +1,13 @@
 /**
- * Whether and when a terminated container starts again: the pod's `restartPolicy` and the
- * kubelet's back-off (./backoff.ts), with the `CrashLoopBackOff` waiting reason the kubelet
+ * Whether and when a terminated container starts again: the kit's restart policy and
+ * crash-loop back-off (provider/restart.ts), the back-off entry kept in the container's record
+ * so that it survives a vkubelet restart, with the `CrashLoopBackOff` waiting reason the kubelet
  * reports meanwhile (kubernetes/kubernetes pkg/kubelet/kuberuntime/kuberuntime_manager.go
  * `doBackOff`).
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { backoffUntil, recordRestart } from "./backoff.ts";
+import { backoffUntil, nextBackoff } from "../../provider/mod.ts";
 import type { ContainerRecord, Termination } from "./state.ts";
 
 /** What to do about one container now. */
@@ -17,12 +18,6 @@ export type RestartDecision =
   | { action: "back-off"; until: number; waiting: { reason: string; message: string } }
   /** Start it now (the record already counts the restart). */
   | { action: "start" };
-
-/** True if the pod's restartPolicy restarts a container that exited with `exitCode`. */
-export function shouldRestart(pod: Pod, exitCode: number): boolean {
-  const policy = pod.spec?.restartPolicy ?? "Always";
-  return policy === "Always" || (policy === "OnFailure" && exitCode !== 0);
-}
 
 /**
  * Decides about `c`; on "start" after a termination, records the restart in `cr`
@@ -38,15 +33,15 @@ export function decideStart(
   const t = cr.terminated;
   if (!t) return { action: "start" };
   if (!options.restart(t)) return { action: "none" };
-  const until = backoffUntil(cr, t.finishedAtMs, options.nowMs);
-  if (until !== undefined) {
+  const until = backoffUntil(cr.backoff, t.finishedAtMs);
+  if (until > options.nowMs) {
     const delay = Math.round((cr.backoff?.delayMs ?? 0) / 1000);
     const { name, namespace, uid } = pod.metadata ?? {};
     const message =
       `back-off ${delay}s restarting failed container=${c.name} pod=${name}_${namespace}(${uid})`;
     return { action: "back-off", until, waiting: { reason: "CrashLoopBackOff", message } };
   }
-  recordRestart(cr, t.finishedAtMs, options.nowMs);
+  cr.backoff = nextBackoff(cr.backoff, t.finishedAtMs, options.nowMs);
   cr.restartCount++;
   cr.lastTermination = t;
   cr.terminated = undefined;

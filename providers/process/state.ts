@@ -14,6 +14,7 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import type { BackoffEntry } from "../../provider/mod.ts";
 import { join } from "node:path";
 
 /** How one instance of a container ended. */
@@ -57,8 +58,8 @@ export interface ContainerRecord {
   terminated?: Termination;
   lastTermination?: Termination;
   waiting?: { reason: string; message?: string };
-  /** The kubelet's per-container back-off entry (k8s.io/client-go util/flowcontrol Backoff). */
-  backoff?: { delayMs: number; lastUpdateMs: number };
+  /** The kubelet's per-container back-off entry (the kit's provider/restart.ts). */
+  backoff?: BackoffEntry;
   /** The image the current or last instance ran. */
   image: string;
 }

@@ -8,6 +8,7 @@
  */
 import type { Pod, PodCondition, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import {
+  type BackoffEntry,
   buildPodStatus,
   type ContainerReport,
   formatTime,
@@ -38,6 +39,8 @@ export interface PodRecord {
   lastTerminated: Map<string, TerminatedReport>;
   /** When the next run is submitted (back-off), in clock ms. */
   restartAtMs?: number;
+  /** The kit's crash-loop back-off for the next run. */
+  backoff?: BackoffEntry;
   /** Runs no more: ended by its restart policy, or deleted. */
   finished?: boolean;
   /** Deleted: every container reads terminated. */

@@ -5,7 +5,13 @@
  * submitted again after the kubelet's back-off when the policy says so.
  * @module
  */
-import type { Clock, Logger } from "../../provider/mod.ts";
+import {
+  type Clock,
+  type Logger,
+  planRestart,
+  podKeyOf,
+  shouldRestartPod,
+} from "../../provider/mod.ts";
 import type { JobInfo, SlurmBackend } from "./backend.ts";
 import type { SlurmConfig } from "./config.ts";
 import { podDirOf } from "./pod_dir.ts";
@@ -51,7 +57,10 @@ export async function superviseOnce(deps: SupervisorDeps, signal: AbortSignal): 
     if (record.restartAtMs !== undefined && now >= record.restartAtMs) {
       nextRun(record, now);
       await deps.submit(record, signal).catch((err) => {
-        deps.log.warn("resubmitting {pod} failed: {err}", { pod: key(record), err: String(err) });
+        deps.log.warn("resubmitting {pod} failed: {err}", {
+          pod: podKeyOf(record.pod),
+          err: String(err),
+        });
         record.restartAtMs = now + deps.config.restartBackOff.initial;
       });
     }
@@ -105,24 +114,25 @@ export async function readFiles(config: SlurmConfig, record: PodRecord): Promise
 
 /** The job ended: finish the pod or plan its next run, by restart policy and back-off. */
 function decide(deps: SupervisorDeps, record: PodRecord, now: number): void {
-  const policy = record.pod.spec?.restartPolicy ?? "Always";
   const job = record.job!;
   const regular = (record.pod.spec?.containers ?? []).map((c) => record.files.get(c.name));
   const allSucceeded = job.state === "COMPLETED" && regular.every((f) => f?.exit?.code === 0);
   // activeDeadlineSeconds passed: the kubelet fails the pod and never restarts it
   // (kubernetes/kubernetes pkg/kubelet/active_deadline.go).
   const deadline = job.state === "TIMEOUT" && record.pod.spec?.activeDeadlineSeconds !== undefined;
-  if (policy === "Never" || deadline || (policy === "OnFailure" && allSucceeded)) {
+  if (deadline || !shouldRestartPod(record.pod, [allSucceeded ? 0 : 1])) {
     record.finished = true;
     return;
   }
-  // The kubelet's crash-loop back-off: 10 s doubling to 5 min
-  // (kubernetes/kubernetes pkg/kubelet/kubelet.go, MaxContainerBackOff).
-  const { initial, max } = deps.config.restartBackOff;
-  record.restartAtMs = now + Math.min(max, initial * 2 ** Math.min(record.run, 20));
+  // The kit's crash-loop back-off, with the config's numbers (the kubelet's by default).
+  const { initial: initialMs, max: maxMs } = deps.config.restartBackOff;
+  ({ atMs: record.restartAtMs, entry: record.backoff } = planRestart(record.backoff, now, {
+    initialMs,
+    maxMs,
+  }));
   deps.log.info("SLURM job {job} of {pod} ended {state}; resubmitting after back-off", {
     job: job.id,
-    pod: key(record),
+    pod: podKeyOf(record.pod),
     state: job.state,
   });
 }
@@ -148,8 +158,4 @@ async function readText(path: string): Promise<string | undefined> {
   } catch {
     return undefined;
   }
-}
-
-function key(record: PodRecord): string {
-  return `${record.pod.metadata?.namespace}/${record.pod.metadata?.name}`;
 }

@@ -1,0 +1,431 @@
+/**
+ * Every provider that restarts anything restarts a failing container on the kubelet's schedule —
+ * at once, then 10 s doubling to 5 min — because each takes its decision from the kit
+ * (provider/restart.ts). Each provider is driven through its own restart path (the mock's exit
+ * hook, the process provider's start decision, the remote providers' status loops) with fakes of
+ * their backend calls and a fake clock; a container that fails as soon as it starts shows the
+ * waits between a failure and the restart after it.
+ */
+import assert from "node:assert/strict";
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import { getLogger } from "../../base/log.ts";
+import { FakeClock } from "../fakes/clock.ts";
+import { createProvider as createMock } from "../../providers/mock/mod.ts";
+import { decideStart } from "../../providers/process/restart_policy.ts";
+import type { ContainerRecord } from "../../providers/process/state.ts";
+import { TaskSupervisor } from "../../providers/fargate/supervisor.ts";
+import type { PodRecord as FargateRecord } from "../../providers/fargate/status.ts";
+import { GroupSupervisor as AciSupervisor } from "../../providers/aci/supervisor.ts";
+import type { PodRecord as AciRecord } from "../../providers/aci/status.ts";
+import type { ContainerGroup as AciGroup } from "../../providers/aci/azure.ts";
+import type { ContainerGroup as EciGroup } from "../../providers/eci/api.ts";
+import { GroupSupervisor as EciSupervisor } from "../../providers/eci/supervisor.ts";
+import type { PodRecord as EciRecord } from "../../providers/eci/status.ts";
+import { StatusSupervisor } from "../../providers/interlink/supervisor.ts";
+import type { PodRecord as InterlinkRecord } from "../../providers/interlink/status.ts";
+import { superviseOnce } from "../../providers/slurm/supervisor.ts";
+import type { PodRecord as SlurmRecord } from "../../providers/slurm/status.ts";
+import type { JobInfo } from "../../providers/slurm/backend.ts";
+import { parseSlurmConfig } from "../../providers/slurm/config.ts";
+
+/** The waits between a failure and the restart after it, in seconds: the kubelet's. */
+const KUBELET_SCHEDULE_S = [0, 10, 20, 40, 80, 160, 300, 300];
+
+/** One provider's restart path, driven from outside. */
+interface Driver {
+  clock: FakeClock;
+  /** The running container (or the pod's whole run) fails now, and the provider looks. */
+  fail(): Promise<void>;
+  /** Time moves on by a second, and the provider looks again. */
+  tick(): Promise<void>;
+  /** Restarts so far. */
+  restarts(): Promise<number>;
+  close?(): Promise<void>;
+}
+
+const log = getLogger(["test"]);
+const signal = new AbortController().signal;
+const pod = (): Pod => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { namespace: "ns", name: "p", uid: "u1", annotations: {} },
+  spec: { nodeName: "n1", containers: [{ name: "app", image: "img" }] },
+});
+
+/**
+ * After the schedule, a run of 6 min still counts (the kubelet forgets a back-off only 10 min
+ * after the last restart), a run of 11 min starts it over: [seconds run, then wait expected].
+ */
+const LONG_RUNS_S = [[360, 300], [660, 0]];
+
+/** Fails the container again each time it is restarted; the seconds waited before each restart. */
+async function schedule(driver: Driver, runsS: number[] = []): Promise<number[]> {
+  const waits: number[] = [];
+  for (let i = 0; i < KUBELET_SCHEDULE_S.length + runsS.length; i++) {
+    for (let s = 0; s < (runsS[i - KUBELET_SCHEDULE_S.length] ?? 0); s++) await driver.tick();
+    await driver.fail();
+    let waited = 0;
+    while (await driver.restarts() === i) {
+      if (++waited > 400) throw new Error(`restart ${i + 1} did not come within 400 s`);
+      await driver.tick();
+    }
+    waits.push(waited);
+  }
+  await driver.close?.();
+  return waits;
+}
+
+function mock(): Driver {
+  const clock = new FakeClock();
+  const stop = new AbortController();
+  const provider = createMock(undefined, {
+    nodeName: "n1",
+    log,
+    clock,
+    internalIp: "127.0.0.1",
+    daemonPort: 10250,
+    signal: stop.signal,
+  });
+  const p = pod();
+  p.metadata!.annotations!["mock.vkubelet.io/exit"] = "app=1"; // exits as soon as it starts
+  const created = provider.createPod(p, { signal: stop.signal });
+  return {
+    clock,
+    fail: async () => {
+      await created;
+      await clock.advance(0);
+    },
+    tick: () => clock.advance(1_000),
+    restarts: async () =>
+      (await provider.getPod("ns", "p", {}))?.status?.containerStatuses?.[0].restartCount ?? 0,
+    close: async () => {
+      stop.abort();
+      await provider.close?.();
+    },
+  };
+}
+
+function processProvider(): Driver {
+  const clock = new FakeClock();
+  const p = pod();
+  const c = p.spec!.containers[0];
+  const cr: ContainerRecord = { name: "app", restartCount: 0, image: "img" };
+  // What the pod runner does at each wake: decide, and start when told to.
+  const look = () => {
+    const decision = decideStart(p, c, cr, {
+      restart: (t) => t.exitCode !== 0,
+      nowMs: clock.now(),
+    });
+    if (decision.action === "start") cr.terminated = undefined;
+  };
+  return {
+    clock,
+    fail: () => {
+      const now = clock.now();
+      cr.terminated = {
+        instance: cr.restartCount,
+        exitCode: 1,
+        reason: "Error",
+        startedAtMs: now,
+        finishedAtMs: now,
+        containerId: `process://${cr.restartCount}`,
+      };
+      look();
+      return Promise.resolve();
+    },
+    tick: () => {
+      clock.jump(1_000);
+      look();
+      return Promise.resolve();
+    },
+    restarts: () => Promise.resolve(cr.restartCount),
+  };
+}
+
+function fargate(): Driver {
+  const clock = new FakeClock();
+  const record: FargateRecord = {
+    pod: pod(),
+    restarts: 0,
+    lastTerminated: new Map(),
+    deleting: false,
+    healthChecked: new Set(),
+    startTimeMs: clock.now(),
+    previousTaskIds: [],
+    taskArn: "arn:aws:ecs:r:1:task/c/t0",
+  };
+  let serial = 0;
+  let stopped = false;
+  const supervisor = new TaskSupervisor({
+    ecs: {
+      describe: (arns: string[]) =>
+        Promise.resolve(
+          new Map(arns.map((arn) => [arn, {
+            taskArn: arn,
+            lastStatus: stopped ? "STOPPED" : "RUNNING",
+            containers: stopped ? [{ name: "app", exitCode: 1 }] : [],
+          }])),
+        ),
+      listStartedBy: () => Promise.resolve([]),
+      stop: () => Promise.resolve(),
+    },
+    records: new Map([["ns/p", record]]),
+    nodeName: "n1",
+    clock,
+    log,
+    intervalMs: 1_000,
+    event: () => {},
+    start: (r) => {
+      stopped = false;
+      r.taskArn = `arn:aws:ecs:r:1:task/c/t${++serial}`;
+      r.restartAt = undefined;
+      return Promise.resolve();
+    },
+    changed: () => {},
+  });
+  return {
+    clock,
+    fail: () => {
+      stopped = true;
+      return supervisor.poll(signal);
+    },
+    tick: () => {
+      clock.jump(1_000);
+      return supervisor.poll(signal);
+    },
+    restarts: () => Promise.resolve(record.restarts),
+  };
+}
+
+function aci(): Driver {
+  const clock = new FakeClock();
+  const group: AciGroup = {
+    osType: "Linux",
+    containers: [{ name: "app", image: "img", resources: { requests: { cpu: 1, memoryInGB: 1 } } }],
+  };
+  const record: AciRecord = {
+    pod: pod(),
+    groupName: "g",
+    group,
+    restartOffset: 0,
+    lastTerminated: new Map(),
+    deleting: false,
+    startTimeMs: clock.now(),
+    seenEvents: new Set(),
+  };
+  let exists = true;
+  let made = 0;
+  const supervisor = new AciSupervisor({
+    groups: {
+      get: () => Promise.resolve(exists ? group : undefined),
+      list: () => Promise.resolve([]),
+      delete: () => Promise.resolve(),
+    },
+    records: new Map([["ns/p", record]]),
+    nodeName: "n1",
+    clock,
+    log,
+    intervalMs: 1_000,
+    event: () => {},
+    recreate: (r) => {
+      exists = true;
+      made++;
+      r.group = group;
+      r.recreateAt = undefined;
+      return Promise.resolve();
+    },
+    changed: () => {},
+  });
+  return {
+    clock,
+    // ACI restarts a failing container itself; vkubelet restarts a group deleted behind its back.
+    fail: () => {
+      exists = false;
+      return supervisor.poll(signal);
+    },
+    tick: () => {
+      clock.jump(1_000);
+      return supervisor.poll(signal);
+    },
+    restarts: () => Promise.resolve(made),
+  };
+}
+
+function eci(): Driver {
+  const clock = new FakeClock();
+  const record: EciRecord = {
+    pod: pod(),
+    groupId: "eci-0",
+    generation: 0,
+    restartsBefore: new Map(),
+    lastTerminated: new Map(),
+    deleting: false,
+    startTimeMs: clock.now(),
+    seenEvents: new Set(),
+  };
+  let exists = true;
+  let made = 0;
+  const supervisor = new EciSupervisor({
+    api: {
+      describe: (ids: string[]) =>
+        Promise.resolve(
+          new Map(exists ? ids.map((id) => [id, { containerGroupId: id } as EciGroup]) : []),
+        ),
+      listForNode: () => Promise.resolve([]),
+      delete: () => Promise.resolve(),
+      events: () => Promise.resolve(new Map()),
+    },
+    records: new Map([["ns/p", record]]),
+    nodeName: "n1",
+    clock,
+    log,
+    intervalMs: 1_000,
+    event: () => {},
+    recreate: (r) => {
+      exists = true;
+      r.groupId = `eci-${++made}`;
+      r.recreateAt = undefined;
+      return Promise.resolve();
+    },
+    changed: () => {},
+  });
+  return {
+    clock,
+    fail: () => {
+      exists = false;
+      return supervisor.poll(signal);
+    },
+    tick: () => {
+      clock.jump(1_000);
+      return supervisor.poll(signal);
+    },
+    restarts: () => Promise.resolve(made),
+  };
+}
+
+function interlink(): Driver {
+  const clock = new FakeClock();
+  const record: InterlinkRecord = {
+    pod: pod(),
+    jobId: "job-0",
+    restarts: 0,
+    lastTerminated: new Map(),
+    startTimeMs: clock.now(),
+  };
+  let failed = false;
+  let serial = 0;
+  const supervisor = new StatusSupervisor({
+    api: {
+      status: () =>
+        Promise.resolve([{
+          name: "p",
+          namespace: "ns",
+          UID: "u1",
+          containers: [{
+            name: "app",
+            image: "img",
+            imageID: "",
+            ready: !failed,
+            restartCount: 0,
+            state: failed ? { terminated: { exitCode: 1 } } : { running: {} },
+          }],
+        }]),
+      delete: () => Promise.resolve(),
+    },
+    records: new Map([["ns/p", record]]),
+    nodeName: "n1",
+    clock,
+    log,
+    intervalMs: 1_000,
+    event: () => {},
+    discover: false,
+    start: (r) => {
+      failed = false;
+      r.jobId = `job-${++serial}`;
+      return Promise.resolve();
+    },
+    changed: () => {},
+  });
+  return {
+    clock,
+    fail: () => {
+      failed = true;
+      return supervisor.pollOnce(signal);
+    },
+    tick: () => {
+      clock.jump(1_000);
+      return supervisor.pollOnce(signal);
+    },
+    restarts: () => Promise.resolve(record.restarts),
+  };
+}
+
+function slurm(): Driver {
+  const clock = new FakeClock();
+  const parsed = parseSlurmConfig({ sharedDir: "/nonexistent/vkubelet-test", cli: {} });
+  if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+  const record: SlurmRecord = {
+    pod: pod(),
+    run: 0,
+    jobId: 1,
+    files: new Map(),
+    lastTerminated: new Map(),
+    deleting: false,
+    startTimeMs: clock.now(),
+  };
+  let state = "RUNNING";
+  const job = (): JobInfo => ({
+    id: record.jobId ?? 0,
+    state,
+    reason: "None",
+    comment: "",
+    exitStatus: state === "FAILED" ? 256 : 0,
+    startMs: clock.now(),
+    endMs: 0,
+  });
+  const deps = {
+    backend: { jobs: () => Promise.resolve(record.jobId === undefined ? [] : [job()]) },
+    config: parsed.config,
+    records: new Map([["ns/p", record]]),
+    clock,
+    log,
+    submit: (r: SlurmRecord) => {
+      state = "RUNNING";
+      r.jobId = r.run + 1;
+      return Promise.resolve();
+    },
+    changed: () => {},
+    reachable: () => {},
+  } as unknown as Parameters<typeof superviseOnce>[0];
+  return {
+    clock,
+    fail: () => {
+      state = "FAILED";
+      return superviseOnce(deps, signal);
+    },
+    tick: () => {
+      clock.jump(1_000);
+      return superviseOnce(deps, signal);
+    },
+    restarts: () => Promise.resolve(record.run),
+  };
+}
+
+const drivers: Record<string, () => Driver> = {
+  mock,
+  process: processProvider,
+  fargate,
+  aci,
+  eci,
+  interlink,
+  slurm,
+};
+
+for (const [name, driver] of Object.entries(drivers)) {
+  Deno.test(`${name} restarts a failing container at once, then after 10 s doubling to 5 min`, async () => {
+    // The mock's exit hook fails every run at once: it cannot show a long run.
+    const runs = name === "mock" ? [] : LONG_RUNS_S.map(([run]) => run);
+    const expected = [...KUBELET_SCHEDULE_S, ...runs.map((_, i) => LONG_RUNS_S[i][1])];
+    assert.deepEqual(await schedule(driver(), runs), expected);
+  });
+}
