@@ -21,6 +21,8 @@ import {
   type ContainerRef,
   isKubeNotFound,
   NotFoundError,
+  podKey,
+  podKeyOf,
   type Provider,
   type ProviderDeps,
   terminalPodStatus,
@@ -48,10 +50,10 @@ class HelloProvider implements Provider {
   }
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
-    const known = this.#pods.get(key(pod.metadata!.namespace!, pod.metadata!.name!));
+    const known = this.#pods.get(podKeyOf(pod));
     if (known && known.metadata?.uid === pod.metadata?.uid) return; // runs already
     const running: Pod = { ...pod, status: this.#runningStatus(pod) };
-    const k = key(pod.metadata!.namespace!, pod.metadata!.name!);
+    const k = podKeyOf(pod);
     this.#mounted.set(k, await this.#configMapLines(pod, options));
     this.#pods.set(k, running);
     this.deps.log.info("running {pod}", {
@@ -78,14 +80,14 @@ class HelloProvider implements Provider {
   }
 
   updatePod(pod: Pod, _options: CallOptions): Promise<void> {
-    const k = key(pod.metadata!.namespace!, pod.metadata!.name!);
+    const k = podKeyOf(pod);
     const known = this.#pods.get(k);
     if (known) this.#pods.set(k, { ...pod, status: known.status });
     return Promise.resolve();
   }
 
   deletePod(pod: Pod, _options: CallOptions): Promise<void> {
-    const k = key(pod.metadata!.namespace!, pod.metadata!.name!);
+    const k = podKeyOf(pod);
     const known = this.#pods.get(k);
     this.#pods.delete(k);
     this.#mounted.delete(k);
@@ -98,7 +100,7 @@ class HelloProvider implements Provider {
   }
 
   getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {
-    const pod = this.#pods.get(key(namespace, name));
+    const pod = this.#pods.get(podKey(namespace, name));
     return Promise.resolve(pod && structuredClone(pod));
   }
 
@@ -110,7 +112,7 @@ class HelloProvider implements Provider {
     container: ContainerRef,
     options: ContainerLogOptions,
   ): Promise<ReadableStream<Uint8Array>> {
-    const pod = this.#pods.get(key(container.namespace, container.pod));
+    const pod = this.#pods.get(podKey(container.namespace, container.pod));
     if (!pod?.spec?.containers.some((c) => c.name === container.container)) {
       const what = `${container.namespace}/${container.pod}/${container.container}`;
       return Promise.reject(new NotFoundError(`container ${what} does not run here`));
@@ -119,7 +121,7 @@ class HelloProvider implements Provider {
     const stamp = options.timestamps ? `${pod.status?.startTime} ` : "";
     const greeting =
       `${this.greeting} from ${container.namespace}/${container.pod}/${container.container}`;
-    const mounted = this.#mounted.get(key(container.namespace, container.pod)) ?? [];
+    const mounted = this.#mounted.get(podKey(container.namespace, container.pod)) ?? [];
     const lines = [greeting, ...mounted].map((line) => `${stamp}${line}\n`);
     const kept = lines.slice(Math.max(lines.length - (options.tailLines ?? lines.length), 0));
     const bytes = new TextEncoder().encode(kept.join("")).subarray(0, options.limitBytes);
@@ -148,8 +150,4 @@ class HelloProvider implements Provider {
       hostIP: this.deps.internalIp,
     });
   }
-}
-
-function key(namespace: string, name: string): string {
-  return `${namespace}/${name}`;
 }

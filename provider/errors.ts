@@ -123,3 +123,51 @@ export function isNotFound(err: unknown): err is NotFoundError {
 export function isNotSupported(err: unknown): err is NotSupportedError {
   return err instanceof NotSupportedError || hasName(err, "NotSupportedError");
 }
+
+/** The streaming requests of the kubelet API, as its routes name them. */
+export type StreamingKind = "exec" | "attach" | "portForward";
+
+/**
+ * The kubelet API's 501 text for a streaming request this node's provider cannot serve; the
+ * core answers it for a provider without the method, {@link refuseStreaming} for a backend that
+ * has no such channel.
+ *
+ * @example Usage
+ * ```ts
+ * import { notSupportedText } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * assert.equal(notSupportedText("attach"), "attach is not supported by this node's provider");
+ * ```
+ */
+export function notSupportedText(kind: StreamingKind): string {
+  return `${kind} is not supported by this node's provider`;
+}
+
+/**
+ * What a provider answers for exec, attach or port-forward that its backend cannot do: a
+ * rejection with a {@link NotSupportedError} that gives the kubelet API's 501 text and `why` —
+ * after `check`, which throws (a {@link NotFoundError}) for a pod or container the provider does
+ * not have, so that such a request is still a 404.
+ *
+ * @example Usage
+ * ```ts
+ * import { isNotSupported, refuseStreaming } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const err = await refuseStreaming("attach", "the backend has no attach call").catch((e) => e);
+ * assert.ok(isNotSupported(err));
+ * assert.equal(
+ *   err.message,
+ *   "attach is not supported by this node's provider: the backend has no attach call",
+ * );
+ * ```
+ */
+export function refuseStreaming(
+  kind: StreamingKind,
+  why: string,
+  check?: () => unknown,
+): Promise<never> {
+  return new Promise((_, reject) => {
+    check?.(); // a throw here rejects with it
+    reject(new NotSupportedError(`${notSupportedText(kind)}: ${why}`));
+  });
+}

@@ -36,6 +36,9 @@ export {
   isTransient,
   NotFoundError,
   NotSupportedError,
+  notSupportedText,
+  refuseStreaming,
+  type StreamingKind,
   TransientError,
 } from "./errors.ts";
 export {

@@ -7,7 +7,7 @@
  */
 import type { Context, Hono } from "hono";
 import type { IncomingMessage } from "node:http";
-import type { Provider } from "../../provider/mod.ts";
+import { notSupportedText, type Provider } from "../../provider/mod.ts";
 import { findPod, requireContainer } from "./pod_lookup.ts";
 import { HttpError } from "./status.ts";
 import type {
@@ -48,7 +48,7 @@ async function serve(c: Context<KubeletEnv>, kind: Kind, deps: KubeletApiDeps): 
     throw new HttpError(501, `${kind} is not available: no streaming handler is configured`);
   }
   if (typeof deps.provider[CAPABILITY[kind]] !== "function") {
-    throw new HttpError(501, `${kind} is not supported by this node's provider`);
+    throw new HttpError(501, notSupportedText(kind));
   }
   const params = c.req.param() as Partial<Record<string, string>>;
   const streamingParams: StreamingParams = {

@@ -108,12 +108,7 @@ export interface PodControllerApi {
   events: EventsApi;
 }
 
-/** `namespace/name` of a pod (or any namespaced object). */
-export function podKey(pod: { metadata?: { namespace?: string; name?: string } }): string {
-  return `${pod.metadata?.namespace ?? ""}/${pod.metadata?.name ?? ""}`;
-}
-
-/** Splits a {@link podKey}. */
+/** Splits a pod's key (the kit's `podKey`, `namespace/name`). */
 export function splitKey(key: string): { namespace: string; name: string } {
   const slash = key.indexOf("/");
   return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };

@@ -11,8 +11,7 @@
  * @module
  */
 import type { ContainerStatus, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
-import { isTransient } from "../../provider/mod.ts";
-import { podKey } from "./api.ts";
+import { isTransient, podKeyOf } from "../../provider/mod.ts";
 import type { PodContext } from "./pod_context.ts";
 import type { PodState, UidStatus } from "./pod_state.ts";
 
@@ -51,7 +50,7 @@ export async function startEphemeralContainers(
 
 /** Records the containers the provider cannot run (one event each) and reports them waiting. */
 function reportUnsupported(ctx: PodContext, pod: Pod, fresh: { name: string; image?: string }[]) {
-  const key = podKey(pod);
+  const key = podKeyOf(pod);
   const uid = pod.metadata?.uid ?? "";
   const state = ctx.states.ensure(key);
   if (state.ephemeralWaiting?.uid !== uid) state.ephemeralWaiting = { uid, names: new Map() };

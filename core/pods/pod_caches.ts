@@ -16,8 +16,8 @@ import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import { internPodParts, SharedParts } from "../../k8s/watch/intern.ts";
-import { isTerminalPhase } from "../../provider/mod.ts";
-import { type InformerLike, type PodControllerApi, podKey } from "./api.ts";
+import { isTerminalPhase, podKeyOf } from "../../provider/mod.ts";
+import type { InformerLike, PodControllerApi } from "./api.ts";
 import { ConfigSources } from "./config_sources.ts";
 
 /** What {@link PodCaches} needs. */
@@ -77,12 +77,12 @@ export class PodCaches {
     if (deps.trackConfigSources ?? true) {
       const track = (pod: Pod) => {
         // The controller stops using a finished pod's objects (pod_sync.ts); so do the caches.
-        if (isTerminalPhase(pod.status?.phase)) this.configSources.untrack(podKey(pod));
-        else this.configSources.track(podKey(pod), pod);
+        if (isTerminalPhase(pod.status?.phase)) this.configSources.untrack(podKeyOf(pod));
+        else this.configSources.track(podKeyOf(pod), pod);
       };
       this.pods.on("add", track);
       this.pods.on("update", track);
-      this.pods.on("delete", (pod) => this.configSources.untrack(podKey(pod)));
+      this.pods.on("delete", (pod) => this.configSources.untrack(podKeyOf(pod)));
     }
   }
 

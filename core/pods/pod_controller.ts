@@ -11,8 +11,8 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import { SharedParts } from "../../k8s/watch/intern.ts";
-import { isTerminalPhase, isTransient, type Provider } from "../../provider/mod.ts";
-import { type InformerLike, type PodControllerApi, podKey } from "./api.ts";
+import { isTerminalPhase, isTransient, podKeyOf, type Provider } from "../../provider/mod.ts";
+import type { InformerLike, PodControllerApi } from "./api.ts";
 import type { ConfigSources } from "./config_sources.ts";
 import { PodCaches } from "./pod_caches.ts";
 import type { EnvSources, PodAddresses, ResourceList } from "./env.ts";
@@ -197,8 +197,8 @@ export class PodController {
       pods.on("add", (pod) => this.#onAdd(pod)),
       pods.on("update", (pod, old) => this.#onUpdate(pod, old)),
       pods.on("delete", (pod) => {
-        traceEvent(this.#ctx, podKey(pod), "delete", pod);
-        syncQueue.add(podKey(pod));
+        traceEvent(this.#ctx, podKeyOf(pod), "delete", pod);
+        syncQueue.add(podKeyOf(pod));
       }),
       this.#caches.onConfigChange((keys) => keys.forEach((k) => syncQueue.add(k))),
     ];
@@ -289,16 +289,16 @@ export class PodController {
       }),
       addresses: (key, pod) => this.#addresses(key, pod),
       setLocalStatus: (pod, status) => {
-        ctx.states.ensure(podKey(pod)).localStatus = { uid: pod.metadata?.uid ?? "", status };
-        ctx.statusQueue.add(podKey(pod));
+        ctx.states.ensure(podKeyOf(pod)).localStatus = { uid: pod.metadata?.uid ?? "", status };
+        ctx.statusQueue.add(podKeyOf(pod));
       },
       removeObject: (pod) => {
         // Once per uid: every later sync of the deleting pod (its final status seen by the
         // informer, a provider report, a resync) would otherwise send a DELETE that gets 404.
-        const deletion = ctx.states.get(podKey(pod))?.deletion;
+        const deletion = ctx.states.get(podKeyOf(pod))?.deletion;
         if (!deletion || deletion.uid !== pod.metadata?.uid || deletion.removal) return;
         deletion.removal = pod;
-        ctx.statusQueue.add(podKey(pod));
+        ctx.statusQueue.add(podKeyOf(pod));
       },
     };
     return ctx;
@@ -348,7 +348,7 @@ export class PodController {
   }
 
   #onAdd(pod: Pod): void {
-    const key = podKey(pod);
+    const key = podKeyOf(pod);
     const state = this.#ctx.states.ensure(key);
     state.lastKnown = pod;
     state.firstSeen ??= this.#deps.clock.now();
@@ -358,7 +358,7 @@ export class PodController {
   }
 
   #onUpdate(pod: Pod, old: Pod): void {
-    const key = podKey(pod);
+    const key = podKeyOf(pod);
     const state = this.#ctx.states.get(key);
     // The newest copy, so the old one can be collected (one copy per pod, not two).
     if (state) state.lastKnown = pod;
@@ -379,7 +379,7 @@ export class PodController {
   }
 
   #onProviderStatus(reported: Pod): void {
-    const key = podKey(reported);
+    const key = podKeyOf(reported);
     const ctx = this.#ctx;
     const state = ctx.states.get(key);
     // A pod the controller does not hold (gone and forgotten, or not listed yet): nothing to

@@ -9,9 +9,8 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { isConflict, isKubeNotFound } from "../../k8s/errors.ts";
-import { isInvalidInput, isNotFound, isTerminalPhase } from "../../provider/mod.ts";
+import { isInvalidInput, isNotFound, isTerminalPhase, podKeyOf } from "../../provider/mod.ts";
 import type { PodContext } from "./pod_context.ts";
-import { podKey } from "./api.ts";
 import { isEnvResolutionError, resolvePodEnv } from "./env.ts";
 import { startEphemeralContainers } from "./ephemeral.ts";
 import { canonicalEqual, controllerStatus } from "./pod_status.ts";
@@ -57,7 +56,7 @@ async function forgetPod(ctx: PodContext, key: string, signal: AbortSignal): Pro
 }
 
 async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {
-  const key = podKey(pod);
+  const key = podKeyOf(pod);
   ctx.configSources.track(key, pod);
   if (!await preflight(ctx, pod, signal)) return;
   let resolved;
@@ -164,7 +163,7 @@ async function syncDeleting(
   pod: Pod,
   signal: AbortSignal,
 ): Promise<ProcessResult | void> {
-  const key = podKey(pod);
+  const key = podKeyOf(pod);
   const uid = pod.metadata!.uid!;
   ctx.configSources.untrack(key);
   const record = ctx.states.ensure(key);
@@ -198,7 +197,7 @@ async function syncDeleting(
 
 async function deleteInProvider(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {
   // Its ephemeral containers are no longer reported waiting: nothing of the pod runs on.
-  const state = ctx.states.get(podKey(pod));
+  const state = ctx.states.get(podKeyOf(pod));
   if (state && state.ephemeralWaiting?.uid === pod.metadata?.uid) {
     state.ephemeralWaiting = undefined;
   }
@@ -213,7 +212,7 @@ async function deleteInProvider(ctx: PodContext, pod: Pod, signal: AbortSignal):
 }
 
 async function containersStopped(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<boolean> {
-  const key = podKey(pod);
+  const key = podKeyOf(pod);
   const existing = await ctx.provider.getPod(pod.metadata!.namespace!, pod.metadata!.name!, {
     signal,
   });

@@ -7,9 +7,9 @@
  * a tracer.
  * @module
  */
+import { podKeyOf } from "../../provider/mod.ts";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { type SpanAttributes, traced } from "../tracing.ts";
-import { podKey } from "./api.ts";
 import type { PodContext } from "./pod_context.ts";
 
 /** The informer events that start a trace. */
@@ -54,7 +54,7 @@ export function tracedProvider<T>(
   call: string,
   fn: () => Promise<T>,
 ): Promise<T> {
-  const state = ctx.tracer ? ctx.states.get(podKey(pod)) : undefined;
+  const state = ctx.tracer ? ctx.states.get(podKeyOf(pod)) : undefined;
   if (!state) return fn();
   return traced(
     ctx.tracer,
@@ -72,7 +72,7 @@ export function tracedStatusWrite<T>(
   phase: string | undefined,
   fn: () => Promise<T>,
 ): Promise<T> {
-  const state = ctx.tracer ? ctx.states.get(podKey(pod)) : undefined;
+  const state = ctx.tracer ? ctx.states.get(podKeyOf(pod)) : undefined;
   if (!state) return fn();
   return traced(ctx.tracer, "pod.status.write", state.trace, fn, {
     ...podAttributes(pod),

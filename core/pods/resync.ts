@@ -8,8 +8,7 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { jitter } from "../../base/clock.ts";
-import { isNotFound, isTerminalPhase } from "../../provider/mod.ts";
-import { podKey } from "./api.ts";
+import { isNotFound, isTerminalPhase, podKeyOf } from "../../provider/mod.ts";
 import type { PodContext } from "./pod_context.ts";
 
 /** The provider's pods, or undefined (logged) when it cannot list them. */
@@ -36,15 +35,15 @@ export async function sweepOrphans(
 ): Promise<void> {
   running ??= await providerPods(ctx, signal);
   for (const pod of running ?? []) {
-    const current = ctx.pods.store.getByKey(podKey(pod));
+    const current = ctx.pods.store.getByKey(podKeyOf(pod));
     if (current && current.metadata?.uid === pod.metadata?.uid) continue;
     ctx.log.info("deleting {pod} from the provider: the API no longer has it", {
-      pod: podKey(pod),
+      pod: podKeyOf(pod),
     });
     await ctx.provider.deletePod(pod, { signal }).catch((err) => {
       if (!isNotFound(err)) {
         ctx.log.warn("could not delete orphan {pod}: {err}", {
-          pod: podKey(pod),
+          pod: podKeyOf(pod),
           err: String(err),
         });
       }
@@ -63,9 +62,9 @@ export async function resyncLoop(
       return;
     }
     const running = await providerPods(ctx, signal);
-    const runningUids = new Map(running?.map((p) => [podKey(p), p.metadata?.uid]));
+    const runningUids = new Map(running?.map((p) => [podKeyOf(p), p.metadata?.uid]));
     for (const pod of ctx.pods.store.list()) {
-      const key = podKey(pod);
+      const key = podKeyOf(pod);
       // Unchanged since the provider last ran it, and the provider still has it: nothing to
       // do (this is what keeps a resync of 10,000 pods cheap). Anything else is synced.
       const unchanged = running !== undefined && !pod.metadata?.deletionTimestamp &&
@@ -92,9 +91,9 @@ export async function pollLoop(
     if (!await ctx.clock.sleep(intervalMs, signal).then(() => true, () => false)) return;
     for (const pod of ctx.pods.store.list()) {
       if (isTerminalPhase(pod.status?.phase) && !pod.metadata?.deletionTimestamp) continue;
-      const state = ctx.states.get(podKey(pod));
+      const state = ctx.states.get(podKeyOf(pod));
       if (state) state.pollDue = true;
-      ctx.statusQueue.add(podKey(pod));
+      ctx.statusQueue.add(podKeyOf(pod));
     }
   }
 }

@@ -9,13 +9,14 @@
  * N, and a pod of a node that is not ours is cached as a stub of a few fields only.
  * @module
  */
+import { podKeyOf } from "../../provider/mod.ts";
 import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Informer } from "../../k8s/watch/informer.ts";
 import { dropManagedFields } from "../../k8s/watch/informer.ts";
 import { internPodParts, SharedParts } from "../../k8s/watch/intern.ts";
 import type { KubeClient } from "../../k8s/mod.ts";
-import { type InformerLike, podKey } from "./api.ts";
+import type { InformerLike } from "./api.ts";
 
 type Handler = (pod: Pod, old: Pod) => void;
 
@@ -50,8 +51,8 @@ class NodePodView implements InformerLike<Pod> {
   }
 
   emit(event: "add" | "update" | "delete", pod: Pod, old?: Pod): void {
-    if (event === "delete") this.pods.delete(podKey(pod));
-    else this.pods.set(podKey(pod), pod);
+    if (event === "delete") this.pods.delete(podKeyOf(pod));
+    else this.pods.set(podKeyOf(pod), pod);
     for (const handler of this.handlers[event]) handler(pod, old ?? pod);
   }
 }

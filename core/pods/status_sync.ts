@@ -8,11 +8,11 @@
  */
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import { isConflict, isForbidden, isKubeNotFound } from "../../k8s/errors.ts";
-import { podKey, splitKey } from "./api.ts";
+import { splitKey } from "./api.ts";
 import { withEphemeralWaiting } from "./ephemeral.ts";
 import type { PodContext } from "./pod_context.ts";
 import type { StatusMemo, UidStatus } from "./pod_state.ts";
-import { isTerminalPhase } from "../../provider/mod.ts";
+import { isTerminalPhase, podKeyOf } from "../../provider/mod.ts";
 import { lifecycleEvents, mergeStatus, statusEqual } from "./pod_status.ts";
 import { tracedStatusWrite } from "./pod_traces.ts";
 
@@ -59,7 +59,7 @@ async function syncStatusNow(
 
 /** Asks the provider for the pod's status (`getPodStatus`, else `getPod`). */
 export async function pollStatus(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {
-  const { namespace, name } = splitKey(podKey(pod));
+  const { namespace, name } = splitKey(podKeyOf(pod));
   let status: PodStatus | undefined;
   let uid = pod.metadata?.uid ?? "";
   if (ctx.provider.getPodStatus) {
@@ -69,7 +69,7 @@ export async function pollStatus(ctx: PodContext, pod: Pod, signal: AbortSignal)
     status = running?.status;
     uid = running?.metadata?.uid ?? uid;
   }
-  const state = ctx.states.get(podKey(pod));
+  const state = ctx.states.get(podKeyOf(pod));
   if (status && state) state.providerStatus = withEphemeralWaiting(state, { uid, status });
 }
 
@@ -88,7 +88,7 @@ async function writeStatus(
   desired: UidStatus,
   signal: AbortSignal,
 ): Promise<void> {
-  const key = podKey(pod);
+  const key = podKeyOf(pod);
   const hostIps = ctx.nodeIps();
   if (alreadyWritten(ctx.states.get(key)?.statusWritten, pod, desired, hostIps)) return;
   const remember = (basedOn: string | undefined, written: string | undefined): void => {
@@ -135,7 +135,7 @@ async function writeStatus(
       if (isKubeNotFound(err)) return;
       if (!isConflict(err) || attempt >= MAX_CONFLICT_RETRIES) throw err;
     }
-    const { namespace, name } = splitKey(podKey(pod));
+    const { namespace, name } = splitKey(podKeyOf(pod));
     try {
       current = await ctx.api.pods.get(namespace, name, { signal });
     } catch (err) {

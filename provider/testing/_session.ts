@@ -6,6 +6,7 @@
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import type { Provider, ProviderDeps } from "../contract.ts";
 import { isTerminalPhase } from "../pod_phase.ts";
+import { podKeyOf } from "../pod_table.ts";
 
 /** One rule of the contract: a short id (for `skip`) and the sentence a failure quotes. */
 export interface Rule {
@@ -43,11 +44,6 @@ export interface Session {
   start(nodeName: string): Promise<Instance>;
   /** Every instance started, for clean-up. */
   instances: Instance[];
-}
-
-/** `namespace/name` of a pod. */
-export function podKey(pod: Pod | undefined): string {
-  return `${pod?.metadata?.namespace}/${pod?.metadata?.name}`;
 }
 
 /**
@@ -123,7 +119,7 @@ export function isTerminal(status: PodStatus | undefined): boolean {
 /** The last pod `instance` pushed for `pod` (same namespace, name and uid). */
 export function lastPushed(instance: Instance, pod: Pod): Pod | undefined {
   return instance.pushed.findLast((p) =>
-    podKey(p) === podKey(pod) && p.metadata?.uid === pod.metadata?.uid
+    podKeyOf(p) === podKeyOf(pod) && p.metadata?.uid === pod.metadata?.uid
   );
 }
 
@@ -155,7 +151,7 @@ export async function removePod(instance: Instance, pod: Pod, ms: number): Promi
   const rule = { id: "clean-up", statement: "the suite removes what it created" };
   await within(
     rule,
-    `deletePod(${podKey(pod)})`,
+    `deletePod(${podKeyOf(pod)})`,
     ms,
     (signal) => instance.provider.deletePod(deleting(pod, Date.now()), { signal }),
   ).catch(() => {});

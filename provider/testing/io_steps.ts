@@ -6,14 +6,8 @@
 import type { Node } from "kubernetes-types/core/v1.d.ts";
 import type { ContainerRef } from "../contract.ts";
 import { isNotFound } from "../errors.ts";
-import {
-  ConformanceError,
-  eventually,
-  podKey,
-  type Rule,
-  type Session,
-  within,
-} from "./_session.ts";
+import { podKeyOf } from "../pod_table.ts";
+import { ConformanceError, eventually, type Rule, type Session, within } from "./_session.ts";
 
 const STAMPED = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)) (.*)$/;
 
@@ -39,7 +33,7 @@ export async function logsStep(s: Session, rule: Rule): Promise<void> {
   const lines = (bytes: Uint8Array) => text(bytes).split("\n").slice(0, -1);
   const plain = await eventually(
     rule,
-    `a log line (more than 4 bytes) of ${podKey(s.pod)}`,
+    `a log line (more than 4 bytes) of ${podKeyOf(s.pod ?? {})}`,
     s.timeoutMs,
     async () => {
       const bytes = await read({});

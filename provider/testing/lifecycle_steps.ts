@@ -4,6 +4,7 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import { podKeyOf } from "../pod_table.ts";
 import {
   closeInstance,
   ConformanceError,
@@ -12,7 +13,6 @@ import {
   eventually,
   isTerminal,
   lastPushed,
-  podKey,
   removePod,
   type Rule,
   runningContainers,
@@ -29,7 +29,7 @@ export async function createStep(s: Session, rule: Rule, pod: Pod): Promise<void
   const { provider } = s.main;
   await within(
     rule,
-    `createPod(${podKey(pod)})`,
+    `createPod(${podKeyOf(pod)})`,
     s.timeoutMs,
     (signal) => provider.createPod(structuredClone(pod), { signal }),
   );
@@ -37,7 +37,7 @@ export async function createStep(s: Session, rule: Rule, pod: Pod): Promise<void
   const [ns, name] = [pod.metadata!.namespace!, pod.metadata!.name!];
   const got = await eventually(
     rule,
-    `getPod(${podKey(pod)}) to show phase Running`,
+    `getPod(${podKeyOf(pod)}) to show phase Running`,
     s.timeoutMs,
     async () => {
       const p = await provider.getPod(ns, name, {});
@@ -53,11 +53,11 @@ export async function createStep(s: Session, rule: Rule, pod: Pod): Promise<void
     s.timeoutMs,
     (signal) => provider.listPods({ signal }),
   );
-  const mine = listed.filter((p) => podKey(p) === podKey(pod));
+  const mine = listed.filter((p) => podKeyOf(p) === podKeyOf(pod));
   if (mine.length !== 1 || mine[0].metadata?.uid !== pod.metadata?.uid) {
     throw new ConformanceError(
       rule,
-      `listPods has ${mine.length} entries for ${podKey(pod)} with uid ${pod.metadata?.uid}`,
+      `listPods has ${mine.length} entries for ${podKeyOf(pod)} with uid ${pod.metadata?.uid}`,
     );
   }
   s.running = true;
@@ -73,7 +73,7 @@ export async function statusStep(s: Session, rule: Rule): Promise<void> {
   }
   await eventually(
     rule,
-    `the status of ${podKey(pod)} to agree with getPod`,
+    `the status of ${podKeyOf(pod)} to agree with getPod`,
     s.timeoutMs,
     async () => {
       const current = statusSummary((await provider.getPod(ns, name, {}))?.status);
@@ -85,7 +85,7 @@ export async function statusStep(s: Session, rule: Rule): Promise<void> {
     },
   );
   if (provider.notifyPods && !s.main.pushed.some((p) => p.status?.phase === "Running")) {
-    throw new ConformanceError(rule, `no Running status was pushed for ${podKey(pod)}`);
+    throw new ConformanceError(rule, `no Running status was pushed for ${podKeyOf(pod)}`);
   }
 }
 
@@ -97,15 +97,15 @@ export async function createTwiceStep(s: Session, rule: Rule): Promise<void> {
   const before = containerIdentity((await provider.getPod(ns, name, {}))?.status);
   await within(
     rule,
-    `the second createPod(${podKey(pod)})`,
+    `the second createPod(${podKeyOf(pod)})`,
     s.timeoutMs,
     (signal) => provider.createPod(structuredClone(pod), { signal }),
   );
   // A provider that starts a second instance may do it in the background: give it a moment.
   await new Promise((r) => setTimeout(r, Math.min(500, s.timeoutMs / 10)));
-  const listed = (await provider.listPods({})).filter((p) => podKey(p) === podKey(pod));
+  const listed = (await provider.listPods({})).filter((p) => podKeyOf(p) === podKeyOf(pod));
   if (listed.length !== 1) {
-    throw new ConformanceError(rule, `listPods has ${listed.length} entries for ${podKey(pod)}`);
+    throw new ConformanceError(rule, `listPods has ${listed.length} entries for ${podKeyOf(pod)}`);
   }
   const after = containerIdentity((await provider.getPod(ns, name, {}))?.status);
   if (after !== before) {
@@ -127,7 +127,7 @@ export async function updateStep(s: Session, rule: Rule): Promise<void> {
   };
   await within(
     rule,
-    `updatePod(${podKey(pod)})`,
+    `updatePod(${podKeyOf(pod)})`,
     s.timeoutMs,
     (signal) => provider.updatePod(structuredClone(updated), { signal }),
   );
@@ -164,22 +164,22 @@ export async function ownNodeStep(s: Session, rule: Rule, makePod: PodMaker): Pr
   try {
     await within(
       rule,
-      `createPod(${podKey(pod)}) on ${otherNode}`,
+      `createPod(${podKeyOf(pod)}) on ${otherNode}`,
       s.timeoutMs,
       (signal) => other.provider.createPod(structuredClone(pod), { signal }),
     );
     await eventually(
       rule,
-      `${otherNode}'s listPods to show ${podKey(pod)}`,
+      `${otherNode}'s listPods to show ${podKeyOf(pod)}`,
       s.timeoutMs,
-      async () => (await other.provider.listPods({})).some((p) => podKey(p) === podKey(pod)),
+      async () => (await other.provider.listPods({})).some((p) => podKeyOf(p) === podKeyOf(pod)),
     );
     const mine = await s.main.provider.listPods({});
     if (mine.some((p) => p.metadata?.uid === pod.metadata?.uid)) {
       throw new ConformanceError(
         rule,
         `listPods of node ${s.main.deps.nodeName} shows ${
-          podKey(pod)
+          podKeyOf(pod)
         }, which node ${otherNode} runs`,
       );
     }
@@ -187,12 +187,14 @@ export async function ownNodeStep(s: Session, rule: Rule, makePod: PodMaker): Pr
     if (theirs.some((p) => p.metadata?.uid === s.pod!.metadata?.uid)) {
       throw new ConformanceError(
         rule,
-        `listPods of node ${otherNode} shows ${podKey(s.pod)} of node ${s.main.deps.nodeName}`,
+        `listPods of node ${otherNode} shows ${
+          podKeyOf(s.pod ?? {})
+        } of node ${s.main.deps.nodeName}`,
       );
     }
     await within(
       rule,
-      `deletePod(${podKey(pod)}) on ${otherNode}`,
+      `deletePod(${podKeyOf(pod)}) on ${otherNode}`,
       s.timeoutMs,
       (signal) => other.provider.deletePod(deleting(pod, s.main.deps.clock.now()), { signal }),
     );
@@ -210,17 +212,17 @@ export async function restartStep(s: Session, rule: Rule): Promise<void> {
   const { provider } = s.main;
   await eventually(
     rule,
-    `the new instance's listPods to show ${podKey(pod)}`,
+    `the new instance's listPods to show ${podKeyOf(pod)}`,
     s.timeoutMs,
     async () =>
       (await provider.listPods({})).some((p) =>
-        podKey(p) === podKey(pod) && p.metadata?.uid === pod.metadata?.uid
+        podKeyOf(p) === podKeyOf(pod) && p.metadata?.uid === pod.metadata?.uid
       ),
   );
   const [ns, name] = [pod.metadata!.namespace!, pod.metadata!.name!];
   await eventually(
     rule,
-    `getPod(${podKey(pod)}) on the new instance to show it Running`,
+    `getPod(${podKeyOf(pod)}) on the new instance to show it Running`,
     s.timeoutMs,
     async () => {
       const p = await provider.getPod(ns, name, {});
@@ -242,19 +244,19 @@ export async function deleteStep(s: Session, rule: Rule, first: boolean): Promis
   const [ns, name] = [pod.metadata!.namespace!, pod.metadata!.name!];
   await within(
     rule,
-    `deletePod(${podKey(pod)})${first ? " as the first call on a new instance" : ""}`,
+    `deletePod(${podKeyOf(pod)})${first ? " as the first call on a new instance" : ""}`,
     s.timeoutMs,
     (signal) => provider.deletePod(structuredClone(pod), { signal }),
   );
   s.running = false;
   if (provider.notifyPods) {
-    await eventually(rule, `a terminal status pushed for ${podKey(pod)}`, s.timeoutMs, () => {
+    await eventually(rule, `a terminal status pushed for ${podKeyOf(pod)}`, s.timeoutMs, () => {
       const last = lastPushed(s.main, pod);
       if (isTerminal(last?.status)) return true;
       throw new Error(`the last status pushed is ${statusSummary(last?.status)}`);
     });
   }
-  await eventually(rule, `${podKey(pod)} to leave getPod and listPods`, s.timeoutMs, async () => {
+  await eventually(rule, `${podKeyOf(pod)} to leave getPod and listPods`, s.timeoutMs, async () => {
     const got = await provider.getPod(ns, name, {});
     if (got && got.metadata?.uid === pod.metadata?.uid) {
       throw new Error(`getPod still shows it: ${statusSummary(got.status)}`);

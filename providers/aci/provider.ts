@@ -15,10 +15,10 @@ import {
   type ContainerRef,
   type ExecOptions,
   NotFoundError,
-  NotSupportedError,
   type PodRef,
   type Provider,
   type ProviderDeps,
+  refuseStreaming,
   type StatsSummary,
 } from "../../provider/mod.ts";
 import type { AciConfig } from "./config.ts";
@@ -181,17 +181,19 @@ export class AciProvider implements Provider {
   }
 
   attachToContainer(ref: ContainerRef): Promise<void> {
-    return settle(() => {
-      this.#known(ref.namespace, ref.pod, ref.container);
-      throw notSupported("attach");
-    });
+    return refuseStreaming(
+      "attach",
+      NO_ACI_CHANNEL,
+      () => this.#known(ref.namespace, ref.pod, ref.container),
+    );
   }
 
   portForward(ref: PodRef): Promise<void> {
-    return settle(() => {
-      this.#known(ref.namespace, ref.name);
-      throw notSupported("port-forward");
-    });
+    return refuseStreaming(
+      "portForward",
+      NO_ACI_CHANNEL,
+      () => this.#known(ref.namespace, ref.name),
+    );
   }
 
   /**
@@ -291,8 +293,5 @@ function settle<T>(work: () => T): Promise<T> {
   }
 }
 
-function notSupported(what: string): NotSupportedError {
-  return new NotSupportedError(
-    `${what} is not supported by the aci provider: ACI offers no ${what} channel vkubelet can use`,
-  );
-}
+/** Why attach and port-forward are refused. */
+const NO_ACI_CHANNEL = "ACI offers no such channel that vkubelet can use";

@@ -9,7 +9,13 @@
  */
 import type { Clock, Logger } from "../../provider/mod.ts";
 import type { ContainerGroup } from "./azure.ts";
-import { planRestart, type PodEventSink, podKey, shouldRestartPod } from "../../provider/mod.ts";
+import {
+  planRestart,
+  type PodEventSink,
+  podKey,
+  podKeyOf,
+  shouldRestartPod,
+} from "../../provider/mod.ts";
 import type { AciGroups } from "./groups.ts";
 import { podOfTags } from "./names.ts";
 import { endsOf, type PodRecord } from "./status.ts";
@@ -83,7 +89,7 @@ export class GroupSupervisor {
         const record = watched[next++];
         await this.#read(record, signal).catch((err) => {
           this.#deps.log.warning("{pod}: cannot read container group {group}: {err}", {
-            pod: keyOf(record),
+            pod: podKeyOf(record.pod),
             group: record.groupName,
             err: String(err),
           });
@@ -102,7 +108,7 @@ export class GroupSupervisor {
       } catch (err) {
         record.recreateAt = clock.now() + this.#deps.intervalMs;
         this.#deps.log.warning("{pod}: cannot make container group {group} again yet: {err}", {
-          pod: keyOf(record),
+          pod: podKeyOf(record.pod),
           group: record.groupName,
           err: String(err),
         });
@@ -195,8 +201,4 @@ export class GroupSupervisor {
       this.#deps.log.info("{pod}: adopted container group {group}", { pod: k, group: group.name });
     }
   }
-}
-
-function keyOf(record: PodRecord): string {
-  return podKey(record.pod.metadata?.namespace, record.pod.metadata?.name);
 }

@@ -15,10 +15,10 @@ import {
   type ContainerRef,
   type ExecOptions,
   NotFoundError,
-  NotSupportedError,
   type PodRef,
   type Provider,
   type ProviderDeps,
+  refuseStreaming,
   type StatsSummary,
 } from "../../provider/mod.ts";
 import type { EciApi } from "./api.ts";
@@ -181,17 +181,19 @@ export class EciProvider implements Provider {
   }
 
   attachToContainer(ref: ContainerRef): Promise<void> {
-    return settle(() => {
-      this.#known(ref.namespace, ref.pod, ref.container);
-      throw notSupported("attach");
-    });
+    return refuseStreaming(
+      "attach",
+      "ECI's API has no attach call",
+      () => this.#known(ref.namespace, ref.pod, ref.container),
+    );
   }
 
   portForward(ref: PodRef): Promise<void> {
-    return settle(() => {
-      this.#known(ref.namespace, ref.name);
-      throw notSupported("port-forward");
-    });
+    return refuseStreaming(
+      "portForward",
+      "ECI's API has no port-forward call",
+      () => this.#known(ref.namespace, ref.name),
+    );
   }
 
   async getStatsSummary(options: CallOptions): Promise<StatsSummary> {
@@ -252,20 +254,5 @@ export class EciProvider implements Provider {
     record.groupId = undefined;
     this.#pods.notify(record, true);
     this.#pods.forget(record);
-  }
-}
-
-function notSupported(what: string): NotSupportedError {
-  return new NotSupportedError(
-    `${what} is not supported by the eci provider: ECI's API has no ${what} call`,
-  );
-}
-
-/** `work()` as a promise: its value, or its exception as a rejection. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (err) {
-    return Promise.reject(err);
   }
 }

@@ -15,10 +15,10 @@ import {
   type ContainerRef,
   InvalidInputError,
   NotFoundError,
-  NotSupportedError,
   type PodRef,
   type Provider,
   type ProviderDeps,
+  refuseStreaming,
 } from "../../provider/mod.ts";
 import type { AwsClients } from "./aws.ts";
 import type { FargateConfig } from "./config.ts";
@@ -213,24 +213,27 @@ export class FargateProvider implements Provider {
   }
 
   runInContainer(ref: ContainerRef): Promise<number> {
-    return settle(() => {
-      this.#known(ref.namespace, ref.pod, ref.container);
-      throw notSupported("exec");
-    });
+    return refuseStreaming(
+      "exec",
+      NO_SESSION_MANAGER,
+      () => this.#known(ref.namespace, ref.pod, ref.container),
+    );
   }
 
   attachToContainer(ref: ContainerRef): Promise<void> {
-    return settle(() => {
-      this.#known(ref.namespace, ref.pod, ref.container);
-      throw notSupported("attach");
-    });
+    return refuseStreaming(
+      "attach",
+      NO_SESSION_MANAGER,
+      () => this.#known(ref.namespace, ref.pod, ref.container),
+    );
   }
 
   portForward(ref: PodRef): Promise<void> {
-    return settle(() => {
-      this.#known(ref.namespace, ref.name);
-      throw notSupported("port-forward");
-    });
+    return refuseStreaming(
+      "portForward",
+      NO_SESSION_MANAGER,
+      () => this.#known(ref.namespace, ref.name),
+    );
   }
 
   async close(): Promise<void> {
@@ -332,8 +335,6 @@ function settle<T>(work: () => T): Promise<T> {
   }
 }
 
-function notSupported(what: string): NotSupportedError {
-  return new NotSupportedError(
-    `${what} is not supported by the fargate provider: ECS Exec needs AWS's Session Manager channel, which vkubelet does not speak`,
-  );
-}
+/** Why attach, exec and port-forward are refused. */
+const NO_SESSION_MANAGER =
+  "ECS Exec needs AWS's Session Manager channel, which vkubelet does not speak";

@@ -22,7 +22,7 @@ import {
   type PodObjects,
   retrievedPodDataFor,
 } from "./wire.ts";
-import { TransientError } from "../../provider/mod.ts";
+import { podKeyOf, TransientError } from "../../provider/mod.ts";
 
 /** The pod as `/status` and `/delete` carry it: no managed fields, to keep bodies small. */
 export function slimPod(pod: Pod): Pod {
@@ -45,7 +45,7 @@ export class InterlinkApi {
     const body = this.#config.target === "interlink"
       ? createRequestFor(pod, objects, this.#config.jobScriptBuilderURL)
       : retrievedPodDataFor(pod, objects);
-    const what = `create of pod ${key(pod)}`;
+    const what = `create of pod ${podKeyOf(pod)}`;
     const text = await this.#client.call({ method: "POST", path: "/create", body, what }, {
       signal,
     });
@@ -60,7 +60,7 @@ export class InterlinkApi {
   async delete(pod: Pod, signal?: AbortSignal): Promise<void> {
     const method = this.#config.target === "interlink" ? "DELETE" : "POST";
     await this.#client.call(
-      { method, path: "/delete", body: slimPod(pod), what: `delete of pod ${key(pod)}` },
+      { method, path: "/delete", body: slimPod(pod), what: `delete of pod ${podKeyOf(pod)}` },
       { signal },
     );
   }
@@ -108,10 +108,6 @@ export class InterlinkApi {
       return undefined; // plain text answers are fine (interLink's own answer is such)
     }
   }
-}
-
-function key(pod: Pod): string {
-  return `${pod.metadata?.namespace}/${pod.metadata?.name}`;
 }
 
 function malformed(

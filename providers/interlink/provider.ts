@@ -15,19 +15,19 @@ import {
   type ContainerLogOptions,
   type ContainerRef,
   NotFoundError,
-  NotSupportedError,
   type PodRef,
   type Provider,
   type ProviderDeps,
+  refuseStreaming,
   terminalPodStatus,
 } from "../../provider/mod.ts";
 import { InterlinkApi } from "./api.ts";
 import { answered, InterlinkClient } from "./client.ts";
 import type { InterlinkConfig } from "./config.ts";
-import { type PodEventSink, podEventSink, PodTable } from "../../provider/mod.ts";
+import { type PodEventSink, podEventSink, podKeyOf, PodTable } from "../../provider/mod.ts";
 import { readLog } from "./logs.ts";
 import { type PodRecord, podStatusOf } from "./status.ts";
-import { keyOf, StatusSupervisor } from "./supervisor.ts";
+import { StatusSupervisor } from "./supervisor.ts";
 import { nodeFieldsOf } from "./node.ts";
 import { podObjects } from "./volumes.ts";
 import type { PingResponse } from "./wire.ts";
@@ -76,7 +76,7 @@ export class InterlinkProvider implements Provider {
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
     await this.#pods.adopted(options.signal);
-    const k = keyOf(pod);
+    const k = podKeyOf(pod);
     const known = this.#pods.records.get(k);
     if (known && known.pod.metadata?.uid !== pod.metadata?.uid) {
       // An older pod of the same name: its job must not stand for this one.
@@ -186,24 +186,27 @@ export class InterlinkProvider implements Provider {
   }
 
   runInContainer(ref: ContainerRef): Promise<number> {
-    return settle(() => {
-      this.#known(ref.namespace, ref.pod, ref.container);
-      throw notSupported("exec");
-    });
+    return refuseStreaming(
+      "exec",
+      "interLink's API has no exec call",
+      () => this.#known(ref.namespace, ref.pod, ref.container),
+    );
   }
 
   attachToContainer(ref: ContainerRef): Promise<void> {
-    return settle(() => {
-      this.#known(ref.namespace, ref.pod, ref.container);
-      throw notSupported("attach");
-    });
+    return refuseStreaming(
+      "attach",
+      "interLink's API has no attach call",
+      () => this.#known(ref.namespace, ref.pod, ref.container),
+    );
   }
 
   portForward(ref: PodRef): Promise<void> {
-    return settle(() => {
-      this.#known(ref.namespace, ref.name);
-      throw notSupported("port-forward");
-    });
+    return refuseStreaming(
+      "portForward",
+      "interLink's API has no port-forward call",
+      () => this.#known(ref.namespace, ref.name),
+    );
   }
 
   async close(): Promise<void> {
@@ -226,7 +229,10 @@ export class InterlinkProvider implements Provider {
     await this.#api.delete(record.pod, signal).catch((err) => {
       // A plugin that answers (404, 500 "no such job") no longer runs it; no answer is retried.
       if (!answered(err)) throw err;
-      this.#deps.log.info("delete of {pod}: {err}", { pod: keyOf(record.pod), err: String(err) });
+      this.#deps.log.info("delete of {pod}: {err}", {
+        pod: podKeyOf(record.pod),
+        err: String(err),
+      });
     });
     const now = this.#deps.clock.now();
     const current = podStatusOf(record, now, this.#deps.internalIp);
@@ -255,10 +261,4 @@ function settle<T>(work: () => T | Promise<T>): Promise<T> {
   } catch (err) {
     return Promise.reject(err);
   }
-}
-
-function notSupported(what: string): NotSupportedError {
-  return new NotSupportedError(
-    `${what} is not supported by this backend: interLink's API has no ${what} call`,
-  );
 }

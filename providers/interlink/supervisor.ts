@@ -16,6 +16,7 @@ import {
   planRestart,
   type PodEventSink,
   podKey,
+  podKeyOf,
   RESTART_BACKOFF_INITIAL_MS,
   shouldRestartPod,
 } from "../../provider/mod.ts";
@@ -95,7 +96,7 @@ export class StatusSupervisor {
       const answer = await this.#deps.api.status(polled.map((r) => r.pod), signal);
       const byUid = new Map(answer.map((s) => [s.UID, s]));
       for (const record of polled) {
-        if (record.finished || !this.#deps.records.has(keyOf(record.pod))) continue;
+        if (record.finished || !this.#deps.records.has(podKeyOf(record.pod))) continue;
         const status = byUid.get(record.pod.metadata?.uid ?? "");
         if (status) this.#apply(record, status);
         else this.#lost(record);
@@ -181,7 +182,7 @@ export class StatusSupervisor {
       } catch (err) {
         if (signal.aborted) return;
         this.#deps.log.warn("restart of {pod} failed: {err}", {
-          pod: keyOf(record.pod),
+          pod: podKeyOf(record.pod),
           err: String(err),
         });
         // A job that cannot be started yet is tried again after the back-off's current wait.
@@ -195,7 +196,7 @@ export class StatusSupervisor {
     const all = await this.#deps.api.status([], signal);
     for (const status of all) {
       if (status.node !== this.#deps.nodeName || !status.name || !status.namespace) continue;
-      const k = `${status.namespace}/${status.name}`;
+      const k = podKey(status.namespace, status.name);
       if (this.#deps.records.has(k)) continue;
       const names = (list?: { name: string }[] | null) =>
         (list ?? []).map((c) => ({
@@ -226,11 +227,6 @@ export class StatusSupervisor {
       this.#deps.changed(record);
     }
   }
-}
-
-/** `namespace/name` of a pod: its key in the provider's pod table. */
-export function keyOf(pod: Pod): string {
-  return podKey(pod.metadata?.namespace, pod.metadata?.name);
 }
 
 function iso(ms: number): string {

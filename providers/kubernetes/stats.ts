@@ -16,7 +16,7 @@ import {
   quantityToNumber,
   type StatsSummary,
 } from "../../provider/mod.ts";
-import { metricsText } from "../../provider/mod.ts";
+import { metricsText, podKeyOf } from "../../provider/mod.ts";
 import { downstreamError } from "./errors.ts";
 
 interface PodMetrics {
@@ -84,14 +84,12 @@ async function readPodMetrics(
 
 /** Builds the summary from metrics readings (exported for tests). */
 export function summarize(metrics: PodMetrics[], options: DownstreamStatsOptions): StatsSummary {
-  const byName = new Map(
-    options.pods.map((p) => [`${p.metadata?.namespace}/${p.metadata?.name}`, p]),
-  );
+  const byName = new Map(options.pods.map((p) => [podKeyOf(p), p]));
   const nowIso = new Date(options.nowMs).toISOString();
   const pods: PodStats[] = [];
   let nodeCores = 0, nodeCoreNs = 0, nodeBytes = 0;
   for (const item of metrics) {
-    const pod = byName.get(`${item.metadata.namespace}/${item.metadata.name}`);
+    const pod = byName.get(podKeyOf(item));
     const up = pod && options.toUpstream(pod);
     if (!pod || !up) continue;
     const time = item.timestamp || nowIso;

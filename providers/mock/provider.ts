@@ -17,6 +17,8 @@ import {
   isSidecar,
   isTerminalPhase,
   NotFoundError,
+  podKey,
+  podKeyOf,
   type PodRef,
   type PortForwardOptions,
   type Provider,
@@ -66,8 +68,6 @@ export interface MockPod {
   stopped: AbortController;
 }
 
-const key = (namespace: string | undefined, name: string | undefined) => `${namespace}/${name}`;
-
 /** The in-memory provider; see the module doc. */
 export class MockProvider implements Provider {
   /**
@@ -107,7 +107,9 @@ export class MockProvider implements Provider {
     for (const pod of pods) {
       const { namespace, name, uid } = pod.metadata ?? {};
       const ip = pod.status?.phase === "Running" ? pod.status.podIP : undefined;
-      if (!uid || !ip || this.#pods.get(key(namespace, name))?.pod.metadata?.uid === uid) continue;
+      if (!uid || !ip || this.#pods.get(podKey(namespace, name))?.pod.metadata?.uid === uid) {
+        continue;
+      }
       if (this.#ips.claim(ip)) this.#reserved.set(uid, ip);
     }
   }
@@ -141,7 +143,7 @@ export class MockProvider implements Provider {
     const hook = pod.metadata?.annotations?.[ANNOTATIONS.createError];
     if (hook === "invalid") throw new InvalidInputError(`${ANNOTATIONS.createError}: invalid`);
     if (hook === "transient") throw new TransientError(`${ANNOTATIONS.createError}: transient`);
-    const existing = this.#pods.get(key(namespace, name));
+    const existing = this.#pods.get(podKey(namespace, name));
     if (existing && existing.pod.metadata?.uid === uid) return;
     if (existing) this.#remove(existing);
     const usage = this.#usageOf(pod);
@@ -184,7 +186,7 @@ export class MockProvider implements Provider {
       usage,
       stopped: new AbortController(),
     };
-    this.#pods.set(key(namespace, name), record);
+    this.#pods.set(podKey(namespace, name), record);
     this.#refresh(record);
     if (hooks.exits.size > 0) {
       const script = playExits(hooks, {
@@ -228,9 +230,7 @@ export class MockProvider implements Provider {
     const container = pod.spec?.ephemeralContainers?.find((c) => c.name === name);
     if (!container) {
       throw new InvalidInputError(
-        `pod ${
-          key(pod.metadata?.namespace, pod.metadata?.name)
-        } has no ephemeral container ${name}`,
+        `pod ${podKeyOf(pod)} has no ephemeral container ${name}`,
       );
     }
     record.pod = frozenPod(pod, record.pod.status);
@@ -262,7 +262,7 @@ export class MockProvider implements Provider {
   getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined> {
     return attempt(() => {
       options.signal?.throwIfAborted();
-      const record = this.#pods.get(key(namespace, name));
+      const record = this.#pods.get(podKey(namespace, name));
       return record ? structuredClone(record.pod) : undefined;
     });
   }
@@ -290,7 +290,7 @@ export class MockProvider implements Provider {
   ): Promise<PodStatus | undefined> {
     return attempt(() => {
       options.signal?.throwIfAborted();
-      const status = this.#pods.get(key(namespace, name))?.pod.status;
+      const status = this.#pods.get(podKey(namespace, name))?.pod.status;
       return status ? structuredClone(status) : undefined;
     });
   }
@@ -417,8 +417,10 @@ export class MockProvider implements Provider {
   }
 
   #get(namespace: string | undefined, name: string | undefined): MockPod {
-    const record = this.#pods.get(key(namespace, name));
-    if (!record) throw new NotFoundError(`pod ${key(namespace, name)} is not running on this node`);
+    const record = this.#pods.get(podKey(namespace, name));
+    if (!record) {
+      throw new NotFoundError(`pod ${podKey(namespace, name)} is not running on this node`);
+    }
     return record;
   }
 
@@ -448,7 +450,7 @@ export class MockProvider implements Provider {
    * pod has finished, its sidecars stop too and the scripts end.
    */
   #setRun(record: MockPod, container: string, run: ContainerRun): void {
-    if (this.#pods.get(key(record.pod.metadata?.namespace, record.pod.metadata?.name)) !== record) {
+    if (this.#pods.get(podKeyOf(record.pod)) !== record) {
       return; // deleted or replaced meanwhile
     }
     const now = this.#deps.clock.now();
@@ -501,7 +503,7 @@ export class MockProvider implements Provider {
     for (const run of record.runs.values()) this.#retire(record, run, now);
     record.stopped.abort(new Error("pod deleted"));
     this.#ips.release(record.podIp);
-    this.#pods.delete(key(record.pod.metadata?.namespace, record.pod.metadata?.name));
+    this.#pods.delete(podKeyOf(record.pod));
   }
 
   #notify(pod: Pod): void {
@@ -510,7 +512,7 @@ export class MockProvider implements Provider {
         callback(pod); // frozen
       } catch (err) {
         this.#deps.log.error("pod status callback failed", {
-          pod: key(pod.metadata?.namespace, pod.metadata?.name),
+          pod: podKeyOf(pod),
           err,
         });
       }

@@ -14,6 +14,7 @@ import {
   containerRestartPolicy,
   isSidecar,
   type Logger,
+  podKeyOf,
   shouldRestart,
 } from "../../provider/mod.ts";
 import { execContextOf, instanceFiles, startContainer, type StartDeps } from "./container_start.ts";
@@ -76,7 +77,7 @@ export class PodRunner {
   }
 
   get key(): string {
-    return `${this.record.pod.metadata?.namespace}/${this.record.pod.metadata?.name}`;
+    return podKeyOf(this.record.pod);
   }
 
   /** The live instance of a container, for exec, attach, logs and stats. */

@@ -13,6 +13,8 @@ import {
   type ExecOptions,
   InvalidInputError,
   NotFoundError,
+  podKey,
+  podKeyOf,
   type PodRef,
   type PortForwardOptions,
   type Provider,
@@ -51,8 +53,6 @@ export interface ProcessProviderOptions {
   hostUser?: HostUser;
 }
 
-const key = (namespace?: string, name?: string) => `${namespace}/${name}`;
-
 /** Runs pods as local processes; see the module doc. */
 export class ProcessProvider implements Provider {
   readonly #config: ProcessConfig;
@@ -87,21 +87,21 @@ export class ProcessProvider implements Provider {
     });
     for (const { dir, record } of records) {
       const runner = this.#runner(record, new PodPaths(dir));
-      this.#runners.set(key(record.pod.metadata?.namespace, record.pod.metadata?.name), runner);
+      this.#runners.set(podKeyOf(record.pod), runner);
       runner.start();
     }
   }
 
   /** The pod's runner, for tests. */
   runnerOf(namespace: string, name: string): PodRunner | undefined {
-    return this.#runners.get(key(namespace, name));
+    return this.#runners.get(podKey(namespace, name));
   }
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
     options.signal?.throwIfAborted();
     const { namespace, name, uid } = pod.metadata ?? {};
     if (!namespace || !name) throw new InvalidInputError("pod has no namespace or name");
-    const existing = this.#runners.get(key(namespace, name));
+    const existing = this.#runners.get(podKey(namespace, name));
     if (existing?.record.pod.metadata?.uid === uid) return;
     this.#validate(pod);
     if (existing) await this.deletePod(existing.record.pod, options);
@@ -118,7 +118,7 @@ export class ProcessProvider implements Provider {
       initialized: (pod.spec?.initContainers ?? []).length === 0,
     };
     const runner = this.#runner(record, paths);
-    this.#runners.set(key(namespace, name), runner);
+    this.#runners.set(podKey(namespace, name), runner);
     runner.start();
     this.#notify(runner);
   }
@@ -152,7 +152,7 @@ export class ProcessProvider implements Provider {
 
   getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined> {
     options.signal?.throwIfAborted();
-    return Promise.resolve(this.#runners.get(key(namespace, name))?.pod());
+    return Promise.resolve(this.#runners.get(podKey(namespace, name))?.pod());
   }
 
   listPods(options: CallOptions): Promise<Pod[]> {
@@ -171,7 +171,7 @@ export class ProcessProvider implements Provider {
     options: CallOptions,
   ): Promise<PodStatus | undefined> {
     options.signal?.throwIfAborted();
-    return Promise.resolve(this.#runners.get(key(namespace, name))?.status());
+    return Promise.resolve(this.#runners.get(podKey(namespace, name))?.status());
   }
 
   configureNode(node: Node): void {
@@ -331,8 +331,10 @@ export class ProcessProvider implements Provider {
   }
 
   #get(namespace: string | undefined, name: string | undefined): PodRunner {
-    const runner = this.#runners.get(key(namespace, name));
-    if (!runner) throw new NotFoundError(`pod ${key(namespace, name)} is not running on this node`);
+    const runner = this.#runners.get(podKey(namespace, name));
+    if (!runner) {
+      throw new NotFoundError(`pod ${podKey(namespace, name)} is not running on this node`);
+    }
     return runner;
   }
 

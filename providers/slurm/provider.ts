@@ -18,7 +18,7 @@ import {
   metricsText,
   NotFoundError,
   NotSupportedError,
-  podKey,
+  podKeyOf,
   PodTable,
   type Provider,
   type ProviderDeps,
@@ -86,7 +86,7 @@ export class SlurmProvider implements Provider {
 
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
     await this.#pods.adopted(options.signal);
-    const k = keyOf(pod);
+    const k = podKeyOf(pod);
     let record = this.#pods.records.get(k);
     if (record && record.pod.metadata?.uid !== pod.metadata?.uid) {
       await this.#finish(record, options.signal);
@@ -265,7 +265,7 @@ export class SlurmProvider implements Provider {
           const pod: Pod = saved?.metadata?.uid === id.uid
             ? saved
             : { ...identity, spec: { containers: [] } };
-          this.#pods.records.set(keyOf(pod), {
+          this.#pods.records.set(podKeyOf(pod), {
             pod,
             run: id.run,
             jobId: job.id,
@@ -297,7 +297,7 @@ export class SlurmProvider implements Provider {
     record.jobId = await this.#backend.submit(request, { signal });
     this.#deps.log.info("submitted SLURM job {job} for {pod}", {
       job: record.jobId,
-      pod: keyOf(record.pod),
+      pod: podKeyOf(record.pod),
     });
     this.#pods.notify(record);
   }
@@ -312,7 +312,7 @@ export class SlurmProvider implements Provider {
     this.#pods.forget(record);
     await removePodDir(this.#config, record.pod).catch((err) => {
       this.#deps.log.warn("removing {pod}'s directory failed: {err}", {
-        pod: keyOf(record.pod),
+        pod: podKeyOf(record.pod),
         err: String(err),
       });
     });
@@ -330,10 +330,6 @@ export class SlurmProvider implements Provider {
     }
     return record;
   }
-}
-
-function keyOf(pod: Pod): string {
-  return podKey(pod.metadata?.namespace, pod.metadata?.name);
 }
 
 /** `work()` as a promise: its value, or its exception as a rejection. */

@@ -75,6 +75,37 @@ async function schedule(driver: Driver, runsS: number[] = []): Promise<number[]>
   return waits;
 }
 
+/** A provider whose status loop is polled: `fail` changes the backend, then the loop looks. */
+function polled(
+  clock: FakeClock,
+  poll: () => Promise<void>,
+  fail: () => void,
+  restarts: () => number,
+): Driver {
+  return {
+    clock,
+    fail: () => {
+      fail();
+      return poll();
+    },
+    tick: () => {
+      clock.jump(1_000);
+      return poll();
+    },
+    restarts: () => Promise.resolve(restarts()),
+  };
+}
+
+/** What every status loop takes besides its backend. */
+const loop = (clock: FakeClock) => ({
+  nodeName: "n1",
+  clock,
+  log,
+  intervalMs: 1_000,
+  event: () => {},
+  changed: () => {},
+});
+
 function mock(): Driver {
   const clock = new FakeClock();
   const stop = new AbortController();
@@ -170,31 +201,17 @@ function fargate(): Driver {
       stop: () => Promise.resolve(),
     },
     records: new Map([["ns/p", record]]),
-    nodeName: "n1",
-    clock,
-    log,
-    intervalMs: 1_000,
-    event: () => {},
+    ...loop(clock),
     start: (r) => {
       stopped = false;
       r.taskArn = `arn:aws:ecs:r:1:task/c/t${++serial}`;
       r.restartAt = undefined;
       return Promise.resolve();
     },
-    changed: () => {},
   });
-  return {
-    clock,
-    fail: () => {
-      stopped = true;
-      return supervisor.poll(signal);
-    },
-    tick: () => {
-      clock.jump(1_000);
-      return supervisor.poll(signal);
-    },
-    restarts: () => Promise.resolve(record.restarts),
-  };
+  return polled(clock, () => supervisor.poll(signal), () => {
+    stopped = true;
+  }, () => record.restarts);
 }
 
 function aci(): Driver {
@@ -222,11 +239,7 @@ function aci(): Driver {
       delete: () => Promise.resolve(),
     },
     records: new Map([["ns/p", record]]),
-    nodeName: "n1",
-    clock,
-    log,
-    intervalMs: 1_000,
-    event: () => {},
+    ...loop(clock),
     recreate: (r) => {
       exists = true;
       made++;
@@ -234,21 +247,10 @@ function aci(): Driver {
       r.recreateAt = undefined;
       return Promise.resolve();
     },
-    changed: () => {},
   });
-  return {
-    clock,
-    // ACI restarts a failing container itself; vkubelet restarts a group deleted behind its back.
-    fail: () => {
-      exists = false;
-      return supervisor.poll(signal);
-    },
-    tick: () => {
-      clock.jump(1_000);
-      return supervisor.poll(signal);
-    },
-    restarts: () => Promise.resolve(made),
-  };
+  return polled(clock, () => supervisor.poll(signal), () => {
+    exists = false;
+  }, () => made);
 }
 
 function eci(): Driver {
@@ -276,31 +278,17 @@ function eci(): Driver {
       events: () => Promise.resolve(new Map()),
     },
     records: new Map([["ns/p", record]]),
-    nodeName: "n1",
-    clock,
-    log,
-    intervalMs: 1_000,
-    event: () => {},
+    ...loop(clock),
     recreate: (r) => {
       exists = true;
       r.groupId = `eci-${++made}`;
       r.recreateAt = undefined;
       return Promise.resolve();
     },
-    changed: () => {},
   });
-  return {
-    clock,
-    fail: () => {
-      exists = false;
-      return supervisor.poll(signal);
-    },
-    tick: () => {
-      clock.jump(1_000);
-      return supervisor.poll(signal);
-    },
-    restarts: () => Promise.resolve(made),
-  };
+  return polled(clock, () => supervisor.poll(signal), () => {
+    exists = false;
+  }, () => made);
 }
 
 function interlink(): Driver {
@@ -333,31 +321,17 @@ function interlink(): Driver {
       delete: () => Promise.resolve(),
     },
     records: new Map([["ns/p", record]]),
-    nodeName: "n1",
-    clock,
-    log,
-    intervalMs: 1_000,
-    event: () => {},
+    ...loop(clock),
     discover: false,
     start: (r) => {
       failed = false;
       r.jobId = `job-${++serial}`;
       return Promise.resolve();
     },
-    changed: () => {},
   });
-  return {
-    clock,
-    fail: () => {
-      failed = true;
-      return supervisor.pollOnce(signal);
-    },
-    tick: () => {
-      clock.jump(1_000);
-      return supervisor.pollOnce(signal);
-    },
-    restarts: () => Promise.resolve(record.restarts),
-  };
+  return polled(clock, () => supervisor.pollOnce(signal), () => {
+    failed = true;
+  }, () => record.restarts);
 }
 
 function slurm(): Driver {
@@ -397,18 +371,9 @@ function slurm(): Driver {
     changed: () => {},
     reachable: () => {},
   } as unknown as Parameters<typeof superviseOnce>[0];
-  return {
-    clock,
-    fail: () => {
-      state = "FAILED";
-      return superviseOnce(deps, signal);
-    },
-    tick: () => {
-      clock.jump(1_000);
-      return superviseOnce(deps, signal);
-    },
-    restarts: () => Promise.resolve(record.run),
-  };
+  return polled(clock, () => superviseOnce(deps, signal), () => {
+    state = "FAILED";
+  }, () => record.run);
 }
 
 const drivers: Record<string, () => Driver> = {

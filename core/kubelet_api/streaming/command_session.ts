@@ -119,7 +119,12 @@ function exitCodeOf(code: unknown): number {
 export function describeProviderError(err: unknown, kind: string): string {
   const message = err instanceof Error ? err.message : String(err);
   if (isNotFound(err)) return `not found: ${message}`;
-  if (isNotSupported(err)) return `${kind} is not supported here: ${message}`;
+  if (isNotSupported(err)) {
+    // The kit's refuseStreaming already says so, in the kubelet API's words.
+    return message.startsWith(`${kind} is not supported`)
+      ? message
+      : `${kind} is not supported here: ${message}`;
+  }
   if (isInvalidInput(err)) return `invalid ${kind} request: ${message}`;
   return message;
 }

@@ -11,7 +11,7 @@
  */
 import { type Clock, realClock } from "../../../base/clock.ts";
 import type { Logger } from "../../../base/log.ts";
-import type { Provider } from "../../../provider/mod.ts";
+import { notSupportedText, type Provider } from "../../../provider/mod.ts";
 import { StreamProtocol } from "../../../spdy/protocols.ts";
 import type { StreamingContext, StreamingHandler } from "../types.ts";
 import {
@@ -211,7 +211,7 @@ export function createStreamingHandler(options: StreamingHandlerOptions): Kubele
 /** 501 before upgrading when the provider lacks the capability (the route checks it too). */
 function refuseEarly(ctx: StreamingContext, kind: CommandKind | "portForward") {
   if (typeof ctx.provider[CAPABILITY[kind]] === "function") return undefined;
-  return textResponse(501, `${kind} is not supported by this node's provider`);
+  return textResponse(501, notSupportedText(kind));
 }
 
 function textResponse(status: number, message: string): Response {

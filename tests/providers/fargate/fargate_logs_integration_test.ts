@@ -72,7 +72,7 @@ Deno.test("fargate provider: kubectl logs reads the container's CloudWatch Logs 
     await t.step("exec says plainly that Fargate pods do not support it", async () => {
       const res = await env.cluster.kubectl(["-n", env.ns, "exec", "talker", "--", "true"]);
       assert.notEqual(res.code, 0);
-      assert.match(res.stderr, /not supported by the fargate provider/);
+      assert.match(res.stderr, /exec is not supported by this node's provider: ECS Exec needs/);
     });
 
     await t.step("--previous: the stream of the task before a restart", async () => {

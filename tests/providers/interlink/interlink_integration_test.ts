@@ -83,7 +83,10 @@ Deno.test("interlink provider: pods run as plugin jobs and follow the API", asyn
       assert.equal(node.status.capacity.pods, "300");
       const exec = await cluster.kubectl(["-n", ns, "exec", name, "--", "true"]);
       assert.notEqual(exec.code, 0);
-      assert.match(exec.stderr, /not supported by this backend/);
+      assert.match(
+        exec.stderr,
+        /exec is not supported by this node's provider: interLink's API has no exec call/,
+      );
     });
 
     await t.step("the plugin killed mid-rollout: no pod lost or duplicated", async () => {
