@@ -78,6 +78,12 @@ export {
   type PodTableOptions,
   type PodTableRecord,
 } from "./pod_table.ts";
+export {
+  type RemoteBackend,
+  RemotePods,
+  type RemotePodsOptions,
+  type RemoteRun,
+} from "./remote_pods.ts";
 export { qosClass } from "./qos.ts";
 export { formatTime } from "../k8s/micro_time.ts";
 export type { Clock } from "../base/clock.ts";

@@ -1,0 +1,157 @@
+/**
+ * The kit's RemotePods on a fake backend and a fake clock: it adopts the backend's runs before
+ * listing, restarts a run that ended on the kubelet's schedule (at once, then 10 s doubling),
+ * ends the pod under Never, and pushes a terminal status on deletion.
+ */
+import assert from "node:assert/strict";
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import { getLogger } from "../../base/log.ts";
+import {
+  type ContainerStateReport,
+  type RemoteBackend,
+  RemotePods,
+  type RemoteRun,
+} from "../../provider/mod.ts";
+import { FakeClock } from "../fakes/clock.ts";
+
+const signal = new AbortController().signal;
+
+function pod(name: string, restartPolicy: "Always" | "Never" = "Always"): Pod {
+  return {
+    metadata: { namespace: "ns", name, uid: `uid-${name}` },
+    spec: { restartPolicy, containers: [{ name: "app", image: "img" }] },
+  };
+}
+
+/** Runs by uid; `exit` ends a run's container with a code. */
+class FakeBackend implements RemoteBackend {
+  readonly runs = new Map<string, { pod: Pod; state: ContainerStateReport }>();
+  made = 0;
+  removed = 0;
+  constructor(readonly clock: FakeClock) {}
+  list(): Promise<RemoteRun[]> {
+    return Promise.resolve([...this.runs.values()].map((r) => this.#run(r)));
+  }
+  read(p: Pod): Promise<RemoteRun | undefined> {
+    const r = this.runs.get(p.metadata!.uid!);
+    return Promise.resolve(r && this.#run(r));
+  }
+  make(p: Pod): Promise<void> {
+    this.made++;
+    this.runs.set(p.metadata!.uid!, {
+      pod: p,
+      state: { running: { startedAtMs: this.clock.now() } },
+    });
+    return Promise.resolve();
+  }
+  remove(p: Pod): Promise<void> {
+    if (this.runs.delete(p.metadata!.uid!)) this.removed++;
+    return Promise.resolve();
+  }
+  exit(p: Pod, exitCode: number): void {
+    const finishedAtMs = this.clock.now();
+    this.runs.get(p.metadata!.uid!)!.state = { terminated: { exitCode, finishedAtMs } };
+  }
+  #run(r: { pod: Pod; state: ContainerStateReport }): RemoteRun {
+    return { pod: r.pod, containers: { app: { state: r.state } } };
+  }
+}
+
+function setup() {
+  const clock = new FakeClock();
+  const backend = new FakeBackend(clock);
+  const pods = new RemotePods({ backend, clock, log: getLogger(["test"]), intervalMs: 1_000 });
+  const pushed: Pod[] = [];
+  pods.notifyPods((p) => pushed.push(p));
+  return { clock, backend, pods, pushed };
+}
+
+Deno.test("a run that ends is made again at once, then after 10 s, then 20 s", async () => {
+  const { clock, backend, pods } = setup();
+  const p = pod("web");
+  await pods.createPod(p, { signal });
+  assert.equal(backend.made, 1);
+  const restartsAfter = async (seconds: number) => {
+    backend.exit(p, 1);
+    await pods.poll(signal);
+    for (let s = 0; s < seconds; s++) {
+      clock.jump(1_000);
+      await pods.poll(signal);
+    }
+    return backend.made;
+  };
+  assert.equal(await restartsAfter(0), 2, "the first restart is at once");
+  assert.equal(await restartsAfter(9), 2, "the second waits 10 s");
+  const waiting = (await pods.getPod("ns", "web"))!.status!.containerStatuses![0];
+  assert.equal(waiting.state?.waiting?.reason, "CrashLoopBackOff");
+  assert.equal(waiting.lastState?.terminated?.exitCode, 1);
+  clock.jump(1_000);
+  await pods.poll(signal);
+  assert.equal(backend.made, 3);
+  assert.equal(await restartsAfter(20), 4, "the third after 20 s");
+  const status = (await pods.getPod("ns", "web"))!.status!;
+  assert.equal(status.phase, "Running");
+  assert.equal(status.containerStatuses![0].restartCount, 3);
+  assert.equal(backend.removed, 3, "each ended run is removed before the next is made");
+});
+
+Deno.test("under restartPolicy Never a run that ends finishes the pod: Failed, nothing made", async () => {
+  const { backend, pods, pushed } = setup();
+  const p = pod("job", "Never");
+  await pods.createPod(p, { signal });
+  backend.exit(p, 3);
+  await pods.poll(signal);
+  assert.equal(backend.made, 1);
+  assert.equal(pushed.at(-1)?.status?.phase, "Failed");
+  assert.equal(pushed.at(-1)?.status?.containerStatuses?.[0].state?.terminated?.exitCode, 3);
+});
+
+Deno.test("a restarted provider adopts the backend's runs before it lists, and makes none twice", async () => {
+  const { clock, backend } = setup();
+  await backend.make(pod("old"));
+  const pods = new RemotePods({ backend, clock, log: getLogger(["test"]), intervalMs: 1_000 });
+  const stop = new AbortController();
+  const running = pods.run(stop.signal);
+  const listed = await pods.listPods({ signal });
+  assert.deepEqual(listed.map((p) => p.metadata?.name), ["old"]);
+  assert.equal(listed[0].status?.phase, "Running");
+  await pods.createPod(pod("old"), { signal });
+  assert.equal(backend.made, 1, "the adopted run stands for the pod");
+  stop.abort();
+  await running;
+});
+
+Deno.test("deletePod removes the run and pushes a terminal status, then forgets the pod", async () => {
+  const { backend, pods, pushed } = setup();
+  const p = pod("web");
+  await pods.createPod(p, { signal });
+  await pods.deletePod(p, { signal });
+  assert.equal(backend.runs.size, 0);
+  const last = pushed.at(-1)!;
+  assert.ok(["Succeeded", "Failed"].includes(last.status!.phase!));
+  assert.equal(last.status?.containerStatuses?.[0].state?.running, undefined);
+  assert.equal(await pods.getPod("ns", "web"), undefined);
+});
+
+Deno.test("a backend that restarts containers itself: only a run that is gone is made again", async () => {
+  const clock = new FakeClock();
+  const backend = new FakeBackend(clock);
+  const pods = new RemotePods({
+    backend,
+    clock,
+    log: getLogger(["test"]),
+    intervalMs: 1_000,
+    backendRestarts: true,
+  });
+  const p = pod("web");
+  await pods.createPod(p, { signal });
+  backend.exit(p, 1); // the backend shows the end until its own restart
+  await pods.poll(signal);
+  assert.equal(backend.made, 1, "the backend's own restart is left to it");
+  await backend.remove(p); // deleted behind vkubelet's back
+  await pods.poll(signal);
+  assert.equal(backend.made, 2, "a run that is gone is made again, the first time at once");
+  const app = (await pods.getPod("ns", "web"))!.status!.containerStatuses![0];
+  assert.equal(app.restartCount, 1);
+  assert.equal(app.lastState?.terminated?.exitCode, 1, "the end last read is the last state");
+});
