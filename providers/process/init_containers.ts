@@ -3,11 +3,11 @@
  * pkg/kubelet/kuberuntime/kuberuntime_manager.go `computeInitContainerActions`): regular init
  * containers run one at a time in order, each to success; sidecars (`restartPolicy: Always`)
  * start in order and keep running; a failed init container is retried unless the pod's
- * restartPolicy is Never.
+ * restartPolicy is Never (the kit's `containerRestartPolicy`).
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { isSidecar } from "../../provider/mod.ts";
+import { containerRestartPolicy, isSidecar, shouldRestart } from "../../provider/mod.ts";
 import type { ContainerRecord } from "./state.ts";
 
 /** "done" (the containers may start), "wait" (for an event) or when to look again. */
@@ -27,7 +27,6 @@ export async function stepInitContainers(
   records: Record<string, ContainerRecord>,
   ops: InitOps,
 ): Promise<InitStep> {
-  const policy = pod.spec?.restartPolicy ?? "Always";
   for (const c of pod.spec?.initContainers ?? []) {
     const cr = records[c.name];
     if (isSidecar(c)) {
@@ -37,7 +36,8 @@ export async function stepInitContainers(
     }
     if (cr?.terminated?.exitCode === 0 && !cr.running) continue;
     if (cr?.running) return "wait";
-    if (cr?.terminated && policy === "Never") return "wait";
+    const ended = cr?.terminated;
+    if (ended && !shouldRestart(containerRestartPolicy(pod, c), ended.exitCode)) return "wait";
     return await ops.ensure(c) ?? "wait";
   }
   return "done";
