@@ -130,7 +130,17 @@ export class RemotePods {
       if (record.finished) continue;
       if (record.restartAtMs === undefined) {
         const before = record.run;
-        record.run = await this.#o.backend.read(record.pod, signal);
+        const read = await this.#o.backend.read(record.pod, signal).then(
+          (run) => ({ run }),
+          (err) =>
+            void this.#o.log.warning("cannot read {pod}: {err}", {
+              pod: podKeyOf(record.pod),
+              err,
+            }),
+        );
+        // A backend that does not answer says nothing of the run; a pod deleted meanwhile is gone.
+        if (!read || this.#table.records.get(podKeyOf(record.pod)) !== record) continue;
+        record.run = read.run;
         this.#ended(record, before, signal);
       }
       if (record.restartAtMs !== undefined && record.restartAtMs <= this.#o.clock.now()) {
@@ -251,7 +261,14 @@ export class RemotePods {
       now,
       this.#o.backoff,
     ));
-    if (!gone) this.#o.backend.remove(record.pod, signal).catch(() => {}); // the ended run goes
+    if (gone) return;
+    // The ended run goes before the next is made (a backend may allow one run per pod).
+    this.#o.backend.remove(record.pod, signal).catch((err) => {
+      this.#o.log.warning("cannot remove the ended run of {pod}: {err}", {
+        pod: podKeyOf(record.pod),
+        err,
+      });
+    });
   }
 
   async #remove(record: RemoteRecord, signal?: AbortSignal): Promise<void> {

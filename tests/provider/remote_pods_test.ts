@@ -155,3 +155,17 @@ Deno.test("a backend that restarts containers itself: only a run that is gone is
   assert.equal(app.restartCount, 1);
   assert.equal(app.lastState?.terminated?.exitCode, 1, "the end last read is the last state");
 });
+
+Deno.test("a read that fails leaves the pod as it was: no restart, and the round goes on", async () => {
+  const { backend, pods } = setup();
+  const [a, b] = [pod("a"), pod("b")];
+  await pods.createPod(a, { signal });
+  await pods.createPod(b, { signal });
+  const read = backend.read.bind(backend);
+  backend.read = (p: Pod) =>
+    p === a || p.metadata?.name === "a" ? Promise.reject(new Error("503")) : read(p);
+  backend.exit(b, 1);
+  await pods.poll(signal);
+  assert.equal((await pods.getPod("ns", "a"))!.status!.phase, "Running");
+  assert.equal(backend.made, 3, "b, read after a failed, was made again");
+});
