@@ -13,6 +13,7 @@
  * @module
  */
 import { dirname, join, normalize } from "node:path";
+import { hostCommand, toolPath } from "./host_tools.ts";
 
 /** One bind mount into the container's view. */
 export interface ViewMount {
@@ -147,8 +148,11 @@ export async function probeMountNamespace(): Promise<{ ok: true } | { ok: false;
   const dir = await Deno.makeTempDir({ prefix: "vkubelet-ns-probe-" });
   try {
     const script = 'mount -t tmpfs vkubelet-probe "$1" && mount --bind "$1" "$1"';
-    const out = await new Deno.Command("unshare", {
-      args: ["-m", "--propagation", "private", "--", "/bin/sh", "-c", script, "sh", dir],
+    const out = await hostCommand("unshare", {
+      args: [
+        ...["-m", "--propagation", "private", "--pid", "--fork", "--mount-proc"],
+        ...["--", toolPath("sh"), "-c", script, "sh", dir],
+      ],
       stdout: "null",
       stderr: "piped",
     }).output();
