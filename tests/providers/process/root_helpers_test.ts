@@ -223,3 +223,28 @@ Deno.test("env names the shell cannot export, and values with quotes and newline
     await t.close();
   }
 });
+
+Deno.test({
+  name: "a restricted pod's volume at /usr/local/sbin never puts its programs in root's way",
+  ignore: !isRoot,
+  fn: async () => {
+    const dir = await attackDir();
+    try {
+      // The init container fills an emptyDir (writable: mode 0777) with the programs; the
+      // main container mounts it first on the default PATH, where the view's root would look.
+      const plant = plantScript(dir).replaceAll(`${dir}/bin`, "/plant");
+      const pod = attackPod(dir, []);
+      pod.spec!.volumes = [{ name: "plant", emptyDir: {} }];
+      pod.spec!.initContainers![0].command = ["/bin/sh", "-c", plant];
+      pod.spec!.initContainers![0].volumeMounts = [{ name: "plant", mountPath: "/plant" }];
+      pod.spec!.containers[0].volumeMounts = [{ name: "plant", mountPath: "/usr/local/sbin" }];
+      const { problems } = await exercise(pod);
+      const ran = await records(dir);
+      assert.deepEqual(ran.filter((line) => line.endsWith(" uid=0")), [], ran.join("\n"));
+      assert.deepEqual(problems, []);
+      assert.ok(ran.includes("sleep uid=1000"), ran.join("\n"));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
