@@ -38,8 +38,16 @@ const PLANTED = [
   "true",
 ];
 
-/** A shared library that records who loaded it in `log` (built with gcc). */
-async function buildRecorder(path: string, tag: string, log: string): Promise<void> {
+/**
+ * A shared library that records who loaded it in `log` (built with gcc); with `filtee`, a
+ * filter whose symbols are the real library's (ld --filter), so the program still works.
+ */
+async function buildRecorder(
+  path: string,
+  tag: string,
+  log: string,
+  filtee?: string,
+): Promise<void> {
   const source = `#include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -55,10 +63,21 @@ __attribute__((constructor)) static void record(void) {
   const c = `${path}.c`;
   await Deno.writeTextFile(c, source);
   const out = await new Deno.Command("gcc", {
-    args: ["-shared", "-fPIC", "-o", path, c, `-Wl,-soname,${path.split("/").pop()}`],
+    args: [
+      ...["-shared", "-fPIC", "-o", path, c, `-Wl,-soname,${path.split("/").pop()}`],
+      ...(filtee ? [`-Wl,--filter=${filtee}`] : []),
+    ],
     stderr: "piped",
   }).output();
   assert.ok(out.success, new TextDecoder().decode(out.stderr));
+}
+
+/** Where the real libcap-ng is (from `ldd` of setpriv). */
+function libcapNg(): string {
+  const out = new Deno.Command("ldd", { args: ["/usr/bin/setpriv"], stdout: "piped" }).outputSync();
+  const path = /libcap-ng\.so\.0 => (\S+)/.exec(new TextDecoder().decode(out.stdout))?.[1];
+  assert.ok(path, "setpriv does not load libcap-ng here");
+  return path;
 }
 
 /** The init container's script: plants the programs in `dir` (which the pod owns). */
@@ -169,9 +188,10 @@ Deno.test({
     const dir = await attackDir();
     try {
       await buildRecorder(`${dir}/preload.so`, "preload", `${dir}/ran`);
-      // setpriv (util-linux) loads libcap-ng: a library of that name first on the path.
+      // setpriv (util-linux) loads libcap-ng: a library of that name first on the path, which
+      // passes every call on to the real one.
       await Deno.mkdir(`${dir}/lib`);
-      await buildRecorder(`${dir}/lib/libcap-ng.so.0`, "libcap-ng", `${dir}/ran`);
+      await buildRecorder(`${dir}/lib/libcap-ng.so.0`, "libcap-ng", `${dir}/ran`, libcapNg());
       const pod = attackPod(dir, [
         { name: "LD_PRELOAD", value: `${dir}/preload.so` },
         { name: "LD_LIBRARY_PATH", value: `${dir}/lib` },
