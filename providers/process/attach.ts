@@ -17,6 +17,7 @@ import type { Container } from "kubernetes-types/core/v1.d.ts";
 import { type AttachIO, InvalidInputError, NotSupportedError } from "../../provider/mod.ts";
 import type { Instance } from "./instance.ts";
 import type { OutputChunk } from "./output_fanout.ts";
+import { hostCommand } from "./host_tools.ts";
 
 /** What an attach session connects to. */
 export interface AttachTarget {
@@ -94,7 +95,7 @@ async function feedStdin(
   fifo: string,
   stop: AbortSignal,
 ): Promise<"eof" | "stopped"> {
-  const relay = new Deno.Command("sh", {
+  const relay = hostCommand("sh", {
     args: ["-c", 'exec cat > "$1"', "vkubelet-attach-stdin", fifo],
     stdin: "piped",
     stdout: "null",

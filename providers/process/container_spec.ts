@@ -9,6 +9,7 @@ import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError } from "../../provider/mod.ts";
 import { checkRelativePath } from "./atomic_writer.ts";
 import type { ViewMount } from "./mount_ns.ts";
+import { resolveSubPath } from "./sub_path.ts";
 import type { VolumeSet } from "./volumes.ts";
 
 const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -98,7 +99,10 @@ export function containerArgv(
   return [...base, ...(container.args ?? [])].map((part) => expand(part, env));
 }
 
-/** The container's volume mounts as binds from host paths; every problem is permanent. */
+/**
+ * The container's volume mounts as binds from host paths, a subPath resolved inside its volume
+ * (./sub_path.ts); every problem is permanent.
+ */
 export function viewMounts(container: Container, volumes: VolumeSet): ViewMount[] {
   return (container.volumeMounts ?? []).map((mount): ViewMount => {
     if (!mount.mountPath.startsWith("/")) {
@@ -106,16 +110,26 @@ export function viewMounts(container: Container, volumes: VolumeSet): ViewMount[
         `container ${container.name}: mountPath ${mount.mountPath} must be absolute`,
       );
     }
-    let source = volumes.hostPathOf(mount.name);
-    if (mount.subPath) {
-      const problem = checkRelativePath(mount.subPath);
-      if (problem) throw new InvalidInputError(`container ${container.name}: subPath ${problem}`);
-      source = `${source}/${mount.subPath}`;
+    const readOnly = !!mount.readOnly || volumes.isReadOnly(mount.name);
+    const source = volumes.hostPathOf(mount.name);
+    if (!mount.subPath) return { source, target: mount.mountPath, readOnly };
+    const problem = checkRelativePath(mount.subPath);
+    if (problem) throw new InvalidInputError(`container ${container.name}: subPath ${problem}`);
+    const resolved = resolveSubPath(source, mount.subPath);
+    if (!resolved.ok) {
+      // The kubelet's message (pkg/kubelet/kubelet_pods.go makeMounts), with the reason.
+      throw new InvalidInputError(
+        `failed to prepare subPath for volumeMount ${JSON.stringify(mount.name)} of container ${
+          JSON.stringify(container.name)
+        }: ${resolved.reason}`,
+      );
     }
+    const { volume, path } = resolved.subPath;
     return {
-      source,
+      source: path ? `${volume}/${path}` : volume,
       target: mount.mountPath,
-      readOnly: !!mount.readOnly || volumes.isReadOnly(mount.name),
+      readOnly,
+      subPath: resolved.subPath,
     };
   });
 }

@@ -17,11 +17,13 @@ import {
   volumeEnv,
 } from "./container_spec.ts";
 import type { ExecContext } from "./exec.ts";
+import { entryArgv, writeEnvFile } from "./entry.ts";
+import { toolPath } from "./host_tools.ts";
 import { containerIdentity, type HostUser } from "./identity.ts";
 import { Instance, type InstanceFiles } from "./instance.ts";
-import { makeFifos } from "./launcher.ts";
+import { makeFifos, RUNNER_NAME } from "./launcher.ts";
 import { join } from "node:path";
-import { readProcLink } from "./proc.ts";
+import { childrenOf, readProcText } from "./proc.ts";
 import type { PodPaths } from "./state.ts";
 import type { VolumeSet } from "./volumes.ts";
 
@@ -69,21 +71,44 @@ export function instanceFiles(
   };
 }
 
-/** Where and how the container's commands run (for exec, probes and hooks). */
+/** What an instance's exec context is built from. */
+export interface ExecSource {
+  pod: Pod;
+  container: Container;
+  volumes: VolumeSet;
+  paths: PodPaths;
+  host: HostUser;
+}
+
+/**
+ * Where and how the commands of instance `running` run (the container's own, exec, probes and
+ * hooks); writes the instance's environment file, which its root stages hand over (./entry.ts).
+ */
 export function execContextOf(
-  pod: Pod,
-  container: Container,
-  volumes: VolumeSet,
-  paths: PodPaths,
-  pid: number,
-  namespaced: boolean,
-  identity: string[],
+  source: ExecSource,
+  running: { instance: number; pid: number; namespaced: boolean },
 ): ExecContext {
+  const { pod, container, volumes, paths, host } = source;
   const env = containerEnv(pod, container);
-  if (!namespaced && container.volumeMounts?.length) {
+  if (!running.namespaced && container.volumeMounts?.length) {
     Object.assign(env, volumeEnv(container, volumes));
   }
-  return { pid, namespaced, env, workingDir: container.workingDir ?? paths.work, identity };
+  const envFile = join(paths.container(container.name), `${running.instance}.env`);
+  writeEnvFile(envFile, env);
+  const identity = containerIdentity(pod, container, host);
+  const view = running.namespaced ? join(paths.ns, container.name) : undefined;
+  const entry = identity.ok ? entryArgv(identity.identity, host, view) : identity;
+  return {
+    pid: running.pid,
+    namespaced: running.namespaced,
+    env,
+    envFile,
+    // Without workingDir, the pod's scratch directory, or "/" (the kubelet's default, without
+    // an image) for a user who may not enter the pod's directory.
+    workingDir: container.workingDir ? [container.workingDir, ""] : [paths.work, "/"],
+    // An adopted instance whose spec no longer gives an identity: its sessions are refused.
+    entry: entry.ok ? entry.argv : [toolPath("sh"), "-c", 'echo "$0" >&2; exit 126', entry.message],
+  };
 }
 
 /**
@@ -95,7 +120,7 @@ function checkIdentity(
   container: Container,
   deps: StartDeps,
   namespaced: boolean,
-): { ok: true; argv: string[] } | Exclude<StartResult, { kind: "started" }> {
+): { ok: true } | Exclude<StartResult, { kind: "started" }> {
   const identity = containerIdentity(pod, container, deps.hostUser);
   if (!identity.ok) return { kind: "config-error", message: identity.message };
   if (container.securityContext?.readOnlyRootFilesystem) {
@@ -105,11 +130,11 @@ function checkIdentity(
         `container ${container.name}: readOnlyRootFilesystem cannot be honoured by the process provider: its containers share the host's filesystem; remove it, or run the pod on a node with a container runtime`,
     };
   }
-  if (!namespaced && identity.uid !== 0 && container.volumeMounts?.length) {
+  if (!namespaced && identity.identity.uid !== 0 && container.volumeMounts?.length) {
     return {
       kind: "create-error",
       message:
-        `container ${container.name} runs as uid ${identity.uid} and cannot reach its volumes without a private mount namespace (${
+        `container ${container.name} runs as uid ${identity.identity.uid} and cannot reach its volumes without a private mount namespace (${
           deps.mountNamespace.reason ?? "mountNamespace is off"
         }); run vkubelet as root with util-linux unshare, or run the container as root`,
     };
@@ -149,7 +174,7 @@ export async function startContainer(
   const namespaced = wantsView && deps.mountNamespace.ok;
   const identity = checkIdentity(pod, container, deps, namespaced);
   if ("kind" in identity) return identity;
-  const exec = execContextOf(pod, container, volumes, paths, 0, namespaced, identity.argv);
+  const env = containerEnv(pod, container);
   const extraDirs: string[] = [];
   if (container.workingDir && !exists(container.workingDir)) {
     if (!namespaced) {
@@ -162,7 +187,7 @@ export async function startContainer(
     extraDirs.push(container.workingDir);
   }
   const inVolume = mounts.some((m) => argv[0].startsWith(m.target + "/"));
-  if (!(namespaced && inVolume) && !findExecutable(argv[0], exec.env.PATH ?? "")) {
+  if (!(namespaced && inVolume) && !findExecutable(argv[0], env.PATH ?? "")) {
     return {
       kind: "start-error",
       message: `exec: "${argv[0]}": executable file not found in $PATH`,
@@ -176,6 +201,8 @@ export async function startContainer(
   const withStdin = container.stdin === true;
   await makeFifos([files.stdoutFifo, files.stderrFifo, ...(withStdin ? [files.stdinFifo] : [])]);
   await pruneInstances(paths, container.name, n);
+  const source = { pod, container, volumes, paths, host: deps.hostUser };
+  const exec = execContextOf(source, { instance: n, pid: 0, namespaced });
   let cgroup: string | undefined;
   // Every instance gets a cgroup where the host has them, limits or not: deleting the pod kills
   // whatever is in it (./reaper.ts).
@@ -198,9 +225,8 @@ export async function startContainer(
       ready: false,
     },
     {
-      argv: [...identity.argv, ...argv],
-      env: exec.env,
-      workingDir: exec.workingDir,
+      argv: [...exec.entry, ...exec.workingDir, ...argv],
+      envFile: exec.envFile,
       exitFile: files.exitFile,
       stdoutFifo: files.stdoutFifo,
       stderrFifo: files.stderrFifo,
@@ -218,7 +244,7 @@ export async function startContainer(
 }
 
 /**
- * Waits until the runner has built its view and chrooted (its root is no longer the host's),
+ * Waits until the namespace's PID 1 has built the view and become the runner (./launcher.ts),
  * so that exec, probes and hooks enter the finished view; or until it ended, or 10 s passed.
  */
 async function settled(pid: number, ended: Promise<unknown>): Promise<void> {
@@ -226,10 +252,12 @@ async function settled(pid: number, ended: Promise<unknown>): Promise<void> {
   ended.then(() => done = true, () => done = true);
   const deadline = Date.now() + 10_000;
   while (!done && Date.now() < deadline) {
+    const [child] = childrenOf(pid);
     try {
-      if (readProcLink(`/proc/${pid}/root`) !== "/") return;
+      // sh -c SCRIPT $0 ...: the set-up's script names the runner too, so $0 it is.
+      if (child && readProcText(`/proc/${child}/cmdline`).split("\0")[3] === RUNNER_NAME) return;
     } catch {
-      return;
+      // not there yet, or gone (then `ended` settles)
     }
     await new Promise((r) => setTimeout(r, 10));
   }

@@ -1,33 +1,61 @@
 /**
- * Running commands inside a container (`kubectl exec`, exec probes and hooks): with the
- * container's environment and working directory, and inside its mount namespace and root
- * (`nsenter -t <runner> -m -r -w`) when it has one, and as the container's user with its
- * capabilities (`setpriv`, ./identity.ts). A TTY comes from util-linux `script`
+ * Running commands inside a container (`kubectl exec`, exec probes and hooks): a root stage of
+ * host programs with vkubelet's fixed environment opens the container's environment file on
+ * fd 9, joins the container's mount and PID namespaces when it has them (`nsenter -t <PID 1 of
+ * the container> -m -p`), and hands over to the container's entry (./entry.ts), which drops to
+ * the container's user and capabilities, enters its view, loads the environment, changes to
+ * the working directory and execs the command. A TTY comes from util-linux `script`
  * (`script -q -e -c CMD /dev/null`), resized with `stty -F /dev/pts/N rows R cols C`.
  * @module
  */
 import type { AttachIO, TerminalSize } from "../../provider/mod.ts";
+import { OPEN_ENV } from "./entry.ts";
+import { HELPER_ENV, hostCommand, toolPath } from "./host_tools.ts";
 import { shellQuote } from "./mount_ns.ts";
 import { childrenOf, readProcLink } from "./proc.ts";
 
 /** Where and how a container's commands run. */
 export interface ExecContext {
-  /** The container's runner process (its mount namespace, root and cwd). */
+  /** The container's runner process (with a view, `unshare`, parent of the namespace's PID 1). */
   pid: number;
   namespaced: boolean;
   env: Record<string, string>;
-  workingDir: string;
-  /** The `setpriv` prefix that gives a command the container's identity (./identity.ts). */
-  identity: string[];
+  /** The container's environment file, root's only (./entry.ts). */
+  envFile: string;
+  /** The working directory and the fallback if it cannot be entered ("" for none; ./entry.ts). */
+  workingDir: [string, string];
+  /** The argv that drops to the container's identity and enters its view (./entry.ts). */
+  entry: string[];
 }
 
-/** argv and cwd that run `command` in the container. */
-export function execCommand(ctx: ExecContext, command: string[]): { argv: string[]; cwd?: string } {
-  const run = [...ctx.identity, ...command];
-  if (ctx.namespaced) {
-    return { argv: ["nsenter", "-t", String(ctx.pid), "-m", "-r", "-w", "--", ...run] };
-  }
-  return { argv: run, cwd: ctx.workingDir };
+/** The argv that runs `command` in the container; throws if its namespace is gone. */
+export function execCommand(ctx: ExecContext, command: string[]): string[] {
+  const run = [...ctx.entry, ...ctx.workingDir, ...command];
+  const inner = ctx.namespaced
+    ? [toolPath("nsenter"), "-t", String(namespacePid(ctx.pid)), "-m", "-p", "--", ...run]
+    : run;
+  return [toolPath("sh"), "-c", OPEN_ENV, "vkubelet-exec", ctx.envFile, ...inner];
+}
+
+/** PID 1 of the container's PID namespace: the child `unshare --fork` started. */
+function namespacePid(unsharePid: number): number {
+  const [child] = childrenOf(unsharePid);
+  if (child === undefined) throw new Error("the container's processes have ended");
+  return child;
+}
+
+/** The host program of argv[0] (an absolute path) with vkubelet's fixed environment. */
+function helper(
+  argv: string[],
+  options: Omit<Deno.CommandOptions, "args" | "env" | "clearEnv">,
+  env: Record<string, string> = {},
+): Deno.Command {
+  return new Deno.Command(argv[0], {
+    ...options,
+    args: argv.slice(1),
+    clearEnv: true,
+    env: { ...HELPER_ENV, ...env },
+  });
 }
 
 /** Runs `command` to completion with output captured (probes, hooks); kills it at `timeoutMs`. */
@@ -37,15 +65,10 @@ export async function runCaptured(
   timeoutMs: number,
   signal?: AbortSignal,
 ): Promise<{ code: number; output: string; timedOut: boolean }> {
-  const { argv, cwd } = execCommand(ctx, command);
   const deadline = AbortSignal.timeout(timeoutMs);
   let child: Deno.ChildProcess;
   try {
-    child = new Deno.Command(argv[0], {
-      args: argv.slice(1),
-      cwd,
-      env: ctx.env,
-      clearEnv: true,
+    child = helper(execCommand(ctx, command), {
       detached: true,
       stdin: "null",
       stdout: "piped",
@@ -86,19 +109,16 @@ export async function runInteractive(
 ): Promise<number> {
   const inner = execCommand(ctx, command);
   const argv = io.tty
-    ? ["script", "-q", "-e", "-c", inner.argv.map(shellQuote).join(" "), "/dev/null"]
-    : inner.argv;
-  const env = io.tty ? { ...ctx.env, SHELL: "/bin/sh", TERM: ctx.env.TERM ?? "xterm" } : ctx.env;
-  const child = new Deno.Command(argv[0], {
-    args: argv.slice(1),
-    cwd: inner.cwd,
-    env,
-    clearEnv: true,
+    ? [toolPath("script"), "-q", "-e", "-c", inner.map(shellQuote).join(" "), "/dev/null"]
+    : inner;
+  // script runs CMD with $SHELL; TERM is xterm unless the container's environment says otherwise.
+  const env: Record<string, string> = io.tty ? { SHELL: toolPath("sh"), TERM: "xterm" } : {};
+  const child = helper(argv, {
     detached: true,
     stdin: io.stdin || io.tty ? "piped" : "null",
     stdout: "piped",
     stderr: io.tty ? "null" : "piped",
-  }).spawn();
+  }, env).spawn();
   const stop = () => killGroup(child.pid);
   signal?.addEventListener("abort", stop, { once: true });
   const exited = child.status;
@@ -173,7 +193,7 @@ async function resizeLoop(
     if (done) break;
     const pts = await findPty(scriptPid);
     if (!pts) continue;
-    await new Deno.Command("stty", {
+    await hostCommand("stty", {
       args: ["-F", pts, "rows", String(size.height), "cols", String(size.width)],
       stdout: "null",
       stderr: "null",

@@ -20,6 +20,7 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
+import { toolPath } from "./host_tools.ts";
 import { readProcText } from "./proc.ts";
 
 /** The containerd/Docker default capability set, without the `CAP_` prefix. */
@@ -201,13 +202,13 @@ export function setprivArgv(
     const same = identity.uid === host.uid && identity.gid === host.gid &&
       identity.groups.length === 0 && identity.capabilities !== "all";
     if (same || isHostIdentity(identity, host)) {
-      return { ok: true, argv: identity.noNewPrivs ? ["setpriv", "--nnp", "--"] : [] };
+      return { ok: true, argv: identity.noNewPrivs ? [toolPath("setpriv"), "--nnp", "--"] : [] };
     }
     const message =
       `vkubelet runs as uid ${host.uid}, not root, and cannot run a container as another user or group or privileged; run vkubelet as root or remove runAsUser, runAsGroup, supplementalGroups, fsGroup and privileged from the pod`;
     return { ok: false, message };
   }
-  const argv = ["setpriv", `--reuid=${identity.uid}`, `--regid=${identity.gid}`];
+  const argv = [toolPath("setpriv"), `--reuid=${identity.uid}`, `--regid=${identity.gid}`];
   argv.push(identity.groups.length ? `--groups=${identity.groups.join(",")}` : "--clear-groups");
   if (identity.capabilities !== "all") {
     const keep = identity.capabilities.map((name) => `+${name.toLowerCase()}`);
@@ -229,14 +230,14 @@ export function hostUser(): HostUser {
   return { uid: id("Uid"), gid: id("Gid") };
 }
 
-/** The `setpriv` prefix for `container` with its uid, or why it may not start. */
+/** The identity of `container`, checked to be one this vkubelet can give, or why not. */
 export function containerIdentity(
   pod: Pod,
   container: Container,
   host: HostUser,
-): { ok: true; argv: string[]; uid: number } | { ok: false; message: string } {
+): IdentityResult {
   const resolved = resolveIdentity(pod, container, host);
   if (!resolved.ok) return resolved;
   const prefix = setprivArgv(resolved.identity, host);
-  return prefix.ok ? { ...prefix, uid: resolved.identity.uid } : prefix;
+  return prefix.ok ? resolved : prefix;
 }

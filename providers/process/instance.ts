@@ -17,7 +17,7 @@ import {
 import { LogWriter, pumpFifo } from "./log_writer.ts";
 import { removeCgroup, wasOomKilled } from "./cgroups.ts";
 import { OutputFanout } from "./output_fanout.ts";
-import { instanceTree, isSameProcess, type ProcStat, readProcStat } from "./proc.ts";
+import { hostPidOf, instanceTree, isSameProcess, type ProcStat, readProcStat } from "./proc.ts";
 import { killInstance } from "./reaper.ts";
 import type { InstanceRecord, Termination } from "./state.ts";
 import type { Clock } from "../../provider/mod.ts";
@@ -239,6 +239,9 @@ export class Instance {
     } catch {
       return; // the runner never got that far
     }
+    // In the container's PID namespace the runner wrote the namespace's number (an instance an
+    // older vkubelet started has none: its number is the host's, checked below like any other).
+    if (this.record.namespaced) pid = hostPidOf(this.record.pid, pid) ?? pid;
     const stat = Number.isInteger(pid) && pid > 0 ? readProcStat(pid) : undefined;
     // Only the holder of this instance: a reused PID would be in another process group.
     if (stat && stat.pgrp === this.record.pid && stat.state !== "Z") {

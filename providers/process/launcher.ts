@@ -2,24 +2,32 @@
  * Starting a container instance as a process tree that does not depend on vkubelet: a small
  * sh runner in its own session and process group (`detached: true`) opens the instance's
  * stdout/stderr FIFOs read-write (so a vkubelet restart never breaks its pipes), joins its
- * cgroup, changes to the working directory, runs the command in the foreground and writes its
- * exit status to a file, so that even an exit while vkubelet is down is known afterwards. With
- * volumes, the runner starts under `unshare -m` and chroots into the container's view
- * (./mount_ns.ts). A process is identified by PID plus `/proc` start time.
+ * cgroup, opens the container's environment file on fd 9, runs the command in the foreground
+ * and writes its exit status to a file, so that even an exit while vkubelet is down is known
+ * afterwards. The runner is root's (when vkubelet is) and stays on the host's root with
+ * vkubelet's fixed environment; the command it runs drops the privileges, enters the view and
+ * only then takes the container's environment (./entry.ts). With a view, the runner starts
+ * under `unshare -m --pid --fork --mount-proc`: a private mount namespace in which it builds the
+ * view (./mount_ns.ts), and a PID namespace of the container's own whose procfs the view shows,
+ * as the kubelet gives each container unless the pod sets `shareProcessNamespace`. A process is
+ * identified by PID plus `/proc` start time: the PID of `unshare`, which waits for the runner
+ * (PID 1 of the namespace), and whose end ends the namespace and every process in it.
  * @module
  */
 import { type ProcStat, readProcStat } from "./proc.ts";
 import { type HiddenPaths, shellQuote, type ViewMount, viewScript } from "./mount_ns.ts";
+import { HELPER_ENV, hostCommand, toolPath } from "./host_tools.ts";
 
-// The runner's arguments: exit file, working dir, stdout, stderr, stdin FIFO ("" = /dev/null),
-// stdin holder's PID file, cgroup.procs files separated by ":" ("" = none; cgroup v1 has one
-// per hierarchy), then the command. A trapped TERM/INT
-// waits for the foreground command instead of ending the runner, and is reset to default in
-// the command itself. The command reads stdin from the FIFO but holds no writer of it: a
+// The runner's arguments: exit file, stdout, stderr, stdin FIFO ("" = /dev/null), stdin
+// holder's PID file, cgroup.procs files separated by ":" ("" = none; cgroup v1 has one per
+// hierarchy), the environment file, then the command (./entry.ts). A trapped TERM/INT waits
+// for the foreground command instead of ending the runner, and is reset to default in the
+// command itself. The command reads stdin from the FIFO but holds no writer of it: a
 // background \`sleep\` (the holder) does, so the command sees EOF only once the holder is killed
 // (stdinOnce) and no attach session writes any more; the holder is in the runner's process
-// group and goes with the instance.
-const RUNNER = `exit_file=$1 wd=$2 out=$3 err=$4 in=$5 hold=$6 cg=$7
+// group and goes with the instance. In a PID namespace, \`$$\` and \`$!\` are the namespace's
+// numbers: cgroup.procs reads them so, and vkubelet maps the holder's back (./proc.ts).
+const RUNNER = `exit_file=$1 out=$2 err=$3 in=$4 hold=$5 cg=$6 env=$7
 shift 7
 if [ -n "$cg" ]; then IFS=:; for f in $cg; do echo $$ > "$f"; done; unset IFS; fi
 exec 1<>"$out" 2<>"$err"
@@ -29,7 +37,8 @@ if [ -n "$in" ]; then
   echo $! > "$hold"
   exec 3>&-
 else exec 0</dev/null; fi
-if ! cd "$wd"; then echo 128 > "$exit_file"; exit 128; fi
+if ! [ -f "$env" ]; then echo "vkubelet: no environment file $env" >&2; echo 128 > "$exit_file"; exit 128; fi
+exec 9<"$env"
 trap : TERM INT HUP
 "$@"
 code=$?
@@ -38,10 +47,10 @@ exit "$code"`;
 
 /** Everything needed to start one instance. */
 export interface LaunchSpec {
+  /** What the runner runs: the entry (./entry.ts), the working directory and the command. */
   argv: string[];
-  env: Record<string, string>;
-  /** The working directory as the container sees it. */
-  workingDir: string;
+  /** The container's environment file (./entry.ts `writeEnvFile`). */
+  envFile: string;
   exitFile: string;
   stdoutFifo: string;
   stderrFifo: string;
@@ -66,39 +75,42 @@ export interface ProcessHandle {
 /** Creates the FIFOs an instance writes to. */
 export async function makeFifos(paths: string[]): Promise<void> {
   for (const path of paths) await Deno.remove(path).catch(() => {});
-  const out = await new Deno.Command("mkfifo", { args: ["-m", "600", ...paths], stderr: "piped" })
+  const out = await hostCommand("mkfifo", { args: ["-m", "600", ...paths], stderr: "piped" })
     .output();
   if (!out.success) {
     throw new Error(`mkfifo failed: ${new TextDecoder().decode(out.stderr).trim()}`);
   }
 }
 
-/** The argv that starts `spec`: sh, or unshare + sh that builds the view and chroots. */
+/** The argv that starts `spec`: sh, or unshare + sh that builds the view, then runs sh. */
 export function launchArgv(spec: LaunchSpec): string[] {
   const runnerArgs = [
     spec.exitFile,
-    spec.workingDir,
     spec.stdoutFifo,
     spec.stderrFifo,
     spec.stdin?.fifo ?? "",
     spec.stdin?.holderPidFile ?? "",
     spec.cgroupProcs ?? "",
+    spec.envFile,
     ...spec.argv,
   ];
-  if (!spec.view) return ["/bin/sh", "-c", RUNNER, "vkubelet-runner", ...runnerArgs];
+  const sh = toolPath("sh");
+  if (!spec.view) return [sh, "-c", RUNNER, RUNNER_NAME, ...runnerArgs];
   const setup = [
     ...viewScript(spec.view.root, spec.view.mounts, spec.view.extraDirs, spec.view.hidden),
-    `exec chroot ${shellQuote(spec.view.root)} /bin/sh -c ${
-      shellQuote(RUNNER)
-    } vkubelet-runner "$@"`,
+    `exec ${sh} -c ${shellQuote(RUNNER)} ${RUNNER_NAME} "$@"`,
   ].join("\n");
   return [
-    "unshare",
+    toolPath("unshare"),
     "-m",
     "--propagation",
     "private",
+    "--pid",
+    "--fork",
+    "--kill-child",
+    "--mount-proc",
     "--",
-    "/bin/sh",
+    sh,
     "-c",
     setup,
     "vkubelet-setup",
@@ -106,13 +118,17 @@ export function launchArgv(spec: LaunchSpec): string[] {
   ];
 }
 
+/** The runner's `$0`: its command line says the view is built once it shows this. */
+export const RUNNER_NAME = "vkubelet-runner";
+
 /** Starts the instance in its own session; the handle's `exited` settles when it ends. */
 export function launch(spec: LaunchSpec): ProcessHandle {
   const [cmd, ...args] = launchArgv(spec);
+  // The program is an absolute path and the environment vkubelet's own (./host_tools.ts).
   const child = new Deno.Command(cmd, {
     args,
-    env: spec.env,
     clearEnv: true,
+    env: { ...HELPER_ENV },
     detached: true,
     stdin: "null",
     stdout: "null",

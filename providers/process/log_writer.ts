@@ -7,6 +7,7 @@
  * @module
  */
 import type { Clock } from "../../provider/mod.ts";
+import { hostCommand } from "./host_tools.ts";
 
 const NEWLINE = 10;
 /** A line longer than this is written in parts tagged `P`, as CRI runtimes do. */
@@ -105,7 +106,7 @@ export interface PumpOptions {
  */
 export async function pumpFifo(fifo: string, options: PumpOptions): Promise<void> {
   const { stream, writer, stopMarker, onOutput } = options;
-  const cat = new Deno.Command("cat", {
+  const cat = hostCommand("cat", {
     args: [fifo],
     stdin: "null",
     stdout: "piped",

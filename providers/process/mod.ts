@@ -10,9 +10,10 @@
  * probes, hooks, restarts with back-off, stats from /proc or cgroups (v2 or v1), and re-adoption of
  * running processes after a vkubelet restart. Config: `./config.ts`.
  *
- * Host tools used: `/bin/sh`, `cat`, `sleep`, `mkfifo`, `readlink`, `unshare`, `mount`,
- * `chroot`, `nsenter`, `setpriv`, `script` and `stty` (coreutils and util-linux). What isolation
- * pods get, and what they do not: ./README.md.
+ * Host tools used (found once on a fixed trusted PATH and run with vkubelet's own environment,
+ * ./host_tools.ts): `sh`, `cat`, `env`, `sleep`, `mv`, `mkfifo`, `readlink`, `unshare`, `mount`,
+ * `mkdir`, `ln`, `chroot`, `nsenter`, `setpriv`, `script` and `stty` (coreutils and
+ * util-linux). What isolation pods get, and what they do not: ./README.md.
  * @module
  */
 import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
@@ -21,6 +22,8 @@ import { parseProcessConfig } from "./config.ts";
 import { chooseStateDir, defaultStateDirs } from "./state_dir.ts";
 import { kubeVolumeSource } from "./kube_source.ts";
 import { probeMountNamespace } from "./mount_ns.ts";
+import { missingTools, requiredTools } from "./host_tools.ts";
+import { hostUser } from "./identity.ts";
 import { ProcessProvider, type ProcessProviderOptions } from "./provider.ts";
 
 export { parseProcessConfig, type ProcessConfig } from "./config.ts";
@@ -56,6 +59,10 @@ export async function createProvider(
       `mountNamespace is "required" but this host cannot give containers one: ${mountNamespace.reason}; run vkubelet as root with util-linux installed, or set mountNamespace: auto`,
     );
   }
+  const missing = missingTools(
+    requiredTools({ root: hostUser().uid === 0, view: mountNamespace.ok }),
+  );
+  if (missing.length) throw new InvalidInputError(missing.join("; "));
   const cgroups = overrides.cgroups ??
     (cfg.cgroups === "off"
       ? { ok: false as const, reason: "cgroups is off" }

@@ -12,7 +12,10 @@
  * config's `hiddenPaths` (vkubelet's config, kubeconfig and keys), are covered by empty tmpfs.
  * @module
  */
-import { dirname, join, normalize } from "node:path";
+import { join, normalize } from "node:path";
+import { hostCommand, toolPath } from "./host_tools.ts";
+import { WALK_FUNCTIONS } from "./safe_walk.ts";
+import type { ResolvedSubPath } from "./sub_path.ts";
 
 /** One bind mount into the container's view. */
 export interface ViewMount {
@@ -21,6 +24,8 @@ export interface ViewMount {
   /** Absolute path inside the container. */
   target: string;
   readOnly: boolean;
+  /** For a subPath: bound from what the set-up reaches without following links (./sub_path.ts). */
+  subPath?: ResolvedSubPath;
 }
 
 /** Quotes `text` for sh. */
@@ -96,6 +101,8 @@ export function viewScript(
   extraDirs: string[] = [],
   hidden?: HiddenPaths,
 ): string[] {
+  // The walks compare the kernel's paths with these: no symlink may be left in the root's.
+  root = Deno.realPathSync(root);
   const sorted = [...mounts].sort((a, b) => depth(a.target) - depth(b.target));
   const places = [...sorted.map((m) => m.target), ...extraDirs].map((dir) => splitExisting(dir));
   // Views first, outermost first, so that no later tmpfs hides a bind made before it.
@@ -103,7 +110,7 @@ export function viewScript(
   for (const { existing, rest } of places) {
     if (rest.length > 0 && existing !== "/" && !insideMount(existing, sorted)) views.add(existing);
   }
-  const lines = ["set -e", ...viewLines(root, "/")];
+  const lines = ["set -e", ...WALK_FUNCTIONS, ...viewLines(root, "/")];
   for (const dir of [...views].sort((a, b) => depth(a) - depth(b))) {
     lines.push(...viewLines(root, dir));
   }
@@ -112,16 +119,40 @@ export function viewScript(
   if (hidden) lines.push(...hideLines(root, hidden));
   places.forEach(({ existing, rest }, i) => {
     const mount = sorted[i];
-    const target = join(root, existing, ...rest);
-    const isFile = mount !== undefined && isFileSource(mount.source);
-    if (rest.length > 0) {
-      lines.push(`mkdir -p ${shellQuote(isFile ? dirname(target) : target)}`);
-      if (isFile) lines.push(`: > ${shellQuote(target)}`);
-    }
-    if (!mount) return;
-    lines.push(`mount --bind ${shellQuote(mount.source)} ${shellQuote(target)}`);
-    if (mount.readOnly) lines.push(`mount -o remount,bind,ro ${shellQuote(target)}`);
+    lines.push(...placeLines(root, join(existing, ...rest).slice(1), mount));
   });
+  return lines;
+}
+
+/**
+ * Lines that make `root/path` (a mount point, or with no `mount` a directory) and bind `mount`
+ * there, never following a link on the way (./safe_walk.ts): the path may lie inside a volume
+ * mounted before, whose content is the pod's.
+ */
+function placeLines(root: string, path: string, mount?: ViewMount): string[] {
+  const at = `${shellQuote(root)} ${shellQuote(path)}`;
+  if (!mount) return [`vk_walk ${at} dir ""`];
+  const lines: string[] = [];
+  let source = shellQuote(mount.source);
+  if (mount.subPath) {
+    const { volume, path: sub, mode } = mount.subPath;
+    lines.push(`vk_walk ${shellQuote(volume)} ${shellQuote(sub)} dir ${mode.toString(8)}`);
+    lines.push("exec 6<&7");
+    source = "/proc/self/fd/6";
+  }
+  const isFile = mount.subPath ? !mount.subPath.isDirectory : isFileSource(mount.source);
+  lines.push(
+    `vk_walk ${at} ${isFile ? "file" : "dir"} ""`,
+    `mount --no-canonicalize --bind ${source} /proc/self/fd/7`,
+  );
+  // fd 7 holds what is under the new mount: walk again to hold the mount itself.
+  if (mount.readOnly) {
+    lines.push(
+      `vk_walk ${at} none ""`,
+      "mount --no-canonicalize -o remount,bind,ro /proc/self/fd/7",
+    );
+  }
+  lines.push("exec 6<&- 7<&-");
   return lines;
 }
 
@@ -147,8 +178,11 @@ export async function probeMountNamespace(): Promise<{ ok: true } | { ok: false;
   const dir = await Deno.makeTempDir({ prefix: "vkubelet-ns-probe-" });
   try {
     const script = 'mount -t tmpfs vkubelet-probe "$1" && mount --bind "$1" "$1"';
-    const out = await new Deno.Command("unshare", {
-      args: ["-m", "--propagation", "private", "--", "/bin/sh", "-c", script, "sh", dir],
+    const out = await hostCommand("unshare", {
+      args: [
+        ...["-m", "--propagation", "private", "--pid", "--fork", "--mount-proc"],
+        ...["--", toolPath("sh"), "-c", script, "sh", dir],
+      ],
       stdout: "null",
       stderr: "piped",
     }).output();

@@ -10,6 +10,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { allContainers } from "./container_spec.ts";
 import { cgroupPids } from "./cgroups.ts";
 import { instanceTree, readProcText } from "./proc.ts";
+import { hostCommand } from "./host_tools.ts";
 
 const decoder = new TextDecoder();
 /** `st` of a listening socket in /proc/net/tcp (include/net/tcp_states.h TCP_LISTEN). */
@@ -48,7 +49,7 @@ export function socketInodes(pids: number[]): Set<string> {
   const inodes = new Set<string>();
   if (pids.length === 0) return inodes;
   // One subprocess for every process: Deno reads /proc directly only with --allow-all.
-  const out = new Deno.Command("sh", {
+  const out = hostCommand("sh", {
     args: [
       "-c",
       'for p; do readlink /proc/"$p"/fd/* 2>/dev/null; done; true',

@@ -21,7 +21,6 @@ import { execContextOf, instanceFiles, startContainer, type StartDeps } from "./
 import { allContainers } from "./container_spec.ts";
 import { killGraceMs, type LiveContainer, stopContainer } from "./container_stop.ts";
 import type { ExecContext } from "./exec.ts";
-import { containerIdentity, type HostUser } from "./identity.ts";
 import { stepInitContainers } from "./init_containers.ts";
 import { Instance } from "./instance.ts";
 import { superviseInstance } from "./instance_supervisor.ts";
@@ -162,13 +161,14 @@ export class PodRunner {
       });
     }
     const exec = execContextOf(
-      this.record.pod,
-      container,
-      this.volumes,
-      this.paths,
-      running.pid,
-      running.namespaced,
-      adoptedIdentity(this.record.pod, container, this.#deps.hostUser),
+      {
+        pod: this.record.pod,
+        container,
+        volumes: this.volumes,
+        paths: this.paths,
+        host: this.#deps.hostUser,
+      },
+      running,
     );
     this.#track(container, instance, exec);
   }
@@ -403,12 +403,6 @@ export class PodRunner {
     );
     return this.#saving;
   }
-}
-
-/** The identity an adopted instance's exec sessions get: the one it was started with. */
-function adoptedIdentity(pod: Pod, container: Container, host: HostUser): string[] {
-  const identity = containerIdentity(pod, container, host);
-  return identity.ok ? identity.argv : [];
 }
 
 function earliest(times: (number | undefined)[]): number | undefined {

@@ -4,6 +4,7 @@
  * of processes and of the node.
  * @module
  */
+import { hostCommand } from "./host_tools.ts";
 
 const decoder = new TextDecoder();
 /** Set once Deno refuses a direct read of /proc (it wants --allow-all for that). */
@@ -22,7 +23,7 @@ export function readProcText(path: string): string {
       viaSubprocess = true;
     }
   }
-  const out = new Deno.Command("cat", { args: [path], stdout: "piped", stderr: "null" })
+  const out = hostCommand("cat", { args: [path], stdout: "piped", stderr: "null" })
     .outputSync();
   if (!out.success) throw new Deno.errors.NotFound(`cannot read ${path}`);
   return decoder.decode(out.stdout);
@@ -38,7 +39,7 @@ export function readProcLink(path: string): string {
       viaSubprocess = true;
     }
   }
-  const out = new Deno.Command("readlink", { args: [path], stdout: "piped", stderr: "null" })
+  const out = hostCommand("readlink", { args: [path], stdout: "piped", stderr: "null" })
     .outputSync();
   if (!out.success) throw new Deno.errors.NotFound(`cannot read ${path}`);
   return decoder.decode(out.stdout).trim();
@@ -63,7 +64,7 @@ function allStatLines(): string[] {
       viaSubprocess = true;
     }
   }
-  const out = new Deno.Command("sh", {
+  const out = hostCommand("sh", {
     args: ["-c", "cat /proc/[0-9]*/stat 2>/dev/null; true"],
     stdout: "piped",
     stderr: "null",
@@ -197,4 +198,20 @@ export function childrenOf(pid: number): number[] {
   } catch {
     return [];
   }
+}
+
+/**
+ * The host PID of the process that is `nsPid` in the PID namespace of instance `sid`'s
+ * processes (from the `NSpid` line of `/proc/<pid>/status`); `nsPid` itself outside one.
+ */
+export function hostPidOf(sid: number, nsPid: number): number | undefined {
+  for (const { pid } of instanceTree(sid)) {
+    try {
+      const ids = /^NSpid:\s+(.*)$/m.exec(readProcText(`/proc/${pid}/status`))?.[1].split(/\s+/);
+      if (ids && ids.length > 1 && Number(ids[ids.length - 1]) === nsPid) return pid;
+    } catch {
+      // gone
+    }
+  }
+  return undefined;
 }

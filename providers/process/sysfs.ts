@@ -5,6 +5,7 @@
  * `rmdir`, `test`; --allow-run, which the provider needs anyway), as ./proc.ts does for `/proc`.
  * @module
  */
+import { hostCommand, type HostTool } from "./host_tools.ts";
 
 const decoder = new TextDecoder();
 /** Set once Deno refuses a direct operation on /sys. */
@@ -16,8 +17,11 @@ function refused(err: unknown): boolean {
   return true;
 }
 
-function run(cmd: string, args: string[]): { ok: boolean; stdout: string; stderr: string } {
-  const out = new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped", stdin: "null" })
+function run(
+  cmd: HostTool,
+  args: string[],
+): { ok: boolean; stdout: string; stderr: string } {
+  const out = hostCommand(cmd, { args, stdout: "piped", stderr: "piped", stdin: "null" })
     .outputSync();
   return {
     ok: out.success,

@@ -152,10 +152,7 @@ export class VolumeSet {
 
   async #syncOne(pod: Pod, volume: Volume, signal?: AbortSignal): Promise<void> {
     const dir = this.#ctx.paths.volume(volume.name);
-    if (volume.emptyDir) {
-      await Deno.mkdir(dir, { recursive: true, mode: 0o777 });
-      return;
-    }
+    if (volume.emptyDir) return await makeEmptyDir(dir);
     if (volume.hostPath) return await this.#hostPath(volume);
     if (volume.persistentVolumeClaim) return await this.#claim(pod, volume, signal);
     let files: VolumeFile[];
@@ -323,4 +320,20 @@ function itemsOrAll(
     out.push({ path: item.path, data: bytes, mode: item.mode ?? defaultMode });
   }
   return out;
+}
+
+/**
+ * Creates an emptyDir: mode 0777 whatever the umask, so that any user of the pod can write it,
+ * as the kubelet does (kubernetes/kubernetes pkg/volume/emptydir/empty_dir.go `setupDir`, `perm
+ * os.FileMode = 0777`); once only, so that a mode the pod set later stays.
+ */
+async function makeEmptyDir(dir: string): Promise<void> {
+  try {
+    await Deno.mkdir(dir, { recursive: false });
+  } catch (err) {
+    if (err instanceof Deno.errors.AlreadyExists) return;
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+    await Deno.mkdir(dir, { recursive: true });
+  }
+  await Deno.chmod(dir, 0o777);
 }
