@@ -103,11 +103,14 @@ function dropKubeconfigFromEnv(
 ): void {
   const source = sources.get("kubeconfig");
   if (raw.bootstrapKubeconfig === undefined || source?.kind !== "env") return;
-  warnings.push(
-    `${
-      describe("kubeconfig", source)
-    } is ignored with --bootstrap-kubeconfig; pass --kubeconfig PATH to name where the node's kubeconfig is kept`,
-  );
+  // `KUBECONFIG=admin.conf vkubelet --bootstrap-kubeconfig=admin.conf` needs no warning.
+  if (raw.kubeconfig !== raw.bootstrapKubeconfig) {
+    warnings.push(
+      `${
+        describe("kubeconfig", source)
+      } is ignored with --bootstrap-kubeconfig; pass --kubeconfig PATH to name where the node's kubeconfig is kept`,
+    );
+  }
   delete raw.kubeconfig;
   sources.set("kubeconfig", { kind: "default" });
 }

@@ -94,4 +94,9 @@ Deno.test("with --bootstrap-kubeconfig, --kubeconfig may name a file that does n
     fromEnv.warnings.join("\n"),
     /KUBECONFIG \(environment\) is ignored with --bootstrap-kubeconfig/,
   );
+  // The same file as both (scripts/try_on_cluster.sh): nothing to warn about.
+  const same = await load(["--provider=mock", "--bootstrap-kubeconfig=/b"], { KUBECONFIG: "/b" });
+  assert.ok(same.ok);
+  assert.equal(same.config.kubeconfig, undefined);
+  assert.deepEqual(same.warnings, []);
 });
