@@ -38,7 +38,11 @@ import {
   type KeyPair,
   storedPairProblem,
 } from "../x509/mod.ts";
-import { readNodeKubeconfig, storeOrKubeconfig, writeNodeKubeconfig } from "./node_kubeconfig.ts";
+import {
+  readNodeKubeconfig,
+  storeOrKubeconfig,
+  writeBootstrappedKubeconfig,
+} from "./node_kubeconfig.ts";
 
 /** Test hooks for a bounded rotation test; production leaves them unset. */
 export interface NodeIdentityHooks {
@@ -63,54 +67,13 @@ export async function startNodeIdentity(
   deps: { clock: Clock; signal: AbortSignal; hooks?: NodeIdentityHooks },
 ): Promise<NodeIdentity> {
   const log = getLogger(["vkubelet", "identity"]).with({ node: config.nodeName });
-  const bootstrapPath = config.bootstrapKubeconfig;
-  if (!bootstrapPath) throw new TypeError("startNodeIdentity needs --bootstrap-kubeconfig");
-  const names = { nodeName: config.nodeName, dnsNames: [], ipAddresses: [] };
-  const existing = config.kubeconfig
-    ? await readNodeKubeconfig(config.kubeconfig, deps.clock)
-    : undefined;
-  if (existing?.usable) {
-    const notOwn = storedPairProblem(existing.pair, names, deps.clock.now());
-    log.info("using {path}, whose client certificate is valid until {until}; no bootstrap", {
-      path: config.kubeconfig,
-      until: existing.validTo,
-    });
-    if (!config.rotateCertificates || notOwn) {
-      if (config.rotateCertificates) {
-        log.warn("not rotating the client certificate of {path}: {problem}", {
-          path: config.kubeconfig,
-          problem: notOwn,
-        });
-      }
-      return { connection: existing.connection, stop: () => Promise.resolve() };
-    }
-  } else if (existing) {
-    const level = existing.missing ? "info" : "warn";
-    log[level]("{path} {problem}; bootstrapping with {bootstrap}", {
-      path: config.kubeconfig,
-      problem: existing.problem,
-      bootstrap: bootstrapPath,
-    });
-  }
-  const readBootstrap = () =>
-    loadBootstrap(
-      bootstrapPath,
-      deps.clock,
-      existing?.usable ? undefined : {
-        path: config.kubeconfig,
-        problem: existing?.problem,
-      },
-    );
-  const cluster = existing?.usable ? existing.connection : await readBootstrap();
+  const start = await startingPoint(config, deps.clock, log);
+  if ("asIs" in start) return { connection: start.asIs, stop: () => Promise.resolve() };
+  const { cluster, fromKubeconfig, readBootstrap } = start;
   const dirs = config.certDir ? [config.certDir] : defaultCertDirs(Deno.env.toObject());
   const fileStore = fileCertificateStore({ dirs, nodeName: config.nodeName, kind: "client" });
-  const store = existing?.usable
-    ? storeOrKubeconfig(
-      fileStore,
-      { path: config.kubeconfig!, pair: existing.pair },
-      names,
-      deps.clock,
-    )
+  const store = fromKubeconfig
+    ? storeOrKubeconfig(fileStore, fromKubeconfig, nodeNames(config), deps.clock)
     : fileStore;
   const current = new ClientCertificateSource(`the node's client certificate (${store.path})`);
   const connection: ConnectionConfig = {
@@ -119,14 +82,12 @@ export async function startNodeIdentity(
     proxyUrl: cluster.proxyUrl,
     credentialSource: current,
     namespace: "default",
-    source: existing?.usable
+    source: fromKubeconfig
       ? `${cluster.source}, its certificate rotated in ${fileStore.path}`
-      : `TLS bootstrap (${bootstrapPath})`,
+      : `TLS bootstrap (${config.bootstrapKubeconfig})`,
   };
   // Only read when needed: kubeadm deletes the bootstrap kubeconfig once the node joined.
-  let bootstrapClient: KubeClient | undefined = existing?.usable
-    ? undefined
-    : new KubeClient(cluster, { clock: deps.clock });
+  let bootstrapClient = fromKubeconfig ? undefined : new KubeClient(cluster, { clock: deps.clock });
   const bootstrap = async () =>
     bootstrapClient ??= new KubeClient(await readBootstrap(), { clock: deps.clock });
   const nodeClient = new KubeClient(connection, { clock: deps.clock });
@@ -137,9 +98,7 @@ export async function startNodeIdentity(
   const done = csrCertificate({
     kind: "client",
     csrApi: identityCsrApi({ bootstrap, nodeClient, current, config, clock: deps.clock }),
-    nodeName: config.nodeName,
-    dnsNames: [],
-    ipAddresses: [],
+    ...nodeNames(config),
     clock: deps.clock,
     log,
     store,
@@ -163,20 +122,77 @@ export async function startNodeIdentity(
     nodeClient.close();
   };
   await Promise.race([obtained, done]);
-  if (!current.current) {
-    await close();
-    signal.throwIfAborted();
-    throw new Error("TLS bootstrap ended without a certificate");
-  }
-  if (!existing?.usable) {
-    try {
-      await writeKubeconfigOnce(config, connection, fileStore.path, log);
-    } catch (err) {
-      await close();
-      throw err;
+  try {
+    if (!current.current) {
+      signal.throwIfAborted();
+      throw new Error("TLS bootstrap ended without a certificate");
     }
+    if (!fromKubeconfig) await writeBootstrappedKubeconfig(config, connection, fileStore.path, log);
+  } catch (err) {
+    await close();
+    throw err;
   }
   return { connection, stop: close };
+}
+
+/** The names a node client certificate carries: the node's, and no addresses. */
+function nodeNames(config: Config) {
+  return { nodeName: config.nodeName, dnsNames: [], ipAddresses: [] };
+}
+
+/**
+ * Where the node's credential starts from, as the kubelet decides it (bootstrap.go
+ * `LoadClientConfig`): a valid `--kubeconfig` as it is (`asIs`) when nothing rotates it, or as the
+ * first certificate of the rotation (`fromKubeconfig`); otherwise the bootstrap kubeconfig, after
+ * saying why `--kubeconfig` was no use.
+ */
+async function startingPoint(
+  config: Config,
+  clock: Clock,
+  log: ReturnType<typeof getLogger>,
+): Promise<
+  { asIs: ConnectionConfig } | {
+    cluster: ConnectionConfig;
+    fromKubeconfig?: { path: string; pair: KeyPair };
+    readBootstrap: () => Promise<ConnectionConfig>;
+  }
+> {
+  const bootstrapPath = config.bootstrapKubeconfig;
+  if (!bootstrapPath) throw new TypeError("startNodeIdentity needs --bootstrap-kubeconfig");
+  const path = config.kubeconfig ?? "";
+  const existing = path ? await readNodeKubeconfig(path, clock) : undefined;
+  if (existing?.usable) {
+    const readBootstrap = () => loadBootstrap(bootstrapPath, clock);
+    log.info("using {path}, whose client certificate is valid until {until}; no bootstrap", {
+      path,
+      until: existing.validTo,
+    });
+    const notOwn = storedPairProblem(existing.pair, nodeNames(config), clock.now());
+    if (config.rotateCertificates && !notOwn) {
+      return {
+        cluster: existing.connection,
+        fromKubeconfig: { path, pair: existing.pair },
+        readBootstrap,
+      };
+    }
+    if (config.rotateCertificates) {
+      log.warn("not rotating the client certificate of {path}: {problem}", {
+        path,
+        problem: notOwn,
+      });
+    }
+    return { asIs: existing.connection };
+  }
+  if (existing) {
+    log[existing.missing ? "info" : "warn"]("{path} {problem}; bootstrapping with {bootstrap}", {
+      path,
+      problem: existing.problem,
+      bootstrap: bootstrapPath,
+    });
+  }
+  const readBootstrap = () =>
+    loadBootstrap(bootstrapPath, clock, existing && { path, problem: existing.problem });
+  return { cluster: await readBootstrap(), readBootstrap };
 }
 
 /**
@@ -186,7 +202,7 @@ export async function startNodeIdentity(
 async function loadBootstrap(
   path: string,
   clock: Clock,
-  node?: { path?: string; problem?: string },
+  node?: { path: string; problem: string },
 ): Promise<ConnectionConfig> {
   try {
     return await loadKubeConfig({ kubeconfig: path, env: {}, clock });
@@ -194,42 +210,12 @@ async function loadBootstrap(
     if (!isKubeConfigError(err)) throw err;
     const fix = "give --bootstrap-kubeconfig a kubeconfig with a valid bootstrap token (kubeadm " +
       "token create --print-join-command makes one)";
-    const message = node?.path
+    const message = node
       ? `the node has no credential: --kubeconfig ${node.path} ${node.problem}, and the ` +
         `bootstrap kubeconfig cannot be used (${err.message}); ${fix}, or point --kubeconfig ` +
         "at a kubeconfig whose client certificate is valid"
       : `--bootstrap-kubeconfig: ${err.message}; ${fix}`;
     throw new KubeConfigError(message, { cause: err });
-  }
-}
-
-/**
- * The node's kubeconfig, written once the node has a certificate: to `--kubeconfig` when given
- * (the kubelet's `writeKubeconfigFromBootstrapping`; failing to is fatal there too), else beside
- * the certificate as `NODE.kubeconfig` for the operator's use (a warning only).
- */
-async function writeKubeconfigOnce(
-  config: Config,
-  connection: ConnectionConfig,
-  certPath: string,
-  log: ReturnType<typeof getLogger>,
-): Promise<void> {
-  const dir = certPath.slice(0, certPath.lastIndexOf("/"));
-  const path = config.kubeconfig ?? `${dir}/${config.nodeName}.kubeconfig`;
-  try {
-    await writeNodeKubeconfig(path, connection, certPath);
-    log.info("wrote {path}, naming the client certificate {cert}", { path, cert: certPath });
-  } catch (err) {
-    if (!config.kubeconfig) {
-      log.warn("cannot write the node kubeconfig {path}: {err}", { path, err });
-      return;
-    }
-    throw new KubeConfigError(
-      `cannot be written: ${
-        err instanceof Error ? err.message : String(err)
-      }; let vkubelet write there, or point --kubeconfig at a writable path`,
-      { path, cause: err },
-    );
   }
 }
 

@@ -13,7 +13,9 @@ import { X509Certificate } from "node:crypto";
 import { resolve } from "node:path";
 import { stringify } from "yaml";
 import type { Clock } from "../base/clock.ts";
-import { type ConnectionConfig, loadKubeConfig } from "../k8s/mod.ts";
+import type { Logger } from "../base/log.ts";
+import type { Config } from "./config/config.ts";
+import { type ConnectionConfig, KubeConfigError, loadKubeConfig } from "../k8s/mod.ts";
 import {
   type CertificateStore,
   type KeyPair,
@@ -119,6 +121,36 @@ export async function writeNodeKubeconfig(
     "current-context": "default-context",
   }, { lineWidth: 0 });
   await writeAtomically(path, text);
+}
+
+/**
+ * The node's kubeconfig, written once the node has a certificate: to `--kubeconfig` when given
+ * (the kubelet's `writeKubeconfigFromBootstrapping`; failing to is fatal there too), else beside
+ * the certificate as `NODE.kubeconfig` for the operator's use (a warning only).
+ */
+export async function writeBootstrappedKubeconfig(
+  config: Config,
+  connection: ConnectionConfig,
+  certPath: string,
+  log: Logger,
+): Promise<void> {
+  const dir = certPath.slice(0, certPath.lastIndexOf("/"));
+  const path = config.kubeconfig ?? `${dir}/${config.nodeName}.kubeconfig`;
+  try {
+    await writeNodeKubeconfig(path, connection, certPath);
+    log.info("wrote {path}, naming the client certificate {cert}", { path, cert: certPath });
+  } catch (err) {
+    if (!config.kubeconfig) {
+      log.warn("cannot write the node kubeconfig {path}: {err}", { path, err });
+      return;
+    }
+    throw new KubeConfigError(
+      `cannot be written: ${
+        err instanceof Error ? err.message : String(err)
+      }; let vkubelet write there, or point --kubeconfig at a writable path`,
+      { path, cause: err },
+    );
+  }
 }
 
 /**
