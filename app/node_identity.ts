@@ -1,14 +1,18 @@
 /**
  * TLS bootstrap and client-certificate rotation, as the kubelet does them
- * (kubernetes/kubernetes pkg/kubelet/certificate/bootstrap/bootstrap.go `LoadClientCert`,
+ * (kubernetes/kubernetes pkg/kubelet/certificate/bootstrap/bootstrap.go `LoadClientConfig`,
  * cmd/kubelet/app/server.go `buildKubeletClientConfig`, pkg/kubelet/certificate/kubelet.go
- * `NewKubeletClientCertificateManager`): with `--bootstrap-kubeconfig`, a valid client
- * certificate for this node in `--cert-dir` is used as it is; without one, a CSR with signer
+ * `NewKubeletClientCertificateManager`): with `--bootstrap-kubeconfig`, a `--kubeconfig` that
+ * exists and whose client certificate is still valid is used without bootstrapping (and the
+ * bootstrap kubeconfig is not read: kubeadm deletes it after the join); otherwise a valid client
+ * certificate for this node in `--cert-dir` is used as it is, and without one a CSR with signer
  * `kubernetes.io/kube-apiserver-client-kubelet` is filed with the bootstrap credential and
- * start-up waits for it. The certificate and a kubeconfig naming it are written to the cert dir
- * (0600, atomically), and vkubelet talks to the apiserver as `system:node:<name>` from then on.
- * With `--rotate-certificates` a new certificate is requested at 70-90 % of the lifetime, now
- * as the node itself, and the client presents it on its next request without a restart.
+ * start-up waits for it. The certificate is kept in the cert dir (0600, atomically) and a
+ * kubeconfig naming it is written to `--kubeconfig` (`./node_kubeconfig.ts`), or to
+ * `NODE.kubeconfig` in the cert dir without one; vkubelet talks to the apiserver as
+ * `system:node:<name>` from then on. With `--rotate-certificates` a new certificate is requested
+ * at 70-90 % of the lifetime, now as the node itself, and the client presents it on its next
+ * request without a restart.
  * @module
  */
 import { X509Certificate } from "node:crypto";
@@ -20,8 +24,10 @@ import {
   type ConnectionConfig,
   isForbidden,
   isKubeApiError,
+  isKubeConfigError,
   isUnauthorized,
   KubeClient,
+  KubeConfigError,
   loadKubeConfig,
 } from "../k8s/mod.ts";
 import {
@@ -30,8 +36,13 @@ import {
   defaultCertDirs,
   fileCertificateStore,
   type KeyPair,
-  writeAtomically,
+  storedPairProblem,
 } from "../x509/mod.ts";
+import {
+  readNodeKubeconfig,
+  storeOrKubeconfig,
+  writeBootstrappedKubeconfig,
+} from "./node_kubeconfig.ts";
 
 /** Test hooks for a bounded rotation test; production leaves them unset. */
 export interface NodeIdentityHooks {
@@ -56,34 +67,38 @@ export async function startNodeIdentity(
   deps: { clock: Clock; signal: AbortSignal; hooks?: NodeIdentityHooks },
 ): Promise<NodeIdentity> {
   const log = getLogger(["vkubelet", "identity"]).with({ node: config.nodeName });
-  const bootstrap = await loadKubeConfig({
-    kubeconfig: config.bootstrapKubeconfig,
-    clock: deps.clock,
-  });
+  const start = await startingPoint(config, deps.clock, log);
+  if ("asIs" in start) return { connection: start.asIs, stop: () => Promise.resolve() };
+  const { cluster, fromKubeconfig, readBootstrap } = start;
   const dirs = config.certDir ? [config.certDir] : defaultCertDirs(Deno.env.toObject());
-  const store = fileCertificateStore({ dirs, nodeName: config.nodeName, kind: "client" });
+  const fileStore = fileCertificateStore({ dirs, nodeName: config.nodeName, kind: "client" });
+  const store = fromKubeconfig
+    ? storeOrKubeconfig(fileStore, fromKubeconfig, nodeNames(config), deps.clock)
+    : fileStore;
   const current = new ClientCertificateSource(`the node's client certificate (${store.path})`);
   const connection: ConnectionConfig = {
-    server: bootstrap.server,
-    caCerts: bootstrap.caCerts,
-    proxyUrl: bootstrap.proxyUrl,
+    server: cluster.server,
+    caCerts: cluster.caCerts,
+    proxyUrl: cluster.proxyUrl,
     credentialSource: current,
     namespace: "default",
-    source: `TLS bootstrap (${config.bootstrapKubeconfig})`,
+    source: fromKubeconfig
+      ? `${cluster.source}, its certificate rotated in ${fileStore.path}`
+      : `TLS bootstrap (${config.bootstrapKubeconfig})`,
   };
-  const bootstrapClient = new KubeClient(bootstrap, { clock: deps.clock });
+  // Only read when needed: kubeadm deletes the bootstrap kubeconfig once the node joined.
+  let bootstrapClient = fromKubeconfig ? undefined : new KubeClient(cluster, { clock: deps.clock });
+  const bootstrap = async () =>
+    bootstrapClient ??= new KubeClient(await readBootstrap(), { clock: deps.clock });
   const nodeClient = new KubeClient(connection, { clock: deps.clock });
   const stop = new AbortController();
   const signal = AbortSignal.any([deps.signal, stop.signal]);
   let first: (() => void) | undefined;
   const obtained = new Promise<void>((resolve) => first = resolve);
-  let wroteKubeconfig = false;
   const done = csrCertificate({
     kind: "client",
-    csrApi: identityCsrApi({ bootstrapClient, nodeClient, current, config, clock: deps.clock }),
-    nodeName: config.nodeName,
-    dnsNames: [],
-    ipAddresses: [],
+    csrApi: identityCsrApi({ bootstrap, nodeClient, current, config, clock: deps.clock }),
+    ...nodeNames(config),
     clock: deps.clock,
     log,
     store,
@@ -96,15 +111,6 @@ export async function startNodeIdentity(
       subject: subjectOf(pair.certPem),
       path: store.path,
     });
-    if (!wroteKubeconfig) {
-      wroteKubeconfig = true;
-      writeNodeKubeconfig(connection, store.path, config.nodeName).catch((err) =>
-        log.warn("cannot write the node kubeconfig beside {path}: {err}", {
-          path: store.path,
-          err,
-        })
-      );
-    }
     first?.();
     // Without rotation the first certificate is kept until it expires, as the kubelet does.
     if (!config.rotateCertificates) stop.abort();
@@ -112,16 +118,105 @@ export async function startNodeIdentity(
   const close = async () => {
     stop.abort();
     await done;
-    bootstrapClient.close();
+    bootstrapClient?.close();
     nodeClient.close();
   };
   await Promise.race([obtained, done]);
-  if (!current.current) {
+  try {
+    if (!current.current) {
+      signal.throwIfAborted();
+      throw new Error("TLS bootstrap ended without a certificate");
+    }
+    if (!fromKubeconfig) await writeBootstrappedKubeconfig(config, connection, fileStore.path, log);
+  } catch (err) {
     await close();
-    signal.throwIfAborted();
-    throw new Error("TLS bootstrap ended without a certificate");
+    throw err;
   }
   return { connection, stop: close };
+}
+
+/** The names a node client certificate carries: the node's, and no addresses. */
+function nodeNames(config: Config) {
+  return { nodeName: config.nodeName, dnsNames: [], ipAddresses: [] };
+}
+
+/**
+ * Where the node's credential starts from, as the kubelet decides it (bootstrap.go
+ * `LoadClientConfig`): a valid `--kubeconfig` as it is (`asIs`) when nothing rotates it, or as the
+ * first certificate of the rotation (`fromKubeconfig`); otherwise the bootstrap kubeconfig, after
+ * saying why `--kubeconfig` was no use.
+ */
+async function startingPoint(
+  config: Config,
+  clock: Clock,
+  log: ReturnType<typeof getLogger>,
+): Promise<
+  { asIs: ConnectionConfig } | {
+    cluster: ConnectionConfig;
+    fromKubeconfig?: { path: string; pair: KeyPair };
+    readBootstrap: () => Promise<ConnectionConfig>;
+  }
+> {
+  const bootstrapPath = config.bootstrapKubeconfig;
+  if (!bootstrapPath) throw new TypeError("startNodeIdentity needs --bootstrap-kubeconfig");
+  const path = config.kubeconfig ?? "";
+  const existing = path ? await readNodeKubeconfig(path, clock) : undefined;
+  if (existing?.usable) {
+    const readBootstrap = () => loadBootstrap(bootstrapPath, clock);
+    log.info("using {path}, whose client certificate is valid until {until}; no bootstrap", {
+      path,
+      until: existing.validTo,
+    });
+    const notOwn = storedPairProblem(existing.pair, nodeNames(config), clock.now());
+    if (config.rotateCertificates && !notOwn) {
+      return {
+        cluster: existing.connection,
+        fromKubeconfig: { path, pair: existing.pair },
+        readBootstrap,
+      };
+    }
+    if (config.rotateCertificates) {
+      log.warn("not rotating the client certificate of {path}: {problem}", {
+        path,
+        problem: notOwn,
+      });
+    }
+    return { asIs: existing.connection };
+  }
+  if (existing) {
+    log[existing.missing ? "info" : "warn"]("{path} {problem}; bootstrapping with {bootstrap}", {
+      path,
+      problem: existing.problem,
+      bootstrap: bootstrapPath,
+    });
+  }
+  const readBootstrap = () =>
+    loadBootstrap(bootstrapPath, clock, existing && { path, problem: existing.problem });
+  return { cluster: await readBootstrap(), readBootstrap };
+}
+
+/**
+ * The bootstrap kubeconfig's connection; a file that cannot be used is an error that says,
+ * when the node's own kubeconfig was no use either, why neither gives the node a credential.
+ */
+async function loadBootstrap(
+  path: string,
+  clock: Clock,
+  node?: { path: string; problem: string },
+): Promise<ConnectionConfig> {
+  try {
+    return await loadKubeConfig({ kubeconfig: path, env: {}, clock });
+  } catch (err) {
+    if (!isKubeConfigError(err)) throw err;
+    const fix = "give --bootstrap-kubeconfig a kubeconfig with a valid bootstrap token (kubeadm " +
+      "token create --print-join-command makes one)";
+    const message = node
+      ? `the node has no credential: --kubeconfig ${node.path} ${node.problem}, and the ` +
+        `bootstrap kubeconfig cannot be used (${err.message}); ${fix}, or point --kubeconfig ` +
+        "at a kubeconfig whose client certificate is valid"
+      : `--bootstrap-kubeconfig: ${err.message}; ${fix}`;
+    throw new KubeConfigError(message, { cause: err });
+  }
 }
 
 /**
@@ -131,7 +226,7 @@ export async function startNodeIdentity(
  * Failures are reworded to say what the operator can do.
  */
 function identityCsrApi(parts: {
-  bootstrapClient: KubeClient;
+  bootstrap: () => Promise<KubeClient>;
   nodeClient: KubeClient;
   current: ClientCertificateSource;
   config: Config;
@@ -149,8 +244,8 @@ function identityCsrApi(parts: {
   return {
     async create(csr, options) {
       const self = asNode();
-      const client = self ? parts.nodeClient : parts.bootstrapClient;
       try {
+        const client = self ? parts.nodeClient : await parts.bootstrap();
         return await client.csrs.create(csr, options);
       } catch (err) {
         return explain(err, self);
@@ -158,8 +253,8 @@ function identityCsrApi(parts: {
     },
     async waitForCertificate(name, options) {
       const self = asNode();
-      const client = self ? parts.nodeClient : parts.bootstrapClient;
       try {
+        const client = self ? parts.nodeClient : await parts.bootstrap();
         return await client.csrs.waitForCertificate(name, options);
       } catch (err) {
         if (options.signal?.aborted) throw err;
@@ -190,35 +285,6 @@ export function csrFailureMessage(err: unknown, asNode: boolean, bootstrapFile: 
       "system:bootstrappers (and system:nodes) to ClusterRole system:node-bootstrapper";
   }
   return detail;
-}
-
-/** A kubeconfig beside the certificate, naming it by path so rotations need no rewrite. */
-async function writeNodeKubeconfig(
-  connection: ConnectionConfig,
-  certPath: string,
-  nodeName: string,
-): Promise<void> {
-  const dir = certPath.slice(0, certPath.lastIndexOf("/"));
-  const ca = connection.caCerts?.length
-    ? `    certificate-authority-data: ${btoa(connection.caCerts.join("\n"))}\n`
-    : "";
-  const text = `apiVersion: v1
-kind: Config
-clusters:
-- name: default-cluster
-  cluster:
-    server: ${connection.server}
-${ca}users:
-- name: default-auth
-  user:
-    client-certificate: ${certPath}
-    client-key: ${certPath}
-contexts:
-- name: default-context
-  context: {cluster: default-cluster, user: default-auth, namespace: default}
-current-context: default-context
-`;
-  await writeAtomically(`${dir}/${nodeName}.kubeconfig`, text);
 }
 
 function subjectOf(certPem: string): string {

@@ -76,6 +76,7 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfig
     sources.set(option.key, chosen?.source ?? { kind: "default" });
     if (chosen) raw[option.key] = chosen.value;
   }
+  dropKubeconfigFromEnv(raw, sources, warnings);
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) {
     const failed = new Set(parsed.error.issues.map((issue) => String(issue.path[0] ?? "")));
@@ -88,6 +89,30 @@ export async function loadConfig(options: LoadConfigOptions): Promise<LoadConfig
   errors.push(...await checkFiles(raw, sources, options.readFile));
   if (errors.length > 0 || !parsed.success) return { ok: false, errors, warnings };
   return { ok: true, config: parsed.data, warnings };
+}
+
+/**
+ * With TLS bootstrap, `--kubeconfig` is where the node's kubeconfig is kept, as the kubelet reads
+ * it (app/node_kubeconfig.ts), and is not taken from `$KUBECONFIG` (the kubelet does not read it
+ * either): a shell's admin kubeconfig would run the node as the admin, or be overwritten.
+ */
+function dropKubeconfigFromEnv(
+  raw: Record<string, unknown>,
+  sources: Map<string, Source>,
+  warnings: string[],
+): void {
+  const source = sources.get("kubeconfig");
+  if (raw.bootstrapKubeconfig === undefined || source?.kind !== "env") return;
+  // `KUBECONFIG=admin.conf vkubelet --bootstrap-kubeconfig=admin.conf` needs no warning.
+  if (raw.kubeconfig !== raw.bootstrapKubeconfig) {
+    warnings.push(
+      `${
+        describe("kubeconfig", source)
+      } is ignored with --bootstrap-kubeconfig; pass --kubeconfig PATH to name where the node's kubeconfig is kept`,
+    );
+  }
+  delete raw.kubeconfig;
+  sources.set("kubeconfig", { kind: "default" });
 }
 
 /**
@@ -314,6 +339,8 @@ async function checkFiles(
 ): Promise<string[]> {
   const errors: string[] = [];
   for (const key of FILE_OPTIONS) {
+    // With TLS bootstrap the node's kubeconfig is written there once it has a certificate.
+    if (key === "kubeconfig" && raw.bootstrapKubeconfig !== undefined) continue;
     const value = raw[key];
     if (typeof value !== "string" || value.trim() === "") continue;
     const source = sources.get(key);

@@ -75,7 +75,8 @@ export const OPTIONS = [
     value: "PATH",
     shownDefault: "$KUBECONFIG, ~/.kube/config, then in-cluster",
     group: "General",
-    help: "kubeconfig to reach the API server with.",
+    help:
+      "kubeconfig to reach the API server with. With --bootstrap-kubeconfig it need not exist: it is used while its client certificate is valid, and otherwise written (0600) after TLS bootstrap, naming the certificate in --cert-dir; $KUBECONFIG is not read then.",
   }),
   o({
     key: "bootstrapKubeconfig",
@@ -85,7 +86,7 @@ export const OPTIONS = [
     value: "PATH",
     group: "General",
     help:
-      "TLS bootstrap: with no valid client certificate in --cert-dir, request one with this kubeconfig's (bootstrap token) credentials and run as system:node:NAME; writes NODE-client-current.pem and NODE.kubeconfig there.",
+      "TLS bootstrap: unless --kubeconfig holds a valid client certificate, use a valid NODE-client-current.pem in --cert-dir or request one with this kubeconfig's (bootstrap token) credentials, and run as system:node:NAME; writes the kubeconfig to --kubeconfig (or NODE.kubeconfig in --cert-dir).",
   }),
   o({
     key: "rotateCertificates",

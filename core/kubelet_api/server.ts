@@ -34,6 +34,12 @@ export interface KubeletServerDeps extends Omit<KubeletApiDeps, "signal"> {
    * one more is closed as it arrives.
    */
   maxConnections?: number;
+  /**
+   * Connections open at once from one client address, default
+   * {@link DEFAULT_MAX_CONNECTIONS_PER_ADDRESS}; one more from that address is closed as it
+   * arrives, while other addresses still get theirs.
+   */
+  maxConnectionsPerAddress?: number;
   /** How long a connection gets to finish its TLS handshake; default 10 s. */
   handshakeTimeoutMs?: number;
 }
@@ -45,6 +51,13 @@ export interface KubeletServerDeps extends Omit<KubeletApiDeps, "signal"> {
  * grow the heap that renews the node's Lease. The apiserver keeps one connection per node.
  */
 const DEFAULT_MAX_CONNECTIONS = 512;
+
+/**
+ * The default cap per client address: half the global one, so that one address (a pod on the
+ * node's network opening sockets and never finishing a handshake) cannot take the slots the
+ * apiserver needs for `kubectl logs`, `exec` and `port-forward`, each a connection of its own.
+ */
+const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
 
 /**
  * Several nodes behind one port: a listener on each node's address, and every connection served
@@ -61,6 +74,7 @@ export interface RoutedServerDeps extends
     | "certificates"
     | "shutdownGraceMs"
     | "maxConnections"
+    | "maxConnectionsPerAddress"
     | "handshakeTimeoutMs"
   > {
   /** The addresses to listen on (each with `port`). */
@@ -114,7 +128,10 @@ export class KubeletServer {
       (err) => first.reject(err),
     );
     const sockets = new Set<Socket>();
-    const open = new Set<Socket>();
+    const open = new OpenConnections(
+      this.#deps.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+      this.#deps.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+    );
     try {
       const pair = await Promise.race([first.promise, abortion(shutdown.signal)]);
       if (!pair) return;
@@ -124,7 +141,7 @@ export class KubeletServer {
         const server = this.#createServer(pair, handlers);
         servers.push(server);
         trackSockets(server, sockets);
-        capConnections(server, open, this.#deps.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
+        capConnections(server, open, this.#deps.log);
         await listen(server, hostname, port);
         const bound = server.address();
         if (bound && typeof bound === "object") {
@@ -230,17 +247,56 @@ function trackSockets(server: https.Server, sockets: Set<Socket>): void {
 }
 
 /**
- * Closes a connection that arrives while `open` (shared by every listener) holds `max`, before
- * its TLS handshake costs anything.
+ * The connections open across every listener, counted in total and per client address, with
+ * the caps they are held to.
  */
-function capConnections(server: https.Server, open: Set<Socket>, max: number): void {
+class OpenConnections {
+  readonly #byAddress = new Map<string, number>();
+  #total = 0;
+
+  constructor(readonly max: number, readonly maxPerAddress: number) {}
+
+  /** Counts a connection from `address` in, or says which cap it is beyond. */
+  admit(address: string): "total" | "address" | undefined {
+    if (this.#total >= this.max) return "total";
+    const fromAddress = this.#byAddress.get(address) ?? 0;
+    if (fromAddress >= this.maxPerAddress) return "address";
+    this.#total++;
+    this.#byAddress.set(address, fromAddress + 1);
+    return undefined;
+  }
+
+  /** Counts an admitted connection from `address` out. */
+  release(address: string): void {
+    this.#total--;
+    const left = (this.#byAddress.get(address) ?? 1) - 1;
+    if (left > 0) this.#byAddress.set(address, left);
+    else this.#byAddress.delete(address);
+  }
+}
+
+/**
+ * Closes a connection that arrives while `open` holds the global cap, or the cap for its client
+ * address, before its TLS handshake costs anything. A refusal is logged at debug level: a flood
+ * would otherwise write a line per socket.
+ */
+function capConnections(
+  server: https.Server,
+  open: OpenConnections,
+  log: KubeletServerDeps["log"],
+): void {
   server.on("connection", (socket: Socket) => {
-    if (open.size >= max) {
+    const address = unmapped(socket.remoteAddress ?? "");
+    const beyond = address === "" ? "address" : open.admit(address);
+    if (beyond) {
+      log.debug("closing a connection from {address}: {cap} connections are open", {
+        address,
+        cap: beyond === "total" ? `${open.max}` : `${open.maxPerAddress} of its`,
+      });
       socket.destroy();
       return;
     }
-    open.add(socket);
-    socket.on("close", () => open.delete(socket));
+    socket.once("close", () => open.release(address));
   });
 }
 

@@ -4,6 +4,8 @@
  * bootstrap token only, renews its certificate early (a 600 s certificate, renewal forced to a
  * point a few seconds after start-up through a test hook) and stays Ready; a restart reuses the
  * stored certificate; a refused token is logged with what to do and retried, never a crash.
+ * With kubeadm's flags (`--bootstrap-kubeconfig X --kubeconfig Y`) a missing Y is bootstrapped
+ * and written, a valid Y is used without X, and a Y whose certificate expired bootstraps again.
  */
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
@@ -13,7 +15,12 @@ import { loadConfig } from "../../app/config/config.ts";
 import { runVkubelet } from "../../app/run.ts";
 import type { NodeIdentityHooks } from "../../app/node_identity.ts";
 import { realClock } from "../../base/clock.ts";
-import type { KeyPair } from "../../x509/mod.ts";
+import {
+  createSelfSignedCertificate,
+  generateKeyPair,
+  type KeyPair,
+  privateKeyPem,
+} from "../../x509/mod.ts";
 import { eventually } from "../../tools/harness/wait.ts";
 
 const CLUSTER = Deno.env.get("VKUBELET_IDENTITY_CLUSTER") ?? "ident";
@@ -50,9 +57,15 @@ async function bootstrapKubeconfig(cluster: TestCluster, dir: string, valid = tr
   return path;
 }
 
-async function configFor(nodeName: string, bootstrap: string, certDir: string) {
+async function configFor(
+  nodeName: string,
+  bootstrap: string,
+  certDir: string,
+  extra: string[] = [],
+) {
   const loaded = await loadConfig({
     args: [
+      ...extra,
       "--provider=mock",
       `--hostname-override=${nodeName}`,
       `--bootstrap-kubeconfig=${bootstrap}`,
@@ -234,6 +247,92 @@ Deno.test("a refused bootstrap token is logged with what to do and retried, neve
     running.stop.abort();
     await running.run.catch(() => {}); // stopped while waiting for a certificate
     await reset();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** A certificate and key for the node that expired yesterday, as one stored file holds them. */
+async function expiredNodePair(nodeName: string): Promise<string> {
+  const keys = await generateKeyPair();
+  const day = 86_400_000;
+  const cert = await createSelfSignedCertificate(
+    keys,
+    { commonName: `system:node:${nodeName}`, organizations: ["system:nodes"] },
+    { notBefore: new Date(Date.now() - 2 * day), notAfter: new Date(Date.now() - day) },
+  );
+  return `${cert.trimEnd()}\n${(await privateKeyPem(keys)).trimEnd()}\n`;
+}
+
+Deno.test("kubeadm flags: a missing --kubeconfig is bootstrapped and written, a valid one is used without the bootstrap file, an expired one bootstraps again", async () => {
+  const cluster = await useCluster(CLUSTER);
+  const dir = await Deno.makeTempDir({ prefix: "vk-ident-" });
+  const nodeName = `ident-kadm-${crypto.randomUUID().slice(0, 6)}`;
+  const pki = `${dir}/pki`;
+  const nodeKubeconfig = `${dir}/kubelet.conf`;
+  const certFile = `${pki}/${nodeName}-client-current.pem`;
+  // As a kubeadm node runs the kubelet (kubeadm's 10-kubeadm.conf drop-in).
+  const flags = [`--kubeconfig=${nodeKubeconfig}`];
+  const waitReady = (run: ReturnType<typeof start>) =>
+    eventually(
+      "the node to be Ready",
+      async () => run.isReady() && await nodeReady(cluster, nodeName) ? true : undefined,
+      90_000,
+    );
+  const asNode = () =>
+    cluster.kubectl([`--kubeconfig=${nodeKubeconfig}`, "auth", "whoami", "-o", "json"]);
+  let running = start(
+    await configFor(nodeName, await bootstrapKubeconfig(cluster, dir), pki, flags),
+  );
+  try {
+    // 1. No kubelet.conf yet: TLS bootstrap, then kubelet.conf names the certificate file.
+    await waitReady(running);
+    const written = await Deno.readTextFile(nodeKubeconfig);
+    assert.equal((await Deno.stat(nodeKubeconfig)).mode! & 0o777, 0o600);
+    assert.match(written, new RegExp(`client-certificate: ${certFile}\n`));
+    const whoami = await asNode();
+    assert.equal(whoami.code, 0, whoami.stderr);
+    assert.equal(JSON.parse(whoami.stdout).status.userInfo.username, `system:node:${nodeName}`);
+    const first = await nodeCsrs(cluster, nodeName);
+    assert.equal(first.length, 1);
+    assert.match(first[0].spec.username, /^system:bootstrap:/);
+    running.stop.abort();
+    await running.run;
+
+    // 2. kubeadm deletes the bootstrap kubeconfig after the join: kubelet.conf is enough.
+    await Deno.remove(`${dir}/bootstrap.kubeconfig`);
+    running = start(await configFor(nodeName, `${dir}/bootstrap.kubeconfig`, pki, flags));
+    await waitReady(running);
+    assert.equal((await nodeCsrs(cluster, nodeName)).length, 1, "no new CSR with a valid Y");
+    assert.equal(await Deno.readTextFile(nodeKubeconfig), written, "kubelet.conf left as it is");
+    running.stop.abort();
+    await running.run;
+
+    // 3. The certificate expired and there is no bootstrap kubeconfig: a clear refusal.
+    await Deno.writeTextFile(certFile, await expiredNodePair(nodeName));
+    running = start(await configFor(nodeName, `${dir}/bootstrap.kubeconfig`, pki, flags));
+    await assert.rejects(running.run, (err: Error) => {
+      assert.match(err.message, /the node has no credential: --kubeconfig .*kubelet\.conf/);
+      assert.match(err.message, /expired at/);
+      assert.match(err.message, /bootstrap kubeconfig cannot be used/);
+      return true;
+    });
+
+    // 4. With a new bootstrap token, the expired certificate is replaced through a new CSR.
+    running = start(
+      await configFor(nodeName, await bootstrapKubeconfig(cluster, dir), pki, flags),
+    );
+    await waitReady(running);
+    const csrs = await nodeCsrs(cluster, nodeName);
+    assert.equal(csrs.length, 2, "bootstrapped again");
+    assert.ok(csrs.every((c) => c.spec.username.startsWith("system:bootstrap:")));
+    const renewed = new X509Certificate(await Deno.readTextFile(certFile));
+    assert.ok(Date.parse(renewed.validTo) > Date.now(), "a valid certificate replaced it");
+    const again = await asNode();
+    assert.equal(again.code, 0, again.stderr);
+  } finally {
+    running.stop.abort();
+    await running.run.catch(() => {});
+    await cluster.kubectl(["delete", "node", nodeName, "--ignore-not-found", "--wait=false"]);
     await Deno.remove(dir, { recursive: true });
   }
 });

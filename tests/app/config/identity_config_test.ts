@@ -74,3 +74,29 @@ Deno.test("identity options that cannot work together are refused, naming the fi
   assert.ok(!off.ok);
   assert.match(off.errors.join("\n"), /set --tls-cert-file .* or --tls-self-signed/);
 });
+
+Deno.test("with --bootstrap-kubeconfig, --kubeconfig may name a file that does not exist yet, and $KUBECONFIG is not taken for it", async () => {
+  const kubeadm = await valid([
+    "--provider=mock",
+    "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
+    "--kubeconfig=/etc/kubernetes/kubelet.conf",
+  ]);
+  assert.equal(kubeadm.kubeconfig, "/etc/kubernetes/kubelet.conf");
+  const plain = await load(["--provider=mock", "--kubeconfig=/etc/kubernetes/kubelet.conf"]);
+  assert.ok(!plain.ok);
+  assert.match(plain.errors.join("\n"), /--kubeconfig: cannot read/);
+  const fromEnv = await load(["--provider=mock", "--bootstrap-kubeconfig=/b"], {
+    KUBECONFIG: "/home/me/.kube/config",
+  });
+  assert.ok(fromEnv.ok, JSON.stringify(fromEnv));
+  assert.equal(fromEnv.config.kubeconfig, undefined);
+  assert.match(
+    fromEnv.warnings.join("\n"),
+    /KUBECONFIG \(environment\) is ignored with --bootstrap-kubeconfig/,
+  );
+  // The same file as both (scripts/try_on_cluster.sh): nothing to warn about.
+  const same = await load(["--provider=mock", "--bootstrap-kubeconfig=/b"], { KUBECONFIG: "/b" });
+  assert.ok(same.ok);
+  assert.equal(same.config.kubeconfig, undefined);
+  assert.deepEqual(same.warnings, []);
+});

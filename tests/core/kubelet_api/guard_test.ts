@@ -1,10 +1,12 @@
 /**
  * The kubelet API's bounds against a flood: reviews beyond the in-flight cap and its waiting
- * line are answered 429 at once, connections beyond the cap are closed as they arrive, and a
- * connection that never starts TLS is closed after the handshake timeout.
+ * line are answered 429 at once, connections beyond the cap (in total, or from one client
+ * address) are closed as they arrive, and a connection that never starts TLS is closed after the
+ * handshake timeout.
  */
 import assert from "node:assert/strict";
 import https from "node:https";
+import net from "node:net";
 import { realClock } from "../../../base/clock.ts";
 import {
   alwaysAllow,
@@ -77,7 +79,13 @@ Deno.test("a review waiting for its turn leaves the line when its request is abo
 });
 
 /** Starts a server on 127.0.0.1 with `options`; stops it when disposed. */
-async function startServer(options: { maxConnections?: number; handshakeTimeoutMs?: number }) {
+async function startServer(
+  options: {
+    maxConnections?: number;
+    maxConnectionsPerAddress?: number;
+    handshakeTimeoutMs?: number;
+  },
+) {
   const stop = new AbortController();
   const server = new KubeletServer({
     provider: bareProvider(),
@@ -145,6 +153,52 @@ Deno.test("a connection beyond the cap is closed as it arrives", async () => {
   }
 });
 
+/** A TCP connection from `localAddress`, and whether the server closed it within `ms`. */
+async function connectFrom(port: number, localAddress: string) {
+  const socket = net.connect({ host: "127.0.0.1", port, localAddress });
+  const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  socket.on("error", () => {});
+  await new Promise<void>((resolve, reject) => {
+    socket.once("connect", resolve);
+    socket.once("error", reject);
+  });
+  return {
+    closedWithin: (ms: number) =>
+      Promise.race([
+        closed.then(() => true),
+        new Promise<false>((resolve) => setTimeout(() => resolve(false), ms)),
+      ]),
+    close: async () => {
+      socket.destroy();
+      await closed;
+    },
+  };
+}
+
+Deno.test("one client address cannot take every connection: beyond its own cap it is closed, and another address still gets an answer", async () => {
+  await using s = await startServer({
+    maxConnections: 10,
+    maxConnectionsPerAddress: 3,
+    handshakeTimeoutMs: 60_000,
+  });
+  const flood: Awaited<ReturnType<typeof connectFrom>>[] = [];
+  try {
+    // As many idle sockets as the global cap, all from 127.0.0.2.
+    for (let i = 0; i < 10; i++) flood.push(await connectFrom(s.port, "127.0.0.2"));
+    const closed = await Promise.all(flood.map((c) => c.closedWithin(1_000)));
+    assert.deepEqual(closed, [false, false, false, true, true, true, true, true, true, true]);
+    // Another client still gets through, while 127.0.0.2 holds its three.
+    assert.equal(await fetchHealthz(s.port, "127.0.0.3"), 200);
+    assert.equal(await flood[0].closedWithin(100), false);
+    // A slot 127.0.0.2 gives back is its own again.
+    await flood[0].close();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(await fetchHealthz(s.port, "127.0.0.2"), 200);
+  } finally {
+    await Promise.all(flood.map((c) => c.close()));
+  }
+});
+
 Deno.test("a connection that never starts TLS is closed after the handshake timeout", async () => {
   await using s = await startServer({ handshakeTimeoutMs: 300 });
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: s.port });
@@ -155,11 +209,18 @@ Deno.test("a connection that never starts TLS is closed after the handshake time
   }
 });
 
-/** GET /healthz over TLS (self-signed, so not verified); the status code. */
-function fetchHealthz(port: number): Promise<number> {
+/** GET /healthz over TLS (self-signed, so not verified), from `localAddress`; the status code. */
+function fetchHealthz(port: number, localAddress?: string): Promise<number> {
   return new Promise<number>((resolve, reject) => {
     const req = https.get(
-      { host: "127.0.0.1", port, path: "/healthz", rejectUnauthorized: false, agent: false },
+      {
+        host: "127.0.0.1",
+        port,
+        path: "/healthz",
+        rejectUnauthorized: false,
+        agent: false,
+        localAddress,
+      },
       (res) => {
         res.resume();
         res.on("end", () => resolve(res.statusCode ?? 0));
