@@ -15,7 +15,13 @@
 # kubectl logs, exec and port-forward reach the kubelet API on $NODE_IP:$PORT, so the API server
 # must be able to connect there, and vkubelet must serve a certificate the API server can check:
 # vkubelet files a kubelet-serving CSR, which no controller approves (the kubelet's rule); 'up'
-# approves it, as the person trying this would with 'kubectl certificate approve'.
+# approves it, as the person trying this would with 'kubectl certificate approve', once it has
+# checked that the CSR asks for exactly this node's names: DNS:$NODE and the node's IP (NODE_IP,
+# or the InternalIP vkubelet reported), no other. A certificate for other names would let its
+# holder pose as those hosts to anyone trusting the cluster CA.
+#
+# 'up' refuses a NODE that already exists: with the admin credential vkubelet would obtain that
+# node's identity and take over its Node object, Lease and pods (and 'down' would delete it).
 #
 # Settings (environment): NODE (vk-try), PROVIDER (mock; 'process' runs containers as local
 # processes and needs root), NODE_IP (this host's first non-loopback address), PORT (10250),
@@ -56,11 +62,44 @@ pending_serving_csr() {
   serving_csrs | awk 'NF == 1 { print $1; exit }' | grep .
 }
 
+# The names a CSR asks for, one per line as openssl prints them (DNS:x, IP Address:y), sorted.
+csr_names() {
+  kc get csr "$1" -o jsonpath='{.spec.request}' | base64 -d |
+    openssl req -noout -text |
+    awk '/X509v3 Subject Alternative Name/ { getline; print }' |
+    tr ',' '\n' | sed 's/^ *//; s/ *$//; /^$/d' | sort
+}
+
+# The node's IP as the serving certificate must name it: NODE_IP, or what vkubelet reported.
+node_ip() {
+  if [ -n "$NODE_IP" ]; then
+    say "$NODE_IP"
+    return
+  fi
+  kc get node "$NODE" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}' | grep .
+}
+
+# Approves the serving CSR $1 only if its names are exactly DNS:$NODE and IP Address:<node IP>.
+approve_serving_csr() {
+  local csr=$1 ip want got
+  ip=$(wait_for 120 node_ip && node_ip) ||
+    die "node $NODE reported no InternalIP within 120 s; set NODE_IP, or see $DIR/vkubelet.log"
+  want=$(printf 'DNS:%s\nIP Address:%s\n' "$NODE" "$ip" | sort)
+  got=$(csr_names "$csr") || die "cannot decode CSR $csr (needs base64 and openssl)"
+  if [ "$got" != "$want" ]; then
+    die "CSR $csr from system:node:$NODE asks for [$(printf '%s' "$got" | tr '\n' ' ')], not exactly [$(printf '%s' "$want" | tr '\n' ' ')]: not approving it; inspect it (kubectl get csr $csr -o yaml), then deny it (kubectl certificate deny $csr) and run '$0 down'"
+  fi
+  kc certificate approve "$csr"
+}
+
 up() {
   [ -n "${KUBECONFIG:-}" ] || die "set KUBECONFIG to a cluster admin's kubeconfig"
   kc version >/dev/null || die "kubectl cannot reach the cluster of $KUBECONFIG"
   if [ -f "$DIR/pid" ] && kill -0 "$(cat "$DIR/pid")" 2>/dev/null; then
     die "vkubelet is already running for $NODE (pid $(cat "$DIR/pid")); run '$0 down' first"
+  fi
+  if kc get node "$NODE" -o name >/dev/null 2>&1; then
+    die "node $NODE already exists in this cluster: with the admin credential vkubelet would take over its identity, Lease and pods; choose another name (NODE=...), or, if an earlier '$0 up' made it, run '$0 down' first"
   fi
   mkdir -p "$DIR" && chmod 700 "$DIR"
   local args=(--provider="$PROVIDER" --nodename="$NODE" --port="$PORT"
@@ -70,11 +109,11 @@ up() {
   (cd "$ROOT" && exec "$DENO" task start "${args[@]}") >"$DIR/vkubelet.log" 2>&1 &
   echo $! >"$DIR/pid"
 
-  say "2. approving its kubelet-serving certificate request"
+  say "2. approving its kubelet-serving certificate request (once its names are checked)"
   local csr
   csr=$(wait_for 120 pending_serving_csr && pending_serving_csr) ||
     die "no kubelet-serving CSR from system:node:$NODE within 120 s; see $DIR/vkubelet.log"
-  kc certificate approve "$csr"
+  approve_serving_csr "$csr"
 
   say "3. waiting for the node to be Ready"
   kc wait --for=condition=Ready "node/$NODE" --timeout=120s ||
@@ -102,7 +141,12 @@ down() {
     say "stopped vkubelet (pid $pid)"
   fi
   kc delete pod "$POD" --ignore-not-found --grace-period=0 --force 2>/dev/null || true
-  kc delete node "$NODE" --ignore-not-found
+  # Only a node vkubelet registered (its label type=virtual-kubelet): never a real one by mistake.
+  if [ "$(kc get node "$NODE" -o jsonpath='{.metadata.labels.type}' 2>/dev/null)" = virtual-kubelet ]; then
+    kc delete node "$NODE" --ignore-not-found
+  elif kc get node "$NODE" -o name >/dev/null 2>&1; then
+    say "left node $NODE alone: it is not labelled type=virtual-kubelet, so vkubelet did not make it"
+  fi
   local csr
   for csr in $(kc get csr -o jsonpath='{range .items[*]}{.metadata.name} {.spec.username}{"\n"}{end}' |
     awk -v user="system:node:$NODE" -v prefix="csr-$NODE-" \

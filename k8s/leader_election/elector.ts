@@ -305,7 +305,7 @@ export class LeaderElector {
     // NodeRestriction lets a node identity use its own node's Lease and no other.
     const hint = isForbidden(err)
       ? "; --leader-elect needs get, create and update on this Lease: run the replicas as a " +
-        "ServiceAccount bound to deploy/kubernetes/rbac.yaml's ClusterRole, not as system:node:<name>"
+        "ServiceAccount bound to the roles of deploy/kubernetes/ha/rbac.yaml, not as system:node:<name>"
       : "";
     this.#deps.log.warn("lease {lease}: {err}{hint}", {
       lease: this.#leaseName,

@@ -3,7 +3,8 @@
  * and init containers (image, command and args, env with Secret-sourced values as `secureValue`,
  * ports, resources in ACI's units, volume mounts), restart policy, registry credentials from
  * imagePullSecrets, volumes, DNS config, the VNet subnets of the config, and the tags naming
- * node, namespace, pod and UID. What ACI cannot run is refused with the field named.
+ * node, namespace, pod and UID, and each container's security context (`./security_context.ts`).
+ * What ACI cannot run or enforce is refused with the field named.
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
@@ -12,6 +13,7 @@ import type { AciConfig } from "./config.ts";
 import { groupTags } from "./names.ts";
 import { type GroupLimits, podResources } from "./sizing.ts";
 import type { AciVolume } from "./volumes.ts";
+import { aciSecurityContext } from "./security_context.ts";
 
 /** ACI's `EnvironmentVariable`. */
 interface AciEnv {
@@ -94,6 +96,11 @@ function dnsConfig(pod: Pod) {
   };
 }
 
+function securityOf(pod: Pod, c: Container, where: string) {
+  const securityContext = aciSecurityContext(pod.spec?.securityContext, c, where);
+  return securityContext ? { securityContext } : {};
+}
+
 /** The container group for `pod`; throws {@link InvalidInputError} for what ACI cannot run. */
 export function containerGroupFor(pod: Pod, config: AciConfig, inputs: GroupInputs) {
   const spec = pod.spec ?? { containers: [] };
@@ -116,6 +123,7 @@ export function containerGroupFor(pod: Pod, config: AciConfig, inputs: GroupInpu
       environmentVariables: env(c),
       resources: resources[i],
       volumeMounts: mounts(c, where, inputs.volumes),
+      ...securityOf(pod, c, where),
     };
   });
   const initContainers = (spec.initContainers ?? []).map((c, i) => {
@@ -126,6 +134,7 @@ export function containerGroupFor(pod: Pod, config: AciConfig, inputs: GroupInpu
       command: command(c, where),
       environmentVariables: env(c),
       volumeMounts: mounts(c, where, inputs.volumes),
+      ...securityOf(pod, c, where),
     };
   });
   const exposed = containers.flatMap((c) => c.ports);

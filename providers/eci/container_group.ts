@@ -1,6 +1,7 @@
 /**
  * Pod → CreateContainerGroup request: containers and init containers (image, command/args, env,
- * ports, working dir, probes, a few security settings, per-container CPU and memory), the group
+ * ports, working dir, probes, the security context (`./security_context.ts`), per-container CPU
+ * and memory), the group
  * size from `./sizing.ts`, restart policy, DNS config, host aliases, grace period, deadline, the
  * volumes from `./volumes.ts`, registry credentials from imagePullSecrets, and the identity tags.
  * What ECI cannot do is refused with {@link InvalidInputError} naming the pod's field.
@@ -11,6 +12,7 @@ import { InvalidInputError, isSidecar } from "../../provider/mod.ts";
 import type { CreateRequest } from "./api.ts";
 import type { EciConfig } from "./config.ts";
 import { clientToken, groupName, podTags } from "./names.ts";
+import { eciSecurityFields } from "./security_context.ts";
 import { containerSize, groupSize } from "./sizing.ts";
 import type { ResolvedVolume } from "./volumes.ts";
 
@@ -76,10 +78,10 @@ export function groupRequestFor(pod: Pod, inputs: GroupInputs): GroupPlan {
     memory: size.memory,
     restartPolicy: spec.restartPolicy ?? "Always",
     container: spec.containers.map((c, i) =>
-      containerOf(c, `spec.containers[${i}]`, volumeNames, true) as never
+      containerOf(pod, c, `spec.containers[${i}]`, volumeNames, true) as never
     ),
     initContainer: (spec.initContainers ?? []).map((c, i) =>
-      containerOf(c, `spec.initContainers[${i}]`, volumeNames, false) as never
+      containerOf(pod, c, `spec.initContainers[${i}]`, volumeNames, false) as never
     ),
     volume: inputs.volumes.map(volumeOf) as never[],
     imageRegistryCredential: inputs.credentials as never[],
@@ -105,13 +107,16 @@ export function groupRequestFor(pod: Pod, inputs: GroupInputs): GroupPlan {
   return { request, notes };
 }
 
-function containerOf(c: Container, field: string, volumes: Set<string>, regular: boolean) {
+function containerOf(
+  pod: Pod,
+  c: Container,
+  field: string,
+  volumes: Set<string>,
+  regular: boolean,
+) {
   const size = containerSize(c, field);
   if (c.volumeDevices?.length) refuse(`${field}.volumeDevices`, "block devices are not supported");
-  const sc = c.securityContext;
-  if (sc?.privileged) {
-    refuse(`${field}.securityContext.privileged`, "ECI runs no privileged containers");
-  }
+  const security = eciSecurityFields(pod.spec?.securityContext, c, field, regular);
   const out: Record<string, unknown> = {
     name: c.name,
     image: c.image,
@@ -137,14 +142,7 @@ function containerOf(c: Container, field: string, volumes: Set<string>, regular:
     memory: size.memory || undefined,
     terminationMessagePath: c.terminationMessagePath,
     terminationMessagePolicy: c.terminationMessagePolicy,
-    securityContext:
-      sc && (sc.runAsUser !== undefined || sc.readOnlyRootFilesystem || sc.capabilities?.add)
-        ? {
-          runAsUser: sc.runAsUser,
-          readOnlyRootFilesystem: sc.readOnlyRootFilesystem,
-          capability: sc.capabilities?.add ? { add: sc.capabilities.add } : undefined,
-        }
-        : undefined,
+    ...security,
   };
   if (regular) {
     Object.assign(out, {

@@ -10,7 +10,8 @@
  * assignPublicIp: false                   # true to pull public images without a NAT gateway
  * executionRoleArn: arn:aws:iam::123456789012:role/ecsTaskExecutionRole
  * taskRoleArn: arn:aws:iam::123456789012:role/app   # optional: the default task role
- * allowedTaskRoleArns: [arn:aws:iam::123456789012:role/billing]  # roles ServiceAccounts may name
+ * allowedTaskRoles:                      # per namespace, the roles its ServiceAccounts may name
+ *   billing: [arn:aws:iam::123456789012:role/billing-*]
  * platformVersion: LATEST
  * logGroup: /vkubelet/pods                # created if missing
  * capacity: { cpu: "100", memory: 400Gi, pods: "200" }
@@ -41,6 +42,22 @@ const roleArn = z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, {
   error: "is not an IAM role ARN",
 });
 
+/** A role ARN whose role path and name may hold `*`; the partition and account may not. */
+const rolePattern = z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, {
+  error: "is not an IAM role ARN (a * may stand for any characters after role/)",
+});
+
+/** A namespace name (RFC 1123 label), or `*` for every namespace. */
+const NAMESPACE_KEY = /^(\*|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)$/;
+
+/** What a config with the old global allowlist is told. */
+export const GLOBAL_ALLOWLIST_MIGRATION =
+  "allowedTaskRoleArns was one list for every namespace, so whoever may edit a ServiceAccount in " +
+  "any namespace could take any role in it; replace it with allowedTaskRoles, a map from " +
+  "namespace to the role ARNs its ServiceAccounts may name (e.g. allowedTaskRoles: {billing: " +
+  "[arn:aws:iam::123456789012:role/billing]}), or, to keep one list for every namespace " +
+  'knowingly, put it under the namespace "*"';
+
 /** The fargate provider's config schema. */
 export const fargateConfigSchema = z.strictObject({
   region: z.string({ error: "is required: the AWS region of the ECS cluster, e.g. eu-west-1" })
@@ -59,7 +76,21 @@ export const fargateConfigSchema = z.strictObject({
     error: "is required: the task execution role that lets ECS write the awslogs log streams",
   }).regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, { error: "is not an IAM role ARN" }),
   taskRoleArn: roleArn.optional(),
-  allowedTaskRoleArns: z.array(roleArn).default([]),
+  allowedTaskRoles: z.record(z.string(), z.array(rolePattern)).default({}).superRefine(
+    (roles, ctx) => {
+      for (const key of Object.keys(roles).filter((k) => !NAMESPACE_KEY.test(k))) {
+        ctx.addIssue({
+          code: "custom",
+          path: [key],
+          message: 'is not a namespace name (or "*" for every namespace)',
+        });
+      }
+    },
+  ),
+  // The old global list, kept in the schema only to be refused with the way out.
+  allowedTaskRoleArns: z.unknown().optional().superRefine((value, ctx) => {
+    if (value !== undefined) ctx.addIssue(GLOBAL_ALLOWLIST_MIGRATION);
+  }),
   platformVersion: z.string().min(1).default("LATEST"),
   logGroup: z.string().regex(/^[\w\-/.#]{1,512}$/, {
     error: "is not a CloudWatch Logs group name (letters, digits, _ - / . #)",

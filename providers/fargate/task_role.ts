@@ -1,8 +1,11 @@
 /**
  * The ECS task role of a pod, from its ServiceAccount: the annotation
- * {@link TASK_ROLE_ANNOTATION} names an IAM role, which must be in the provider config's
- * `allowedTaskRoleArns`; a pod whose ServiceAccount names none gets the config's `taskRoleArn`
- * (or no role). With an empty allowlist no ServiceAccount is read at all.
+ * {@link TASK_ROLE_ANNOTATION} names an IAM role, which must be allowed for the pod's namespace
+ * in the provider config's `allowedTaskRoles` (the namespace's own list, or the `"*"` list every
+ * namespace shares); a pod whose ServiceAccount names none gets the config's `taskRoleArn` (or no
+ * role). The allowlist is per namespace because a ServiceAccount is edited by whoever may edit
+ * its namespace: one global list let a team that owns namespace b take namespace a's role. With
+ * no allowlist no ServiceAccount is read at all.
  *
  * Not EKS's `eks.amazonaws.com/role-arn`: in an EKS cluster that annotation makes the pod
  * identity webhook add a projected token volume to the pod (which Fargate cannot mount), and the
@@ -43,7 +46,9 @@ export async function taskRoleFor(
   config: FargateConfig,
   options: TaskRoleOptions,
 ): Promise<TaskRole> {
-  if (config.allowedTaskRoleArns.length === 0) return { arn: config.taskRoleArn, notes: [] };
+  if (Object.keys(config.allowedTaskRoles).length === 0) {
+    return { arn: config.taskRoleArn, notes: [] };
+  }
   const namespace = pod.metadata?.namespace ?? "";
   const name = pod.spec?.serviceAccountName || "default";
   const what = `serviceaccount ${namespace}/${name}`;
@@ -67,10 +72,37 @@ export async function taskRoleFor(
     ];
     return { arn: config.taskRoleArn, notes };
   }
-  if (!config.allowedTaskRoleArns.includes(arn)) {
+  if (!/^arn:aws[a-z-]*:iam::\d{12}:role\/[^*]+$/.test(arn)) {
     throw new InvalidInputError(
-      `${what}: annotation ${TASK_ROLE_ANNOTATION} names ${arn}, which is not in the provider config's allowedTaskRoleArns; add it there or change the annotation`,
+      `${what}: annotation ${TASK_ROLE_ANNOTATION} is ${JSON.stringify(arn)}, not the ARN of one ` +
+        `IAM role (arn:aws:iam::<account>:role/<name>, no wildcards)`,
+    );
+  }
+  if (!roleAllowed(config.allowedTaskRoles, namespace, arn)) {
+    throw new InvalidInputError(
+      `${what}: annotation ${TASK_ROLE_ANNOTATION} names ${arn}, which the provider config's ` +
+        `allowedTaskRoles does not allow in namespace ${namespace} (neither ` +
+        `allowedTaskRoles.${namespace} nor allowedTaskRoles["*"] matches it); add it to ` +
+        `allowedTaskRoles.${namespace} if that namespace may use it, or change the annotation`,
     );
   }
   return { arn, notes: [] };
+}
+
+/** Whether `arn` matches a pattern of `namespace`'s list or of the `"*"` list. */
+function roleAllowed(
+  allowed: Readonly<Record<string, readonly string[]>>,
+  namespace: string,
+  arn: string,
+): boolean {
+  // Own-property reads only: a namespace called "constructor" must not find Object's.
+  const lists = [namespace, "*"].map((key) => Object.hasOwn(allowed, key) ? allowed[key] : []);
+  return lists.flat().some((pattern) => matchesRolePattern(pattern, arn));
+}
+
+/** `pattern` with `*` standing for any run of characters (as IAM's own ARN wildcards). */
+function matchesRolePattern(pattern: string, arn: string): boolean {
+  if (!pattern.includes("*")) return pattern === arn;
+  const parts = pattern.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, "\\$&"));
+  return new RegExp(`^${parts.join(".*")}$`).test(arn);
 }

@@ -57,6 +57,12 @@ const bytes = (fallback: string) =>
     return Math.floor(n);
   });
 
+/** Whether `url`'s host is this machine: 127.0.0.0/8, ::1 or localhost. */
+function loopbackHost(url: string): boolean {
+  const host = new URL(url).hostname.toLowerCase();
+  return host === "localhost" || host === "[::1]" || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
 /** The interlink provider's config schema. */
 export const interlinkConfigSchema = z.strictObject({
   target: z.enum(["interlink", "plugin"], {
@@ -91,6 +97,17 @@ export const interlinkConfigSchema = z.strictObject({
       code: "custom",
       path: ["url"],
       message: "give exactly one of url (http:// or https://) and socket (a unix socket path)",
+    });
+  }
+  // The token is a bearer credential: over plain http to another host anyone on the path reads
+  // it, and replays it against interLink. Loopback traffic never leaves the machine.
+  if (c.tokenFile && c.url?.startsWith("http:") && !loopbackHost(c.url)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["url"],
+      message: `is plain http to ${new URL(c.url).host}, which is not this machine, and ` +
+        "tokenFile is set: the bearer token would travel in clear; use an https:// url (with " +
+        "caFile if its CA is private), a socket, or an http:// url on 127.0.0.1 (a local proxy)",
     });
   }
   if (c.caFile && !c.url?.startsWith("https:")) {

@@ -1,44 +1,34 @@
 /**
  * Two replicas of one virtual node under `--leader-elect` (issue 21), against the real control
- * plane, as the shipped Deployment runs them: a ServiceAccount bound to the shipped ClusterRole
- * (a node identity may not use any Lease but its node's), the mock provider, 50 pods. The
+ * plane, as the shipped high-availability set runs them: a ServiceAccount bound to the chart's
+ * roles for the node (deploy/kubernetes/ha; a node identity may not use any Lease but its node's), the mock provider, 50 pods. The
  * leader is killed (-9), stopped (SIGTERM) and paused (SIGSTOP) in turn; the node stays Ready,
  * no pod restarts or moves, and the measured takeover times are printed for the notes.
  * @module
  */
 import assert from "node:assert/strict";
-import { parseAllDocuments } from "yaml";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { KubeClient } from "../../k8s/mod.ts";
 import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 import { type RunningVkubelet, startVkubelet } from "../../tools/cluster/vkubelet.ts";
 import { freePort } from "../../tools/cluster/ports.ts";
 import { eventually } from "../../tools/harness/wait.ts";
+import { chartRbac } from "../../tools/helm/manifests.ts";
 
 const PODS = 50;
 
-/** A ServiceAccount in `ns` bound to deploy/kubernetes/rbac.yaml's ClusterRole; its kubeconfig. */
-async function serviceAccountKubeconfig(cluster: TestCluster, ns: string, name: string) {
-  const text = await Deno.readTextFile(
-    new URL("../../deploy/kubernetes/rbac.yaml", import.meta.url),
-  );
-  const role = parseAllDocuments(text).map((d) => d.toJS()).find((o) => o?.kind === "ClusterRole");
-  const list = {
-    apiVersion: "v1",
-    kind: "List",
-    items: [
-      { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } },
-      { ...role, metadata: { name } },
-      {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "ClusterRoleBinding",
-        metadata: { name },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
-        subjects: [{ kind: "ServiceAccount", name, namespace: ns }],
-      },
-    ],
-  };
-  const applied = await cluster.kubectl(["apply", "-f", "-"], { stdin: JSON.stringify(list) });
+/**
+ * A ServiceAccount in `ns` bound to the chart's high-availability roles for `nodeName` (as in
+ * deploy/kubernetes/ha/rbac.yaml); its kubeconfig, and the clean-up commands.
+ */
+async function serviceAccountKubeconfig(
+  cluster: TestCluster,
+  ns: string,
+  name: string,
+  nodeName: string,
+) {
+  const rbac = await chartRbac({ release: name, namespace: ns, nodeName });
+  const applied = await cluster.kubectl(["apply", "-f", "-"], { stdin: rbac.json });
   assert.equal(applied.code, 0, applied.stderr);
   const token = (await cluster.kubectl(["-n", ns, "create", "token", name, "--duration=1h"]))
     .stdout.trim();
@@ -59,7 +49,7 @@ async function serviceAccountKubeconfig(cluster: TestCluster, ns: string, name: 
       "current-context": "c",
     }),
   );
-  return path;
+  return { path, cleanup: rbac.cleanup };
 }
 
 /** What must not change across a takeover, per pod uid. */
@@ -124,7 +114,12 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
   const account = `vkubelet-ha-${id}`;
   const ns = await cluster.newNamespace("ha");
   const kubectl = cluster.kubectlIn(ns);
-  const kubeconfig = await serviceAccountKubeconfig(cluster, ns, account);
+  const { path: kubeconfig, cleanup } = await serviceAccountKubeconfig(
+    cluster,
+    ns,
+    account,
+    nodeName,
+  );
   const serving = await cluster.issueServingCert(nodeName, ["127.0.0.1", nodeName]);
   const replicas = new Set<{ vk: RunningVkubelet; metricsPort: number }>();
   /** Starts a replica; it campaigns at once. */
@@ -428,7 +423,7 @@ Deno.test("two replicas of one node: kill -9, SIGTERM and SIGSTOP on the leader 
       `vkubelet-${nodeName}`,
       "--ignore-not-found",
     ]);
-    await cluster.kubectl(["delete", "clusterrole,clusterrolebinding", account]);
+    for (const args of cleanup) await cluster.kubectl(args);
     await Deno.remove(kubeconfig).catch(() => {});
   }
 });

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
-import { chartDir, helm } from "../../tools/helm/manifests.ts";
+import { chartDir, HA_VALUES, helm } from "../../tools/helm/manifests.ts";
 
 /** A Kubernetes object as rendered. */
 export interface K8sObject {
@@ -16,9 +16,10 @@ export interface K8sObject {
   [key: string]: any;
 }
 
-/** The three value sets: name -> `--set` arguments. */
+/** The value sets: name -> `--set` arguments. */
 export const VALUE_SETS: Record<string, string[]> = {
   defaults: [],
+  ha: [...HA_VALUES],
   csr: [
     "--set=certificates.mode=csr",
     "--set=provider.name=kubernetes",
@@ -31,6 +32,7 @@ export const VALUE_SETS: Record<string, string[]> = {
     "--set=leaderElect=false",
     "--set=nodeName=vk-boot",
     "--set=bootstrap.token=abc123.0123456789abcdef",
+    "--set=bootstrap.autoApprove=true",
   ],
 };
 

@@ -1,14 +1,21 @@
 /**
  * The chart deploy/helm/vkubelet with a real helm (v4, built from Go modules): `helm lint`, the
- * plain manifests in deploy/kubernetes/ are what it renders with its defaults, three value sets
- * (defaults; csr with the kubernetes provider; bootstrap as a node) pass the API server's
- * server-side dry run, value sets that cannot work are refused naming the fix, and an install
- * against the local control plane stores the Deployment deploy/kubernetes/ describes.
+ * plain manifests in deploy/kubernetes/ are what it renders with its defaults (and ha/ with the
+ * high-availability values), four value sets (defaults: node; ha; csr with the kubernetes
+ * provider; bootstrap with a token) pass the API server's server-side dry run, value sets that
+ * cannot work are refused naming the fix, and an install against the local control plane stores
+ * the StatefulSet deploy/kubernetes/ describes.
  */
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
 import { useCluster } from "../../tools/cluster/harness.ts";
-import { chartDir, helm, manifestsDir, plainManifests } from "../../tools/helm/manifests.ts";
+import {
+  chartDir,
+  helm,
+  MANIFEST_SETS,
+  manifestsDir,
+  plainManifests,
+} from "../../tools/helm/manifests.ts";
 import { type K8sObject, render, VALUE_SETS } from "./_chart.ts";
 
 Deno.test("helm lint passes for each value set", async () => {
@@ -19,29 +26,43 @@ Deno.test("helm lint passes for each value set", async () => {
   }
 });
 
-Deno.test("deploy/kubernetes is what the chart renders with its defaults", async () => {
-  const rendered = await plainManifests();
-  assert.deepEqual([...rendered.keys()].sort(), [
-    "configmap.yaml",
-    "deployment.yaml",
-    "pdb.yaml",
-    "rbac.yaml",
-  ]);
-  for (const [file, text] of rendered) {
-    assert.equal(
-      await Deno.readTextFile(`${manifestsDir}/${file}`),
-      text,
-      `deploy/kubernetes/${file} differs from the chart: run deno run -A tools/helm/manifests.ts`,
-    );
+Deno.test("deploy/kubernetes (and ha/) is what the chart renders with its defaults (and ha values)", async () => {
+  const files: string[] = [];
+  for (const folder of Object.keys(MANIFEST_SETS)) {
+    for (const [file, text] of await plainManifests(folder)) {
+      files.push(file);
+      assert.equal(
+        await Deno.readTextFile(`${manifestsDir}/${file}`),
+        text,
+        `deploy/kubernetes/${file} differs from the chart: run deno run -A tools/helm/manifests.ts`,
+      );
+    }
   }
+  assert.deepEqual(files.sort(), [
+    "bootstrap.yaml",
+    "configmap.yaml",
+    "ha/configmap.yaml",
+    "ha/pdb.yaml",
+    "ha/rbac.yaml",
+    "ha/workload.yaml",
+    "rbac.yaml",
+    "workload.yaml",
+  ]);
 });
 
 Deno.test("the chart refuses value sets that cannot work, naming the value and the fix", async () => {
   const cases: [string[], RegExp][] = [
-    [["--set=certificates.mode=bootstrap"], /NodeRestriction.*set leaderElect: false/],
-    [["--set=provider.name=process"], /refuses --leader-elect; set leaderElect: false/],
-    [["--set=leaderElect=false"], /replicas > 1 needs leaderElect: true/],
-    [["--set=certificates.mode=secret"], /certificates.mode "secret" is not one of/],
+    [["--set=leaderElect=true"], /mode node runs vkubelet as system:node.*set leaderElect: false/],
+    [
+      ["--set=certificates.mode=bootstrap", "--set=leaderElect=true"],
+      /NodeRestriction.*set leaderElect: false/,
+    ],
+    [
+      ["--set=certificates.mode=files", "--set=leaderElect=true", "--set=provider.name=process"],
+      /refuses --leader-elect; set leaderElect: false/,
+    ],
+    [["--set=replicas=2"], /replicas > 1 needs leaderElect: true/],
+    [["--set=certificates.mode=secret"], /certificates.mode "secret" is not one of node, files/],
     [
       [
         "--set=certificates.mode=bootstrap",
@@ -59,7 +80,7 @@ Deno.test("the chart refuses value sets that cannot work, naming the value and t
   }
 });
 
-Deno.test("three value sets pass the API server's server-side dry run", async () => {
+Deno.test("four value sets pass the API server's server-side dry run", async () => {
   const cluster = await useCluster();
   const ns = await cluster.newNamespace("helm");
   try {
@@ -98,7 +119,7 @@ function contains(got: unknown, want: unknown, path = ""): string | undefined {
   return got === want ? undefined : `${path}: ${JSON.stringify(got)} != ${JSON.stringify(want)}`;
 }
 
-Deno.test("helm install stores the Deployment of deploy/kubernetes (defaults)", async () => {
+Deno.test("helm install stores the StatefulSet of deploy/kubernetes (defaults)", async () => {
   const cluster = await useCluster();
   const ns = await cluster.newNamespace("helm");
   // Release "vkubelet", as deploy/kubernetes is rendered; only the namespace differs.
@@ -109,10 +130,10 @@ Deno.test("helm install stores the Deployment of deploy/kubernetes (defaults)", 
     assert.equal(installed.code, 0, installed.stderr);
     const status = await helm(["status", release, "--namespace", ns, "-o", "json"], { env });
     assert.equal(JSON.parse(status.stdout).info.status, "deployed");
-    const plain = parseAllDocuments(await Deno.readTextFile(`${manifestsDir}/deployment.yaml`))
+    const plain = parseAllDocuments(await Deno.readTextFile(`${manifestsDir}/workload.yaml`))
       .map((d) => d.toJS() as K8sObject)[0];
     const live = JSON.parse(
-      (await cluster.kubectl(["-n", ns, "get", "deployment", release, "-o", "json"])).stdout,
+      (await cluster.kubectl(["-n", ns, "get", "statefulset", release, "-o", "json"])).stdout,
     );
     // The config's checksum covers the rendered ConfigMap, namespace included.
     assert.match(live.spec.template.metadata.annotations["checksum/config"], /^[0-9a-f]{16}$/);
@@ -122,8 +143,8 @@ Deno.test("helm install stores the Deployment of deploy/kubernetes (defaults)", 
     assert.equal(live.metadata.labels["app.kubernetes.io/managed-by"], "Helm");
     const uninstalled = await helm(["uninstall", release, "--namespace", ns, "--wait"], { env });
     assert.equal(uninstalled.code, 0, uninstalled.stderr);
-    const role = await cluster.kubectl(["get", "clusterrole", release]);
-    assert.notEqual(role.code, 0, "helm uninstall removed the ClusterRole");
+    const binding = await cluster.kubectl(["get", "clusterrolebinding", `${release}-bootstrap`]);
+    assert.notEqual(binding.code, 0, "helm uninstall removed the ClusterRoleBinding");
   } finally {
     await helm(["uninstall", release, "--namespace", ns, "--ignore-not-found"], { env });
     await cluster.kubectl(["delete", "namespace", ns, "--wait=false"]);

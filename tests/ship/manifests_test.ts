@@ -1,11 +1,14 @@
 /**
- * deploy/kubernetes/: the manifests pass the real API server's server-side dry run, the
- * ClusterRole is the reviewed list in `rbac_rules.ts`, the ConfigMap's config file is valid, and
- * vkubelet runs with nothing but that ClusterRole's permissions (a ServiceAccount token; no Node
- * authorizer, no NodeRestriction): CSR-signed serving certificate, node registration and Lease
- * renewal, a pod with ConfigMap/Secret env and a projected token Running, its events and logs,
- * bearer-token authentication (TokenReview) and authorization (SubjectAccessReview) on the
- * kubelet API, the pod's deletion and cordon on shutdown. A missing verb fails it.
+ * deploy/kubernetes/ (the default: vkubelet as its node) and deploy/kubernetes/ha/ (a
+ * ServiceAccount, two replicas): the manifests pass the real API server's server-side dry run;
+ * the default binds the ServiceAccount to nothing but CSR requests; the high-availability roles
+ * are the reviewed list in `rbac_rules.ts`, narrowed to the node's objects; the ConfigMaps' config
+ * files are valid; and vkubelet runs with nothing but the chart's roles for its node (a
+ * ServiceAccount token; no Node authorizer, no NodeRestriction): CSR-signed serving certificate,
+ * node registration and Lease renewal, a pod with ConfigMap/Secret env and a projected token
+ * Running, its events and logs, bearer-token authentication (TokenReview) and authorization
+ * (SubjectAccessReview) on the kubelet API, the pod's deletion and cordon on shutdown. A missing
+ * verb or a resourceName too narrow fails it.
  */
 import assert from "node:assert/strict";
 import { request } from "node:https";
@@ -13,7 +16,8 @@ import { parseAllDocuments } from "yaml";
 import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
 import { loadConfig } from "../../app/config/config.ts";
-import { VKUBELET_RULES } from "./rbac_rules.ts";
+import { chartRbac } from "../../tools/helm/manifests.ts";
+import { expectedRules, flattenRules, type RenderedRule } from "./rbac_rules.ts";
 import { podLogs, podPhase, spawnVkubelet } from "./_helpers.ts";
 import { eventually } from "../../tools/harness/wait.ts";
 import { freePort } from "../../tools/cluster/ports.ts";
@@ -34,108 +38,155 @@ async function readManifests(file: string): Promise<K8sObject[]> {
   return parseAllDocuments(text).map((d) => d.toJS() as K8sObject).filter(Boolean);
 }
 
-/** `group|resource` -> sorted verbs. */
-function flatten(rules: { group: string; resources: string[]; verbs: string[] }[]) {
-  const out = new Map<string, string[]>();
-  for (const rule of rules) {
-    for (const resource of rule.resources) {
-      const key = `${rule.group}|${resource}`;
-      out.set(key, [...new Set([...(out.get(key) ?? []), ...rule.verbs])].sort());
-    }
-  }
-  return out;
-}
-
-function clusterRoleRules(objects: K8sObject[]) {
-  const role = objects.find((o) => o.kind === "ClusterRole");
-  assert.ok(role, "rbac.yaml has a ClusterRole");
-  return role.rules as { apiGroups: string[]; resources: string[]; verbs: string[] }[];
-}
-
-Deno.test("deploy/kubernetes passes the API server's server-side dry run", async () => {
+Deno.test("deploy/kubernetes and its ha set pass the API server's server-side dry run", async () => {
   const cluster = await useCluster();
   // Namespaced objects are checked against their namespace, which a dry run does not create.
   await cluster.kubectl(["apply", "-f", `${manifests}/namespace.yaml`]);
-  const res = await cluster.kubectl(["apply", "--dry-run=server", "-f", manifests]);
-  assert.equal(res.code, 0, res.stderr);
-  for (
-    const what of [
+  const sets: [string, string[]][] = [
+    [manifests, [
+      "serviceaccount/vkubelet",
+      "configmap/vkubelet-bootstrap",
+      "configmap/vkubelet-config",
+      "clusterrolebinding.rbac.authorization.k8s.io/vkubelet-bootstrap",
+      "clusterrolebinding.rbac.authorization.k8s.io/vkubelet-autoapprove-rotation",
+      "statefulset.apps/vkubelet",
+    ]],
+    [`${manifests}/ha`, [
       "serviceaccount/vkubelet",
       "clusterrole.rbac.authorization.k8s.io/vkubelet",
       "clusterrolebinding.rbac.authorization.k8s.io/vkubelet",
+      "role.rbac.authorization.k8s.io/vkubelet",
+      "rolebinding.rbac.authorization.k8s.io/vkubelet",
       "configmap/vkubelet-config",
       "deployment.apps/vkubelet",
       "poddisruptionbudget.policy/vkubelet",
-    ]
-  ) assert.match(res.stdout, new RegExp(`${what} (created|configured|unchanged)`), res.stdout);
+    ]],
+  ];
+  for (const [dir, expected] of sets) {
+    const res = await cluster.kubectl(["apply", "--dry-run=server", "-f", dir]);
+    assert.equal(res.code, 0, res.stderr);
+    for (const what of expected) {
+      assert.match(res.stdout, new RegExp(`${what} (created|configured|unchanged)`), res.stdout);
+    }
+  }
 });
 
-Deno.test("the ClusterRole in rbac.yaml is exactly the reviewed list of API calls", async () => {
-  const objects = await readManifests("rbac.yaml");
-  const actual = flatten(
-    clusterRoleRules(objects).flatMap((r) =>
-      r.apiGroups.map((group) => ({ group, resources: r.resources, verbs: r.verbs }))
-    ),
+Deno.test("by default the ServiceAccount may only request the node's certificate", async () => {
+  const objects = [...await readManifests("rbac.yaml"), ...await readManifests("bootstrap.yaml")];
+  assert.deepEqual(objects.filter((o) => o.kind === "ClusterRole" || o.kind === "Role"), []);
+  const bindings = objects.filter((o) => o.kind.endsWith("Binding")) as (K8sObject & {
+    roleRef: { name: string };
+    subjects: { kind: string; name: string }[];
+  })[];
+  assert.deepEqual(
+    bindings.map((b) => [b.roleRef.name, b.subjects.map((s) => `${s.kind}/${s.name}`)]),
+    [
+      ["system:node-bootstrapper", ["ServiceAccount/vkubelet"]],
+      [
+        "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+        ["User/system:node:vk-in-cluster"],
+      ],
+    ],
   );
-  const expected = flatten(VKUBELET_RULES.map((r) => ({ ...r, resources: [r.resource] })));
+  const [account] = objects.filter((o) => o.kind === "ServiceAccount");
+  assert.equal(account.automountServiceAccountToken, false);
+});
+
+Deno.test("the ha set's roles are exactly the reviewed list, narrowed to the node", async () => {
+  const objects = await readManifests("ha/rbac.yaml");
+  const actual = new Map<string, string[]>();
+  for (const o of objects.filter((o) => o.kind === "ClusterRole" || o.kind === "Role")) {
+    flattenRules(o.rules as RenderedRule[], o.metadata.namespace, actual);
+  }
+  const expected = expectedRules("vk-in-cluster", "mock");
   assert.deepEqual(Object.fromEntries(actual), Object.fromEntries(expected));
-  const binding = objects.find((o) => o.kind === "ClusterRoleBinding") as K8sObject & {
+  const bindings = objects.filter((o) => o.kind.endsWith("Binding")) as (K8sObject & {
     roleRef: { name: string };
     subjects: { kind: string; name: string; namespace: string }[];
-  };
-  assert.equal(binding.roleRef.name, "vkubelet");
-  assert.deepEqual(binding.subjects, [
-    { kind: "ServiceAccount", name: "vkubelet", namespace: "vkubelet" },
+  })[];
+  assert.deepEqual(bindings.map((b) => [b.kind, b.metadata.namespace, b.roleRef.name]), [
+    ["ClusterRoleBinding", undefined, "vkubelet"],
+    ["RoleBinding", "kube-node-lease", "vkubelet"],
   ]);
+  for (const binding of bindings) {
+    assert.deepEqual(binding.subjects, [
+      { kind: "ServiceAccount", name: "vkubelet", namespace: "vkubelet" },
+    ]);
+  }
 });
 
-Deno.test("the Deployment's config file is valid and the pod IP comes from the downward API", async () => {
-  const [configMap] = await readManifests("configmap.yaml");
-  const files: Record<string, string> = {
-    "/etc/vkubelet/config/config.yaml": (configMap.data as Record<string, string>)["config.yaml"],
-    "/etc/vkubelet/tls/tls.crt": "",
-    "/etc/vkubelet/tls/tls.key": "",
-  };
-  const [deployment] = await readManifests("deployment.yaml");
-  // deno-lint-ignore no-explicit-any
-  const container = (deployment as any).spec.template.spec.containers[0];
-  const loaded = await loadConfig({
-    args: container.args,
-    env: { VKUBELET_POD_IP: "10.0.0.7" },
-    readFile: (path) =>
-      path in files ? Promise.resolve(files[path]) : Promise.reject(new Error("no such file")),
-  });
-  assert.ok(loaded.ok, JSON.stringify(!loaded.ok && loaded.errors));
-  assert.equal(loaded.config.nodeIp, "10.0.0.7");
-  assert.deepEqual(container.env.find((e: { name: string }) => e.name === "VKUBELET_POD_IP"), {
-    name: "VKUBELET_POD_IP",
-    valueFrom: { fieldRef: { fieldPath: "status.podIP" } },
-  });
+Deno.test("each set's config file is valid and the pod IP comes from the downward API", async () => {
+  for (const set of ["", "ha/"]) {
+    const [configMap] = await readManifests(`${set}configmap.yaml`);
+    const files: Record<string, string> = {
+      "/etc/vkubelet/config/config.yaml": (configMap.data as Record<string, string>)["config.yaml"],
+      "/etc/vkubelet/tls/tls.crt": "",
+      "/etc/vkubelet/tls/tls.key": "",
+    };
+    const [workload] = await readManifests(`${set}workload.yaml`);
+    // deno-lint-ignore no-explicit-any
+    const container = (workload as any).spec.template.spec.containers[0];
+    const loaded = await loadConfig({
+      args: container.args,
+      env: { VKUBELET_POD_IP: "10.0.0.7" },
+      readFile: (path) =>
+        path in files ? Promise.resolve(files[path]) : Promise.reject(new Error("no such file")),
+    });
+    assert.ok(loaded.ok, `${set}: ${JSON.stringify(!loaded.ok && loaded.errors)}`);
+    assert.equal(loaded.config.nodeIp, "10.0.0.7");
+    assert.deepEqual(container.env.find((e: { name: string }) => e.name === "VKUBELET_POD_IP"), {
+      name: "VKUBELET_POD_IP",
+      valueFrom: { fieldRef: { fieldPath: "status.podIP" } },
+    });
+  }
 });
 
-Deno.test("the Deployment survives a CSR waiting for approval and the measured memory peak", async () => {
-  const [deployment] = await readManifests("deployment.yaml");
-  const [configMap] = await readManifests("configmap.yaml");
+Deno.test("the default runs as its node with the bootstrap kubeconfig and token it mounts", async () => {
+  const [bootstrap] = (await readManifests("bootstrap.yaml")).filter((o) => o.kind === "ConfigMap");
+  const kubeconfig = (bootstrap.data as Record<string, string>).kubeconfig;
+  assert.match(kubeconfig, /tokenFile: \/etc\/vkubelet\/bootstrap-credential\/token/);
+  assert.doesNotMatch(kubeconfig, /\btoken:/, "no token in the ConfigMap");
+  const [workload] = await readManifests("workload.yaml");
   // deno-lint-ignore no-explicit-any
-  const spec = (deployment as any).spec.template.spec;
-  const container = spec.containers[0];
-  // The liveness probe must not need the kubelet API, which listens only with a certificate.
-  const probePort = container.livenessProbe.tcpSocket?.port ??
-    container.livenessProbe.httpGet?.port;
-  const port = container.ports.find((p: { name: string }) => p.name === probePort);
-  assert.notEqual(
-    port.containerPort,
-    10250,
-    "probing the kubelet API restarts a pod whose CSR waits",
+  const spec = (workload as any).spec.template.spec;
+  assert.equal(spec.automountServiceAccountToken, false);
+  assert.ok(
+    spec.containers[0].args.includes("--bootstrap-kubeconfig=/etc/vkubelet/bootstrap/kubeconfig"),
   );
-  const config = (configMap.data as Record<string, string>)["config.yaml"];
-  assert.match(config, new RegExp(`^\\s*metricsAddr: "?:${port.containerPort}"?$`, "m"));
-  // Peak RSS at 10,000 pods: 410 MiB in bench/reports/RESULTS.md (556 MiB in the run before).
-  const limit = container.resources.limits.memory as string;
-  const mib = Number(limit.replace(/Gi$/, "")) * (limit.endsWith("Gi") ? 1024 : 1) ||
-    Number(limit.replace(/Mi$/, ""));
-  assert.ok(mib >= 768, `memory limit ${limit}`);
-  const tls = spec.volumes.find((v: { name: string }) => v.name === "serving-tls");
+  assert.ok(!spec.containers[0].args.includes("--leader-elect"));
+  const credential = spec.volumes.find((v: { name: string }) => v.name === "bootstrap-credential");
+  assert.deepEqual(credential.projected.sources[0], {
+    serviceAccountToken: { path: "token", expirationSeconds: 3600 },
+  });
+});
+
+Deno.test("each set survives a CSR waiting for approval and the measured memory peak", async () => {
+  for (const set of ["", "ha/"]) {
+    const [workload] = await readManifests(`${set}workload.yaml`);
+    const [configMap] = await readManifests(`${set}configmap.yaml`);
+    // deno-lint-ignore no-explicit-any
+    const spec = (workload as any).spec.template.spec;
+    const container = spec.containers[0];
+    // The liveness probe must not need the kubelet API, which listens only with a certificate.
+    const probePort = container.livenessProbe.tcpSocket?.port ??
+      container.livenessProbe.httpGet?.port;
+    const port = container.ports.find((p: { name: string }) => p.name === probePort);
+    assert.notEqual(
+      port.containerPort,
+      10250,
+      "probing the kubelet API restarts a pod whose CSR waits",
+    );
+    const config = (configMap.data as Record<string, string>)["config.yaml"];
+    assert.match(config, new RegExp(`^\\s*metricsAddr: "?:${port.containerPort}"?$`, "m"));
+    // Peak RSS at 10,000 pods: 410 MiB in bench/reports/RESULTS.md (556 MiB in the run before).
+    const limit = container.resources.limits.memory as string;
+    const mib = Number(limit.replace(/Gi$/, "")) * (limit.endsWith("Gi") ? 1024 : 1) ||
+      Number(limit.replace(/Mi$/, ""));
+    assert.ok(mib >= 768, `memory limit ${limit}`);
+  }
+  // deno-lint-ignore no-explicit-any
+  const ha = (await readManifests("ha/workload.yaml"))[0] as any;
+  const tls = ha.spec.template.spec.volumes.find((v: { name: string }) => v.name === "serving-tls");
   assert.equal(tls.secret.optional, true, "without the Secret (CSR mode) the pod still starts");
 });
 
@@ -146,26 +197,20 @@ Deno.test("the systemd unit's stop leaves the process provider's pods to be re-a
   assert.equal(killMode, "process");
 });
 
-/** Applies the ClusterRole under a test name, bound to a fresh ServiceAccount in `ns`. */
-async function bindTestRole(cluster: TestCluster, ns: string, name: string) {
-  const objects = await readManifests("rbac.yaml");
-  const list = {
-    apiVersion: "v1",
-    kind: "List",
-    items: [
-      { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } },
-      { ...objects.find((o) => o.kind === "ClusterRole"), metadata: { name } },
-      {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "ClusterRoleBinding",
-        metadata: { name },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
-        subjects: [{ kind: "ServiceAccount", name, namespace: ns }],
-      },
-    ],
-  };
-  const res = await cluster.kubectl(["apply", "-f", "-"], { stdin: JSON.stringify(list) });
+/**
+ * Applies the chart's roles for node `nodeName` (release `name`, mode csr: a ServiceAccount with
+ * a kubelet-serving CSR), bound to its ServiceAccount in `ns`; the clean-up commands.
+ */
+async function bindTestRole(cluster: TestCluster, ns: string, name: string, nodeName: string) {
+  const rbac = await chartRbac({
+    release: name,
+    namespace: ns,
+    nodeName,
+    set: ["--set=certificates.mode=csr", "--set=provider.name=process"],
+  });
+  const res = await cluster.kubectl(["apply", "-f", "-"], { stdin: rbac.json });
   assert.equal(res.code, 0, res.stderr);
+  return rbac.cleanup;
 }
 
 async function tokenKubeconfig(cluster: TestCluster, dir: string, token: string) {
@@ -275,7 +320,7 @@ function workload(ns: string, nodeName: string): unknown {
   };
 }
 
-Deno.test("vkubelet works with only the ClusterRole's permissions (ServiceAccount token)", async () => {
+Deno.test("vkubelet works with only the chart's roles for its node (ServiceAccount token)", async () => {
   const cluster = await useCluster();
   const id = crypto.randomUUID().slice(0, 6);
   const nodeName = `vk-rbac-${id}`;
@@ -283,7 +328,7 @@ Deno.test("vkubelet works with only the ClusterRole's permissions (ServiceAccoun
   const ns = await cluster.newNamespace("rbac");
   const dir = await Deno.makeTempDir({ prefix: "vk-rbac-" });
   const approved = new Set<string>();
-  await bindTestRole(cluster, ns, account);
+  const cleanup = await bindTestRole(cluster, ns, account, nodeName);
   const token = (await cluster.kubectl(["-n", ns, "create", "token", account, "--duration=1h"]))
     .stdout.trim();
   assert.ok(token, "kubectl create token gave a token");
@@ -382,7 +427,7 @@ Deno.test("vkubelet works with only the ClusterRole's permissions (ServiceAccoun
     if (!stopped) await vk.stop();
     await cluster.kubectl(["delete", "namespace", ns, "--wait=false"]);
     await cluster.kubectl(["delete", "node", nodeName, "--wait=false"]);
-    await cluster.kubectl(["delete", "clusterrole,clusterrolebinding", account]);
+    for (const args of cleanup) await cluster.kubectl(args);
     for (const name of approved) {
       await cluster.kubectl(["delete", "csr", name, "--ignore-not-found"]);
     }

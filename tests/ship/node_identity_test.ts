@@ -1,4 +1,9 @@
 /**
+ * The chart's default mode, node (issue 51 item 6): its ServiceAccount may file and read CSRs and
+ * nothing else (not Secrets, tokens, pod status or deletes, which the old default's could), and
+ * vkubelet bootstrapped with its token through the chart's own bootstrap kubeconfig runs as
+ * `system:node:<name>` once an admin approves the first CSR.
+ *
  * The chart's bootstrap mode (issue 43 item 4) on the local control plane: vkubelet runs as
  * `system:node:<name>` and the chart binds that identity to nothing, so the Node authorizer and
  * NodeRestriction alone scope it — it reads the Secret its node's pod uses and no other, mints a
@@ -11,6 +16,11 @@ import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 import { createCsr, generateKeyPair } from "../../x509/mod.ts";
 import { render, VALUE_SETS } from "./_chart.ts";
 import { eventually } from "../../tools/harness/wait.ts";
+import { freePort } from "../../tools/cluster/ports.ts";
+import { VKUBELET_PERMISSIONS } from "../../scripts/permissions.ts";
+import { greeterPod, podPhase, type SpawnedVkubelet, spawnVkubelet } from "./_helpers.ts";
+
+const mainPath = new URL("../../main.ts", import.meta.url).pathname;
 
 /** kubectl with another kubeconfig than the admin's. */
 async function kubectlAs(cluster: TestCluster, kubeconfig: string, args: string[]) {
@@ -234,5 +244,149 @@ Deno.test("the bootstrap token's group gets its node client certificate approved
       await cluster.kubectl(["delete", "clusterrolebinding", b.metadata.name]);
     }
     await cluster.kubectl(["-n", "kube-system", "delete", "secret", `bootstrap-token-${id}`]);
+  }
+});
+
+Deno.test("by default the ServiceAccount files the node's CSR and may do nothing else", async () => {
+  const cluster = await useCluster();
+  const id = crypto.randomUUID().slice(0, 6);
+  const nodeName = `vk-sa-${id}`;
+  const release = `vk-sa-${id}`;
+  const ns = await cluster.newNamespace("sa");
+  const { text, objects } = await render(release, ns, [`--set=nodeName=${nodeName}`]);
+  const bindings = objects.filter((o) => o.kind === "ClusterRoleBinding");
+  const account = objects.find((o) => o.kind === "ServiceAccount")!.metadata.name;
+  const as = [`--as=system:serviceaccount:${ns}:${account}`];
+  const csrName = `vk-sa-${id}`;
+  try {
+    const applied = await cluster.kubectl(["apply", "-f", "-"], { stdin: text });
+    assert.equal(applied.code, 0, applied.stderr);
+    const secret = await cluster.kubectl(["-n", ns, "create", "secret", "generic", "s"]);
+    assert.equal(secret.code, 0, secret.stderr);
+    // What the files mode's ServiceAccount could do, and this one may not.
+    for (
+      const check of [
+        ["get", "secrets", "-A"],
+        ["create", "serviceaccounts", "--subresource=token", "-n", ns],
+        ["update", "pods", "--subresource=status", "-A"],
+        ["delete", "pods", "-A"],
+        ["create", "leases", "-n", "kube-node-lease"],
+        // The approver's question: no auto-approval of a first certificate for any node name.
+        ["create", "certificatesigningrequests", "--subresource=nodeclient"],
+      ]
+    ) {
+      const res = await cluster.kubectl(["auth", "can-i", ...check, ...as]);
+      assert.equal(res.stdout.trim(), "no", `can-i ${check.join(" ")}: ${res.stdout}`);
+    }
+    const request = await createCsr(await generateKeyPair(), {
+      commonName: `system:node:${nodeName}`,
+      organizations: ["system:nodes"],
+    });
+    const filed = await cluster.kubectl(["create", "-f", "-", ...as], {
+      stdin: JSON.stringify({
+        apiVersion: "certificates.k8s.io/v1",
+        kind: "CertificateSigningRequest",
+        metadata: { name: csrName },
+        spec: {
+          request: btoa(request),
+          signerName: "kubernetes.io/kube-apiserver-client-kubelet",
+          usages: ["digital signature", "client auth"],
+        },
+      }),
+    });
+    assert.equal(filed.code, 0, filed.stderr);
+    const read = await cluster.kubectl(["get", "csr", csrName, "-o", "name", ...as]);
+    assert.equal(read.code, 0, read.stderr);
+    // An admin approves it (bootstrap.autoApprove is off); the controller manager signs it.
+    const approved = await cluster.kubectl(["certificate", "approve", csrName]);
+    assert.equal(approved.code, 0, approved.stderr);
+    await eventually("the CSR to be signed", async () => {
+      const res = await cluster.kubectl(["get", "csr", csrName, "-o", "json"]);
+      return JSON.parse(res.stdout).status?.certificate ? true : undefined;
+    });
+  } finally {
+    await cluster.kubectl(["delete", "csr", csrName, "--ignore-not-found"]);
+    await cluster.kubectl(["delete", "namespace", ns, "--wait=false"]);
+    for (const b of bindings) {
+      await cluster.kubectl(["delete", "clusterrolebinding", b.metadata.name]);
+    }
+  }
+});
+
+/** Approves pending CSRs filed by one of `usernames`, as an admin would; the names approved. */
+async function approveCsrsOf(cluster: TestCluster, usernames: string[], approved: Set<string>) {
+  const res = await cluster.kubectl(["get", "csr", "-o", "json"]);
+  // deno-lint-ignore no-explicit-any
+  for (const csr of JSON.parse(res.stdout).items as any[]) {
+    if (!usernames.includes(csr.spec.username) || csr.status?.conditions) continue;
+    const out = await cluster.kubectl(["certificate", "approve", csr.metadata.name]);
+    if (out.code === 0) approved.add(csr.metadata.name);
+  }
+}
+
+Deno.test("the default runs vkubelet as its node once an admin approves its first CSR", async () => {
+  const cluster = await useCluster();
+  const id = crypto.randomUUID().slice(0, 6);
+  const nodeName = `vk-def-${id}`;
+  const release = `vk-def-${id}`;
+  const ns = await cluster.newNamespace("def");
+  const { text, objects } = await render(release, ns, [`--set=nodeName=${nodeName}`]);
+  const bindings = objects.filter((o) => o.kind === "ClusterRoleBinding");
+  const account = objects.find((o) => o.kind === "ServiceAccount")!.metadata.name;
+  const dir = await Deno.makeTempDir({ prefix: "vk-def-" });
+  const approved = new Set<string>();
+  let vk: SpawnedVkubelet | undefined;
+  try {
+    const applied = await cluster.kubectl(["apply", "-f", "-"], { stdin: text });
+    assert.equal(applied.code, 0, applied.stderr);
+    // The pod's projected token and CA, where the chart's bootstrap kubeconfig names them.
+    const token = await cluster.kubectl(["-n", ns, "create", "token", account, "--duration=1h"]);
+    await Deno.writeTextFile(`${dir}/token`, token.stdout.trim());
+    await Deno.copyFile(`${cluster.pkiDir}/ca.crt`, `${dir}/ca.crt`);
+    const bootstrap = objects.find((o) => o.kind === "ConfigMap" && o.data?.kubeconfig)!;
+    await Deno.writeTextFile(
+      `${dir}/bootstrap.kubeconfig`,
+      (bootstrap.data.kubeconfig as string)
+        .replaceAll("/etc/vkubelet/bootstrap-credential", dir)
+        .replace("https://kubernetes.default.svc", cluster.server),
+    );
+    const users = [`system:serviceaccount:${ns}:${account}`, `system:node:${nodeName}`];
+    vk = await spawnVkubelet(cluster, nodeName, Deno.execPath(), [
+      "run",
+      "--no-prompt",
+      ...VKUBELET_PERMISSIONS,
+      mainPath,
+      `--nodename=${nodeName}`,
+      "--provider=mock",
+      `--bootstrap-kubeconfig=${dir}/bootstrap.kubeconfig`,
+      "--rotate-server-certificates",
+      `--cert-dir=${dir}/pki`,
+      "--node-ip=127.0.0.1",
+      "--listen-address=127.0.0.1",
+      `--port=${freePort()}`,
+    ], { whileWaiting: () => approveCsrsOf(cluster, users, approved), timeoutMs: 120_000 });
+    const whoami = await new Deno.Command(cluster.binary, {
+      args: ["kubectl", `--kubeconfig=${dir}/pki/${nodeName}.kubeconfig`, "auth", "whoami"],
+      stdout: "piped",
+    }).output();
+    assert.match(new TextDecoder().decode(whoami.stdout), new RegExp(`system:node:${nodeName}`));
+    const pod = await cluster.kubectl(["apply", "-f", "-"], {
+      stdin: JSON.stringify(greeterPod(ns, nodeName, "hello")),
+    });
+    assert.equal(pod.code, 0, pod.stderr);
+    await podPhase(cluster, ns, "greeter", "Running");
+    assert.doesNotMatch(vk.output(), /forbidden/i);
+  } catch (err) {
+    throw new Error(`${err}\nvkubelet's output:\n${vk?.output()}`, { cause: err });
+  } finally {
+    await vk?.stop();
+    await cluster.kubectl(["delete", "namespace", ns, "--wait=false"]);
+    await cluster.kubectl(["delete", "node", nodeName, "--wait=false"]);
+    await cluster.kubectl(["-n", "kube-node-lease", "delete", "lease", nodeName]);
+    for (const b of bindings) {
+      await cluster.kubectl(["delete", "clusterrolebinding", b.metadata.name]);
+    }
+    for (const name of approved) await cluster.kubectl(["delete", "csr", name]);
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 });

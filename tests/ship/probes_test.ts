@@ -1,5 +1,5 @@
 /**
- * The liveness probe of deploy/kubernetes/deployment.yaml (the chart's default), run as the
+ * The liveness probe of deploy/kubernetes/workload.yaml (the chart's default), run as the
  * kubelet runs it (pkg/probe/http, pkg/probe/tcp in kubernetes/kubernetes: an HTTP GET counts
  * 200-399 within timeoutSeconds, a TCP probe only connects) against a real vkubelet: it passes
  * while vkubelet runs and fails while its process is stopped, where a TCP connect still succeeds
@@ -49,7 +49,7 @@ function runProbe(probe: Probe, port: number): Promise<boolean> {
 
 Deno.test("the liveness probe fails while vkubelet's process does not answer", async () => {
   const [deployment] = parseAllDocuments(
-    await Deno.readTextFile(`${manifestsDir}/deployment.yaml`),
+    await Deno.readTextFile(`${manifestsDir}/workload.yaml`),
   ).map((d) => d.toJS());
   const container = deployment.spec.template.spec.containers[0];
   const probe = container.livenessProbe as Probe;

@@ -1,8 +1,10 @@
 /**
- * The ClusterRole vkubelet needs, as reviewed against the code: one entry per API call site
- * (the same list, with the same reasons, as the comments in deploy/kubernetes/rbac.yaml). When
- * the code starts or stops making a call, change both; tests/ship/manifests_test.ts fails while
- * they differ, and runs vkubelet with exactly these permissions.
+ * The RBAC vkubelet needs when it runs as a ServiceAccount (the chart's modes files and csr, the
+ * high-availability set in deploy/kubernetes/ha/), as reviewed against the code: one entry per
+ * API call site (the same list, with the same reasons, as the comments in the chart's
+ * templates/rbac.yaml), narrowed to this node's objects where RBAC can say so. When the code
+ * starts or stops making a call, change both; tests/ship/manifests_test.ts fails while they
+ * differ, and runs vkubelet with exactly these permissions.
  * @module
  */
 
@@ -11,6 +13,12 @@ export interface Rule {
   group: string;
   resource: string;
   verbs: string[];
+  /** Only these objects (resourceNames): the node, or its Lease and its election Lease. */
+  names?: "node" | "leases";
+  /** In a Role of this namespace rather than the ClusterRole. */
+  namespace?: "kube-node-lease";
+  /** Only for providers that request service account tokens (not mock, fargate). */
+  tokens?: true;
   /** The code that makes the call. */
   why: string;
 }
@@ -20,16 +28,37 @@ export const VKUBELET_RULES: readonly Rule[] = [
   {
     group: "",
     resource: "nodes",
-    verbs: ["get", "list", "watch", "create", "patch"],
-    why: "core/node/node_api.ts getNode, createNode, patchNode (cordon); with --nodes the " +
-      "status checks read one watch of the virtual Nodes (app/heartbeat_api.ts)",
+    verbs: ["get", "patch"],
+    names: "node",
+    why: "core/node/node_api.ts getNode, patchNode (cordon)",
   },
-  { group: "", resource: "nodes/status", verbs: ["patch"], why: "node_api.ts patchNodeStatus" },
+  {
+    group: "",
+    resource: "nodes",
+    verbs: ["create"],
+    why: "core/node/node_api.ts createNode (a create names no object RBAC could match)",
+  },
+  {
+    group: "",
+    resource: "nodes/status",
+    verbs: ["patch"],
+    names: "node",
+    why: "node_api.ts patchNodeStatus",
+  },
   {
     group: "coordination.k8s.io",
     resource: "leases",
-    verbs: ["get", "create", "update"],
+    verbs: ["get", "update"],
+    names: "leases",
+    namespace: "kube-node-lease",
     why: "core/node/lease_controller.ts; k8s/leader_election/elector.ts (--leader-elect)",
+  },
+  {
+    group: "coordination.k8s.io",
+    resource: "leases",
+    verbs: ["create"],
+    namespace: "kube-node-lease",
+    why: "the same, creating either Lease",
   },
   {
     group: "",
@@ -73,7 +102,8 @@ export const VKUBELET_RULES: readonly Rule[] = [
     group: "",
     resource: "serviceaccounts/token",
     verbs: ["create"],
-    why: "projected service account tokens (process, kubernetes providers)",
+    tokens: true,
+    why: "projected service account tokens (process, kubernetes and other providers)",
   },
   {
     group: "authentication.k8s.io",
@@ -94,3 +124,49 @@ export const VKUBELET_RULES: readonly Rule[] = [
     why: "x509/csr_certificate.ts kubelet-serving CSR",
   },
 ];
+
+/**
+ * The reviewed rules for node `nodeName` and provider `provider`, keyed
+ * `<namespace or *>|<group>|<resource>|<resourceNames, comma-separated>` -> sorted verbs.
+ */
+export function expectedRules(nodeName: string, provider: string): Map<string, string[]> {
+  const names = { node: [nodeName], leases: [nodeName, `vkubelet-${nodeName}`] };
+  const out = new Map<string, string[]>();
+  for (const rule of VKUBELET_RULES) {
+    if (rule.tokens && ["mock", "fargate"].includes(provider)) continue;
+    const key = [
+      rule.namespace ?? "*",
+      rule.group,
+      rule.resource,
+      (rule.names ? names[rule.names] : []).join(","),
+    ].join("|");
+    out.set(key, [...new Set([...(out.get(key) ?? []), ...rule.verbs])].sort());
+  }
+  return out;
+}
+
+/** A rendered ClusterRole's or Role's rules. */
+export interface RenderedRule {
+  apiGroups: string[];
+  resources: string[];
+  resourceNames?: string[];
+  verbs: string[];
+}
+
+/** Rendered rules in the keys of {@link expectedRules}; `namespace` undefined for a ClusterRole. */
+export function flattenRules(
+  rules: readonly RenderedRule[],
+  namespace: string | undefined,
+  into = new Map<string, string[]>(),
+): Map<string, string[]> {
+  for (const rule of rules) {
+    for (const group of rule.apiGroups) {
+      for (const resource of rule.resources) {
+        const key = [namespace ?? "*", group, resource, (rule.resourceNames ?? []).join(",")]
+          .join("|");
+        into.set(key, [...new Set([...(into.get(key) ?? []), ...rule.verbs])].sort());
+      }
+    }
+  }
+  return into;
+}

@@ -2,7 +2,9 @@
  * The operator's path of the README ("Using it against a cluster you already have"): the two
  * documented commands, `scripts/try_on_cluster.sh up` and `down`, run as written against the
  * local control plane with its admin kubeconfig, on loopback (NODE_IP and PORT set, as the README
- * says to where the API server reaches this host another way).
+ * says to where the API server reaches this host another way). Its refusals run against a fake
+ * kubectl (no cluster): a NODE that already exists, and a kubelet-serving CSR that asks for more
+ * names than the node's.
  */
 import assert from "node:assert/strict";
 import { useCluster } from "../../tools/cluster/harness.ts";
@@ -78,4 +80,98 @@ Deno.test({
       await Deno.remove(work, { recursive: true }).catch(() => {});
     }
   },
+});
+
+/** A kubectl that answers what `up` asks with canned replies, and records approvals. */
+const FAKE_KUBECTL = `#!/bin/bash
+case "$*" in
+  version) exit 0 ;;
+  "get node $NODE -o name") [ "$FAKE_NODE_EXISTS" = 1 ] && echo "node/$NODE" && exit 0; exit 1 ;;
+  "get csr -o jsonpath="*) printf 'csr-fake kubernetes.io/kubelet-serving system:node:%s \\n' "$NODE" ;;
+  "get csr csr-fake -o jsonpath={.spec.request}") cat "$FAKE_DIR/request.b64" ;;
+  "certificate approve csr-fake") echo csr-fake >>"$FAKE_DIR/approved"; echo "csr-fake approved" ;;
+  *) exit 0 ;;
+esac
+`;
+
+/** Runs `up` against the fake kubectl with a serving CSR for `sans`; its outcome. */
+async function upAgainstFake(options: { nodeExists: boolean; sans: string }) {
+  const dir = await Deno.makeTempDir({ prefix: "vk-try-fake-" });
+  try {
+    await Deno.writeTextFile(`${dir}/kubectl`, FAKE_KUBECTL, { mode: 0o755 });
+    const csr = await new Deno.Command("openssl", {
+      args: [
+        "req",
+        "-new",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "/dev/null",
+        "-subj",
+        "/O=system:nodes/CN=system:node:vk-fake",
+        "-addext",
+        `subjectAltName=${options.sans}`,
+      ],
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    await Deno.writeTextFile(`${dir}/request.b64`, btoa(new TextDecoder().decode(csr.stdout)));
+    const out = await new Deno.Command("bash", {
+      args: ["scripts/try_on_cluster.sh", "up"],
+      cwd: root,
+      env: {
+        KUBECONFIG: `${dir}/admin.kubeconfig`,
+        KUBECTL: `${dir}/kubectl`,
+        DENO: "true", // vkubelet is not started: the fake answers for it
+        NODE: "vk-fake",
+        NODE_IP: "127.0.0.1",
+        DIR: `${dir}/state`,
+        FAKE_DIR: dir,
+        FAKE_NODE_EXISTS: options.nodeExists ? "1" : "0",
+      },
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(60_000),
+    }).output();
+    const approved = await Deno.readTextFile(`${dir}/approved`).catch(() => "");
+    const started = await Deno.stat(`${dir}/state/pid`).then(() => true, () => false);
+    const decoder = new TextDecoder();
+    return {
+      code: out.code,
+      text: decoder.decode(out.stdout) + decoder.decode(out.stderr),
+      approved,
+      started,
+    };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("try_on_cluster.sh up refuses a NODE that already exists, before starting anything", async () => {
+  const run = await upAgainstFake({ nodeExists: true, sans: "DNS:vk-fake,IP:127.0.0.1" });
+  assert.notEqual(run.code, 0, run.text);
+  assert.match(run.text, /error: node vk-fake already exists in this cluster.*NODE=/);
+  assert.equal(run.started, false, "vkubelet was not started");
+});
+
+Deno.test("try_on_cluster.sh approves a serving CSR only for exactly the node's names", async () => {
+  const extra = await upAgainstFake({
+    nodeExists: false,
+    sans: "DNS:vk-fake,IP:127.0.0.1,DNS:kubernetes.default.svc",
+  });
+  assert.notEqual(extra.code, 0, extra.text);
+  assert.match(
+    extra.text,
+    /CSR csr-fake from system:node:vk-fake asks for \[DNS:kubernetes.default.svc DNS:vk-fake IP Address:127.0.0.1\], not exactly \[DNS:vk-fake IP Address:127.0.0.1\]: not approving it/,
+  );
+  assert.equal(extra.approved, "", "the CSR was not approved");
+  const otherIp = await upAgainstFake({ nodeExists: false, sans: "DNS:vk-fake,IP:127.0.0.9" });
+  assert.notEqual(otherIp.code, 0, otherIp.text);
+  assert.equal(otherIp.approved, "");
+  const exact = await upAgainstFake({ nodeExists: false, sans: "IP:127.0.0.1,DNS:vk-fake" });
+  assert.equal(exact.code, 0, exact.text);
+  assert.equal(exact.approved, "csr-fake\n");
 });

@@ -1,11 +1,13 @@
 /**
  * `deploy/kubernetes/` is generated from the chart `deploy/helm/vkubelet` with its default
- * values: {@link plainManifests} renders them (`helm template vkubelet --namespace vkubelet`), one
- * file per template, and `deno run -A tools/helm/manifests.ts` writes them. The chart tests check
+ * values, and `deploy/kubernetes/ha/` with the high-availability values ({@link HA_VALUES}):
+ * {@link plainManifests} renders a set (`helm template vkubelet --namespace vkubelet`), one file
+ * per template, and `deno run -A tools/helm/manifests.ts` writes both. The chart tests check
  * that the files in the repository are what the chart renders now. `namespace.yaml` is written by
  * hand (Helm creates no namespace of its own).
  * @module
  */
+import { parseAllDocuments } from "yaml";
 import { repoRoot } from "../cluster/build.ts";
 import { ensureHelm } from "./build.ts";
 
@@ -14,13 +16,27 @@ export const chartDir = `${repoRoot}/deploy/helm/vkubelet`;
 /** The plain manifests' folder. */
 export const manifestsDir = `${repoRoot}/deploy/kubernetes`;
 
-/** Plain manifest file name for each template that renders something with the defaults. */
-const FILES: Record<string, string> = {
-  "rbac.yaml": "rbac.yaml",
-  "configmap.yaml": "configmap.yaml",
-  "workload.yaml": "deployment.yaml",
-  "pdb.yaml": "pdb.yaml",
+/** The high-availability set: a ServiceAccount's RBAC, two replicas under --leader-elect. */
+export const HA_VALUES: readonly string[] = [
+  "--set=certificates.mode=files",
+  "--set=replicas=2",
+  "--set=leaderElect=true",
+];
+
+/** The sets written: folder under deploy/kubernetes (`""` for itself) -> `--set` arguments. */
+export const MANIFEST_SETS: Readonly<Record<string, readonly string[]>> = {
+  "": [],
+  "ha": HA_VALUES,
 };
+
+/** Templates that may render with a set's values (the plain file has the template's name). */
+const TEMPLATES = new Set([
+  "rbac.yaml",
+  "bootstrap.yaml",
+  "configmap.yaml",
+  "workload.yaml",
+  "pdb.yaml",
+]);
 
 /** Options for {@link helm}. */
 export interface HelmOptions {
@@ -78,19 +94,27 @@ export function splitBySource(rendered: string): Map<string, string> {
   return out;
 }
 
-/** The plain manifests the chart renders with its defaults: file name -> text. */
-export async function plainManifests(signal?: AbortSignal): Promise<Map<string, string>> {
-  const res = await helm(["template", "vkubelet", chartDir, "--namespace", "vkubelet"], {
+/**
+ * The plain manifests the chart renders with the values of `folder` in {@link MANIFEST_SETS}
+ * (default: the chart's defaults): path under deploy/kubernetes -> text.
+ */
+export async function plainManifests(
+  folder = "",
+  signal?: AbortSignal,
+): Promise<Map<string, string>> {
+  const set = MANIFEST_SETS[folder];
+  if (!set) throw new RangeError(`no manifest set ${folder}`);
+  const res = await helm(["template", "vkubelet", chartDir, "--namespace", "vkubelet", ...set], {
     signal,
   });
   if (res.code !== 0) throw new Error(`helm template of the chart failed: ${res.stderr}`);
+  const values = set.length ? `the values ${set.map((s) => s.slice(6)).join(" ")}` : "its defaults";
   const out = new Map<string, string>();
   for (const [template, text] of splitBySource(res.stdout)) {
-    const file = FILES[template];
-    if (!file) throw new Error(`template ${template} renders with the defaults: name its file`);
+    if (!TEMPLATES.has(template)) throw new Error(`template ${template} renders: list it`);
     out.set(
-      file,
-      "# Generated from deploy/helm/vkubelet (its default values) by tools/helm/manifests.ts;\n" +
+      folder ? `${folder}/${template}` : template,
+      `# Generated from deploy/helm/vkubelet (${values}) by tools/helm/manifests.ts;\n` +
         "# change the chart and run `deno run -A tools/helm/manifests.ts`, not this file.\n" +
         text,
     );
@@ -98,9 +122,53 @@ export async function plainManifests(signal?: AbortSignal): Promise<Map<string, 
   return out;
 }
 
+/** Options for {@link chartRbac}. */
+export interface ChartRbacOptions {
+  release: string;
+  namespace: string;
+  nodeName: string;
+  /** More `--set` arguments (default: {@link HA_VALUES}). */
+  set?: readonly string[];
+  signal?: AbortSignal;
+}
+
+/**
+ * The RBAC objects (ServiceAccount, roles, bindings) the chart renders for one node, as JSON
+ * text for `kubectl apply -f -`, and the names of the cluster-scoped ones and of the namespaced
+ * ones outside `namespace` for clean-up.
+ */
+export async function chartRbac(options: ChartRbacOptions) {
+  const res = await helm([
+    "template",
+    options.release,
+    chartDir,
+    "--namespace",
+    options.namespace,
+    `--set=nodeName=${options.nodeName}`,
+    ...(options.set ?? HA_VALUES),
+  ], { signal: options.signal });
+  if (res.code !== 0) throw new Error(`helm template of the chart failed: ${res.stderr}`);
+  const kinds = ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"];
+  const items = parseAllDocuments(res.stdout)
+    .map((d) => d.toJS() as { kind: string; metadata: { name: string; namespace?: string } })
+    .filter((o) => o && kinds.includes(o.kind));
+  return {
+    json: JSON.stringify({ apiVersion: "v1", kind: "List", items }),
+    /** `kubectl delete` arguments for each object outside `namespace`. */
+    cleanup: items.filter((o) => o.metadata.namespace !== options.namespace).map((o) =>
+      o.metadata.namespace
+        ? ["-n", o.metadata.namespace, "delete", o.kind.toLowerCase(), o.metadata.name]
+        : ["delete", o.kind.toLowerCase(), o.metadata.name]
+    ),
+  };
+}
+
 if (import.meta.main) {
-  for (const [file, text] of await plainManifests()) {
-    await Deno.writeTextFile(`${manifestsDir}/${file}`, text);
-    console.log(`wrote deploy/kubernetes/${file}`);
+  for (const folder of Object.keys(MANIFEST_SETS)) {
+    await Deno.mkdir(`${manifestsDir}/${folder}`, { recursive: true });
+    for (const [file, text] of await plainManifests(folder)) {
+      await Deno.writeTextFile(`${manifestsDir}/${file}`, text);
+      console.log(`wrote deploy/kubernetes/${file}`);
+    }
   }
 }

@@ -144,3 +144,84 @@ Deno.test("every config problem is reported at once, naming its field", () => {
     assert.match(text, new RegExp(`^${field}`, "m"), `${field} is named`);
   }
 });
+
+Deno.test("the security context ACI's API can express is carried, the pod's under the container's", () => {
+  const group = containerGroupFor(
+    pod({
+      securityContext: { runAsUser: 1000, runAsGroup: 3000, runAsNonRoot: true },
+      initContainers: [{ name: "init", image: "busybox", command: ["true"] }],
+      containers: [{
+        name: "main",
+        image: "busybox",
+        securityContext: {
+          allowPrivilegeEscalation: false,
+          capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] },
+          seccompProfile: { type: "RuntimeDefault" },
+        },
+      }],
+    }),
+    config,
+    inputs,
+  );
+  assert.deepEqual(group.containers[0].securityContext, {
+    allowPrivilegeEscalation: false,
+    capabilities: { add: ["NET_BIND_SERVICE"], drop: ["ALL"] },
+    runAsUser: 1000,
+    runAsGroup: 3000,
+  });
+  assert.deepEqual(group.initContainers?.[0].securityContext, {
+    runAsUser: 1000,
+    runAsGroup: 3000,
+  });
+  const plain = containerGroupFor(pod({}), config, inputs);
+  assert.equal("securityContext" in plain.containers[0], false);
+});
+
+Deno.test("what ACI cannot enforce fails the pod naming the field, never runs as the image's user", () => {
+  const cases: [Partial<NonNullable<Pod["spec"]>>, RegExp][] = [
+    [
+      {
+        containers: [{
+          name: "main",
+          image: "busybox",
+          securityContext: { runAsNonRoot: true, capabilities: { drop: ["ALL"] } },
+        }],
+      },
+      /spec\.containers\[0\]\.securityContext\.runAsNonRoot: ACI's container API has no field for it, so ACI cannot enforce it; set runAsUser to a non-zero uid/,
+    ],
+    [
+      {
+        securityContext: { runAsNonRoot: true },
+        initContainers: [{
+          name: "init",
+          image: "busybox",
+          command: ["true"],
+          securityContext: { runAsUser: 0 },
+        }],
+        containers: [{ name: "main", image: "busybox", securityContext: { runAsUser: 7 } }],
+      },
+      /spec\.initContainers\[0\]\.securityContext\.runAsUser: 0 breaks the runAsNonRoot policy/,
+    ],
+    [
+      {
+        containers: [{
+          name: "main",
+          image: "busybox",
+          securityContext: { readOnlyRootFilesystem: true },
+        }],
+      },
+      /spec\.containers\[0\]\.securityContext\.readOnlyRootFilesystem: .*cannot enforce it/,
+    ],
+    [
+      { securityContext: { seccompProfile: { type: "Localhost", localhostProfile: "p.json" } } },
+      /spec\.containers\[0\]\.securityContext\.seccompProfile: .*cannot enforce it/,
+    ],
+  ];
+  for (const [spec, message] of cases) {
+    assert.throws(() => containerGroupFor(pod(spec), config, inputs), (err: Error) => {
+      assert.ok(isInvalidInput(err), String(err));
+      assert.match(err.message, message);
+      return true;
+    });
+  }
+});

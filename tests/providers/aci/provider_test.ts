@@ -129,3 +129,30 @@ Deno.test("a reply that strays from Azure's specification is caught by Prism", a
     await env.close();
   }
 });
+
+Deno.test("a pod's security context reaches ACI as the specification's securityContext", async () => {
+  const env = await startProviderOnAci();
+  try {
+    const pod = aciPod("restricted", {
+      securityContext: { runAsUser: 1000, runAsGroup: 1000, runAsNonRoot: true },
+      containers: [{
+        name: "main",
+        image: "busybox",
+        command: ["/bin/sh", "-c", "exec sleep 3600"],
+        securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+      }],
+    });
+    await env.provider.createPod(pod, {});
+    // Prism checked the PUT against the 2023-05-01 specification before the emulator stored it.
+    await running(env, "restricted");
+    const [group] = [...env.emu.groups.values()];
+    assert.deepEqual(group.body.properties.containers[0].properties.securityContext, {
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"] },
+      runAsUser: 1000,
+      runAsGroup: 1000,
+    });
+  } finally {
+    await env.close();
+  }
+});

@@ -18,11 +18,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if eq .Values.certificates.mode "files" -}}Deployment{{- else -}}StatefulSet{{- end -}}
 {{- end -}}
 
+{{/* "true" when vkubelet runs as its node (system:node:<nodeName>): modes node and bootstrap. */}}
+{{- define "vkubelet.asNode" -}}
+{{- if has .Values.certificates.mode (list "node" "bootstrap") -}}true{{- end -}}
+{{- end -}}
+
 {{/* Refuses value sets that cannot work, naming the value and the fix. */}}
 {{- define "vkubelet.validate" -}}
 {{- $mode := .Values.certificates.mode -}}
-{{- if not (has $mode (list "files" "csr" "bootstrap")) -}}
-{{- fail (printf "certificates.mode %q is not one of files, csr, bootstrap" $mode) -}}
+{{- if not (has $mode (list "node" "files" "csr" "bootstrap")) -}}
+{{- fail (printf "certificates.mode %q is not one of node, files, csr, bootstrap" $mode) -}}
 {{- end -}}
 {{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElect) -}}
 {{- fail "replicas > 1 needs leaderElect: true (two replicas that both write would fight over the node); set replicas: 1 or leaderElect: true" -}}
@@ -30,8 +35,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and .Values.leaderElect (eq .Values.provider.name "process") -}}
 {{- fail "provider process keeps pods inside the vkubelet process and refuses --leader-elect; set leaderElect: false and replicas: 1" -}}
 {{- end -}}
-{{- if and .Values.leaderElect (eq $mode "bootstrap") -}}
-{{- fail "certificates.mode bootstrap runs vkubelet as system:node:<nodeName>, and the NodeRestriction admission plugin lets a node write no Lease but kube-node-lease/<nodeName>, so --leader-elect cannot hold kube-node-lease/vkubelet-<nodeName>; set leaderElect: false and replicas: 1, or use mode files or csr for several replicas" -}}
+{{- if and .Values.leaderElect (include "vkubelet.asNode" .) -}}
+{{- fail (printf "certificates.mode %s runs vkubelet as system:node:<nodeName>, and the NodeRestriction admission plugin lets a node write no Lease but kube-node-lease/<nodeName>, so --leader-elect cannot hold kube-node-lease/vkubelet-<nodeName>; set leaderElect: false and replicas: 1, or use mode files or csr for several replicas" $mode) -}}
 {{- end -}}
 {{- with .Values.bootstrap.token -}}
 {{- if not (regexMatch "^[a-z0-9]{6}\\.[a-z0-9]{16}$" .) -}}
@@ -51,4 +56,17 @@ secret: {{ index $parts 1 | quote }}
 {{/* The serving certificate's Secret (certificates.mode files). */}}
 {{- define "vkubelet.servingSecret" -}}
 {{- .Values.certificates.secretName | default (printf "%s-serving" (include "vkubelet.fullname" .)) -}}
+{{- end -}}
+
+{{/* Who holds the bootstrap credential: the ServiceAccount (node) or the token's group. */}}
+{{- define "vkubelet.bootstrapSubject" -}}
+{{- if eq .Values.certificates.mode "node" -}}
+- kind: ServiceAccount
+  name: {{ include "vkubelet.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+{{- else -}}
+- apiGroup: rbac.authorization.k8s.io
+  kind: Group
+  name: {{ .Values.bootstrap.group }}
+{{- end -}}
 {{- end -}}

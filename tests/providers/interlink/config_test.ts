@@ -1,0 +1,57 @@
+/**
+ * The interlink config refuses, at start, a bearer token sent over plain http to another host
+ * (anyone on the path could read and replay it); https, a unix socket, or http on loopback (a
+ * local proxy) are accepted.
+ */
+import assert from "node:assert/strict";
+import { FakeClock } from "../../../base/fake_clock.ts";
+import { getLogger } from "../../../base/log.ts";
+import { isInvalidInput } from "../../../provider/mod.ts";
+import { createProvider, parseInterlinkConfig } from "../../../providers/interlink/mod.ts";
+
+const TOKEN = { target: "interlink", tokenFile: "/var/run/secrets/interlink/token" };
+
+Deno.test("a tokenFile with an http:// url to another host is refused, saying why and what to use", () => {
+  for (
+    const url of ["http://interlink.example:3000", "http://10.0.0.5:3000", "http://[fd00::1]/"]
+  ) {
+    const parsed = parseInterlinkConfig({ ...TOKEN, url });
+    assert.ok(!parsed.ok, `${url} was accepted`);
+    assert.match(
+      parsed.errors.join("\n"),
+      /^url: is plain http to .*, which is not this machine, and tokenFile is set: the bearer token would travel in clear; use an https:\/\/ url/m,
+    );
+  }
+});
+
+Deno.test("a tokenFile over https, a socket or loopback http is accepted, and http without a token", () => {
+  const accepted = [
+    { ...TOKEN, url: "https://interlink.example:3000" },
+    { ...TOKEN, socket: "/var/run/interlink/api.sock" },
+    { ...TOKEN, url: "http://127.0.0.1:3000" },
+    { ...TOKEN, url: "http://127.3.2.1:3000" },
+    { ...TOKEN, url: "http://localhost:3000" },
+    { ...TOKEN, url: "http://[::1]:3000" },
+    { target: "plugin", url: "http://interlink.example:3000" },
+  ];
+  for (const config of accepted) {
+    const parsed = parseInterlinkConfig(config);
+    assert.ok(parsed.ok, `${JSON.stringify(config)}: ${!parsed.ok && parsed.errors}`);
+  }
+});
+
+Deno.test("the provider does not start with a token over plain http to another host", () => {
+  const clock = new FakeClock();
+  assert.throws(
+    () =>
+      createProvider({ ...TOKEN, url: "http://interlink.example:3000" }, {
+        nodeName: "vk-0",
+        log: getLogger(["vkubelet", "test"]),
+        clock,
+        internalIp: "127.0.0.1",
+        daemonPort: 10250,
+        signal: new AbortController().signal,
+      }),
+    (err: Error) => isInvalidInput(err) && /travel in clear/.test(err.message),
+  );
+});
