@@ -29,7 +29,10 @@ export {
 } from "./kube_client.ts";
 export { applyProviderNode, type ProviderNodeFields } from "./node.ts";
 export {
+  BackendUnreachableError,
+  type BackendUnreachableOptions,
   InvalidInputError,
+  isBackendUnreachable,
   isInvalidInput,
   isNotFound,
   isNotSupported,
@@ -38,6 +41,11 @@ export {
   NotSupportedError,
   TransientError,
 } from "./errors.ts";
+export {
+  backendUnreachable,
+  type BackendUnreachableHelpOptions,
+  redactCredentials,
+} from "./unreachable.ts";
 export {
   buildPodStatus,
   type ContainerReport,

@@ -54,7 +54,7 @@ export function reachableCondition(health: Health): NodeCondition {
   return {
     type: PROVIDER_REACHABLE,
     status: "False",
-    reason: "ProviderPingFailed",
+    reason: health.reason ?? "ProviderPingFailed",
     message: `since ${new Date(health.since).toISOString()}: ${health.message ?? "ping failed"}`
       .slice(0, 1024),
   };

@@ -15,6 +15,7 @@ import {
 import { FakeNodeApi } from "./fakes.ts";
 import { advanceBy, startNodeSide } from "./_harness.ts";
 import { FakeClock } from "../../fakes/clock.ts";
+import { backendUnreachable } from "../../../provider/mod.ts";
 
 const condition = (node: Node | undefined, type: string) =>
   node?.status?.conditions?.find((c) => c.type === type);
@@ -162,6 +163,26 @@ Deno.test("an admin's cordon is neither taken for the outage's nor undone after 
     await advanceBy(side.clock, 20_000, 500);
     assert.equal(side.api.node?.spec?.unschedulable, true, "the admin's cordon was undone");
     assert.equal(side.api.node?.metadata?.annotations?.[OUTAGE_CORDON_ANNOTATION], undefined);
+  } finally {
+    await side.stop();
+  }
+});
+
+Deno.test("the provider's own reason and message reach ProviderReachable", async () => {
+  const side = await startNodeSide({ node: { outageGraceMs: GRACE } });
+  try {
+    side.provider.pingError = backendUnreachable(
+      "slurmctld via ssh to hpc@login.example",
+      new Error("exit 255: Connection timed out"),
+      { reason: "SlurmUnreachable" },
+    );
+    await advanceBy(side.clock, 11_000, 500);
+    const reachable = condition(side.api.node, PROVIDER_REACHABLE)!;
+    assert.equal(reachable.reason, "SlurmUnreachable");
+    assert.match(
+      reachable.message!,
+      /cannot reach slurmctld via ssh to hpc@login\.example: exit 255/,
+    );
   } finally {
     await side.stop();
   }
