@@ -19,8 +19,8 @@ export interface BackendUnreachableHelpOptions {
 
 /**
  * `err` as a {@link BackendUnreachableError} naming `endpoint`: "cannot reach <endpoint>:
- * <err's message>[; <hint>]", credentials redacted. An error that is one already is returned
- * as it is.
+ * <err's message>[; <hint>]" (just the message when it names the endpoint already), credentials
+ * redacted. An error that is one already is returned as it is.
  *
  * @example Usage
  * ```ts
@@ -38,14 +38,26 @@ export function backendUnreachable(
   if (isBackendUnreachable(err)) return err;
   const secrets = options.secrets ?? [];
   const where = redactCredentials(endpoint, secrets);
-  const why = redactCredentials(err instanceof Error ? err.message : String(err), secrets);
-  const message = `cannot reach ${where}: ${why || "no answer"}` +
+  const why = redactCredentials(describe(err), secrets);
+  // An error that names the endpoint already says what could not be reached: said once.
+  const message = (why.includes(where) ? why : `cannot reach ${where}: ${why || "no answer"}`) +
     (options.hint ? `; ${options.hint}` : "");
   return new BackendUnreachableError(message, {
     endpoint: where,
     reason: options.reason,
     cause: err,
   });
+}
+
+/** The error's message and, when they add to it, its causes' ("fetch failed" says little alone). */
+function describe(err: unknown): string {
+  let text = err instanceof Error ? err.message : String(err);
+  let cause = err instanceof Error ? err.cause : undefined;
+  for (let depth = 0; depth < 3 && cause instanceof Error; depth++) {
+    if (cause.message && !text.includes(cause.message)) text += `: ${cause.message}`;
+    cause = cause.cause;
+  }
+  return text;
 }
 
 /**
