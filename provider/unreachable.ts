@@ -80,7 +80,7 @@ export function redactCredentials(text: string, secrets: readonly string[] = [])
     .replace(/([a-z][a-z0-9+.-]*:\/\/)[^/\s@]+@/gi, "$1<redacted>@")
     .replace(/\b(Bearer|Basic)\s+[^\s"',;]+/gi, "$1 <redacted>")
     .replace(
-      /\b([\w-]*(?:password|passwd|token|secret|signature|apikey|api-key|access-key|key))(=|:\s*)[^\s&"',;]+/gi,
+      /\b([\w-]*(?:password|passwd|token|secret|signature|apikey|api-key|access-key|key))(=|:\s*)[^\s&"',;)]+/gi,
       "$1$2<redacted>",
     );
   for (const secret of secrets) if (secret) out = out.replaceAll(secret, "<redacted>");
