@@ -50,8 +50,10 @@ export function markReachability(
       type: POD_REACHABLE_CONDITION,
       status: "False",
       reason: "ProviderUnreachable",
-      message: `status not refreshed since ${since}: the provider cannot reach its backend` +
-        (health.message ? ` (${health.message})` : "").slice(0, 900),
+      // Not the provider's message, which may change from ping to ping: each change would be a
+      // write of every pod. The node's ProviderReachable condition carries it.
+      message: `status not refreshed since ${since}: the provider cannot reach its backend ` +
+        "(the node's ProviderReachable condition says why)",
       lastTransitionTime: previous ?? since,
     };
   } else if (marked?.status === "False") {
