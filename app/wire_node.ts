@@ -74,6 +74,7 @@ export function wireNode(config: Config, deps: WireNodeDeps): WiredNode {
       metrics.syncLatency.observe({ result: ok ? "success" : "error" }, seconds),
     nodeIps: () => [internalIp],
     allocatable: () => side.node.node?.status?.allocatable ?? {},
+    reachability: side.health,
     ...podControllerHooks(metrics, deps.tracer),
   });
   return { side, pods };

@@ -193,7 +193,12 @@ export interface Provider {
   configureNode?(node: Node): void | Promise<void>;
   /** Registers a callback for when {@link configureNode} would now give a different answer. */
   notifyNodeChanged?(callback: () => void): void;
-  /** Cheap health check; while it rejects, the node lease is not renewed. */
+  /**
+   * Cheap health check of the backend's control plane. A remote provider rejects with a
+   * `BackendUnreachableError` (`backendUnreachable(endpoint, err)`) naming what it could not
+   * reach; the node then stays Ready, tainted, for `--provider-outage-grace`, and past that the
+   * lease is not renewed.
+   */
   ping?(options: CallOptions): Promise<void>;
 
   /** A container's log as bytes; with `follow`, the stream stays open until `signal` aborts. */

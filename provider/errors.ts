@@ -60,6 +60,34 @@ export class NotSupportedError extends Error {
   }
 }
 
+/** Options for {@link BackendUnreachableError}. */
+export interface BackendUnreachableOptions extends ProviderErrorOptions {
+  /** What could not be reached (an endpoint, service or host), without credentials. */
+  endpoint: string;
+  /** A CamelCase reason for the node's `ProviderReachable` condition; default `BackendUnreachable`. */
+  reason?: string;
+}
+
+/**
+ * The provider cannot reach its backend's control plane (thrown by `ping`): the backend's API is
+ * down or unreachable, which says nothing about the workloads themselves. The core keeps the
+ * node Ready for `--provider-outage-grace` and its pods' last status meanwhile.
+ */
+export class BackendUnreachableError extends Error {
+  /** The error's name, compared by the predicates. */
+  override name = "BackendUnreachableError";
+  /** What could not be reached. */
+  readonly endpoint: string;
+  /** The condition's reason. */
+  readonly reason: string;
+  /** An error with `message`, what could not be reached, and its `cause`. */
+  constructor(message: string, options: BackendUnreachableOptions) {
+    super(message, options);
+    this.endpoint = options.endpoint;
+    this.reason = options.reason ?? "BackendUnreachable";
+  }
+}
+
 // The predicates compare `name` as well as the class: an external provider loaded from a URL
 // may carry its own copy of this module, whose classes are not ours.
 function hasName(err: unknown, name: string): boolean {
@@ -170,4 +198,9 @@ export function refuseStreaming(
     check?.(); // a throw here rejects with it
     reject(new NotSupportedError(`${notSupportedText(kind)}: ${why}`));
   });
+}
+
+/** True for a {@link BackendUnreachableError} (from any copy of this module). */
+export function isBackendUnreachable(err: unknown): err is BackendUnreachableError {
+  return hasName(err, "BackendUnreachableError");
 }

@@ -29,7 +29,10 @@ export {
 } from "./kube_client.ts";
 export { applyProviderNode, type ProviderNodeFields } from "./node.ts";
 export {
+  BackendUnreachableError,
+  type BackendUnreachableOptions,
   InvalidInputError,
+  isBackendUnreachable,
   isInvalidInput,
   isNotFound,
   isNotSupported,
@@ -41,6 +44,11 @@ export {
   type StreamingKind,
   TransientError,
 } from "./errors.ts";
+export {
+  backendUnreachable,
+  type BackendUnreachableHelpOptions,
+  redactCredentials,
+} from "./unreachable.ts";
 export {
   buildPodStatus,
   type ContainerReport,

@@ -310,6 +310,19 @@ export const OPTIONS = [
     help: "Mark the node unschedulable before stopping.",
   }),
   o({
+    key: "providerOutageGrace",
+    flag: "provider-outage-grace",
+    env: ["VKUBELET_PROVIDER_OUTAGE_GRACE"],
+    kind: "string",
+    value: "DURATION",
+    shownDefault: "30m",
+    group: "Node",
+    help: "While the provider's ping fails for less than this, the node stays Ready, tainted " +
+      "virtual-kubelet.io/provider-unreachable:NoSchedule (cordoned under NodeRestriction) and " +
+      "ProviderReachable=False, and pods keep their last status; then Ready turns False and " +
+      "the pods are evicted as usual. 0: Ready False at the first failed ping.",
+  }),
+  o({
     key: "podSyncWorkers",
     flag: "pod-sync-workers",
     env: ["VKUBELET_POD_SYNC_WORKERS"],

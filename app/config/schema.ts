@@ -372,6 +372,7 @@ const fields = z.object({
   nodeStatusReportFrequency: duration().default(60_000),
   recreateNode: boolean(true),
   cordonOnShutdown: boolean(false),
+  providerOutageGrace: duration().default(30 * 60_000),
   podSyncWorkers: integer(1, 1000, 10),
   fullResyncPeriod: duration().default(60_000),
   daemonSetPods: oneOf(["skip", "run"] as const, "skip"),

@@ -8,7 +8,7 @@
  */
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
-import type { Provider } from "../../provider/mod.ts";
+import { isBackendUnreachable, type Provider } from "../../provider/mod.ts";
 import { withDeadline } from "./_timing.ts";
 
 /** The provider's health as last seen. */
@@ -16,6 +16,8 @@ export interface Health {
   healthy: boolean;
   /** Why the last ping failed; absent while healthy. */
   message?: string;
+  /** The provider's CamelCase reason (`BackendUnreachableError.reason`), if it gave one. */
+  reason?: string;
   /** When the current state began (ms since the epoch, on the injected clock). */
   since: number;
 }
@@ -90,7 +92,8 @@ export class HealthMonitor implements HealthSource {
     } catch (err) {
       if (signal.aborted) return;
       const message = err instanceof Error ? err.message : String(err);
-      this.#set({ healthy: false, message: message || "ping failed", since: clock.now() });
+      const reason = isBackendUnreachable(err) ? err.reason : undefined;
+      this.#set({ healthy: false, message: message || "ping failed", reason, since: clock.now() });
     }
   }
 

@@ -9,7 +9,8 @@
  * lease again and retries, up to 5 times, with backoff; an ownerReference to the Node
  * (kubernetes/kubernetes pkg/kubelet/util/nodelease.go `SetNodeOwnerFunc`) so that the lease
  * goes when the Node does. As in virtual-kubelet, the lease is not renewed while the
- * provider's ping fails: the node-lifecycle controller then sees the node stop.
+ * provider's ping fails — once it has failed for `outageGraceMs` (`--provider-outage-grace`,
+ * `./outage.ts`): the node-lifecycle controller then sees the node stop.
  *
  * One difference: the kubelet's `JitterUntil` is sliding (the next wait starts when a renewal
  * has finished), so a renewal that takes 3 s puts the next one 13 s after it. One kubelet's
@@ -28,6 +29,7 @@ import { raceSignal } from "../../base/cancel.ts";
 import { ALWAYS_HEALTHY, type HealthSource } from "./health_monitor.ts";
 import { type CallSlots, type NodeApi, type NodeApiClient, nodeApiFromClient } from "./node_api.ts";
 import type { NodeOwner } from "./node_controller.ts";
+import { pastGrace } from "./outage.ts";
 
 /** The namespace of node leases. */
 export const NODE_LEASE_NAMESPACE = "kube-node-lease";
@@ -70,6 +72,8 @@ export interface LeaseControllerDeps {
   slots?: CallSlots;
   /** Told how long each renewal attempt took and whether it worked; for metrics. */
   onRenewal?: (seconds: number, ok: boolean) => void;
+  /** Renewals go on this long after the ping starts failing; default 0 (they stop at once). */
+  outageGraceMs?: number;
 }
 
 /** Renews the node's lease; see the module doc. */
@@ -134,7 +138,7 @@ export class LeaseController {
 
   async #sync(signal: AbortSignal): Promise<void> {
     const health = this.#health.current();
-    if (!health.healthy) {
+    if (pastGrace(health, this.#deps.clock.now(), this.#deps.outageGraceMs ?? 0)) {
       if (!this.#paused) {
         this.#deps.log.warn("not renewing lease of node {node} while the provider ping fails", {
           node: this.#deps.nodeName,

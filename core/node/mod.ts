@@ -8,7 +8,8 @@
  * - {@link NodeController} creates or adopts the Node and keeps its status (labels, capacity,
  *   conditions, addresses...) true, writing only what changed, keeping what other writers own;
  * - {@link LeaseController} renews `kube-node-lease/<node>` every 10 s while the provider is
- *   healthy.
+ *   healthy, or unhealthy for less than `--provider-outage-grace` (`./outage.ts`: meanwhile the
+ *   node stays Ready, tainted, with `ProviderReachable=False`).
  *
  * `app/wire_node.ts` builds all three from the config with {@link createNodeSide}:
  *
@@ -47,4 +48,5 @@ export {
 } from "./node_template.ts";
 export { OWNED_KEYS_ANNOTATION } from "./node_status.ts";
 export { CORDONED_ANNOTATION } from "./cordon.ts";
+export { OUTAGE_CORDON_ANNOTATION, PROVIDER_REACHABLE, UNREACHABLE_TAINT } from "./outage.ts";
 export { forbiddenLabels } from "./forbidden_labels.ts";

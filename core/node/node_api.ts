@@ -6,6 +6,7 @@
  */
 import type { Node } from "kubernetes-types/core/v1.d.ts";
 import type { Lease } from "kubernetes-types/coordination/v1.d.ts";
+import type { Event } from "kubernetes-types/core/v1.d.ts";
 import type { KubeClient } from "../../k8s/client.ts";
 import { dropManagedFields } from "../../k8s/watch/informer.ts";
 
@@ -39,6 +40,15 @@ export interface NodeApi {
   createLease(lease: Lease, options?: ApiCallOptions): Promise<Lease>;
   /** Replaces the lease; fails with 409 Conflict when its resourceVersion is stale. */
   updateLease(lease: Lease, options?: ApiCallOptions): Promise<Lease>;
+  /** Records an event on the Node (in `default`, as the kubelet's node events); optional. */
+  createEvent?(nodeName: string, event: NodeEvent, options?: ApiCallOptions): Promise<void>;
+}
+
+/** An event about the Node itself. */
+export interface NodeEvent {
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
 }
 
 /**
@@ -59,7 +69,9 @@ export interface CallSlots {
 export const FIELD_MANAGER = "vkubelet";
 
 /** The parts of `KubeClient` the adapter uses. */
-export type NodeApiClient = Pick<KubeClient, "request" | "nodes" | "leases">;
+export type NodeApiClient =
+  & Pick<KubeClient, "request" | "nodes" | "leases">
+  & Partial<Pick<KubeClient, "events">>;
 
 /**
  * Adapts the real Kubernetes client to {@link NodeApi}. Nodes and Leases come back without
@@ -88,7 +100,44 @@ export function nodeApiFromClient(client: NodeApiClient): NodeApi {
     createLease: (lease, options = {}) =>
       client.leases.create(lease.metadata?.namespace ?? "", lease, write(options)).then(lean),
     updateLease: (lease, options = {}) => client.leases.update(lease, write(options)).then(lean),
+    ...(client.events
+      ? {
+        createEvent: async (nodeName: string, event: NodeEvent, options: ApiCallOptions = {}) => {
+          await client.events!.create("default", nodeEvent(nodeName, event, Date.now()), {
+            signal: options.signal,
+          });
+        },
+      }
+      : {}),
   };
+}
+
+/**
+ * The Event object for `event` on node `nodeName`. The kubelet refers to its Node with the node's
+ * name as uid and files node events in `default` (kubernetes/kubernetes pkg/kubelet/kubelet.go
+ * `nodeRef`), so that `kubectl describe node` finds them.
+ */
+export function nodeEvent(nodeName: string, event: NodeEvent, now: number): Event {
+  const timestamp = new Date(Math.floor(now / 1000) * 1000).toISOString().replace(".000Z", "Z");
+  return {
+    apiVersion: "v1",
+    kind: "Event",
+    metadata: { name: `${nodeName}.${now.toString(16)}${randomSuffix()}`, namespace: "default" },
+    involvedObject: { apiVersion: "v1", kind: "Node", name: nodeName, uid: nodeName },
+    type: event.type,
+    reason: event.reason,
+    message: event.message,
+    source: { component: "kubelet", host: nodeName },
+    reportingComponent: "kubelet",
+    reportingInstance: nodeName,
+    firstTimestamp: timestamp,
+    lastTimestamp: timestamp,
+    count: 1,
+  };
+}
+
+function randomSuffix(): string {
+  return Math.floor(Math.random() * 0x10000).toString(16).padStart(4, "0");
 }
 
 /** An object as the server sent it, without its managed fields. */

@@ -6,9 +6,10 @@
  * reads the server's from the apiserver's cache. It writes only when one of them changed since
  * the last write, or when `statusReportIntervalMs` (1 min, virtual-kubelet's
  * `DefaultStatusUpdateInterval`) passed — the lease is the heartbeat in between. While the
- * provider's ping fails, Ready is False with the reason and the status is the heartbeat
- * instead: it is written every update interval, so that the node-lifecycle controller keeps
- * our reason rather than overwriting it with Unknown.
+ * provider's ping has failed for longer than `outageGraceMs` (`--provider-outage-grace`), Ready is
+ * False with the reason and the status is the heartbeat instead: it is written every update
+ * interval, so that the node-lifecycle controller keeps our reason rather than overwriting it with
+ * Unknown. Within the grace the node stays Ready, marked unreachable (`./outage.ts`).
  * @module
  */
 import type { Node } from "kubernetes-types/core/v1.d.ts";
@@ -19,6 +20,7 @@ import type { Provider } from "../../provider/mod.ts";
 import { backoffDelay, Wakeup, withTurnAndDeadline } from "./_timing.ts";
 import { raceSignal } from "../../base/cancel.ts";
 import { forbiddenLabels } from "./forbidden_labels.ts";
+import { OutageMarker, pastGrace } from "./outage.ts";
 import { ALWAYS_HEALTHY, type HealthSource } from "./health_monitor.ts";
 import { type CallSlots, type NodeApi, type NodeApiClient, nodeApiFromClient } from "./node_api.ts";
 import { CORDONED_ANNOTATION, cordonPatch, uncordonPatch } from "./cordon.ts";
@@ -64,6 +66,11 @@ export interface NodeControllerDeps extends NodeTemplateOptions {
   requestTimeoutMs?: number;
   /** Where the calls wait their turn when many nodes share a client (after lease renewals). */
   slots?: CallSlots;
+  /**
+   * How long a failing ping leaves the node Ready (tainted, `ProviderReachable=False`) before
+   * Ready turns False; default 0, Ready False at once (`--provider-outage-grace`).
+   */
+  outageGraceMs?: number;
 }
 
 /** Registers the Node and keeps its status; see the module doc. */
@@ -82,12 +89,21 @@ export class NodeController implements NodeOwner {
   #deleted = false;
   #featuresDropped = false;
   #settleReady!: (err?: unknown) => void;
+  #outage: OutageMarker;
 
   constructor(deps: NodeControllerDeps) {
     if (!deps.api && !deps.client) throw new TypeError("NodeController needs api or client");
     this.#deps = deps;
     this.#api = deps.api ?? nodeApiFromClient(deps.client!);
     this.#health = deps.health ?? ALWAYS_HEALTHY;
+    this.#outage = new OutageMarker({
+      api: this.#api,
+      clock: deps.clock,
+      log: deps.log,
+      nodeName: deps.nodeName,
+      graceMs: deps.outageGraceMs ?? 0,
+      call: (signal, call) => this.#call(signal, call),
+    });
     this.ready = new Promise<void>((resolve, reject) => {
       this.#settleReady = (err) => err === undefined ? resolve() : reject(err);
     });
@@ -231,15 +247,19 @@ export class NodeController implements NodeOwner {
     this.#server = server;
     const desired = withoutLabels(await this.#desired(), this.#forbidden);
     const owned = ownedKeys(desired);
-    const heartbeat = this.#health.current().healthy
-      ? this.#deps.statusReportIntervalMs ?? 60_000
-      : this.#deps.statusUpdateIntervalMs ?? 10_000;
-    const due = this.#deps.clock.now() - this.#lastWrite >= heartbeat;
+    const health = this.#health.current();
+    const now = this.#deps.clock.now();
+    const heartbeat = pastGrace(health, now, this.#deps.outageGraceMs ?? 0)
+      ? this.#deps.statusUpdateIntervalMs ?? 10_000
+      : this.#deps.statusReportIntervalMs ?? 60_000;
+    const due = now - this.#lastWrite >= heartbeat;
     if (
-      !due && ownedView(desired, owned) === this.#lastApplied &&
-      ownedView(server, owned) === this.#lastServerView
-    ) return;
-    await this.#write(desired, server, signal);
+      due || ownedView(desired, owned) !== this.#lastApplied ||
+      ownedView(server, owned) !== this.#lastServerView
+    ) await this.#write(desired, server, signal);
+    if (!this.#server) return; // Deleted meanwhile (and not registered again).
+    const marked = await this.#outage.sync(this.#server, health, signal);
+    if (marked) this.#server = marked;
   }
 
   async #write(desired: Node, server: Node, signal: AbortSignal): Promise<void> {
@@ -335,7 +355,10 @@ export class NodeController implements NodeOwner {
   }
 
   async #desired(): Promise<Node> {
-    const node = await desiredNode(this.#deps, this.#deps.provider, this.#health.current());
+    const node = await desiredNode(this.#deps, this.#deps.provider, this.#health.current(), {
+      graceMs: this.#deps.outageGraceMs ?? 0,
+      now: this.#deps.clock.now(),
+    });
     if (this.#featuresDropped && node.status) {
       delete (node.status as { declaredFeatures?: string[] }).declaredFeatures;
     }

@@ -40,6 +40,11 @@ export interface NodeSideConfig {
   recreateNode: boolean;
   cordonOnShutdown: boolean;
   port: number;
+  /**
+   * Milliseconds a failing ping leaves the node Ready, tainted and `ProviderReachable=False`
+   * (`--provider-outage-grace`); default 0, Ready False at once.
+   */
+  providerOutageGrace?: number;
 }
 
 /** What {@link createNodeSide} needs besides the config. */
@@ -99,6 +104,7 @@ export function nodeOptionsFromConfig(
     statusReportIntervalMs: config.nodeStatusReportFrequency,
     recreateNode: config.recreateNode,
     cordonOnShutdown: config.cordonOnShutdown,
+    outageGraceMs: config.providerOutageGrace ?? 0,
   };
 }
 
@@ -134,6 +140,7 @@ export function createNodeSide(config: NodeSideConfig, deps: NodeSideDeps): Node
     onRenewal: deps.onLeaseRenewal,
     phase: deps.leasePhase,
     slots: deps.slots,
+    outageGraceMs: config.providerOutageGrace ?? 0,
   });
   return {
     health,

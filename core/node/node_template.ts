@@ -7,6 +7,7 @@
 import type { Node, NodeCondition, Taint } from "kubernetes-types/core/v1.d.ts";
 import type { Provider } from "../../provider/mod.ts";
 import type { Health } from "./health_monitor.ts";
+import { formatGrace, pastGrace, reachableCondition } from "./outage.ts";
 
 /** The Kubernetes release vkubelet's kubelet API and node behaviour follow. */
 export const KUBERNETES_VERSION = "1.37.2";
@@ -182,26 +183,44 @@ function cond(type: string, status: string, reason: string, message: string): No
 /** Reason on Ready while the provider's ping fails. */
 export const PING_FAILED_REASON = "ProviderPingFailed";
 
+/** How Ready reads the provider's health: past `graceMs` of failed pings (default 0), False. */
+export interface ReadyOptions {
+  /** `--provider-outage-grace` in ms; 0 (default) turns Ready False at the first failed ping. */
+  graceMs?: number;
+  /** Now on the controller's clock; default `health.since` (so grace 0 works without it). */
+  now?: number;
+}
+
 /**
  * The full desired Node: defaults, then `provider.configureNode` (which may change capacity,
- * addresses, labels, taints, providerID and conditions), then Ready from `health`. A provider
- * that reports Ready False keeps it; a failing ping always wins.
+ * addresses, labels, taints, providerID and conditions), then `ProviderReachable` and Ready from
+ * `health`. A provider that reports Ready False keeps it; an outage past its grace always wins.
  */
 export async function desiredNode(
   options: NodeTemplateOptions,
   provider: Pick<Provider, "configureNode">,
   health: Health,
+  ready: ReadyOptions = {},
 ): Promise<Node> {
   const node = baseNode(options);
   const defaultAllocatable = node.status!.allocatable;
   await provider.configureNode?.(node);
   fillAllocatable(node, defaultAllocatable);
-  const conditions = dedupeConditions(node.status?.conditions ?? []);
-  if (!health.healthy) {
-    const ready = conditions.find((c) => c.type === "Ready")!;
-    ready.status = "False";
-    ready.reason = PING_FAILED_REASON;
-    ready.message = `provider ping failed: ${health.message ?? "unknown error"}`.slice(0, 1024);
+  const conditions = dedupeConditions([
+    ...(node.status?.conditions ?? []),
+    reachableCondition(health),
+  ]);
+  const graceMs = ready.graceMs ?? 0;
+  if (pastGrace(health, ready.now ?? health.since, graceMs)) {
+    const cond = conditions.find((c) => c.type === "Ready")!;
+    cond.status = "False";
+    cond.reason = PING_FAILED_REASON;
+    const since = graceMs > 0
+      ? ` since ${new Date(health.since).toISOString()} (longer than --provider-outage-grace ` +
+        `${formatGrace(graceMs)})`
+      : "";
+    cond.message = `provider ping failed${since}: ${health.message ?? "unknown error"}`
+      .slice(0, 1024);
   }
   node.status!.conditions = conditions;
   return node;

@@ -3,6 +3,7 @@
  * {@link PodController}; the sync functions in `pod_sync.ts` and `status_sync.ts` take it.
  * @module
  */
+import type { ProviderReachability } from "./outage.ts";
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
@@ -52,4 +53,6 @@ export interface PodContext {
   tracer?: Tracer;
   /** Told, once per pod, how long it took from first seeing it to writing it Running. */
   onPodStarted?: (seconds: number) => void;
+  /** Whether the provider reaches its backend (`outage.ts`); default always. */
+  reachability?: ProviderReachability;
 }

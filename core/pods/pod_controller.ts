@@ -25,6 +25,7 @@ import { removePodObject, sameSpec, syncPod } from "./pod_sync.ts";
 import { pollLoop, resyncLoop, sweepOrphans } from "./resync.ts";
 import { syncStatus } from "./status_sync.ts";
 import { WorkQueue } from "./work_queue.ts";
+import { type ProviderReachability, unreachable } from "./outage.ts";
 import type { QueueMetrics } from "../standard_metrics.ts";
 import type { Tracer } from "../tracing.ts";
 import { tracedSync, traceEvent } from "./pod_traces.ts";
@@ -78,6 +79,11 @@ export interface PodControllerDeps {
   onPodStarted?: (seconds: number) => void;
   /** Spans for each pod's work (`pod_traces.ts`); default none (tracing off). */
   tracer?: Tracer;
+  /**
+   * Whether the provider reaches its backend (the node side's health monitor): while it does not,
+   * statuses are kept and marked and nothing is recreated or swept (`outage.ts`). Default always.
+   */
+  reachability?: ProviderReachability;
 }
 
 /** Runs this node's pods in the provider; see the module doc. */
@@ -144,6 +150,8 @@ export class PodController {
     const unsubscribe: (() => void)[] = [];
     const off = ctx.provider.notifyPods?.((pod) => live && this.#onProviderStatus(pod));
     if (typeof off === "function") unsubscribe.push(off);
+    const offReachability = ctx.reachability?.onChange((h) => live && this.#onReachability(h));
+    if (offReachability) unsubscribe.push(offReachability);
     // Our own caches tell us about every pod as they list it; shared ones are told below.
     if (this.#ownsCaches) unsubscribe.push(...this.#subscribe());
     const informers = this.#ownsCaches ? caches.run(signal) : undefined;
@@ -158,7 +166,8 @@ export class PodController {
         unsubscribe.push(...this.#subscribe());
         for (const pod of ctx.pods.store.list()) this.#onAdd(pod);
       }
-      await sweepOrphans(ctx, signal);
+      // Started in an outage: what the provider lists now proves nothing; the resync sweeps later.
+      if (!unreachable(ctx)) await sweepOrphans(ctx, signal);
       this.#resolveReady();
       const count = ctx.pods.store.list().length;
       ctx.log.info("pod controller ready: {count} pods bound to this node", { count });
@@ -204,6 +213,25 @@ export class PodController {
     ];
   }
 
+  /**
+   * The provider lost or regained its backend: every pod's status is written again, marked (or
+   * unmarked), and on recovery asked of the provider afresh.
+   */
+  #onReachability(health: { healthy: boolean }): void {
+    const ctx = this.#ctx;
+    ctx.log.info(
+      health.healthy
+        ? "the provider reaches its backend again: refreshing every pod's status"
+        : "the provider cannot reach its backend: pods keep their last status, marked",
+    );
+    for (const pod of ctx.pods.store.list()) {
+      const key = podKeyOf(pod);
+      const state = ctx.states.get(key);
+      if (state && health.healthy) state.pollDue = true;
+      ctx.statusQueue.add(key);
+    }
+  }
+
   /** Sends the queued events, for at most 5 s: shutdown must not wait on a long event queue. */
   async #flushEvents(): Promise<void> {
     const deadline = new AbortController();
@@ -231,6 +259,7 @@ export class PodController {
     const ctx: PodContext = {
       tracer: d.tracer,
       onPodStarted: d.onPodStarted,
+      reachability: d.reachability,
       api: d.api,
       provider: d.provider,
       clock: d.clock,

@@ -9,7 +9,13 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { isConflict, isKubeNotFound } from "../../k8s/errors.ts";
-import { isInvalidInput, isNotFound, isTerminalPhase, podKeyOf } from "../../provider/mod.ts";
+import {
+  isInvalidInput,
+  isNotFound,
+  isTerminalPhase,
+  podKeyOf,
+  TransientError,
+} from "../../provider/mod.ts";
 import type { PodContext } from "./pod_context.ts";
 import { isEnvResolutionError, resolvePodEnv } from "./env.ts";
 import { startEphemeralContainers } from "./ephemeral.ts";
@@ -17,6 +23,7 @@ import { canonicalEqual, controllerStatus } from "./pod_status.ts";
 import { preflight } from "./preflight.ts";
 import type { ProcessResult } from "./work_queue.ts";
 import { tracedProvider } from "./pod_traces.ts";
+import { lostPodStatus, unreachable, wasRunningInOutage } from "./outage.ts";
 
 /** Syncs one pod key; throws to be retried with backoff. */
 export async function syncPod(
@@ -57,6 +64,15 @@ async function forgetPod(ctx: PodContext, key: string, signal: AbortSignal): Pro
 
 async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {
   const key = podKeyOf(pod);
+  if (unreachable(ctx)) {
+    // Neither created nor updated on an answer given in an outage; tried again after it.
+    throw new TransientError(
+      `the provider cannot reach its backend; ${key} is synced once it can`,
+      {
+        retryAfterMs: 10_000,
+      },
+    );
+  }
   ctx.configSources.track(key, pod);
   if (!await preflight(ctx, pod, signal)) return;
   let resolved;
@@ -90,6 +106,7 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
   const existing = await ctx.provider.getPod(pod.metadata!.namespace!, pod.metadata!.name!, {
     signal,
   });
+  if (!existing && wasRunningInOutage(pod) && !lostInOutage(ctx, pod)) return;
   const sameUid = existing?.metadata?.uid === pod.metadata?.uid;
   if (existing && !sameUid) await deleteInProvider(ctx, existing, signal);
   if (existing && sameUid) {
@@ -110,6 +127,31 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
   markSynced(ctx, key, pod);
   ctx.states.ensure(key).localStatus = undefined;
   ctx.statusQueue.add(key);
+}
+
+/**
+ * A pod that was running when the outage began is gone from the provider after it: the backend
+ * lost it. Its restart policy decides, as for a container the kubelet can no longer find:
+ * `Never` ends it Failed (false: nothing to create); `Always` and `OnFailure` start it again
+ * (true), with a warning event either way.
+ */
+function lostInOutage(ctx: PodContext, pod: Pod): boolean {
+  const policy = pod.spec?.restartPolicy ?? "Always";
+  const again = policy !== "Never";
+  ctx.recorder.record(pod, {
+    type: "Warning",
+    reason: "BackendLostPod",
+    message: `the backend lost the pod while the provider could not reach it; restartPolicy ` +
+      `${policy}: ${again ? "starting it again" : "the pod fails"}`,
+  });
+  ctx.log.warn("the backend lost {pod} during the outage; restartPolicy {policy}", {
+    pod: podKeyOf(pod),
+    policy,
+  });
+  // What the provider reported before the outage no longer holds.
+  ctx.states.ensure(podKeyOf(pod)).providerStatus = undefined;
+  if (!again) ctx.setLocalStatus(pod, lostPodStatus(ctx, pod));
+  return again;
 }
 
 /**

@@ -10,6 +10,8 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { jitter } from "../../base/clock.ts";
 import { isNotFound, isTerminalPhase, podKeyOf } from "../../provider/mod.ts";
 import type { PodContext } from "./pod_context.ts";
+import { unreachable } from "./outage.ts";
+import { syncStatus } from "./status_sync.ts";
 
 /** The provider's pods, or undefined (logged) when it cannot list them. */
 async function providerPods(ctx: PodContext, signal: AbortSignal): Promise<Pod[] | undefined> {
@@ -57,9 +59,26 @@ export async function resyncLoop(
   periodMs: number,
   signal: AbortSignal,
 ): Promise<void> {
+  let outageSeen = false;
+  let lastTick = ctx.clock.now();
   while (!signal.aborted) {
     if (!await ctx.clock.sleep(jitter(periodMs, 0.1), signal).then(() => true, () => false)) {
       return;
+    }
+    // An outage that began and ended between two ticks counts too (its end is `since`).
+    const changedAt = ctx.reachability?.current().since ?? -Infinity;
+    if (changedAt > lastTick) outageSeen = true;
+    lastTick = ctx.clock.now();
+    if (unreachable(ctx)) {
+      // The provider cannot reach its backend: a list it gives now may be stale or empty, so
+      // nothing is created again or deleted on its strength; the statuses are kept, marked.
+      outageSeen = true;
+      for (const pod of ctx.pods.store.list()) ctx.statusQueue.add(podKeyOf(pod));
+      continue;
+    }
+    if (outageSeen) {
+      outageSeen = false;
+      await refreshStatuses(ctx, signal);
     }
     const running = await providerPods(ctx, signal);
     const runningUids = new Map(running?.map((p) => [podKeyOf(p), p.metadata?.uid]));
@@ -79,6 +98,24 @@ export async function resyncLoop(
     }
     await sweepOrphans(ctx, signal, running);
   }
+}
+
+/**
+ * After an outage, before the first resync compares or sweeps anything: every pod's status asked
+ * of the provider and written (the recovery handler queued the same; this waits for it).
+ */
+async function refreshStatuses(ctx: PodContext, signal: AbortSignal): Promise<void> {
+  const keys = ctx.pods.store.list()
+    .filter((p) => !isTerminalPhase(p.status?.phase) || p.metadata?.deletionTimestamp)
+    .map(podKeyOf);
+  await Promise.all(keys.map((key) =>
+    syncStatus(ctx, key, signal, true).catch((err) => {
+      ctx.log.warn("refreshing {pod}'s status after the outage failed: {err}", {
+        pod: key,
+        err: String(err),
+      });
+    })
+  ));
 }
 
 /** Every `intervalMs`: asks the provider for the status of each live pod, until `signal` aborts. */

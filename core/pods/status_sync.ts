@@ -15,6 +15,7 @@ import type { StatusMemo, UidStatus } from "./pod_state.ts";
 import { isTerminalPhase, podKeyOf } from "../../provider/mod.ts";
 import { lifecycleEvents, mergeStatus, statusEqual } from "./pod_status.ts";
 import { tracedStatusWrite } from "./pod_traces.ts";
+import { markReachability, unreachable, wasRunningInOutage } from "./outage.ts";
 
 const MAX_CONFLICT_RETRIES = 5;
 
@@ -52,13 +53,39 @@ async function syncStatusNow(
 ): Promise<void> {
   const pod = ctx.pods.store.getByKey(key);
   if (!pod || (isTerminalPhase(pod.status?.phase) && !pod.metadata?.deletionTimestamp)) return;
-  if (poll || !ctx.states.get(key)?.providerStatus) await pollStatus(ctx, pod, signal);
-  const desired = desiredStatus(ctx, key, pod);
-  if (desired) await writeStatus(ctx, pod, desired, signal);
+  let found: boolean | undefined;
+  if (poll || !ctx.states.get(key)?.providerStatus) {
+    // In an outage the last known status is written, marked, rather than nothing.
+    found = await pollStatus(ctx, pod, signal).catch((err) => {
+      if (!unreachable(ctx)) throw err;
+      return undefined;
+    });
+  }
+  if (
+    found === false && !unreachable(ctx) && wasRunningInOutage(pod) &&
+    !ctx.states.get(key)?.localStatus
+  ) {
+    // Lost by the backend in the outage: the sync applies the restart policy; the last status
+    // and its mark stay until it has.
+    ctx.syncQueue.add(key);
+    return;
+  }
+  // A pod never heard of since a restart in the outage: the API's status is the last known one.
+  const desired = desiredStatus(ctx, key, pod) ??
+    (unreachable(ctx) && pod.status
+      ? { uid: pod.metadata?.uid ?? "", status: pod.status }
+      : undefined);
+  if (!desired) return;
+  const status = markReachability(ctx, desired.status, pod.status);
+  await writeStatus(ctx, pod, status === desired.status ? desired : { ...desired, status }, signal);
 }
 
-/** Asks the provider for the pod's status (`getPodStatus`, else `getPod`). */
-export async function pollStatus(ctx: PodContext, pod: Pod, signal: AbortSignal): Promise<void> {
+/** Asks the provider for the pod's status (`getPodStatus`, else `getPod`); false if it has none. */
+export async function pollStatus(
+  ctx: PodContext,
+  pod: Pod,
+  signal: AbortSignal,
+): Promise<boolean> {
   const { namespace, name } = splitKey(podKeyOf(pod));
   let status: PodStatus | undefined;
   let uid = pod.metadata?.uid ?? "";
@@ -71,6 +98,7 @@ export async function pollStatus(ctx: PodContext, pod: Pod, signal: AbortSignal)
   }
   const state = ctx.states.get(podKeyOf(pod));
   if (status && state) state.providerStatus = withEphemeralWaiting(state, { uid, status });
+  return status !== undefined;
 }
 
 function desiredStatus(ctx: PodContext, key: string, pod: Pod): UidStatus | undefined {

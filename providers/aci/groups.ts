@@ -86,6 +86,19 @@ export class AciGroups {
     return out;
   }
 
+  /** The provider's ping: the first page of the resource group's groups, a cheap ARM read. */
+  async ping(signal?: AbortSignal): Promise<void> {
+    try {
+      const pages = this.#client.containerGroups.listByResourceGroup(
+        this.#config.resourceGroup,
+        { abortSignal: signal },
+      ).byPage();
+      await pages.next();
+    } catch (err) {
+      throw aciError(`listing the container groups of ${this.#config.resourceGroup}`, err);
+    }
+  }
+
   /** A container's log (`Containers_ListLogs`). */
   async logs(
     name: string,

@@ -10,6 +10,7 @@
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   applyProviderNode,
+  backendUnreachable,
   type CallOptions,
   type ContainerLogOptions,
   type ContainerRef,
@@ -149,6 +150,21 @@ export class AciProvider implements Provider {
 
   notifyNodeChanged(callback: () => void): void {
     this.#capacity.onChange(callback);
+  }
+
+  /** ARM answers for the resource group: the node is reachable (see `core/node/outage.ts`). */
+  async ping(options: CallOptions): Promise<void> {
+    const config = this.#config;
+    await this.#groups.ping(options.signal).catch((err) => {
+      throw backendUnreachable(
+        `Azure Container Instances (${config.endpoint}, resource group ${config.resourceGroup})`,
+        err,
+        {
+          reason: "AciUnreachable",
+          hint: "check the network, the credentials and the resource group",
+        },
+      );
+    });
   }
 
   getContainerLogs(

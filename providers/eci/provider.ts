@@ -10,6 +10,7 @@
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   applyProviderNode,
+  backendUnreachable,
   type CallOptions,
   type ContainerLogOptions,
   type ContainerRef,
@@ -147,8 +148,14 @@ export class EciProvider implements Provider {
     }, this.#deps);
   }
 
-  ping(options: CallOptions): Promise<void> {
-    return this.#api.ping(options.signal);
+  async ping(options: CallOptions): Promise<void> {
+    const config = this.#config;
+    const endpoint = config.endpoint ?? `https://eci.${config.regionId}.aliyuncs.com`;
+    await this.#api.ping(options.signal).catch((err) => {
+      throw backendUnreachable(`the ECI API in ${config.regionId} (${endpoint})`, err, {
+        reason: "EciUnreachable",
+      });
+    });
   }
 
   async getContainerLogs(

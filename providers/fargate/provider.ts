@@ -10,6 +10,7 @@
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   applyProviderNode,
+  backendUnreachable,
   type CallOptions,
   type ContainerLogOptions,
   type ContainerRef,
@@ -183,8 +184,18 @@ export class FargateProvider implements Provider {
     }, this.#deps);
   }
 
-  ping(options: CallOptions): Promise<void> {
-    return this.#ecs.ping(options.signal);
+  async ping(options: CallOptions): Promise<void> {
+    const config = this.#config;
+    const endpoint = config.endpoint ?? `https://ecs.${config.region}.amazonaws.com`;
+    await this.#ecs.ping(options.signal).catch((err) => {
+      throw backendUnreachable(
+        `ECS cluster ${config.cluster} in ${config.region} (${endpoint})`,
+        err,
+        {
+          reason: "EcsUnreachable",
+        },
+      );
+    });
   }
 
   getContainerLogs(

@@ -11,6 +11,7 @@
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   applyProviderNode,
+  backendUnreachable,
   type CallOptions,
   type ContainerLogOptions,
   type ContainerRef,
@@ -157,7 +158,10 @@ export class InterlinkProvider implements Provider {
   }
 
   async ping(options: CallOptions): Promise<void> {
-    const answer = await this.#api.ping(options.signal);
+    // The client's messages name the endpoint and the fix, redacted already.
+    const answer = await this.#api.ping(options.signal).catch((err) => {
+      throw backendUnreachable(this.#client.endpoint, err, { reason: "InterlinkUnreachable" });
+    });
     const before = JSON.stringify(nodeFieldsOf(this.#config, this.#ping));
     this.#ping = answer;
     if (JSON.stringify(nodeFieldsOf(this.#config, answer)) !== before) {

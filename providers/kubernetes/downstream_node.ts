@@ -7,7 +7,7 @@
  */
 import type { Node, NodeStatus, Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Informer, KubeClient } from "../../k8s/mod.ts";
-import { type CallOptions, raceSignal, TransientError } from "../../provider/mod.ts";
+import { backendUnreachable, type CallOptions, raceSignal } from "../../provider/mod.ts";
 import { freeCapacity, isUsableNode, toQuantities } from "./capacity.ts";
 import { type Fit, fitOnSomeNode } from "./fit.ts";
 import type { KubernetesConfig } from "./config.ts";
@@ -114,11 +114,15 @@ export class DownstreamNode {
     try {
       await this.#deps.downstream.request({ path: "/version", signal });
     } catch (err) {
-      throw new TransientError(
-        `the downstream cluster's apiserver does not answer: ${
-          signal.aborted ? `no answer within ${timeout} ms` : String(err)
-        }`,
-        { cause: err },
+      throw backendUnreachable(
+        `the downstream cluster's apiserver at ${this.#deps.downstream.config.server}`,
+        signal.aborted
+          ? new Error(`no answer to GET /version within ${timeout} ms`, { cause: err })
+          : err,
+        {
+          reason: "DownstreamClusterUnreachable",
+          hint: "check the downstream kubeconfig and that the cluster runs",
+        },
       );
     }
   }

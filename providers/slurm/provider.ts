@@ -11,6 +11,7 @@ import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   applyProviderNode,
   type AttachOptions,
+  backendUnreachable,
   type CallOptions,
   type ContainerLogOptions,
   type ContainerRef,
@@ -173,7 +174,22 @@ export class SlurmProvider implements Provider {
   }
 
   async ping(options: CallOptions): Promise<void> {
-    await this.#backend.ping(options);
+    try {
+      await this.#backend.ping(options);
+    } catch (err) {
+      const rest = this.#config.rest;
+      const where = rest
+        ? `slurmrestd at ${rest.url ?? `unix:${rest.socket}`}`
+        : `slurmctld (scontrol ping${
+          this.#config.cli?.bin ? ` from ${this.#config.cli.bin}` : ""
+        })`;
+      throw backendUnreachable(where, err, {
+        reason: "SlurmUnreachable",
+        hint: rest
+          ? "check that slurmrestd and slurmctld run and that the token is valid"
+          : "check that slurmctld runs and this host is a Slurm client",
+      });
+    }
   }
 
   getContainerLogs(

@@ -8,7 +8,7 @@ import type { Node } from "kubernetes-types/core/v1.d.ts";
 import type { Lease } from "kubernetes-types/coordination/v1.d.ts";
 import { KubeApiError } from "../../../k8s/errors.ts";
 import type { Logger } from "../../../base/log.ts";
-import type { NodeApi } from "../../../core/node/mod.ts";
+import type { NodeApi, NodeEvent } from "../../../core/node/mod.ts";
 import type { Provider } from "../../../provider/mod.ts";
 
 /** A KubeApiError as the apiserver would send it. */
@@ -31,6 +31,10 @@ export class FakeNodeApi implements NodeApi {
   failures = new Map<string, Error[]>();
   /** Label keys a NodeRestriction-like check refuses (create and patch). */
   restrictedLabels = new Set<string>();
+  /** Refuse changes to `spec.taints`, as NodeRestriction does for a node's own credentials. */
+  restrictTaints = false;
+  /** Events recorded with `createEvent`. */
+  events: (NodeEvent & { node: string })[] = [];
   #uid = 0;
   #rv = 0;
   #now: () => number;
@@ -121,9 +125,17 @@ export class FakeNodeApi implements NodeApi {
     return this.#async(() => {
       this.#enter(call, [name, patch]);
       if (!this.node) throw apiError(404, "NotFound", `nodes "${name}" not found`);
+      const precondition = (patch as Node).metadata?.resourceVersion;
+      if (precondition && precondition !== this.node.metadata?.resourceVersion) {
+        throw apiError(409, "Conflict", "the object has been modified");
+      }
       const next = strategicMerge(this.node, patch) as Node;
       if (status) next.spec = this.node.spec; // The status subresource ignores spec.
       this.#checkLabels(next, this.node, false);
+      const taints = (n: Node) => JSON.stringify(n.spec?.taints ?? []);
+      if (this.restrictTaints && taints(next) !== taints(this.node)) {
+        throw apiError(403, "Forbidden", `node "${name}" is not allowed to modify taints`);
+      }
       this.node = this.#dropUnknown({
         ...next,
         metadata: { ...next.metadata, resourceVersion: this.#next() },
@@ -158,6 +170,13 @@ export class FakeNodeApi implements NodeApi {
       }
       this.lease = { ...lease, metadata: { ...lease.metadata, resourceVersion: this.#next() } };
       return structuredClone(this.lease);
+    });
+  }
+
+  createEvent(node: string, event: NodeEvent): Promise<void> {
+    return this.#async(() => {
+      this.#enter("createEvent", [node, event]);
+      this.events.push({ node, ...event });
     });
   }
 

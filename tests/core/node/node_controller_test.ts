@@ -45,6 +45,7 @@ Deno.test("node is registered Ready with labels, taint, capacity, addresses and 
       "MemoryPressure",
       "NetworkUnavailable",
       "PIDPressure",
+      "ProviderReachable",
       "Ready",
     ]);
     const ready = condition(node, "Ready")!;

@@ -46,6 +46,15 @@ Deno.test("429 with Retry-After and 503 are retried by the SDK: the pod still st
   }
 });
 
+Deno.test("ping reads one page of the resource group's container groups and succeeds", async () => {
+  const env = await startProviderOnAci();
+  try {
+    await env.provider.ping({ signal: AbortSignal.timeout(30_000) });
+  } finally {
+    await env.close();
+  }
+});
+
 Deno.test("the node's capacity is lowered to the container groups the quota has free", async () => {
   const low = await startProviderOnAciWithQuota(3);
   try {
