@@ -213,8 +213,13 @@ export class InterlinkProvider implements Provider {
 
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
     const record = await this.#pods.ofPod(pod, options.signal);
-    if (!record) return;
-    await this.#remove(record, options.signal);
+    if (record) return await this.#remove(record, options.signal);
+    // Not adopted (yet): a plugin that cannot list its jobs (the SLURM plugin answers a /status
+    // of no pods with its resources, pkg/slurm/Status.go:107-131) may still run it for an
+    // earlier vkubelet. The plugin is told; one that has no such job answers an error.
+    await this.#api.delete(pod, options.signal).catch((err) => {
+      if (!answered(err)) throw err;
+    });
   }
 
   getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {

@@ -337,3 +337,16 @@ Deno.test("logs: a read asks for at most maxResponseBytes; a follow asks only si
     await reader.cancel().catch(() => {});
   });
 });
+
+Deno.test("a deletion of a pod not adopted yet reaches the plugin, which cannot list its jobs", async () => {
+  await withProvider({}, async ({ provider, plugin }) => {
+    const pod = podOf("earlier");
+    plugin.jobs.set(pod.metadata!.uid!, {
+      pod,
+      jid: "77",
+      states: [plugin.running({ name: "main" })],
+    });
+    await provider.deletePod(structuredClone(pod), {});
+    assert.ok(!plugin.jobs.has(pod.metadata!.uid!), "the earlier vkubelet's job is gone");
+  });
+});
