@@ -38,11 +38,6 @@ export interface PluginOptions {
   realLike?: boolean | RealLikeOptions;
 }
 
-/** The plugin mode the `VKUBELET_INTERLINK_PLUGIN` environment asks for: `real-like` or plain. */
-export function pluginModeFromEnv(): Pick<PluginOptions, "realLike"> {
-  return Deno.env.get("VKUBELET_INTERLINK_PLUGIN") === "real-like" ? { realLike: true } : {};
-}
-
 /** Starts the plugin; see {@link PluginOptions}. */
 export async function startPlugin(options: PluginOptions = {}): Promise<TestPlugin> {
   if (options.socket && options.realLike) {

@@ -28,7 +28,7 @@ export function interlinkVersion(): string {
 }
 
 /** Where the server binary is (or will be) built. */
-export function interlinkBinaryPath(): string {
+function interlinkBinaryPath(): string {
   return `${cacheDir}/interlink-${interlinkVersion()}/interlink`;
 }
 
