@@ -72,7 +72,10 @@ export async function ensureInterlinkServer(
 
 /** Where to start the server. */
 export interface InterlinkServerOptions {
-  /** The plugin's `http://127.0.0.1:<port>`: interLink's `SidecarURL` and `SidecarPort`. */
+  /**
+   * The plugin's `http://127.0.0.1:<port>` (interLink's `SidecarURL` and `SidecarPort`), or
+   * `unix:///path` for a plugin on a unix socket.
+   */
   pluginUrl: string;
   /** Where its log goes; default discarded. */
   logFile?: string;
@@ -95,7 +98,8 @@ export async function startInterlinkServer(
   const binary = await ensureInterlinkServer();
   const dir = await Deno.makeTempDir({ prefix: "vk-interlink-server-" });
   const port = freePort();
-  const plugin = new URL(options.pluginUrl);
+  const socket = options.pluginUrl.startsWith("unix://");
+  const plugin = socket ? undefined : new URL(options.pluginUrl);
   // The keys of interLink's Config (pkg/interlink/config.go): the address and the port apart,
   // the plugin ("sidecar") likewise; DataRootFolder holds nothing the tests read.
   const configFile = `${dir}/InterLinkConfig.yaml`;
@@ -104,8 +108,8 @@ export async function startInterlinkServer(
     [
       `InterlinkAddress: "http://127.0.0.1"`,
       `InterlinkPort: "${port}"`,
-      `SidecarURL: "http://${plugin.hostname}"`,
-      `SidecarPort: "${plugin.port}"`,
+      `SidecarURL: "${plugin ? `http://${plugin.hostname}` : options.pluginUrl}"`,
+      `SidecarPort: "${plugin?.port ?? ""}"`,
       `VerboseLogging: false`,
       `ErrorsOnlyLogging: false`,
       `DataRootFolder: "${dir}/data/"`,
