@@ -60,7 +60,14 @@ Deno.test("interlink provider through interLink's API server: a rollout with eve
     await t.step("the node is interLink's: its labels and taint", async () => {
       const n = JSON.parse(await kubectl(["get", "node", nodeName, "-o", "json"]));
       assert.equal(n.metadata.labels["virtual-node.interlink/type"], "virtual-kubelet");
-      assert.equal(n.metadata.labels["kubernetes.io/role"], "agent");
+      assert.equal(
+        n.metadata.labels["node.kubernetes.io/exclude-from-external-load-balancers"],
+        "true",
+      );
+      // kubernetes.io/role and alpha.service-controller.kubernetes.io/exclude-balancer are under
+      // kubernetes.io but not the kubelet's own: NodeRestriction refuses them to a node's
+      // credentials (vkubelet logs which and registers without them).
+      assert.equal(n.metadata.labels["kubernetes.io/role"], undefined);
       assert.deepEqual(n.spec.taints, [{
         key: "virtual-node.interlink/no-schedule",
         value: "true",
