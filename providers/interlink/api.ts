@@ -13,6 +13,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { InterlinkConfig } from "./config.ts";
 import type { InterlinkClient } from "./client.ts";
 import {
+  CreateRefusedError,
   createRequestFor,
   type InterlinkPodStatus,
   jobIdOf,
@@ -52,7 +53,10 @@ export class InterlinkApi {
     try {
       return jobIdOf(text, pod.metadata?.uid ?? "");
     } catch (err) {
-      throw malformed(this.#client, what, text, err);
+      if (!(err instanceof CreateRefusedError)) throw malformed(this.#client, what, text, err);
+      throw new CreateRefusedError(
+        this.#client.redact(`${this.#client.endpoint} answered ${what}: ${err.message}`),
+      );
     }
   }
 

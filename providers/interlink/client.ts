@@ -37,6 +37,15 @@ export function answered(err: unknown): boolean {
     (err instanceof Error && err.cause instanceof InterlinkHttpError);
 }
 
+/**
+ * True when a call timed out after it was sent: the server may have carried it out (a create
+ * whose job appears later), unlike a call that found no server.
+ */
+export function timedOut(err: unknown): boolean {
+  return err instanceof Error && err.cause instanceof DOMException &&
+    err.cause.name === "TimeoutError";
+}
+
 /** One call: method, path, JSON body. */
 export interface CallInput {
   /** GET, POST or DELETE. */
@@ -187,6 +196,7 @@ export class InterlinkClient {
     if (!(reason instanceof DOMException && reason.name === "TimeoutError")) return reason;
     return new TransientError(
       `${this.endpoint} does not answer ${input.method} ${input.path} (${input.what}) within ${deadline.timeoutMs} ms; check that the plugin runs and is not overloaded, or raise ${deadline.timeoutKey} in the provider config`,
+      { cause: reason },
     );
   }
 

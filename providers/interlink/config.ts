@@ -15,6 +15,11 @@
  * maxRequestBytes: 8Mi               # a /create body larger than this fails the pod
  * capacity: { cpu: "100", memory: 400Gi, pods: "200" }   # until a ping reports resources
  * jobScriptBuilderURL: ""            # interlink target: sent as jobscriptURL on /create
+ * statusCacheWindow: 30s             # a pod left out of /status is lost only after this long
+ * createAttempts: 3                  # /create refusals (empty 200, 4xx/5xx, JSON error) before
+ *                                    #   the pod fails (ProviderFailed)
+ * tokenExpirationSeconds: 3153600000 # service-account tokens sent to the plugin (100 years, as
+ *                                    #   interLink's virtual kubelet)
  * ```
  * @module
  */
@@ -91,6 +96,14 @@ export const interlinkConfigSchema = z.strictObject({
     pods: quantity("200"),
   }).default({ cpu: "100", memory: "400Gi", pods: "200" }),
   jobScriptBuilderURL: z.string().optional(),
+  // The SLURM plugin answers /status from a copy up to 10 s old (interlink-hq/
+  // interlink-slurm-plugin f8451d93, pkg/slurm/Status.go:133, 480-485): a pod may be left out of
+  // answers for that long without being gone. 30 s covers it and a poll on either side.
+  statusCacheWindow: duration("30s", 0),
+  createAttempts: z.int().min(1).max(100).default(3),
+  // interLink's virtual kubelet asks 100 years whatever the pod says (interlink-hq/interLink
+  // 9ed14a4e, pkg/virtualkubelet/execute.go:574-585): a job cannot be handed a new token.
+  tokenExpirationSeconds: z.int().min(600).default(100 * 365 * 24 * 3600),
 }).superRefine((c, ctx) => {
   if ((c.url === undefined) === (c.socket === undefined)) {
     ctx.addIssue({

@@ -1,10 +1,16 @@
 /**
  * `kubectl logs` through `/getLogs`: every option of the kubelet's goes into interLink's
- * `ContainerLogOpts` (tail, since, timestamps, limitBytes, previous). interLink's API server
+ * `ContainerLogOpts` (tail, since, timestamps, limitBytes, previous). No read asks for the whole
+ * log: without tail, each asks for at most `maxResponseBytes` (`Bytes`); interLink's API server
  * refuses Tail together with LimitBytes (pkg/interlink/api/logs.go, interlink-hq/interLink commit
- * f632175701d78b604138ce2e1e38af13d1f7546b), so the byte limit is always applied here too.
- * `follow` is done by polling: plugins' own follow support varies, and a poll needs nothing of
- * the plugin but what a plain log read does.
+ * f632175701d78b604138ce2e1e38af13d1f7546b), so with tail the answer is bounded by the client,
+ * and the user's byte limit is always applied here too.
+ *
+ * `follow` is done by polling, since plugins' own follow support varies. Each poll asks only for
+ * what has not been shown: the log with timestamps since the last one shown, whose lines up to
+ * that instant are dropped here. A plugin that ignores `Timestamps` (the SLURM plugin does,
+ * interlink-hq/interlink-slurm-plugin f8451d93, pkg/slurm/GetLogs.go:197-202) is followed by
+ * reading its log again, bounded, and sending what follows what was seen.
  * @module
  */
 import { Buffer } from "node:buffer";
@@ -27,35 +33,30 @@ export interface LogTarget {
   pollMs: number;
   /** `target: interlink` refuses tail with a byte limit. */
   interlink: boolean;
+  /** The largest answer the client reads (`maxResponseBytes`). */
+  maxBytes: number;
 }
+
+/** An RFC 3339 time at the start of a line, then one space. */
+const STAMP = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) /;
 
 /** The log as a stream; see the module doc. */
 export async function readLog(
   target: LogTarget,
   options: ContainerLogOptions,
 ): Promise<ReadableStream<Uint8Array>> {
-  const request = logStruct(target, options, false);
-  if (target.interlink && request.Opts.Tail > 0) request.Opts.Bytes = 0;
-  const first = await fetchLog(target, request, options.signal);
   const limit = options.limitBytes ?? Infinity;
   if (!options.follow) {
-    return ReadableStream.from([first.subarray(0, Math.min(first.length, limit))]);
+    const text = await fetchLog(target, logStruct(target, options), options.signal);
+    return ReadableStream.from([cut(Buffer.from(text, "utf8"), limit)]);
   }
-  // Follow: the first read honours tail and since; later reads ask for everything since the
-  // same instant and send what follows what was already seen.
-  const since = sinceTimeOf(target, options);
-  const whole = {
-    ...logStruct(target, options, true),
-    Opts: { ...request.Opts, Tail: 0, Bytes: 0 },
-  };
-  whole.Opts.SinceSeconds = 0;
-  whole.Opts.SinceTime = since ?? GO_ZERO_TIME;
-  let seen = (await fetchLog(target, whole, options.signal)).length;
+  const follower = new Follower(target, options);
+  const first = await follower.next();
   let sent = 0;
   const signal = options.signal;
   return new ReadableStream<Uint8Array>({
     start(controller) {
-      const chunk = first.subarray(0, Math.min(first.length, limit));
+      const chunk = cut(first, limit);
       sent += chunk.length;
       if (chunk.length) controller.enqueue(chunk);
       if (sent >= limit) controller.close();
@@ -64,12 +65,9 @@ export async function readLog(
       while (!signal?.aborted && sent < limit) {
         await target.sleep(target.pollMs, signal).catch(() => {});
         if (signal?.aborted) break;
-        const text = await fetchLog(target, whole, signal).catch(() => undefined);
-        if (!text) continue;
-        const fresh = text.length >= seen ? text.subarray(seen) : text;
-        seen = text.length;
-        if (fresh.length === 0) continue;
-        const out = fresh.subarray(0, Math.min(fresh.length, limit - sent));
+        const fresh = await follower.next().catch(() => undefined);
+        if (!fresh?.length) continue;
+        const out = cut(fresh, limit - sent);
         sent += out.length;
         controller.enqueue(out);
         return;
@@ -79,17 +77,107 @@ export async function readLog(
   });
 }
 
-function logStruct(target: LogTarget, o: ContainerLogOptions, follow: boolean): LogStruct {
+/** A followed log: each `next()` answers what the plugin has that was not shown yet. */
+class Follower {
+  readonly #target: LogTarget;
+  readonly #options: ContainerLogOptions;
+  /** The last time stamp shown, and how many lines carried it; undefined before any. */
+  #last?: { stamp: string; lines: number };
+  /** Whether the plugin stamps its lines; unknown until it answered with some. */
+  #stamps?: boolean;
+  /** Bytes seen of an unstamped log. */
+  #seen = 0;
+  #first = true;
+
+  constructor(target: LogTarget, options: ContainerLogOptions) {
+    this.#target = target;
+    this.#options = options;
+  }
+
+  async next(): Promise<Uint8Array> {
+    const first = this.#first;
+    this.#first = false;
+    if (this.#stamps === false) return this.#unstamped();
+    const request = logStruct(this.#target, this.#options);
+    request.Opts.Timestamps = true;
+    if (!first) {
+      request.Opts.Tail = 0;
+      request.Opts.Bytes = this.#target.maxBytes - 1;
+      request.Opts.SinceSeconds = 0;
+      request.Opts.SinceTime = this.#last?.stamp ?? sinceTimeOf(this.#target, this.#options) ??
+        GO_ZERO_TIME;
+    }
+    const text = await fetchLog(this.#target, request, this.#options.signal);
+    const lines = text.split(/(?<=\n)/).filter((l) => l !== "");
+    if (lines.length && this.#stamps === undefined) this.#stamps = STAMP.test(lines[0]);
+    if (this.#stamps === false) {
+      // The plugin ignored Timestamps: this answer honoured tail and since; what was seen is the
+      // log from since onwards.
+      this.#seen = Buffer.byteLength(
+        await fetchLog(this.#target, this.#whole(), this.#options.signal),
+        "utf8",
+      );
+      return Buffer.from(text, "utf8");
+    }
+    const out: string[] = [];
+    let repeated = this.#last?.lines ?? 0;
+    for (const line of lines) {
+      const stamp = line.match(STAMP)?.[1];
+      if (!stamp) continue;
+      if (this.#last && stamp < this.#last.stamp) continue;
+      // Lines at the instant already shown come again: the plugins' since is inclusive.
+      if (this.#last && stamp === this.#last.stamp && repeated-- > 0) continue;
+      out.push(this.#options.timestamps ? line : line.slice(stamp.length + 1));
+    }
+    const stamps = lines.map((l) => l.match(STAMP)?.[1]).filter((s): s is string => !!s);
+    const newest = stamps.at(-1);
+    // Every line at the newest instant is in this answer (it asked since the last one shown).
+    if (newest) this.#last = { stamp: newest, lines: stamps.filter((s) => s === newest).length };
+    return Buffer.from(out.join(""), "utf8");
+  }
+
+  /** The bounded log from the user's since onwards, unstamped. */
+  #whole(): LogStruct {
+    const whole = logStruct(this.#target, this.#options);
+    Object.assign(whole.Opts, {
+      Tail: 0,
+      Bytes: this.#target.maxBytes - 1,
+      Timestamps: false,
+      SinceSeconds: 0,
+      SinceTime: sinceTimeOf(this.#target, this.#options) ?? GO_ZERO_TIME,
+    });
+    return whole;
+  }
+
+  /** A plugin without time stamps: its bounded log again, and what follows what was seen. */
+  async #unstamped(): Promise<Uint8Array> {
+    const bytes = Buffer.from(
+      await fetchLog(this.#target, this.#whole(), this.#options.signal),
+      "utf8",
+    );
+    const fresh = bytes.length >= this.#seen ? bytes.subarray(this.#seen) : bytes;
+    this.#seen = bytes.length;
+    return fresh;
+  }
+}
+
+function logStruct(target: LogTarget, o: ContainerLogOptions): LogStruct {
+  const tail = o.tailLines ?? 0;
+  // Without tail, never the whole log: at most what the client reads (the SLURM plugin answers
+  // one byte more than Bytes, pkg/slurm/GetLogs.go:244).
+  const bytes = tail > 0 && target.interlink
+    ? 0
+    : Math.min(o.limitBytes ?? Infinity, target.maxBytes - 1);
   return {
     Namespace: target.namespace,
     PodUID: target.uid,
     PodName: target.pod,
     ContainerName: target.container,
     Opts: {
-      Tail: o.tailLines ?? 0,
-      Bytes: o.limitBytes ?? 0,
+      Tail: tail,
+      Bytes: bytes,
       Timestamps: o.timestamps ?? false,
-      Follow: follow && false, // never asked of the plugin: polled instead
+      Follow: false, // never asked of the plugin: polled instead
       Previous: o.previous ?? false,
       SinceSeconds: o.sinceSeconds ?? 0,
       SinceTime: o.sinceTime ? o.sinceTime.toISOString() : GO_ZERO_TIME,
@@ -103,10 +191,14 @@ function sinceTimeOf(target: LogTarget, o: ContainerLogOptions): string | undefi
   return undefined;
 }
 
+function cut(bytes: Uint8Array, limit: number): Uint8Array {
+  return bytes.subarray(0, Math.min(bytes.length, limit));
+}
+
 async function fetchLog(
   target: LogTarget,
   request: LogStruct,
   signal?: AbortSignal,
-): Promise<Uint8Array> {
-  return new Uint8Array(Buffer.from(await target.api.logs(request, signal), "utf8"));
+): Promise<string> {
+  return await target.api.logs(request, signal);
 }

@@ -15,23 +15,25 @@ import {
   type CallOptions,
   type ContainerLogOptions,
   type ContainerRef,
+  InvalidInputError,
   NotFoundError,
   type PodRef,
   type Provider,
   type ProviderDeps,
   refuseStreaming,
   terminalPodStatus,
+  TransientError,
 } from "../../provider/mod.ts";
 import { InterlinkApi } from "./api.ts";
-import { answered, InterlinkClient } from "./client.ts";
+import { answered, InterlinkClient, timedOut } from "./client.ts";
 import type { InterlinkConfig } from "./config.ts";
 import { type PodEventSink, podEventSink, podKeyOf, PodTable } from "../../provider/mod.ts";
 import { readLog } from "./logs.ts";
 import { type PodRecord, podStatusOf } from "./status.ts";
 import { StatusSupervisor } from "./supervisor.ts";
 import { nodeFieldsOf } from "./node.ts";
-import { podObjects } from "./volumes.ts";
-import type { PingResponse } from "./wire.ts";
+import { downwardAsProjected, podObjects } from "./volumes.ts";
+import { CreateRefusedError, type PingResponse, provesJob } from "./wire.ts";
 
 /** Runs the virtual node's pods as interLink jobs; see the module doc. */
 export class InterlinkProvider implements Provider {
@@ -46,6 +48,11 @@ export class InterlinkProvider implements Provider {
   readonly #stop = new AbortController();
   readonly #running: Promise<void>;
   #ping?: PingResponse;
+  /** Creates that failed, by pod UID: refusals so far, and when the last one timed out. */
+  readonly #creates = new Map<
+    string,
+    { refused: number; timedOutAtMs?: number; unseenSinceMs?: number }
+  >();
 
   constructor(config: InterlinkConfig, deps: ProviderDeps) {
     this.#config = config;
@@ -66,6 +73,7 @@ export class InterlinkProvider implements Provider {
       clock: deps.clock,
       log: deps.log,
       intervalMs: config.statusInterval,
+      statusCacheWindowMs: config.statusCacheWindow,
       event: this.#event,
       discover: config.target === "plugin",
       start: (record, s) => this.#submit(record, s),
@@ -99,26 +107,99 @@ export class InterlinkProvider implements Provider {
       this.#event(pod, "Warning", "InterlinkCreateFailed", (err as Error).message);
       throw err;
     });
-    const mine = existing.find((s) => s.UID === pod.metadata?.uid);
-    if (mine && (mine.JID || mine.containers?.length)) {
-      record.jobId = mine.JID ?? "";
+    const uid = pod.metadata?.uid ?? "";
+    const mine = existing.find((s) => s.UID === uid);
+    // Only a job ID or a container state proves a job: the SLURM plugin answers a pod it has no
+    // job for with empty states (./wire.ts provesJob), which means "send /create".
+    if (provesJob(mine)) {
+      record.jobId = mine!.JID ?? "";
       record.remote = mine;
+      record.seen = true;
+      this.#creates.delete(uid);
       this.#pods.records.set(k, record);
       this.#deps.log.info("adopted {pod}: the plugin already runs it as job {job}", {
         pod: k,
-        job: record.jobId,
+        job: record.jobId || "(no ID given)",
       });
       this.#pods.notify(record);
       return;
     }
-    try {
-      await this.#submit(record, options.signal);
-    } catch (err) {
-      this.#event(pod, "Warning", "InterlinkCreateFailed", (err as Error).message);
-      throw err;
-    }
+    if (!mine && ranBefore(pod)) this.#awaitSighting(pod);
+    await this.#createOnce(record, options.signal);
     this.#pods.records.set(k, record);
     this.#pods.notify(record);
+  }
+
+  /**
+   * A pod that ran before (a restarted vkubelet) and that the answer left out: the SLURM plugin
+   * answers from a copy made for an earlier call's pods (pkg/slurm/Status.go:133, 480-485), so
+   * leaving it out proves nothing. Asked again (a TransientError) until an answer names it, for
+   * up to `statusCacheWindow`; /create then goes (the plugin holds no job it would not report).
+   */
+  #awaitSighting(pod: Pod): void {
+    const uid = pod.metadata?.uid ?? "";
+    const now = this.#deps.clock.now();
+    const tries = this.#creates.get(uid) ?? { refused: 0 };
+    this.#creates.set(uid, tries);
+    tries.unseenSinceMs ??= now;
+    const waited = now - tries.unseenSinceMs;
+    if (waited <= this.#config.statusCacheWindow) {
+      throw new TransientError(
+        `pod ${
+          podKeyOf(pod)
+        } ran before but the plugin's /status answer leaves it out; asking again for ${
+          this.#config.statusCacheWindow - waited
+        } ms more before creating it anew`,
+      );
+    }
+  }
+
+  /**
+   * POST /create, once the plugin is known to hold no job for the pod. After a create that timed
+   * out the plugin may still make the job: it is adopted when `/status` shows it; /create goes
+   * again only after `statusCacheWindow` without it, and after a /delete that cancels a job the
+   * late create made, so the pod never has two. Refusals (an empty 200, an error status, an
+   * error in JSON) fail the pod after `createAttempts`, as interLink's virtual kubelet marks a
+   * pod it cannot create Failed (interlink-hq/interLink 9ed14a4e,
+   * pkg/virtualkubelet/execute.go:772-781) — never ContainerCreating for ever.
+   */
+  async #createOnce(record: PodRecord, signal?: AbortSignal): Promise<void> {
+    const pod = record.pod;
+    const uid = pod.metadata?.uid ?? "";
+    const now = this.#deps.clock.now();
+    const tries = this.#creates.get(uid) ?? { refused: 0 };
+    this.#creates.set(uid, tries);
+    if (tries.timedOutAtMs !== undefined) {
+      const waited = now - tries.timedOutAtMs;
+      if (waited <= this.#config.statusCacheWindow) {
+        throw new TransientError(
+          `the last create of pod ${podKeyOf(pod)} timed out; waiting ${
+            this.#config.statusCacheWindow - waited
+          } ms more for its job to show in /status before sending it again`,
+        );
+      }
+      await this.#api.delete(pod, signal).catch((err) => {
+        if (!answered(err)) throw err;
+      });
+      tries.timedOutAtMs = undefined;
+    }
+    try {
+      await this.#submit(record, signal);
+      this.#creates.delete(uid);
+    } catch (err) {
+      if (timedOut(err)) tries.timedOutAtMs = this.#deps.clock.now();
+      else if (refused(err)) tries.refused++;
+      const message = (err as Error).message;
+      this.#event(pod, "Warning", "InterlinkCreateFailed", message);
+      if (tries.refused >= this.#config.createAttempts) {
+        this.#creates.delete(uid);
+        throw new InvalidInputError(
+          `the plugin refused to create the pod ${tries.refused} times (createAttempts); the last answer: ${message}`,
+          { cause: err },
+        );
+      }
+      throw err;
+    }
   }
 
   updatePod(pod: Pod, _options: CallOptions): Promise<void> {
@@ -133,8 +214,13 @@ export class InterlinkProvider implements Provider {
 
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
     const record = await this.#pods.ofPod(pod, options.signal);
-    if (!record) return;
-    await this.#remove(record, options.signal);
+    if (record) return await this.#remove(record, options.signal);
+    // Not adopted (yet): a plugin that cannot list its jobs (the SLURM plugin answers a /status
+    // of no pods with its resources, pkg/slurm/Status.go:107-131) may still run it for an
+    // earlier vkubelet. The plugin is told; one that has no such job answers an error.
+    await this.#api.delete(pod, options.signal).catch((err) => {
+      if (!answered(err)) throw err;
+    });
   }
 
   getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {
@@ -185,6 +271,7 @@ export class InterlinkProvider implements Provider {
         sleep: (ms, signal) => this.#deps.clock.sleep(ms, signal),
         pollMs: 1000,
         interlink: this.#config.target === "interlink",
+        maxBytes: this.#config.maxResponseBytes,
       }, options);
     });
   }
@@ -221,10 +308,15 @@ export class InterlinkProvider implements Provider {
 
   /** POST /create for the record's pod; the record then follows that job. */
   async #submit(record: PodRecord, signal?: AbortSignal): Promise<void> {
-    const objects = await podObjects(record.pod, this.#deps.kube, signal);
-    const { status: _, ...pod } = record.pod;
+    const { status: _, ...pod } = downwardAsProjected(record.pod);
+    const objects = await podObjects(pod, this.#deps.kube, {
+      signal,
+      tokenExpirationSeconds: this.#config.tokenExpirationSeconds,
+    });
     record.jobId = await this.#api.create(pod, objects, signal);
     record.waiting = undefined;
+    record.seen = false;
+    record.missing = undefined;
   }
 
   /** Deletes the pod's job, reports it terminated and forgets it. */
@@ -256,6 +348,19 @@ export class InterlinkProvider implements Provider {
     }
     return record;
   }
+}
+
+/** The pod's status says a kubelet ran its containers (a vkubelet before this one). */
+function ranBefore(pod: Pod): boolean {
+  const phase = pod.status?.phase;
+  return phase === "Running" || phase === "Succeeded" || phase === "Failed" ||
+    (pod.status?.containerStatuses ?? []).some((s) => s.state?.running || s.state?.terminated);
+}
+
+/** The plugin answered the create with a refusal (as opposed to not answering in time). */
+function refused(err: unknown): boolean {
+  return answered(err) || err instanceof CreateRefusedError ||
+    (err instanceof Error && err.cause instanceof SyntaxError);
 }
 
 /** `work()` as a promise: its value, or its exception as a rejection. */

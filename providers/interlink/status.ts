@@ -42,6 +42,10 @@ export interface PodRecord {
   backoff?: BackoffEntry;
   /** The plugin stopped reporting the pod. */
   lost?: boolean;
+  /** A `/status` answer has shown the current job (a sighting); reset by a new job. */
+  seen?: boolean;
+  /** Since when (clock ms) and in how many answers in a row the sighted job was missing. */
+  missing?: { sinceMs: number; answers: number };
 }
 
 const ms = (time: string | undefined, fallback: number) => {
@@ -111,8 +115,9 @@ export function podStatusOf(record: PodRecord, nowMs: number, hostIP: string): P
     if (r) containers[c.name] = r;
   }
   const initContainers: Record<string, ContainerReport> = {};
+  const inferred = initContainersDone(record, containers);
   for (const c of pod.spec?.initContainers ?? []) {
-    const r = report(c.name);
+    const r = inferred ? inferredInit(c, inferred, record, nowMs) : report(c.name);
     if (r) initContainers[c.name] = r;
   }
   const ip = pod.metadata?.annotations?.["interlink.eu/pod-ip"] ?? hostIP;
@@ -125,6 +130,47 @@ export function podStatusOf(record: PodRecord, nowMs: number, hostIP: string): P
     podIP: ip,
     terminal: record.finished !== undefined,
   });
+}
+
+/**
+ * When the plugin reports no init containers but a regular container has started, the init
+ * containers have done their work: the SLURM plugin runs them first in the job script and
+ * never reports their states (interlink-hq/interlink-slurm-plugin, commit
+ * f8451d93e063b7addc606d227a525fe614d91958, pkg/slurm/Status.go reports `pod.Spec.Containers`
+ * only, e.g. lines 346-374). The start of the earliest regular container, or undefined.
+ */
+function initContainersDone(
+  record: PodRecord,
+  containers: Record<string, ContainerReport>,
+): number | undefined {
+  if (!record.pod.spec?.initContainers?.length || record.remote?.initContainers?.length) {
+    return undefined;
+  }
+  const starts = Object.values(containers).map((r) =>
+    "running" in r.state
+      ? r.state.running.startedAtMs
+      : "terminated" in r.state
+      ? r.state.terminated.startedAtMs ?? r.state.terminated.finishedAtMs
+      : undefined
+  ).filter((t): t is number => t !== undefined);
+  return starts.length ? Math.min(...starts) : undefined;
+}
+
+/** An init container the plugin does not report, once the regular ones started at `startMs`. */
+function inferredInit(
+  c: { name: string; restartPolicy?: string },
+  startMs: number,
+  record: PodRecord,
+  nowMs: number,
+): ContainerReport {
+  const finished = record.finished?.get(c.name);
+  // A sidecar (restartPolicy Always) keeps running beside the regular containers.
+  const state: ContainerStateReport = finished
+    ? { terminated: finished }
+    : c.restartPolicy === "Always"
+    ? { running: { startedAtMs: Math.min(startMs, nowMs) } }
+    : { terminated: { exitCode: 0, reason: "Completed", finishedAtMs: startMs } };
+  return { state, restartCount: record.restarts };
 }
 
 /**

@@ -21,7 +21,7 @@ import {
   shouldRestartPod,
 } from "../../provider/mod.ts";
 import { jobEnded, type PodRecord, terminatedOf } from "./status.ts";
-import type { InterlinkPodStatus } from "./wire.ts";
+import { type InterlinkPodStatus, provesJob } from "./wire.ts";
 
 /** What the loop needs. */
 export interface SupervisorDeps {
@@ -31,6 +31,8 @@ export interface SupervisorDeps {
   clock: Clock;
   log: Logger;
   intervalMs: number;
+  /** How long a sighted job may be left out of `/status` answers before it is lost. */
+  statusCacheWindowMs: number;
   event: PodEventSink;
   /** Adopt the plugin's pods of this node on start (target plugin). */
   discover: boolean;
@@ -98,17 +100,37 @@ export class StatusSupervisor {
       for (const record of polled) {
         if (record.finished || !this.#deps.records.has(podKeyOf(record.pod))) continue;
         const status = byUid.get(record.pod.metadata?.uid ?? "");
-        if (status) this.#apply(record, status);
-        else this.#lost(record);
+        if (provesJob(status)) this.#apply(record, status!);
+        else if (this.#missingLongEnough(record)) this.#lost(record);
       }
     }
     await this.#restartDue(signal);
+  }
+
+  /**
+   * The job is not in this answer (left out, or an entry with empty states). It is lost only
+   * once it had been sighted, then missed by two answers in a row over more than
+   * `statusCacheWindow`: the SLURM plugin answers from a copy up to 10 s old made for the pods
+   * of an earlier call (interlink-hq/interlink-slurm-plugin f8451d93, pkg/slurm/Status.go:133,
+   * 480-485), and interLink's API server answers only from its cache, which holds a pod after
+   * the plugin answered for it (interlink-hq/interLink 9ed14a4e, pkg/interlink/api/status.go:
+   * 54-67, 104-116), so a pod can be left out for a while without being gone.
+   */
+  #missingLongEnough(record: PodRecord): boolean {
+    if (!record.seen) return false;
+    const now = this.#deps.clock.now();
+    const missing = record.missing ?? { sinceMs: now, answers: 0 };
+    missing.answers++;
+    record.missing = missing;
+    return missing.answers >= 2 && now - missing.sinceMs > this.#deps.statusCacheWindowMs;
   }
 
   #apply(record: PodRecord, status: InterlinkPodStatus): void {
     record.remote = status;
     record.waiting = undefined;
     record.lost = false;
+    record.seen = true;
+    record.missing = undefined;
     if (status.JID) record.jobId = status.JID;
     const { ended, restart } = jobEnded(record);
     if (ended) this.#ended(record, restart, "");
@@ -196,6 +218,7 @@ export class StatusSupervisor {
     const all = await this.#deps.api.status([], signal);
     for (const status of all) {
       if (status.node !== this.#deps.nodeName || !status.name || !status.namespace) continue;
+      if (!provesJob(status)) continue;
       const k = podKey(status.namespace, status.name);
       if (this.#deps.records.has(k)) continue;
       const names = (list?: { name: string }[] | null) =>
@@ -219,6 +242,7 @@ export class StatusSupervisor {
         pod,
         jobId: status.JID ?? "",
         remote: status,
+        seen: true,
         restarts: 0,
         lastTerminated: new Map(),
         startTimeMs: this.#deps.clock.now(),

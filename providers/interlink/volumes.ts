@@ -16,12 +16,54 @@ import {
 } from "../../provider/mod.ts";
 import type { PodObjects } from "./wire.ts";
 
-/** Fetches what the pod's volumes refer to; a missing one is a TransientError naming it. */
+/**
+ * The pod with each `downwardAPI` volume turned into a projected volume of one downwardAPI
+ * source, as interLink's virtual kubelet sends it (interlink-hq/interLink, commit
+ * f632175701d78b604138ce2e1e38af13d1f7546b, pkg/virtualkubelet/execute.go:962-1000): plugins
+ * mount projected volumes from their maps, and the SLURM plugin drops every mount of a
+ * container when one of its volumes is of a kind it does not know.
+ */
+export function downwardAsProjected(pod: Pod): Pod {
+  const volumes = pod.spec?.volumes;
+  if (!volumes?.some((v) => v.downwardAPI)) return pod;
+  return {
+    ...pod,
+    spec: {
+      ...pod.spec!,
+      volumes: volumes.map(({ downwardAPI, ...volume }) =>
+        downwardAPI
+          ? {
+            ...volume,
+            projected: {
+              ...(downwardAPI.defaultMode !== undefined
+                ? { defaultMode: downwardAPI.defaultMode }
+                : {}),
+              sources: [{ downwardAPI: { items: downwardAPI.items ?? [] } }],
+            },
+          }
+          : volume
+      ),
+    },
+  };
+}
+
+/** Options for {@link podObjects}. */
+export interface PodObjectsOptions {
+  /** The lifetime asked for service-account tokens (`tokenExpirationSeconds`). */
+  tokenExpirationSeconds: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Fetches what the pod's volumes refer to (give it {@link downwardAsProjected}'s pod); a missing
+ * one is a TransientError naming it.
+ */
 export async function podObjects(
   pod: Pod,
   kube: ProviderKubeClient | undefined,
-  signal?: AbortSignal,
+  options: PodObjectsOptions,
 ): Promise<PodObjects> {
+  const { signal, tokenExpirationSeconds } = options;
   const out: PodObjects = { configMaps: [], secrets: [], projected: [] };
   const ns = pod.metadata?.namespace ?? "default";
   const configMaps = new Map<string, Promise<ConfigMap>>();
@@ -46,7 +88,13 @@ export async function podObjects(
     } else if (volume.projected) {
       const data: Record<string, string> = {};
       for (const source of volume.projected.sources ?? []) {
-        await project(pod, source, data, { getMap, getSecret, kube, signal });
+        await project(pod, source, data, {
+          getMap,
+          getSecret,
+          kube,
+          signal,
+          tokenExpirationSeconds,
+        });
       }
       out.projected.push({
         apiVersion: "v1",
@@ -64,6 +112,7 @@ interface ProjectDeps {
   getSecret(name: string): Promise<Secret>;
   kube?: ProviderKubeClient;
   signal?: AbortSignal;
+  tokenExpirationSeconds: number;
 }
 
 async function project(
@@ -94,7 +143,12 @@ async function project(
       kind: "TokenRequest",
       spec: {
         audiences: source.serviceAccountToken.audience ? [source.serviceAccountToken.audience] : [],
-        expirationSeconds: source.serviceAccountToken.expirationSeconds ?? 3600,
+        // The job keeps the token it starts with (interLink cannot hand it another): the
+        // config's lifetime, at least the pod's own.
+        expirationSeconds: Math.max(
+          deps.tokenExpirationSeconds,
+          source.serviceAccountToken.expirationSeconds ?? 0,
+        ),
         boundObjectRef: {
           apiVersion: "v1",
           kind: "Pod",

@@ -151,19 +151,55 @@ export function retrievedPodDataFor(pod: Pod, objects: PodObjects): RetrievedPod
 /** Go's zero `time.Time`, which `ContainerLogOpts.SinceTime` carries when unset. */
 export const GO_ZERO_TIME = "0001-01-01T00:00:00Z";
 
+/** A `/create` answer of HTTP 200 that names no job: the plugin failed to make one. */
+export class CreateRefusedError extends Error {
+  override name = "CreateRefusedError";
+}
+
 /**
  * Parses a `/create` answer: one `CreateStruct`, or a list of them (older API servers); the job
- * ID of `uid`, `""` when the answer names none.
+ * ID of `uid`, `""` when the answer names none. An empty body is the SLURM plugin's failure: when
+ * its job script cannot be made it returns without writing (interlink-hq/interlink-slurm-plugin,
+ * commit f8451d93e063b7addc606d227a525fe614d91958, pkg/slurm/Create.go:220-224), and interLink's
+ * API server passes the empty 200 on (pkg/interlink/api/create.go:166). An object with an `error`
+ * or `message` and no job is a plugin's error in JSON. Both throw {@link CreateRefusedError}.
  */
 export function jobIdOf(text: string, uid: string): string {
-  const parsed: unknown = JSON.parse(text || "{}");
+  if (text.trim() === "") {
+    throw new CreateRefusedError(
+      "the answer is HTTP 200 with an empty body: the plugin did not make the job (the SLURM plugin answers so when its job script cannot be made); see the plugin's log",
+    );
+  }
+  const parsed: unknown = JSON.parse(text);
   const list = Array.isArray(parsed) ? parsed : [parsed];
   for (const item of list) {
     if (item && typeof item === "object" && (item as CreateStruct).PodUID === uid) {
       return String((item as CreateStruct).PodJID ?? "");
     }
   }
+  const said = list.map((item) =>
+    item && typeof item === "object" && !("PodJID" in item)
+      ? (item as { error?: unknown; message?: unknown }).error ??
+        (item as { message?: unknown }).message
+      : undefined
+  ).find((m) => typeof m === "string" && m !== "");
+  if (said !== undefined) throw new CreateRefusedError(`the plugin answered: ${said}`);
   return "";
+}
+
+/**
+ * True when a `/status` entry proves that the plugin holds a job for the pod: a job ID, or a
+ * container with a state. The SLURM plugin answers a pod it has no job for with one entry per
+ * container whose state is empty (`{}`) and no JID (pkg/slurm/Status.go:471-477); a queued job
+ * has `{"waiting": {}}` (Status.go:309-314), which counts.
+ */
+export function provesJob(status: InterlinkPodStatus | undefined): boolean {
+  if (!status) return false;
+  if (status.JID) return true;
+  return [...status.containers ?? [], ...status.initContainers ?? []].some((c) => {
+    const state = c?.state;
+    return !!state && (!!state.running || !!state.terminated || !!state.waiting);
+  });
 }
 
 /** Parses a `/status` answer; throws a TypeError naming what is wrong. */

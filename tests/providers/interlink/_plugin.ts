@@ -2,8 +2,12 @@
  * The reference interLink plugin (examples/interlink_plugin/plugin.py, Python standard library
  * only) started for a test on 127.0.0.1 (or a unix socket), with its own state directory; it can
  * be killed and started again on the same port and state, as a plugin restarted mid-rollout.
+ * With `realLike` it answers as the real SLURM plugin does (./_real_like.ts): the tests that run
+ * in both modes keep the provider working against the real plugin's behaviour.
  * @module
  */
+import { type RealLikeOptions, type RealLikeProxy, startRealLike } from "./_real_like.ts";
+
 const root = new URL("../../../", import.meta.url).pathname;
 /** The plugin's script. */
 export const PLUGIN = `${root}examples/interlink_plugin/plugin.py`;
@@ -16,6 +20,8 @@ export interface TestPlugin {
   socket?: string;
   /** Its state directory. */
   state: string;
+  /** The SLURM-like proxy in front of it, when started `realLike`. */
+  realLike?: RealLikeProxy;
   /** Kills it (SIGKILL); its pods' processes live on. */
   kill(): Promise<void>;
   /** Starts it again on the same address and state. */
@@ -24,8 +30,19 @@ export interface TestPlugin {
   stop(): Promise<void>;
 }
 
-/** Starts the plugin; `socket: true` listens on a unix socket in its state directory. */
-export async function startPlugin(options: { socket?: boolean } = {}): Promise<TestPlugin> {
+/** How to start the plugin. */
+export interface PluginOptions {
+  /** Listen on a unix socket in its state directory (not with `realLike`). */
+  socket?: boolean;
+  /** Answer as the real SLURM plugin (./_real_like.ts); `true` for its defaults. */
+  realLike?: boolean | RealLikeOptions;
+}
+
+/** Starts the plugin; see {@link PluginOptions}. */
+export async function startPlugin(options: PluginOptions = {}): Promise<TestPlugin> {
+  if (options.socket && options.realLike) {
+    throw new TypeError("the real-like plugin listens on 127.0.0.1, not on a socket");
+  }
   const state = await Deno.makeTempDir({ prefix: "vk-interlink-" });
   const socket = options.socket ? `${state}/plugin.sock` : undefined;
   let port = 0;
@@ -45,6 +62,12 @@ export async function startPlugin(options: { socket?: boolean } = {}): Promise<T
     }
   };
   await spawn();
+  const realLike = options.realLike
+    ? await startRealLike(
+      () => `http://127.0.0.1:${port}`,
+      options.realLike === true ? {} : options.realLike,
+    )
+    : undefined;
   const kill = async () => {
     try {
       child?.kill("SIGKILL");
@@ -53,14 +76,16 @@ export async function startPlugin(options: { socket?: boolean } = {}): Promise<T
   };
   return {
     get url() {
-      return socket ? undefined : `http://127.0.0.1:${port}`;
+      return realLike?.url ?? (socket ? undefined : `http://127.0.0.1:${port}`);
     },
     socket,
     state,
+    realLike,
     kill,
     restart: spawn,
     async stop() {
       await kill();
+      await realLike?.close();
       // The pods' processes run in sessions of their own: end them by the pids the state holds.
       const entries: string[] = [];
       try {

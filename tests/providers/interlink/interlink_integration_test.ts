@@ -1,9 +1,14 @@
 /**
- * `--provider interlink` (target plugin, over a unix socket) against the local control plane and
- * the reference plugin, through kubectl: a Deployment runs as plugin jobs, `kubectl logs` reads
- * them, `kubectl exec` answers that the backend has no exec; the plugin killed mid-rollout and
- * started again loses and duplicates no pod; a job that ends follows the restart policy; scale
- * to 0 leaves the plugin with no job.
+ * `--provider interlink` (target plugin) against the local control plane and the reference
+ * plugin, through kubectl, twice: over a unix socket to the plugin as it is, and over TCP to the
+ * plugin answering as the real SLURM plugin does (`realLike`, ./_real_like.ts: empty states for
+ * pods it has no job for, a 10 s status copy, no init-container states, empty-body create
+ * failures). A Deployment runs as plugin jobs, `kubectl logs` reads them, `kubectl exec` answers
+ * that the backend has no exec; the plugin killed mid-rollout and started again loses and
+ * duplicates no pod; a job that ends follows the restart policy; scale to 0 leaves the plugin
+ * with no job. SLURM-like, also: init containers are shown completed, a downwardAPI volume reaches
+ * the plugin as a projected map, and a create the plugin cannot make fails the pod
+ * (`ProviderFailed`) instead of leaving it ContainerCreating.
  */
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
@@ -12,9 +17,16 @@ import { startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 import { eventually } from "../../../tools/harness/wait.ts";
 import { startPlugin } from "./_plugin.ts";
 
-Deno.test("interlink provider: pods run as plugin jobs and follow the API", async (t) => {
+for (const realLike of [false, true]) {
+  const mode = realLike ? "a SLURM-like plugin" : "the reference plugin";
+  Deno.test(`interlink provider: pods run as jobs of ${mode} and follow the API`, async (t) => {
+    await runIntegration(t, realLike);
+  });
+}
+
+async function runIntegration(t: Deno.TestContext, realLike: boolean): Promise<void> {
   const cluster = await useCluster();
-  const plugin = await startPlugin({ socket: true });
+  const plugin = await startPlugin(realLike ? { realLike: true } : { socket: true });
   const nodeName = `vk-interlink-${crypto.randomUUID().slice(0, 6)}`;
   const ns = await cluster.newNamespace("interlink");
   const kubectl = cluster.kubectlIn(ns);
@@ -23,7 +35,7 @@ Deno.test("interlink provider: pods run as plugin jobs and follow the API", asyn
     provider: "interlink",
     providerConfig: JSON.stringify({
       target: "plugin",
-      socket: plugin.socket,
+      ...(realLike ? { url: plugin.url } : { socket: plugin.socket }),
       statusInterval: "500ms",
       requestTimeout: "5s",
       capacity: { cpu: "64", memory: "256Gi", pods: "300" },
@@ -80,7 +92,9 @@ Deno.test("interlink provider: pods run as plugin jobs and follow the API", asyn
       });
       assert.equal(log.trim(), `hello from ${name}`, "the env var was resolved by vkubelet");
       const node = JSON.parse(await kubectl(["get", "node", nodeName, "-o", "json"]));
-      assert.equal(node.status.capacity.pods, "300");
+      // SLURM-like, the ping (a /status of no pods) reports the plugin's resources, which win
+      // over the config's capacity (the reference plugin's: 110 pods).
+      assert.equal(node.status.capacity.pods, realLike ? "110" : "300");
       const exec = await cluster.kubectl(["-n", ns, "exec", name, "--", "true"]);
       assert.notEqual(exec.code, 0);
       assert.match(
@@ -138,6 +152,74 @@ Deno.test("interlink provider: pods run as plugin jobs and follow the API", asyn
       await kubectl(["delete", "pod", "once", "--wait=true", "--timeout=30s"]);
     });
 
+    await t.step({
+      name: "SLURM-like: init containers completed, downwardAPI mounted, an unmakeable pod Failed",
+      ignore: !realLike,
+      fn: async () => {
+        await kubectl(
+          ["apply", "-f", "-"],
+          JSON.stringify({
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: { name: "setup", labels: { app: "setup" } },
+            spec: {
+              ...placement,
+              initContainers: [{ name: "init", image: "busybox", command: ["true"] }],
+              containers: [{
+                name: "main",
+                image: "busybox",
+                command: ["/bin/sh", "-c", "exec sleep 3600"],
+                volumeMounts: [{ name: "podinfo", mountPath: "/etc/podinfo" }],
+              }],
+              volumes: [{
+                name: "podinfo",
+                downwardAPI: {
+                  items: [{ path: "name", fieldRef: { fieldPath: "metadata.name" } }],
+                },
+              }],
+            },
+          }),
+        );
+        const running = await eventually("pod setup Running", async () => {
+          const [p] = await pods("app=setup");
+          return p?.status?.phase === "Running" && p;
+        }, 60_000);
+        const init = running.status?.initContainerStatuses?.[0];
+        assert.equal(init?.state?.terminated?.reason, "Completed");
+        const file = `${plugin.state}/pods/${running.metadata!.uid}/volumes/podinfo/name`;
+        assert.equal(
+          await Deno.readTextFile(file),
+          "setup",
+          "the downwardAPI file reached the plugin",
+        );
+
+        await kubectl(
+          ["apply", "-f", "-"],
+          JSON.stringify({
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: {
+              name: "noscript",
+              labels: { app: "noscript" },
+              annotations: { "vkubelet.test/create": "empty-body" },
+            },
+            spec: {
+              ...placement,
+              containers: [{ name: "main", image: "busybox", command: ["true"] }],
+            },
+          }),
+        );
+        const failed = await eventually("pod noscript Failed", async () => {
+          const [p] = await pods("app=noscript");
+          return p?.status?.phase === "Failed" && p;
+        }, 90_000);
+        assert.equal(failed.status?.reason, "ProviderFailed");
+        assert.match(failed.status?.message ?? "", /refused to create the pod 3 times.*empty body/);
+        assert.equal(plugin.realLike?.refusedCreates, 3);
+        await kubectl(["delete", "pod", "setup", "noscript", "--wait=true", "--timeout=60s"]);
+      },
+    });
+
     await t.step("scale to 0 deletes every job", async () => {
       await kubectl(["scale", "deployment/web", "--replicas=0"]);
       await eventually(
@@ -151,4 +233,4 @@ Deno.test("interlink provider: pods run as plugin jobs and follow the API", asyn
     await cluster.kubectl(["delete", "namespace", ns, "--wait=false"]);
     await plugin.stop();
   }
-});
+}
