@@ -323,6 +323,7 @@ function interlink(): Driver {
     records: new Map([["ns/p", record]]),
     ...loop(clock),
     discover: false,
+    statusCacheWindowMs: 30_000,
     start: (r) => {
       failed = false;
       r.jobId = `job-${++serial}`;
