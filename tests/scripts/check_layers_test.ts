@@ -64,3 +64,15 @@ Deno.test("an example imports only the kit; tools/ never imports tests/ or bench
   );
   assert.deepEqual(whys("tools/harness/a.ts", 'import { x } from "../../core/mod.ts";'), []);
 });
+
+Deno.test("the bench imports no test file; what it shares with tests is in tools/", () => {
+  assert.match(
+    whys("bench/scenarios/a.ts", 'import { x } from "../../tests/providers/eci/_e.ts";')[0],
+    /bench\/ imports no test file/,
+  );
+  assert.deepEqual(
+    whys("bench/scenarios/a.ts", 'import { x } from "../../tools/harness/eci/emulator.ts";'),
+    [],
+  );
+  assert.deepEqual(whys("bench/run.ts", 'import { x } from "../app/run.ts";'), []);
+});
