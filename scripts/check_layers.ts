@@ -44,12 +44,21 @@ export const LAYERS: Readonly<Record<string, number>> = {
 const APART = new Set(["core", "providers"]);
 
 /**
- * What a built-in provider may import besides the kit, and why. The kubernetes provider drives a
- * second cluster with the full client and relays exec, attach and port-forward over SPDY to it.
+ * What a built-in provider (or one folder of it) may import besides the kit, and why. The
+ * kubernetes provider drives a second cluster with the full client; only its `streaming/` relays
+ * exec, attach and port-forward over SPDY to it.
  */
 export const PROVIDER_EXCEPTIONS: Readonly<Record<string, readonly string[]>> = {
-  "providers/kubernetes": ["k8s", "spdy"],
+  "providers/kubernetes": ["k8s"],
+  "providers/kubernetes/streaming": ["spdy"],
 };
+
+/** The exceptions that apply to `file`: those of every folder it is in. */
+function exceptionsFor(file: string): string[] {
+  return Object.entries(PROVIDER_EXCEPTIONS)
+    .filter(([folder]) => file.startsWith(`${folder}/`))
+    .flatMap(([, layers]) => layers);
+}
 
 /** One import that breaks the layering. */
 export interface LayerViolation {
@@ -87,7 +96,7 @@ export function checkSource(file: string, source: string): LayerViolation[] {
       continue;
     }
     if (isExample || from === "providers") {
-      const allowed = isExample ? [] : PROVIDER_EXCEPTIONS[fromPart] ?? [];
+      const allowed = isExample ? [] : exceptionsFor(file);
       if (to !== "provider" && !allowed.includes(to)) {
         const who = isExample ? "an example" : fromPart;
         found.push({ file, line, target, why: `${who} imports only the kit, provider/` });

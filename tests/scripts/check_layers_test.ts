@@ -44,11 +44,19 @@ Deno.test("a built-in provider imports only the kit, and no other provider", () 
   );
 });
 
-Deno.test("the kubernetes provider's named exceptions are k8s/ and spdy/ only", () => {
+Deno.test("the kubernetes provider's named exceptions are k8s/, and spdy/ in streaming/", () => {
   assert.deepEqual(whys("providers/kubernetes/a.ts", 'import { x } from "../../k8s/mod.ts";'), []);
   assert.deepEqual(
-    whys("providers/kubernetes/a.ts", 'import { x } from "../../spdy/session.ts";'),
+    whys("providers/kubernetes/node/a.ts", 'import { x } from "../../../k8s/mod.ts";'),
     [],
+  );
+  assert.deepEqual(
+    whys("providers/kubernetes/streaming/a.ts", 'import { x } from "../../../spdy/session.ts";'),
+    [],
+  );
+  assert.match(
+    whys("providers/kubernetes/status/a.ts", 'import { x } from "../../../spdy/session.ts";')[0],
+    /imports only the kit/,
   );
   assert.match(
     whys("providers/kubernetes/a.ts", 'import { x } from "../../base/log.ts";')[0],
