@@ -7,7 +7,7 @@
 import { realClock } from "./base/clock.ts";
 import { HELP_TEXT, loadConfig, VERSION } from "./app/config/config.ts";
 import { getLogger, setupLogging } from "./base/log.ts";
-import { detectInternalIp, runVkubelet, StartupConfigError } from "./app/run.ts";
+import { detectInternalIp, runVkubelet, StartupConfigError } from "./app/run/mod.ts";
 import { feedWatchdog, sdNotify } from "./app/sd_notify.ts";
 import { openGlibcHeap, trimPeriodically } from "./base/native_heap.ts";
 import { startTracing, type Tracing } from "./app/tracing.ts";

@@ -1,7 +1,7 @@
 /**
  * One virtual node's controllers, wired the same way wherever a node is served: the node side
  * (registration, status, Lease, provider health) and the pod controller, with their logs named
- * by node and their latencies counted in the process's metrics. `run.ts` wires its one node here,
+ * by node and their latencies counted in the process's metrics. `run/one_node.ts` wires its one node here,
  * a `--leader-elect` term its node again on each term, and `node_set.ts` each node of `--nodes`;
  * what differs between them (shared caches and clocks, a standby's warm state) comes in as deps.
  * @module

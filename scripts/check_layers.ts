@@ -19,9 +19,10 @@
  * kit, `provider/`, exactly what a provider outside this repository gets; the exceptions are
  * named in {@link PROVIDER_EXCEPTIONS}.
  *
- * Tests, benchmarks, scripts and the demo may import any layer; `tools/` (the local control plane
- * and the harness that tests and the bench share) any product layer but never `tests/` or
- * `bench/`; `examples/` only the provider kit, as a provider outside this repository would.
+ * Tests, scripts and the demo may import any layer; `bench/` any layer and `tools/`, but no test
+ * file (what the bench shares with tests lives in `tools/`); `tools/` (the local control plane and
+ * the harness that tests and the bench share) any product layer but never `tests/` or `bench/`;
+ * `examples/` only the provider kit, as a provider outside this repository would.
  * @module
  */
 import { dirname, join, relative, resolve } from "node:path";
@@ -43,12 +44,21 @@ export const LAYERS: Readonly<Record<string, number>> = {
 const APART = new Set(["core", "providers"]);
 
 /**
- * What a built-in provider may import besides the kit, and why. The kubernetes provider drives a
- * second cluster with the full client and relays exec, attach and port-forward over SPDY to it.
+ * What a built-in provider (or one folder of it) may import besides the kit, and why. The
+ * kubernetes provider drives a second cluster with the full client; only its `streaming/` relays
+ * exec, attach and port-forward over SPDY to it.
  */
 export const PROVIDER_EXCEPTIONS: Readonly<Record<string, readonly string[]>> = {
-  "providers/kubernetes": ["k8s", "spdy"],
+  "providers/kubernetes": ["k8s"],
+  "providers/kubernetes/streaming": ["spdy"],
 };
+
+/** The exceptions that apply to `file`: those of every folder it is in. */
+function exceptionsFor(file: string): string[] {
+  return Object.entries(PROVIDER_EXCEPTIONS)
+    .filter(([folder]) => file.startsWith(`${folder}/`))
+    .flatMap(([, layers]) => layers);
+}
 
 /** One import that breaks the layering. */
 export interface LayerViolation {
@@ -71,7 +81,8 @@ export function checkSource(file: string, source: string): LayerViolation[] {
   const fromRank = LAYERS[from];
   const isExample = from === "examples";
   const isTool = from === "tools";
-  if (fromRank === undefined && !isExample && !isTool) return [];
+  const isBench = from === "bench";
+  if (fromRank === undefined && !isExample && !isTool && !isBench) return [];
   const fromPart = file.split("/").slice(0, 2).join("/");
   const found: LayerViolation[] = [];
   for (const match of source.matchAll(IMPORT)) {
@@ -85,10 +96,21 @@ export function checkSource(file: string, source: string): LayerViolation[] {
       continue;
     }
     if (isExample || from === "providers") {
-      const allowed = isExample ? [] : PROVIDER_EXCEPTIONS[fromPart] ?? [];
+      const allowed = isExample ? [] : exceptionsFor(file);
       if (to !== "provider" && !allowed.includes(to)) {
         const who = isExample ? "an example" : fromPart;
         found.push({ file, line, target, why: `${who} imports only the kit, provider/` });
+      }
+      continue;
+    }
+    if (isBench) {
+      if (to === "tests") {
+        found.push({
+          file,
+          line,
+          target,
+          why: "bench/ imports no test file; move what it shares with tests to tools/",
+        });
       }
       continue;
     }
@@ -136,7 +158,7 @@ async function* sourceFiles(dir: string): AsyncGenerator<string> {
 /** Checks every product file under `root`. */
 export async function checkTree(root: string): Promise<LayerViolation[]> {
   const found: LayerViolation[] = [];
-  for (const top of [...Object.keys(LAYERS), "examples", "tools"]) {
+  for (const top of [...Object.keys(LAYERS), "examples", "tools", "bench"]) {
     const path = resolve(root, top);
     const stat = await Deno.stat(path).catch(() => undefined);
     if (!stat) continue;

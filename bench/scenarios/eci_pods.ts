@@ -13,8 +13,8 @@ import { realClock } from "../../base/clock.ts";
 import { getLogger } from "../../base/log.ts";
 import { createProvider, parseEciConfig } from "../../providers/eci/mod.ts";
 import { EciApi } from "../../providers/eci/api.ts";
-import { startEciEmulator } from "../../tests/providers/eci/_emulator.ts";
-import { emulatorConfig, useTestCredentials } from "../../tests/providers/eci/_provider.ts";
+import { startEciEmulator } from "../../tools/harness/eci/emulator.ts";
+import { emulatorConfig, useTestCredentials } from "../../tools/harness/eci/env.ts";
 
 /** Runs `work` over `items` with at most `limit` in flight. */
 async function inFlight<T>(items: T[], limit: number, work: (item: T) => Promise<void>) {

@@ -33,7 +33,7 @@ import { tracedSync, traceEvent } from "./pod_traces.ts";
 /** Events wait while at least this many pods wait in the sync and status queues (`holdWhile`). */
 const EVENT_HOLD_BACKLOG = 10;
 
-/** What {@link PodController} needs. Defaults are for `main.ts`/`app/run.ts` to override. */
+/** What {@link PodController} needs. Defaults are for `main.ts`/`app/run/` to override. */
 export interface PodControllerDeps {
   api: PodControllerApi;
   provider: Provider;

@@ -6,7 +6,13 @@
  * status change implies.
  * @module
  */
-import type { Pod, PodCondition, PodReadinessGate, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import type {
+  ContainerStatus,
+  Pod,
+  PodCondition,
+  PodReadinessGate,
+  PodStatus,
+} from "kubernetes-types/core/v1.d.ts";
 import { formatTime } from "../../k8s/micro_time.ts";
 import { buildPodStatus, type ContainerReport } from "../../provider/mod.ts";
 import type { PodEvent } from "./events.ts";
@@ -255,7 +261,19 @@ export function controllerStatus(pod: Pod, held: HeldStatus): PodStatus {
   return { ...pod.status, ...built, phase, reason: held.reason ?? "", message: held.message ?? "" };
 }
 
-/** Lifecycle events a kubelet would report for the change from `before` to `after`. */
+/**
+ * Lifecycle events a kubelet would report for the change from `before` to `after`.
+ *
+ * The kubelet records `Created` and `Started` at every start of a container and `BackOff` at every
+ * sync in back-off (kubernetes/kubernetes pkg/kubelet/kuberuntime/kuberuntime_container.go
+ * `startContainer`, kuberuntime_manager.go `doBackOff`). Here they are read from two statuses
+ * the API held, and statuses are coalesced on their way (the status queue keeps the latest of a
+ * key): a container that starts and crashes within one write shows up as a back-off followed by
+ * a back-off. So a start is what moved the container's latest instance (a new `startedAt`, or a
+ * higher `restartCount`), not only a `running` state seen; and a back-off is reported again after
+ * every restart, not only when the waiting reason changes. Without that, a crash-looping pod's
+ * events stopped repeating once its restarts were quicker than a status write.
+ */
 export function lifecycleEvents(
   pod: Pod,
   before: PodStatus | undefined,
@@ -270,8 +288,9 @@ export function lifecycleEvents(
     for (const status of now ?? []) {
       const previous = old?.find((s) => s.name === status.name);
       const fieldPath = `spec.${list}{${status.name}}`;
-      const running = status.state?.running;
-      if (running && previous?.state?.running?.startedAt !== running.startedAt) {
+      const restarted = (status.restartCount ?? 0) > (previous?.restartCount ?? 0);
+      const latest = latestStart(status);
+      if (latest !== undefined && (restarted || latest !== latestStart(previous))) {
         events.push(
           {
             type: "Normal",
@@ -288,7 +307,8 @@ export function lifecycleEvents(
         );
       }
       const waiting = status.state?.waiting?.reason;
-      if (!waiting || previous?.state?.waiting?.reason === waiting) continue;
+      if (!waiting) continue;
+      if (previous?.state?.waiting?.reason === waiting && !restarted) continue;
       if (waiting === "CrashLoopBackOff") {
         const podName = `${pod.metadata?.name}_${pod.metadata?.namespace}(${pod.metadata?.uid})`;
         events.push({
@@ -297,7 +317,7 @@ export function lifecycleEvents(
           message: `Back-off restarting failed container ${status.name} in pod ${podName}`,
           fieldPath,
         });
-      } else if (FAILED_WAITING.has(waiting)) {
+      } else if (FAILED_WAITING.has(waiting) && previous?.state?.waiting?.reason !== waiting) {
         const detail = status.state?.waiting?.message;
         events.push({
           type: "Warning",
@@ -310,6 +330,22 @@ export function lifecycleEvents(
   }
   return events;
 }
+
+/**
+ * When the container's latest instance started: running now, ended, or ended before a wait
+ * (`lastState`); undefined when no instance ever started (an instance that could not start,
+ * `StartError`, is reported by a `Failed` event of its own, not a start).
+ */
+function latestStart(status: ContainerStatus | undefined): string | undefined {
+  const state = status?.state;
+  if (state?.running) return state.running.startedAt;
+  const ended = state?.terminated ?? (state?.waiting ? status?.lastState?.terminated : undefined);
+  if (!ended || NOT_STARTED.has(ended.reason ?? "")) return undefined;
+  return ended.startedAt;
+}
+
+/** Terminations of an instance that never ran. */
+const NOT_STARTED = new Set(["StartError", "ContainerCannotRun"]);
 
 // Waiting reasons the kubelet reports with a `Failed` event (CreateContainerConfigError is
 // reported where it happens, in env resolution).

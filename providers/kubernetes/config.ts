@@ -14,19 +14,19 @@
  * tokenExpirationSeconds: 3600      # upstream tokens' lifetime; renewed at 80 %
  * upstreamApiServer: https://a.example:6443   # upstream mode: A's apiserver as B's pods reach it
  * persistentVolumeClaims: { "team-a/data": data-in-b }   # PVCs of A mapped to claims in B,
- *                                   # or `copy`: each claim copied to B (./claims.ts)
+ *                                   # or `copy`: each claim copied to B (./copies/claims.ts)
  * storageClassName: fast-b          # with copy: the copies' class in B (default: B's default)
  * upstreamProvisioner: downstream.vkubelet.io   # with copy: provision A's claims of classes
- *                                   # naming this provisioner (./upstream_provisioner.ts)
+ *                                   # naming this provisioner (./copies/upstream_provisioner.ts)
  * pingTimeout: 5s
- * profile: cci                      # shape pods to Huawei CCI's rules (see ./cci_profile.ts)
+ * profile: cci                      # shape pods to Huawei CCI's rules (see ./cci/cci_profile.ts)
  * unschedulableTimeout: 5m   # a pod B cannot schedule this long is failed upstream, to be replaced
  * ```
  * @module
  */
 import { z } from "zod";
 import { type ParsedConfig, parseDuration, parseProviderConfig } from "../../provider/mod.ts";
-import { PROFILES } from "./cci_profile.ts";
+import { PROFILES } from "./cci/cci_profile.ts";
 
 const duration = (fallback: string) =>
   z.string().default(fallback).transform((text, ctx) => {

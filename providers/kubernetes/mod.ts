@@ -3,7 +3,7 @@
  * cluster B, as tensile-kube does — bursting, pooling the spare capacity of other clusters. One
  * vkubelet process serves one virtual node for one downstream cluster; to pool several clusters,
  * run one vkubelet per cluster (one virtual node each) and let A's scheduler choose between the
- * nodes. Config in `./config.ts`; what is translated in `./translate.ts`.
+ * nodes. Config in `./config.ts`; what is translated in `./translate/`.
  * @module
  */
 import { KubeClient, type KubeClient as KubeClientType } from "../../k8s/mod.ts";
@@ -13,7 +13,7 @@ import { KubernetesProvider } from "./provider.ts";
 
 export { type KubernetesConfig, parseKubernetesConfig } from "./config.ts";
 export { KubernetesProvider } from "./provider.ts";
-export { translatePod } from "./translate.ts";
+export { translatePod } from "./translate/translate.ts";
 
 /** Builds the provider from its parsed config file; every config problem at once. */
 export async function createProvider(

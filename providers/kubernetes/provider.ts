@@ -4,7 +4,7 @@
  * back through an informer of B and {@link KubernetesProvider.notifyPods}; listPods answers only
  * this node's downstream pods (label `vkubelet.io/virtual-node`), so the core's orphan sweep,
  * which runs after its first full listing of A, deletes exactly the pods whose twin is gone.
- * The node side is in `./downstream_node.ts`, the status push in `./status_relay.ts`.
+ * The node side is in `./node/downstream_node.ts`, the status push in `./status/status_relay.ts`.
  * @module
  */
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
@@ -30,21 +30,21 @@ import {
   type StatsSummary,
   TransientError,
 } from "../../provider/mod.ts";
-import { CciNamespaceCheck, recordShaping } from "./cci_namespace.ts";
-import { type ClaimCopies, claimCopiesFor } from "./claims.ts";
+import { CciNamespaceCheck, recordShaping } from "./cci/cci_namespace.ts";
+import { type ClaimCopies, claimCopiesFor } from "./copies/claims.ts";
 import type { KubernetesConfig } from "./config.ts";
-import { DependencyMirror } from "./dependencies.ts";
-import { EventRelay } from "./event_relay.ts";
-import { UnschedulableWatch } from "./unschedulable.ts";
-import { DownstreamNode } from "./downstream_node.ts";
+import { DependencyMirror } from "./copies/dependencies.ts";
+import { EventRelay } from "./status/event_relay.ts";
+import { UnschedulableWatch } from "./status/unschedulable.ts";
+import { DownstreamNode } from "./node/downstream_node.ts";
 import { downstreamError } from "./errors.ts";
 import { MARKS, nodeSelector, upstreamOf } from "./names.ts";
 import { Placement } from "./placement.ts";
-import { ServiceMirror } from "./services.ts";
-import { StatusRelay } from "./status_relay.ts";
-import { TokenMirror } from "./tokens.ts";
-import { DEFERRED_FIELD_PATHS, translatePod } from "./translate.ts";
-import { DownstreamAccess } from "./access.ts";
+import { ServiceMirror } from "./copies/services.ts";
+import { StatusRelay } from "./status/status_relay.ts";
+import { TokenMirror } from "./copies/tokens.ts";
+import { DEFERRED_FIELD_PATHS, translatePod } from "./translate/translate.ts";
+import { DownstreamAccess } from "./streaming/access.ts";
 import { withMutableFields } from "./_private.ts";
 import { podKey, raceSignal } from "../../provider/mod.ts";
 

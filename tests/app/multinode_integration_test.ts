@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { useCluster } from "../../tools/cluster/harness.ts";
 import { loadConfig } from "../../app/config/config.ts";
-import { runVkubelet } from "../../app/run.ts";
+import { runVkubelet } from "../../app/run/mod.ts";
 import type { NodeSet } from "../../app/node_set.ts";
 import { realClock } from "../../base/clock.ts";
 import { freePort } from "../../tools/cluster/ports.ts";

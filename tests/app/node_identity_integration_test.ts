@@ -12,7 +12,7 @@ import { X509Certificate } from "node:crypto";
 import { configure, type LogRecord, reset } from "@logtape/logtape";
 import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 import { loadConfig } from "../../app/config/config.ts";
-import { runVkubelet } from "../../app/run.ts";
+import { runVkubelet } from "../../app/run/mod.ts";
 import type { NodeIdentityHooks } from "../../app/node_identity.ts";
 import { realClock } from "../../base/clock.ts";
 import {

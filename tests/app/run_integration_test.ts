@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { useCluster } from "../../tools/cluster/harness.ts";
 import { loadConfig } from "../../app/config/config.ts";
-import { LoopFailedError, runVkubelet } from "../../app/run.ts";
+import { LoopFailedError, runVkubelet } from "../../app/run/mod.ts";
 import { loadProvider } from "../../app/provider_loader.ts";
 import { realClock } from "../../base/clock.ts";
 

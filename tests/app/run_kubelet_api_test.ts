@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { clientCa } from "../../app/run_kubelet_api.ts";
+import { clientCa } from "../../app/run/kubelet_api.ts";
 
 /** A logger that keeps its warnings. */
 function warnings() {

@@ -13,9 +13,9 @@ import { createProvider as eci } from "../../providers/eci/mod.ts";
 import { createProvider as fargate } from "../../providers/fargate/mod.ts";
 import { createProvider as interlink } from "../../providers/interlink/mod.ts";
 import { createProvider as slurm } from "../../providers/slurm/mod.ts";
-import { DownstreamNode } from "../../providers/kubernetes/downstream_node.ts";
+import { DownstreamNode } from "../../providers/kubernetes/node/downstream_node.ts";
 import { parseKubernetesConfig } from "../../providers/kubernetes/config.ts";
-import { ECI_TEST_ENV } from "./eci/_emulator.ts";
+import { ECI_TEST_ENV } from "../../tools/harness/eci/emulator.ts";
 import { MOTO_ENV } from "./fargate/_moto.ts";
 
 /** A loopback URL with nothing listening. */

@@ -44,11 +44,19 @@ Deno.test("a built-in provider imports only the kit, and no other provider", () 
   );
 });
 
-Deno.test("the kubernetes provider's named exceptions are k8s/ and spdy/ only", () => {
+Deno.test("the kubernetes provider's named exceptions are k8s/, and spdy/ in streaming/", () => {
   assert.deepEqual(whys("providers/kubernetes/a.ts", 'import { x } from "../../k8s/mod.ts";'), []);
   assert.deepEqual(
-    whys("providers/kubernetes/a.ts", 'import { x } from "../../spdy/session.ts";'),
+    whys("providers/kubernetes/node/a.ts", 'import { x } from "../../../k8s/mod.ts";'),
     [],
+  );
+  assert.deepEqual(
+    whys("providers/kubernetes/streaming/a.ts", 'import { x } from "../../../spdy/session.ts";'),
+    [],
+  );
+  assert.match(
+    whys("providers/kubernetes/status/a.ts", 'import { x } from "../../../spdy/session.ts";')[0],
+    /imports only the kit/,
   );
   assert.match(
     whys("providers/kubernetes/a.ts", 'import { x } from "../../base/log.ts";')[0],
@@ -63,4 +71,16 @@ Deno.test("an example imports only the kit; tools/ never imports tests/ or bench
     /tools\/ is shared/,
   );
   assert.deepEqual(whys("tools/harness/a.ts", 'import { x } from "../../core/mod.ts";'), []);
+});
+
+Deno.test("the bench imports no test file; what it shares with tests is in tools/", () => {
+  assert.match(
+    whys("bench/scenarios/a.ts", 'import { x } from "../../tests/providers/eci/_e.ts";')[0],
+    /bench\/ imports no test file/,
+  );
+  assert.deepEqual(
+    whys("bench/scenarios/a.ts", 'import { x } from "../../tools/harness/eci/emulator.ts";'),
+    [],
+  );
+  assert.deepEqual(whys("bench/run.ts", 'import { x } from "../app/run.ts";'), []);
 });

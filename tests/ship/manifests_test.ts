@@ -397,7 +397,10 @@ Deno.test("vkubelet works with only the chart's roles for its node (ServiceAccou
       return (JSON.parse(res.stdout).items as { reason: string; count?: number }[]);
     };
     assert.ok((await events("greeter")).some((e) => e.reason === "Started"));
-    // A repeated event is patched (count + 1), not created again.
+    // A repeated event is patched (count + 1), not created again. The crasher restarts at once,
+    // then after 10 s (the kubelet's back-off), and each restart records Created, Started and
+    // BackOff again (core/pods/pod_status.ts `lifecycleEvents`), so a repeat is due within
+    // about 10 s of its first crash however quickly the restarts go by; 60 s is the margin.
     await eventually("a repeated event of the crashing pod", async () => {
       const found = (await events("crasher")).find((e) => (e.count ?? 1) > 1);
       return found ? found : undefined;

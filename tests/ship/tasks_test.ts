@@ -14,6 +14,21 @@ Deno.test("deno task ok keeps the layer check", () => {
   assert.match(denoJson.tasks.ok.command, /deno run --allow-read scripts\/check_layers\.ts/);
 });
 
+Deno.test("the kit's @examples run and pass, in deno task ok and so in the suite", async () => {
+  assert.match(denoJson.tasks.ok.command, /deno test --doc provider\//);
+  // CI runs the suite, not `deno task ok`: the examples an outside author copies run here too.
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["test", "--doc", `--config=${root}deno.json`, "provider/"],
+    cwd: root,
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(output.stdout) + new TextDecoder().decode(output.stderr);
+  assert.equal(output.code, 0, text);
+  assert.match(text, /ok \| [1-9]\d* passed \| 0 failed/);
+});
+
 Deno.test("deno task start resolves relative paths from the caller's directory", async () => {
   const dir = await Deno.makeTempDir();
   try {

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
-import type { PodStatus } from "kubernetes-types/core/v1.d.ts";
-import { canonicalEqual, mergeStatus, statusEqual } from "../../../core/pods/pod_status.ts";
+import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import {
+  canonicalEqual,
+  lifecycleEvents,
+  mergeStatus,
+  statusEqual,
+} from "../../../core/pods/pod_status.ts";
 import { sameSpec } from "../../../core/pods/pod_sync.ts";
 
 Deno.test("the canonical form sorts keys, drops empty values and truncates times to seconds", () => {
@@ -197,4 +202,89 @@ Deno.test("specs that differ only in key order or empty fields are the same spec
   };
   assert.ok(sameSpec(a, b));
   assert.ok(!sameSpec(a, { ...b, spec: { containers: [{ name: "c", image: "j" }] } }));
+});
+
+/** A container status of a crash-looping container. */
+function crashLoop(restartCount: number, startedAt: string): PodStatus {
+  return {
+    containerStatuses: [{
+      name: "main",
+      image: "busybox",
+      imageID: "",
+      ready: false,
+      restartCount,
+      state: { waiting: { reason: "CrashLoopBackOff", message: "back-off 10s" } },
+      lastState: {
+        terminated: { exitCode: 3, reason: "Error", startedAt, finishedAt: startedAt },
+      },
+    }],
+  };
+}
+
+const crasher: Pod = { metadata: { name: "crasher", namespace: "ns", uid: "u1" } };
+const reasons = (events: { reason: string }[]) => events.map((e) => e.reason);
+
+Deno.test("a restart between two writes in back-off is reported: Created, Started, BackOff again", () => {
+  // The instance started and crashed before its `running` state was written (statuses are
+  // coalesced): the kubelet would have recorded the start and the back-off again.
+  const before = crashLoop(1, "2026-01-01T00:00:00Z");
+  const after = crashLoop(2, "2026-01-01T00:00:10Z");
+  assert.deepEqual(reasons(lifecycleEvents(crasher, before, after)), [
+    "Created",
+    "Started",
+    "BackOff",
+  ]);
+});
+
+Deno.test("a back-off written again without a restart is not reported again", () => {
+  const before = crashLoop(2, "2026-01-01T00:00:10Z");
+  assert.deepEqual(lifecycleEvents(crasher, before, crashLoop(2, "2026-01-01T00:00:10Z")), []);
+});
+
+Deno.test("a container that started and ended between two writes was started", () => {
+  const before: PodStatus = {
+    containerStatuses: [{
+      name: "main",
+      image: "busybox",
+      imageID: "",
+      ready: false,
+      restartCount: 0,
+      state: { waiting: { reason: "ContainerCreating" } },
+    }],
+  };
+  const ended = (reason: string): PodStatus => ({
+    containerStatuses: [{
+      ...before.containerStatuses![0],
+      state: { terminated: { exitCode: 3, reason, startedAt: "2026-01-01T00:00:00Z" } },
+    }],
+  });
+  assert.deepEqual(reasons(lifecycleEvents(crasher, before, ended("Error"))), [
+    "Created",
+    "Started",
+  ]);
+  assert.deepEqual(lifecycleEvents(crasher, before, ended("StartError")), [], "it never ran");
+});
+
+Deno.test("a running container seen again is not started again; its end is no start", () => {
+  const running: PodStatus = {
+    containerStatuses: [{
+      name: "main",
+      image: "busybox",
+      imageID: "",
+      ready: true,
+      restartCount: 0,
+      state: { running: { startedAt: "2026-01-01T00:00:00Z" } },
+    }],
+  };
+  const done: PodStatus = {
+    containerStatuses: [{
+      ...running.containerStatuses![0],
+      state: {
+        terminated: { exitCode: 0, reason: "Completed", startedAt: "2026-01-01T00:00:00Z" },
+      },
+    }],
+  };
+  assert.deepEqual(reasons(lifecycleEvents(crasher, undefined, running)), ["Created", "Started"]);
+  assert.deepEqual(lifecycleEvents(crasher, running, running), []);
+  assert.deepEqual(lifecycleEvents(crasher, running, done), []);
 });

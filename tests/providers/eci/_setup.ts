@@ -11,8 +11,8 @@ import {
   type EciEmulator,
   type EmulatedGroup,
   startEciEmulator,
-} from "./_emulator.ts";
-import { emulatorConfig } from "./_provider.ts";
+} from "../../../tools/harness/eci/emulator.ts";
+import { emulatorConfig } from "../../../tools/harness/eci/env.ts";
 
 /** Polls until a check gives a value (the same helper as the kubernetes provider's tests). */
 

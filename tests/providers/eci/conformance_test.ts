@@ -10,8 +10,8 @@ import assert from "node:assert/strict";
 import { realClock } from "../../../base/clock.ts";
 import { runProviderConformance } from "../../../provider/testing/mod.ts";
 import { createProvider } from "../../../providers/eci/mod.ts";
-import { startEciEmulator } from "./_emulator.ts";
-import { emulatorConfig, useTestCredentials } from "./_provider.ts";
+import { startEciEmulator } from "../../../tools/harness/eci/emulator.ts";
+import { emulatorConfig, useTestCredentials } from "../../../tools/harness/eci/env.ts";
 
 Deno.test("the eci provider keeps the provider contract", async (t) => {
   const emu = await startEciEmulator();

@@ -4,7 +4,7 @@
  * signal aborts.
  */
 import assert from "node:assert/strict";
-import { eciPod, startProviderOnEmulator } from "./_provider.ts";
+import { eciPod, startProviderOnEmulator } from "../../../tools/harness/eci/env.ts";
 
 Deno.test("a followed ECI log brings new lines once each and ends with its signal", async () => {
   const env = await startProviderOnEmulator();

@@ -4,7 +4,7 @@
  * without their required fields, parameters in the body, an unknown version or action.
  */
 import assert from "node:assert/strict";
-import { loadOperations, validateRequest } from "./_metadata.ts";
+import { loadOperations, validateRequest } from "../../../tools/harness/eci/metadata.ts";
 
 const ops = loadOperations();
 const check = (query: Record<string, string>, extra: { body?: string; version?: string } = {}) =>

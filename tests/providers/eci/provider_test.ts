@@ -10,7 +10,7 @@ import { realClock } from "../../../base/clock.ts";
 import { isInvalidInput, type ProviderKubeClient } from "../../../provider/mod.ts";
 import { EciApi } from "../../../providers/eci/api.ts";
 import { parseEciConfig } from "../../../providers/eci/config.ts";
-import { eciPod, startProviderOnEmulator } from "./_provider.ts";
+import { eciPod, startProviderOnEmulator } from "../../../tools/harness/eci/env.ts";
 
 const b64 = (text: string) => btoa(text);
 

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { isInvalidInput } from "../../../provider/mod.ts";
-import { eciPod, startProviderOnEmulator } from "./_provider.ts";
+import { eciPod, startProviderOnEmulator } from "../../../tools/harness/eci/env.ts";
 
 /** A restricted container, as Pod Security's "restricted" level asks for. */
 const RESTRICTED = {

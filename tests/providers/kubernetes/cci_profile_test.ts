@@ -6,11 +6,11 @@ import assert from "node:assert/strict";
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { parseKubernetesConfig } from "../../../providers/kubernetes/config.ts";
 import { isInvalidInput } from "../../../provider/mod.ts";
-import { translatePod } from "../../../providers/kubernetes/translate.ts";
+import { translatePod } from "../../../providers/kubernetes/translate/translate.ts";
 import {
   CCI_FLAVOR_ANNOTATION,
   CciNamespaceCheck,
-} from "../../../providers/kubernetes/cci_namespace.ts";
+} from "../../../providers/kubernetes/cci/cci_namespace.ts";
 import type { KubeClient } from "../../../k8s/mod.ts";
 
 function config(profile?: string) {

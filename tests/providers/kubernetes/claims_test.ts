@@ -2,12 +2,12 @@
 import assert from "node:assert/strict";
 import type { PersistentVolume, PersistentVolumeClaim, Pod } from "kubernetes-types/core/v1.d.ts";
 import { parseKubernetesConfig } from "../../../providers/kubernetes/config.ts";
-import { translatePod } from "../../../providers/kubernetes/translate.ts";
+import { translatePod } from "../../../providers/kubernetes/translate/translate.ts";
 import { Placement } from "../../../providers/kubernetes/placement.ts";
 import {
   SELECTED_NODE,
   UpstreamProvisioner,
-} from "../../../providers/kubernetes/upstream_provisioner.ts";
+} from "../../../providers/kubernetes/copies/upstream_provisioner.ts";
 import type { ProviderPersistentVolumesApi } from "../../../provider/mod.ts";
 import { getLogger } from "../../../base/log.ts";
 import { FakeClock } from "../../fakes/clock.ts";

@@ -5,7 +5,7 @@ import { Informer, type WatchEvent } from "../../../k8s/mod.ts";
 import {
   DependencyMirror,
   type DependencyMirrorOptions,
-} from "../../../providers/kubernetes/dependencies.ts";
+} from "../../../providers/kubernetes/copies/dependencies.ts";
 import { Placement } from "../../../providers/kubernetes/placement.ts";
 
 /** Cluster A's ConfigMaps: a list and a watch a test feeds, behind the real Informer. */

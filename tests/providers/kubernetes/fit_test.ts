@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
-import { fitOnSomeNode } from "../../../providers/kubernetes/fit.ts";
-import { UnschedulableWatch } from "../../../providers/kubernetes/unschedulable.ts";
+import { fitOnSomeNode } from "../../../providers/kubernetes/node/fit.ts";
+import { UnschedulableWatch } from "../../../providers/kubernetes/status/unschedulable.ts";
 import { FakeClock } from "../../fakes/clock.ts";
 
 function node(name: string, cpu: string, extra: Partial<Node> = {}): Node {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { isServiceLinkOf, serviceCopy } from "../../../providers/kubernetes/services.ts";
+import { isServiceLinkOf, serviceCopy } from "../../../providers/kubernetes/copies/services.ts";
 
 Deno.test("a Service copy for B keeps name, selector and ports; B gives the ClusterIP", () => {
   const copy = serviceCopy({

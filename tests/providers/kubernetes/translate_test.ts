@@ -3,11 +3,11 @@ import assert from "node:assert/strict";
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import { parseKubernetesConfig } from "../../../providers/kubernetes/config.ts";
 import { isInvalidInput } from "../../../provider/mod.ts";
-import { escapedEnv, translatePod } from "../../../providers/kubernetes/translate.ts";
+import { escapedEnv, translatePod } from "../../../providers/kubernetes/translate/translate.ts";
 import { downstreamName, upstreamOf } from "../../../providers/kubernetes/names.ts";
-import { goneStatus, upstreamStatus } from "../../../providers/kubernetes/status.ts";
-import { freeCapacity, toQuantities } from "../../../providers/kubernetes/capacity.ts";
-import { exitCodeOf } from "../../../providers/kubernetes/streaming.ts";
+import { goneStatus, upstreamStatus } from "../../../providers/kubernetes/status/status.ts";
+import { freeCapacity, toQuantities } from "../../../providers/kubernetes/node/capacity.ts";
+import { exitCodeOf } from "../../../providers/kubernetes/streaming/streaming.ts";
 
 function config(extra: Record<string, unknown> = {}) {
   const parsed = parseKubernetesConfig({

@@ -7,10 +7,10 @@
  * @module
  */
 import type { Event, Pod } from "kubernetes-types/core/v1.d.ts";
-import type { Informer, KubeClient } from "../../k8s/mod.ts";
-import type { Logger, ProviderEventsApi } from "../../provider/mod.ts";
-import { isAlreadyExists } from "../../k8s/mod.ts";
-import { upstreamOf } from "./names.ts";
+import type { Informer, KubeClient } from "../../../k8s/mod.ts";
+import type { Logger, ProviderEventsApi } from "../../../provider/mod.ts";
+import { isAlreadyExists } from "../../../k8s/mod.ts";
+import { upstreamOf } from "../names.ts";
 
 /** What {@link EventRelay} needs. */
 export interface EventRelayDeps {

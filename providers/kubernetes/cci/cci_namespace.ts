@@ -13,14 +13,14 @@
  * @module
  */
 import type { Event, Namespace, Pod } from "kubernetes-types/core/v1.d.ts";
-import type { KubeClient } from "../../k8s/mod.ts";
+import type { KubeClient } from "../../../k8s/mod.ts";
 import {
   type CallOptions,
   formatTime,
   InvalidInputError,
   type ProviderKubeClient,
-} from "../../provider/mod.ts";
-import { downstreamError } from "./errors.ts";
+} from "../../../provider/mod.ts";
+import { downstreamError } from "../errors.ts";
 
 /** The namespace annotation CCI reads the resource type from. */
 export const CCI_FLAVOR_ANNOTATION = "namespace.kubernetes.io/flavor";

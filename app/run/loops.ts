@@ -4,8 +4,8 @@
  * `nodeutil.Node.Run` does when any controller ends; and the drain that waits for them to stop.
  * @module
  */
-import type { Clock } from "../base/clock.ts";
-import { getLogger, type Logger } from "../base/log.ts";
+import type { Clock } from "../../base/clock.ts";
+import { getLogger, type Logger } from "../../base/log.ts";
 
 /** A loop ended by itself or failed after start; everything else was stopped in order. */
 export class LoopFailedError extends Error {

@@ -10,9 +10,9 @@
  * @module
  */
 import type { Service, ServiceSpec } from "kubernetes-types/core/v1.d.ts";
-import { isKubeNotFound, type KubeClient } from "../../k8s/mod.ts";
-import type { Logger, ProviderInformer, ProviderObjectApi } from "../../provider/mod.ts";
-import { markLabels, MARKS } from "./names.ts";
+import { isKubeNotFound, type KubeClient } from "../../../k8s/mod.ts";
+import type { Logger, ProviderInformer, ProviderObjectApi } from "../../../provider/mod.ts";
+import { markLabels, MARKS } from "../names.ts";
 
 /** What {@link ServiceMirror} needs. */
 export interface ServiceMirrorOptions {

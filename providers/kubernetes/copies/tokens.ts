@@ -7,12 +7,12 @@
  * @module
  */
 import type { Pod, Secret } from "kubernetes-types/core/v1.d.ts";
-import type { KubeClient } from "../../k8s/mod.ts";
-import type { Clock, Logger, ProviderKubeClient } from "../../provider/mod.ts";
+import type { KubeClient } from "../../../k8s/mod.ts";
+import type { Clock, Logger, ProviderKubeClient } from "../../../provider/mod.ts";
 import { type KindApi, upsert } from "./dependencies.ts";
-import { markLabels, MARKS } from "./names.ts";
-import type { TokenNeed } from "./translate.ts";
-import type { Placement } from "./placement.ts";
+import { markLabels, MARKS } from "../names.ts";
+import type { TokenNeed } from "../translate/translate.ts";
+import type { Placement } from "../placement.ts";
 
 /** What {@link TokenMirror} needs. */
 export interface TokenMirrorOptions {

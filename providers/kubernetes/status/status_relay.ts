@@ -5,8 +5,8 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { podKey, PodStatusPush, type ProviderDeps } from "../../provider/mod.ts";
-import { upstreamOf } from "./names.ts";
+import { podKey, PodStatusPush, type ProviderDeps } from "../../../provider/mod.ts";
+import { upstreamOf } from "../names.ts";
 import { goneStatus, upstreamStatus } from "./status.ts";
 
 /** What {@link StatusRelay} needs. */

@@ -7,7 +7,7 @@
  * @module
  */
 import type { Container, Node, Pod } from "kubernetes-types/core/v1.d.ts";
-import { isSidecar, isTerminalPhase, quantityToNumber } from "../../provider/mod.ts";
+import { isSidecar, isTerminalPhase, quantityToNumber } from "../../../provider/mod.ts";
 
 /** Resources by name, as numbers (cpu in cores, memory in bytes, pods as a count). */
 export type Amounts = Record<string, number>;

@@ -6,10 +6,10 @@
  * (an error and a data stream per connection, tagged with port and requestID).
  * @module
  */
-import type { KubeClient } from "../../k8s/mod.ts";
-import { StreamProtocol } from "../../spdy/protocols.ts";
-import type { SpdySession } from "../../spdy/session.ts";
-import type { SpdyStream } from "../../spdy/stream.ts";
+import type { KubeClient } from "../../../k8s/mod.ts";
+import { StreamProtocol } from "../../../spdy/protocols.ts";
+import type { SpdySession } from "../../../spdy/session.ts";
+import type { SpdyStream } from "../../../spdy/stream.ts";
 import {
   type AttachIO,
   type AttachOptions,
@@ -17,7 +17,7 @@ import {
   NotSupportedError,
   type PortForwardOptions,
   TransientError,
-} from "../../provider/mod.ts";
+} from "../../../provider/mod.ts";
 import { openSpdy } from "./upgrade.ts";
 
 /** A container of B. */

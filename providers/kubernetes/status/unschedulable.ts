@@ -6,7 +6,7 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { Clock } from "../../provider/mod.ts";
+import type { Clock } from "../../../provider/mod.ts";
 
 /** What {@link UnschedulableWatch} needs. */
 export interface UnschedulableWatchDeps {

@@ -5,9 +5,9 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { KubeClient } from "../k8s/mod.ts";
-import type { Clock } from "../base/clock.ts";
-import type { Config } from "./config/config.ts";
+import type { KubeClient } from "../../k8s/mod.ts";
+import type { Clock } from "../../base/clock.ts";
+import type { Config } from "../config/config.ts";
 import {
   accessReviewerFrom,
   alwaysAllow,
@@ -16,19 +16,19 @@ import {
   KubeletServer,
   ReviewSlots,
   tokenReviewerFrom,
-} from "../core/kubelet_api/mod.ts";
+} from "../../core/kubelet_api/mod.ts";
 import {
   type CertificateSource,
   csrCertificate,
   fileCertificates,
   selfSignedCertificate,
-} from "../x509/mod.ts";
-import { createStreamingHandler } from "../core/kubelet_api/streaming/handler.ts";
-import { defaultCertDirs, fileCertificateStore } from "../x509/certificate_store.ts";
-import { getLogger } from "../base/log.ts";
-import type { VkubeletMetrics } from "../core/metrics.ts";
-import type { Tracer } from "../core/tracing.ts";
-import type { Provider } from "../provider/mod.ts";
+} from "../../x509/mod.ts";
+import { createStreamingHandler } from "../../core/kubelet_api/streaming/handler.ts";
+import { defaultCertDirs, fileCertificateStore } from "../../x509/certificate_store.ts";
+import { getLogger } from "../../base/log.ts";
+import type { VkubeletMetrics } from "../../core/metrics.ts";
+import type { Tracer } from "../../core/tracing.ts";
+import type { Provider } from "../../provider/mod.ts";
 
 /** What {@link createKubeletApiServer} needs besides the config. */
 export interface KubeletApiServerDeps {

@@ -9,11 +9,11 @@
 import { request } from "node:https";
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
-import type { KubeClient, Query } from "../../k8s/mod.ts";
-import { mergeCredentials } from "../../k8s/transport.ts";
-import { duplexFromNodeSocket } from "../../spdy/node_socket_duplex.ts";
-import { SpdySession } from "../../spdy/session.ts";
-import { NotFoundError, TransientError } from "../../provider/mod.ts";
+import type { KubeClient, Query } from "../../../k8s/mod.ts";
+import { mergeCredentials } from "../../../k8s/transport.ts";
+import { duplexFromNodeSocket } from "../../../spdy/node_socket_duplex.ts";
+import { SpdySession } from "../../../spdy/session.ts";
+import { NotFoundError, TransientError } from "../../../provider/mod.ts";
 
 /** An upgraded connection and the sub-protocol the apiserver chose. */
 export interface SpdyConnection {

@@ -6,13 +6,13 @@
  * @module
  */
 import type { Node, NodeStatus, Pod } from "kubernetes-types/core/v1.d.ts";
-import type { Informer, KubeClient } from "../../k8s/mod.ts";
-import { backendUnreachable, type CallOptions, raceSignal } from "../../provider/mod.ts";
+import type { Informer, KubeClient } from "../../../k8s/mod.ts";
+import { backendUnreachable, type CallOptions, raceSignal } from "../../../provider/mod.ts";
 import { freeCapacity, isUsableNode, toQuantities } from "./capacity.ts";
 import { type Fit, fitOnSomeNode } from "./fit.ts";
-import type { KubernetesConfig } from "./config.ts";
-import { MARKS, nodeSelector } from "./names.ts";
-import { raceTimeout } from "./_private.ts";
+import type { KubernetesConfig } from "../config.ts";
+import { MARKS, nodeSelector } from "../names.ts";
+import { raceTimeout } from "../_private.ts";
 
 /** Labels of B's nodes that are not true of the virtual node: their names and roles. */
 const NOT_SHARED = /^(kubernetes\.io\/hostname|node-role\.kubernetes\.io\/.*)$/;
@@ -88,7 +88,7 @@ export class DownstreamNode {
     status.daemonEndpoints = { kubeletEndpoint: { Port: this.#deps.daemonPort } };
   }
 
-  /** Whether one selected node of B can take the (translated) pod now; see `fit.ts`. */
+  /** Whether one selected node of B can take the (translated) pod now; see `./fit.ts`. */
   async fit(pod: Pod, options: CallOptions): Promise<Fit> {
     await raceSignal(Promise.all([this.#nodes.synced, this.#allPods.synced]), options.signal);
     return fitOnSomeNode(pod, this.#nodes.store.list(), this.#allPods.store.list());

@@ -12,15 +12,15 @@
  *   tensile-kube does; priority and schedulerName are left to B;
  * - ConfigMaps, Secrets and image pull secrets are renamed to their copies;
  * - PersistentVolumeClaims need a mapping in the config, else the pod is refused; with
- *   `persistentVolumeClaims: copy` they point at copies in B named by Placement (`claims.ts`);
+ *   `persistentVolumeClaims: copy` they point at copies in B named by Placement (`../copies/claims.ts`);
  * - the service-account token: with `downstream`, A's generated `kube-api-access-*` volume goes
  *   and B mounts its own default account's; with `upstream`, its token source becomes a Secret
- *   of B that the provider fills with a TokenRequest of A (see `tokens.ts`), and with
- *   `upstreamApiServer` the `kubernetes` Service variables name A's apiserver (`apiserver_env.ts`);
+ *   of B that the provider fills with a TokenRequest of A (see `../copies/tokens.ts`), and with
+ *   `upstreamApiServer` the `kubernetes` Service variables name A's apiserver (`./apiserver_env.ts`);
  * - `enableServiceLinks` is off: the core already put A's service variables in the env;
  * - env stays as the core resolved it, with `$` escaped for B's second expansion; the pod and
  *   host IP fieldRefs are left for B's kubelet (B assigns the IP), see {@link escapedEnv}.
- * - with `profile: cci`, the result is shaped to CCI's rules (`cci_profile.ts`).
+ * - with `profile: cci`, the result is shaped to CCI's rules (`../cci/cci_profile.ts`).
  * @module
  */
 import type {
@@ -31,12 +31,12 @@ import type {
   Volume,
   VolumeProjection,
 } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError } from "../../provider/mod.ts";
-import { shapePodForCci } from "./cci_profile.ts";
-import type { KubernetesConfig } from "./config.ts";
-import { markLabels, MARKS } from "./names.ts";
-import { Placement } from "./placement.ts";
-import { isServiceLinkOf } from "./services.ts";
+import { InvalidInputError } from "../../../provider/mod.ts";
+import { shapePodForCci } from "../cci/cci_profile.ts";
+import type { KubernetesConfig } from "../config.ts";
+import { markLabels, MARKS } from "../names.ts";
+import { Placement } from "../placement.ts";
+import { isServiceLinkOf } from "../copies/services.ts";
 import { aimedAtB } from "./aim.ts";
 import { escapedEnv } from "./env_for_b.ts";
 

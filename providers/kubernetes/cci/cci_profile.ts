@@ -30,7 +30,7 @@ import {
   parseQuantity,
   quantityMilliValue,
   quantityValue,
-} from "../../provider/mod.ts";
+} from "../../../provider/mod.ts";
 
 /** The profile names the config accepts. */
 export const PROFILES = ["cci"] as const;

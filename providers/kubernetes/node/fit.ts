@@ -7,7 +7,7 @@
  * Ready and schedulable, the pod's nodeSelector and required node affinity, NoSchedule/NoExecute
  * taints tolerated, and allocatable minus the requests of the pods bound to it covering the
  * pod's requests. Host ports, pod (anti-)affinity and volumes are left to B's scheduler; a pod
- * they keep Pending is failed after `unschedulableTimeout` (see `unschedulable.ts`).
+ * they keep Pending is failed after `unschedulableTimeout` (see `../status/unschedulable.ts`).
  * @module
  */
 import type {
@@ -19,7 +19,7 @@ import type {
   Toleration,
 } from "kubernetes-types/core/v1.d.ts";
 import { isUsableNode, podRequests } from "./capacity.ts";
-import { isTerminalPhase, quantityToNumber } from "../../provider/mod.ts";
+import { isTerminalPhase, quantityToNumber } from "../../../provider/mod.ts";
 
 /** The answer: fits, or why not per reason with the number of nodes, as B's scheduler says it. */
 export type Fit = { ok: true; node: string } | { ok: false; message: string };

@@ -7,17 +7,17 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { KubeClient } from "../../k8s/mod.ts";
-import { isKubeNotFound, isServerUnavailable } from "../../k8s/mod.ts";
+import type { KubeClient } from "../../../k8s/mod.ts";
+import { isKubeNotFound, isServerUnavailable } from "../../../k8s/mod.ts";
 import {
   type ContainerStats,
   NotSupportedError,
   type PodStats,
   quantityToNumber,
   type StatsSummary,
-} from "../../provider/mod.ts";
-import { metricsText, podKeyOf } from "../../provider/mod.ts";
-import { downstreamError } from "./errors.ts";
+} from "../../../provider/mod.ts";
+import { metricsText, podKeyOf } from "../../../provider/mod.ts";
+import { downstreamError } from "../errors.ts";
 
 interface PodMetrics {
   metadata: { name: string; namespace: string };

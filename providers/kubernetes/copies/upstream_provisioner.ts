@@ -18,10 +18,10 @@
  * @module
  */
 import type { PersistentVolume, PersistentVolumeClaim } from "kubernetes-types/core/v1.d.ts";
-import { isAlreadyExists, isConflict, isKubeNotFound } from "../../k8s/mod.ts";
-import type { Clock, Logger, ProviderPersistentVolumesApi } from "../../provider/mod.ts";
-import { markLabels, MARKS } from "./names.ts";
-import type { Placement } from "./placement.ts";
+import { isAlreadyExists, isConflict, isKubeNotFound } from "../../../k8s/mod.ts";
+import type { Clock, Logger, ProviderPersistentVolumesApi } from "../../../provider/mod.ts";
+import { markLabels, MARKS } from "../names.ts";
+import type { Placement } from "../placement.ts";
 
 /** The annotation A's scheduler writes on a WaitForFirstConsumer claim: the node it chose. */
 export const SELECTED_NODE = "volume.kubernetes.io/selected-node";

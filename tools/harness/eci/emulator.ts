@@ -1,6 +1,6 @@
 /**
  * An ECI emulator for tests: an RPC endpoint on 127.0.0.1 that refuses any request straying from
- * Alibaba's published metadata (`./_metadata.ts`; every refusal is also kept in `strays`, which
+ * Alibaba's published metadata (`./metadata.ts`; every refusal is also kept in `strays`, which
  * tests assert empty) and answers in the response shapes of Alibaba's API reference. Groups run
  * at once (status Running, container IPs from 127.20.0.0/16, data only); the containers' log is
  * what their `sh -c` script echoes; exec runs the command here and speaks the Kubernetes channel
@@ -8,9 +8,9 @@
  * API metadata, not against ECI.
  * @module
  */
-import { loadOperations, validateRequest } from "./_metadata.ts";
-import { runExecSocket } from "./_emulator_exec.ts";
-import { type EmulatedGroup, groupBody, indexes, nanoTime } from "./_emulator_shapes.ts";
+import { loadOperations, validateRequest } from "./metadata.ts";
+import { runExecSocket } from "./exec.ts";
+import { type EmulatedGroup, groupBody, indexes, nanoTime } from "./shapes.ts";
 
 export type { EmulatedGroup };
 

@@ -1,11 +1,11 @@
 /**
  * The kubelet API's reads of forwarded pods, answered from B: logs, exec, attach and
  * port-forward through B's apiserver (`./streaming.ts`), stats and `/metrics/resource` from B's
- * metrics API (`./stats.ts`). Pods are found by their upstream namespace and name.
+ * metrics API (`../node/stats.ts`). Pods are found by their upstream namespace and name.
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { KubeClient } from "../../k8s/mod.ts";
+import type { KubeClient } from "../../../k8s/mod.ts";
 import {
   type AttachOptions,
   type CallOptions,
@@ -17,10 +17,10 @@ import {
   type PodRef,
   type PortForwardOptions,
   type StatsSummary,
-} from "../../provider/mod.ts";
-import { downstreamError } from "./errors.ts";
-import { upstreamOf } from "./names.ts";
-import { type CpuCounters, downstreamMetricsText, downstreamStatsSummary } from "./stats.ts";
+} from "../../../provider/mod.ts";
+import { downstreamError } from "../errors.ts";
+import { upstreamOf } from "../names.ts";
+import { type CpuCounters, downstreamMetricsText, downstreamStatsSummary } from "../node/stats.ts";
 import { attachDownstream, execDownstream, portForwardDownstream } from "./streaming.ts";
 
 /** What {@link DownstreamAccess} needs. */

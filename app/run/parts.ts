@@ -1,10 +1,37 @@
 /**
- * Pieces of start-up and shutdown that one node ({@link runVkubelet} in `run.ts`) and several
- * nodes (`run_nodes.ts`) share.
+ * Pieces of start-up and shutdown that serving one node (`one_node.ts`) and several
+ * (`several_nodes.ts`) share, and what `runVkubelet` (`mod.ts`) hands either of them.
  * @module
  */
-import type { Clock } from "../base/clock.ts";
-import type { Config } from "./config/config.ts";
+import type { Clock } from "../../base/clock.ts";
+import type { Logger } from "../../base/log.ts";
+import type { LeadershipFence } from "../../k8s/leader_election/mod.ts";
+import type { VkubeletMetrics } from "../../core/metrics.ts";
+import type { Config } from "../config/config.ts";
+import type { NodeEntry } from "../node_set.ts";
+import type { Loaded } from "./load.ts";
+import type { Loops } from "./loops.ts";
+import type { RunDeps } from "./mod.ts";
+
+/**
+ * What the common start-up hands the step that serves the nodes: everything loaded, the loops
+ * to add to, and `deps.signal`, which aborts when the process stops or a loop fails. The step
+ * resolves after that signal aborted (or rejects if start-up failed); `runVkubelet` then drains
+ * the loops, runs `atExit` and closes the providers and clients.
+ */
+export interface ServeContext {
+  /** The config with `port` resolved. */
+  config: Config;
+  deps: RunDeps;
+  entries: NodeEntry[];
+  loaded: Loaded;
+  metrics: VkubeletMetrics;
+  fence?: LeadershipFence;
+  loops: Loops;
+  log: Logger;
+  /** Run after the loops drained, before the providers close. */
+  atExit: (() => Promise<void> | void)[];
+}
 
 /** Thrown when start-up does not finish within `--startup-timeout`. */
 export class StartupTimeoutError extends Error {

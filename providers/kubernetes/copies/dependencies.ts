@@ -8,11 +8,11 @@
  * @module
  */
 import type { ConfigMap, Secret } from "kubernetes-types/core/v1.d.ts";
-import { isAlreadyExists, isConflict, isKubeNotFound, type KubeClient } from "../../k8s/mod.ts";
-import type { Logger, ProviderKubeClient } from "../../provider/mod.ts";
-import { markLabels, MARKS } from "./names.ts";
-import type { Placement } from "./placement.ts";
-import type { Dependency } from "./translate.ts";
+import { isAlreadyExists, isConflict, isKubeNotFound, type KubeClient } from "../../../k8s/mod.ts";
+import type { Logger, ProviderKubeClient } from "../../../provider/mod.ts";
+import { markLabels, MARKS } from "../names.ts";
+import type { Placement } from "../placement.ts";
+import type { Dependency } from "../translate/translate.ts";
 
 /** What {@link DependencyMirror} needs. */
 export interface DependencyMirrorOptions {

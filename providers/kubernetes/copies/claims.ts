@@ -20,7 +20,7 @@ import {
   isConflict,
   isKubeNotFound,
   type KubeClient,
-} from "../../k8s/mod.ts";
+} from "../../../k8s/mod.ts";
 import {
   type CallOptions,
   type Clock,
@@ -30,11 +30,11 @@ import {
   type ProviderKubeClient,
   type ProviderObjectApi,
   TransientError,
-} from "../../provider/mod.ts";
-import { markLabels, MARKS, nodeSelector } from "./names.ts";
-import type { Placement } from "./placement.ts";
+} from "../../../provider/mod.ts";
+import { markLabels, MARKS, nodeSelector } from "../names.ts";
+import type { Placement } from "../placement.ts";
 import { UpstreamProvisioner } from "./upstream_provisioner.ts";
-import type { KubernetesConfig } from "./config.ts";
+import type { KubernetesConfig } from "../config.ts";
 
 /** What the copies need. */
 export interface ClaimCopiesDeps {

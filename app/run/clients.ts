@@ -9,11 +9,11 @@
  * nodes (`--nodes`) shares the three.
  * @module
  */
-import type { Clock } from "../base/clock.ts";
-import { type ConnectionConfig, KubeClient } from "../k8s/mod.ts";
-import type { VkubeletMetrics } from "../core/metrics.ts";
-import { kubeClientHooks } from "./observe.ts";
-import type { Config } from "./config/config.ts";
+import type { Clock } from "../../base/clock.ts";
+import { type ConnectionConfig, KubeClient } from "../../k8s/mod.ts";
+import type { VkubeletMetrics } from "../../core/metrics.ts";
+import { kubeClientHooks } from "../observe.ts";
+import type { Config } from "../config/config.ts";
 
 /** The clients; `close` closes all three. */
 export interface Clients {

@@ -4,8 +4,8 @@
  * @module
  */
 import type { Affinity } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError } from "../../provider/mod.ts";
-import { AIM } from "./names.ts";
+import { InvalidInputError } from "../../../provider/mod.ts";
+import { AIM } from "../names.ts";
 
 /** The B-side constraints the pod's annotations ask for ({@link AIM}); throws when malformed. */
 export function aimedAtB(

@@ -7,7 +7,7 @@ import { realClock } from "../../../base/clock.ts";
 import { getLogger } from "../../../base/log.ts";
 import type { ProviderDeps, ProviderKubeClient } from "../../../provider/mod.ts";
 import { createProvider, type EciProvider } from "../../../providers/eci/mod.ts";
-import { ECI_TEST_ENV, type EciEmulator, startEciEmulator } from "./_emulator.ts";
+import { ECI_TEST_ENV, type EciEmulator, startEciEmulator } from "./emulator.ts";
 
 /** A provider on the emulator. */
 export interface ProviderOnEmulator {
