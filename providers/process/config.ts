@@ -5,11 +5,11 @@
  * ```yaml
  * stateDir: /var/lib/vkubelet/process   # pod directories, logs, volumes and state files;
  *                                      # default: $STATE_DIRECTORY/process, this, then
- *                                      # ~/.local/state/vkubelet/process (see state_dir.ts)
+ *                                      # ~/.local/state/vkubelet/process (see state/state_dir.ts)
  * podIP: 127.0.0.1                       # default: the node's InternalIP
  * imageCommands:                         # images run without `command` use this argv
  *   nginx:1.27: [nginx, -g, "daemon off;"]
- * mountNamespace: auto                   # auto | required | off (see mount_ns.ts)
+ * mountNamespace: auto                   # auto | required | off (see launch/mount_ns.ts)
  * hiddenPaths: [/etc/vkubelet, /var/lib/vkubelet]   # covered by an empty tmpfs in every
  *                                      # container's mount namespace, as is the stateDir
  *                                      # (except the pod's own directory); put vkubelet's
@@ -84,7 +84,7 @@ export const processConfigSchema = z.strictObject({
   })).default([]),
 });
 
-/** The config as parsed: `stateDir` is chosen later (./state_dir.ts) when not given. */
+/** The config as parsed: `stateDir` is chosen later (./state/state_dir.ts) when not given. */
 export type ParsedProcessConfig = z.output<typeof processConfigSchema>;
 
 /** The validated config with its state directory; durations in milliseconds. */

@@ -11,24 +11,24 @@
  * running processes after a vkubelet restart. Config: `./config.ts`.
  *
  * Host tools used (found once on a fixed trusted PATH and run with vkubelet's own environment,
- * ./host_tools.ts): `sh`, `cat`, `env`, `sleep`, `mv`, `mkfifo`, `readlink`, `unshare`, `mount`,
- * `mkdir`, `ln`, `chroot`, `nsenter`, `setpriv`, `script` and `stty` (coreutils and
+ * ./host/host_tools.ts): `sh`, `cat`, `env`, `sleep`, `mv`, `mkfifo`, `readlink`, `unshare`,
+ * `mount`, `mkdir`, `ln`, `chroot`, `nsenter`, `setpriv`, `script` and `stty` (coreutils and
  * util-linux). What isolation pods get, and what they do not: ./README.md.
  * @module
  */
 import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
-import { probeCgroups } from "./cgroups.ts";
+import { probeCgroups } from "./host/cgroups.ts";
 import { parseProcessConfig } from "./config.ts";
-import { chooseStateDir, defaultStateDirs } from "./state_dir.ts";
-import { kubeVolumeSource } from "./kube_source.ts";
-import { probeMountNamespace } from "./mount_ns.ts";
-import { missingTools, requiredTools } from "./host_tools.ts";
-import { hostUser } from "./identity.ts";
+import { chooseStateDir, defaultStateDirs } from "./state/state_dir.ts";
+import { kubeVolumeSource } from "./volumes/kube_source.ts";
+import { probeMountNamespace } from "./launch/mount_ns.ts";
+import { missingTools, requiredTools } from "./host/host_tools.ts";
+import { hostUser } from "./launch/identity.ts";
 import { ProcessProvider, type ProcessProviderOptions } from "./provider.ts";
 
 export { parseProcessConfig, type ProcessConfig } from "./config.ts";
 export { ProcessProvider, type ProcessProviderOptions } from "./provider.ts";
-export type { VolumeSource } from "./volumes.ts";
+export type { VolumeSource } from "./volumes/volumes.ts";
 
 /** Builds the provider: validates the config, probes the host, re-adopts recorded pods. */
 export async function createProvider(

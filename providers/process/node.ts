@@ -6,7 +6,7 @@
 import type { Node } from "kubernetes-types/core/v1.d.ts";
 import { applyProviderNode, type ProviderDeps } from "../../provider/mod.ts";
 import type { ProcessConfig } from "./config.ts";
-import { memInfo } from "./proc.ts";
+import { memInfo } from "./host/proc.ts";
 
 /** The node's capacity: the config's figures over the host's. */
 export function nodeCapacity(config: ProcessConfig): Record<string, string> {

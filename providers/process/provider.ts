@@ -1,5 +1,5 @@
 /**
- * The process provider: each container of a pod runs as a local process tree (./launcher.ts)
+ * The process provider: each container of a pod runs as a local process tree (./launch/launcher.ts)
  * managed by a {@link PodRunner}; state lives in `<stateDir>/pods/*` so that a restarted
  * vkubelet re-adopts what is running instead of starting it twice.
  * @module
@@ -22,27 +22,27 @@ import {
   type StatsSummary,
 } from "../../provider/mod.ts";
 import { join } from "node:path";
-import type { CgroupSupport } from "./cgroups.ts";
+import type { CgroupSupport } from "./host/cgroups.ts";
 import type { ProcessConfig } from "./config.ts";
-import { attachSession } from "./attach.ts";
+import { attachSession } from "./streams/attach.ts";
 import {
   allContainers,
   containerArgv,
   containerEnv,
   POD_IP_FIELD_PATHS,
-} from "./container_spec.ts";
-import { runInteractive } from "./exec.ts";
-import { type HostUser, hostUser } from "./identity.ts";
-import { validateAction } from "./handlers.ts";
-import { containerLogStream } from "./log_reader.ts";
+} from "./launch/container_spec.ts";
+import { runInteractive } from "./streams/exec.ts";
+import { type HostUser, hostUser } from "./launch/identity.ts";
+import { validateAction } from "./lifecycle/handlers.ts";
+import { containerLogStream } from "./streams/log_reader.ts";
 import { configureProcessNode, nodeCapacity } from "./node.ts";
-import { PodRunner, type RunnerDeps } from "./pod_runner.ts";
-import { forwardPort } from "./port_forward.ts";
-import { podOwnsPort, podPids } from "./pod_ports.ts";
-import { podDirName, PodPaths, type PodRecord, readRecords } from "./state.ts";
-import { statsSummary, UsageSampler } from "./stats.ts";
+import { PodRunner, type RunnerDeps } from "./lifecycle/pod_runner.ts";
+import { forwardPort } from "./streams/port_forward.ts";
+import { podOwnsPort, podPids } from "./streams/pod_ports.ts";
+import { podDirName, PodPaths, type PodRecord, readRecords } from "./state/state.ts";
+import { statsSummary, UsageSampler } from "./host/stats.ts";
 import { metricsText } from "../../provider/mod.ts";
-import { validateVolume, type VolumeSource } from "./volumes.ts";
+import { validateVolume, type VolumeSource } from "./volumes/volumes.ts";
 
 /** What the provider found out about the host at start-up, and optional collaborators. */
 export interface ProcessProviderOptions {

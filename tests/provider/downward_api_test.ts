@@ -14,8 +14,8 @@ import {
   resolveResourceFieldRef,
   resolveVolumeFieldRef,
 } from "../../provider/mod.ts";
-import { PodPaths } from "../../providers/process/state.ts";
-import { VolumeSet } from "../../providers/process/volumes.ts";
+import { PodPaths } from "../../providers/process/state/state.ts";
+import { VolumeSet } from "../../providers/process/volumes/volumes.ts";
 
 const allocatable = { cpu: "8", memory: "16Gi", "ephemeral-storage": "100Gi" };
 const sources: EnvSources = {

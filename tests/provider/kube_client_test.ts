@@ -10,7 +10,7 @@ import { getLogger } from "../../base/log.ts";
 import { KubeApiError, KubeClient } from "../../k8s/mod.ts";
 import { isKubeNotFound, type ProviderDeps, type ProviderKubeClient } from "../../provider/mod.ts";
 import { createProvider as createKubernetesProvider } from "../../providers/kubernetes/mod.ts";
-import { kubeVolumeSource } from "../../providers/process/kube_source.ts";
+import { kubeVolumeSource } from "../../providers/process/volumes/kube_source.ts";
 import { FakeClock } from "../fakes/clock.ts";
 
 const otherErrors = await import("../../k8s/errors.ts?copy");

@@ -96,7 +96,7 @@ export const VKUBELET_RULES: readonly Rule[] = [
     group: "",
     resource: "persistentvolumes",
     verbs: ["get"],
-    why: "providers/process/kube_source.ts: the PersistentVolume of a pod's bound claim",
+    why: "providers/process/volumes/kube_source.ts: the PersistentVolume of a pod's bound claim",
   },
   {
     group: "",

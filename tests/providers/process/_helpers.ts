@@ -9,7 +9,7 @@ import type { Clock } from "../../../base/clock.ts";
 import { realClock } from "../../../base/clock.ts";
 import type { ProviderDeps } from "../../../provider/mod.ts";
 import { createProvider, type ProcessProvider } from "../../../providers/process/mod.ts";
-import type { VolumeSource } from "../../../providers/process/volumes.ts";
+import type { VolumeSource } from "../../../providers/process/volumes/volumes.ts";
 import { eventually } from "../../../tools/harness/wait.ts";
 
 /** Options for {@link startProvider}. */

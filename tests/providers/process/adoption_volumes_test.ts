@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { ConfigMap } from "kubernetes-types/core/v1.d.ts";
-import type { VolumeSource } from "../../../providers/process/volumes.ts";
-import { probeMountNamespace } from "../../../providers/process/mount_ns.ts";
+import type { VolumeSource } from "../../../providers/process/volumes/volumes.ts";
+import { probeMountNamespace } from "../../../providers/process/launch/mount_ns.ts";
 import { cleanup, collector, makePod, readAll, startProvider, waitFor } from "./_helpers.ts";
 
 Deno.test("a new provider on the same state dir re-adopts running processes", async () => {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { isNotSupported } from "../../../provider/mod.ts";
-import { OutputFanout } from "../../../providers/process/output_fanout.ts";
-import { prefixAtEnd } from "../../../providers/process/log_writer.ts";
+import { OutputFanout } from "../../../providers/process/streams/output_fanout.ts";
+import { prefixAtEnd } from "../../../providers/process/streams/log_writer.ts";
 import {
   cleanup,
   collector,

@@ -8,7 +8,7 @@ import {
   probeCgroups,
   removeCgroup,
   wasOomKilled,
-} from "../../../providers/process/cgroups.ts";
+} from "../../../providers/process/host/cgroups.ts";
 
 const limited: Container = {
   name: "main",

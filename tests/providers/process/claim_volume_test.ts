@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import type { PersistentVolume, PersistentVolumeClaim, Pod } from "kubernetes-types/core/v1.d.ts";
 import { isInvalidInput, isTransient } from "../../../provider/mod.ts";
-import { PodPaths } from "../../../providers/process/state.ts";
-import { VolumeSet, type VolumeSource } from "../../../providers/process/volumes.ts";
+import { PodPaths } from "../../../providers/process/state/state.ts";
+import { VolumeSet, type VolumeSource } from "../../../providers/process/volumes/volumes.ts";
 
 /**
  * A pod with claim volume `data` (claim as given, its PV from `pvIn(allowed prefix)`) on a

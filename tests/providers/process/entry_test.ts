@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { entryArgv, envFileText } from "../../../providers/process/entry.ts";
-import type { ProcessIdentity } from "../../../providers/process/identity.ts";
+import { entryArgv, envFileText } from "../../../providers/process/launch/entry.ts";
+import type { ProcessIdentity } from "../../../providers/process/launch/identity.ts";
 
 const root = { uid: 0, gid: 0 };
 const user: ProcessIdentity = {

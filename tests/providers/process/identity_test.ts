@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { resolveIdentity, setprivArgv } from "../../../providers/process/identity.ts";
+import { resolveIdentity, setprivArgv } from "../../../providers/process/launch/identity.ts";
 import { cleanup, collector, makePod, readAll, startProvider, waitFor } from "./_helpers.ts";
 
 const root = { uid: 0, gid: 0 };

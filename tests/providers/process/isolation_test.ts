@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { probeMountNamespace } from "../../../providers/process/mount_ns.ts";
+import { probeMountNamespace } from "../../../providers/process/launch/mount_ns.ts";
 import { cleanup, makePod, readAll, startProvider, waitFor } from "./_helpers.ts";
 
 const isRoot = Deno.uid() === 0;

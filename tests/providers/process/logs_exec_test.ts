@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { cleanup, collector, makePod, readAll, startProvider, waitFor } from "./_helpers.ts";
-import { containerLogStream } from "../../../providers/process/log_reader.ts";
+import { containerLogStream } from "../../../providers/process/streams/log_reader.ts";
 
 Deno.test("logs honour tail, timestamps, since, limitBytes, previous and follow", async () => {
   const t = await startProvider();

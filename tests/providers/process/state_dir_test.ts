@@ -3,7 +3,7 @@ import {
   chooseStateDir,
   defaultStateDirs,
   StateDirError,
-} from "../../../providers/process/state_dir.ts";
+} from "../../../providers/process/state/state_dir.ts";
 
 Deno.test("the default state directories: systemd's, /var/lib, then the user's", () => {
   assert.deepEqual(defaultStateDirs({ HOME: "/home/u" }), [

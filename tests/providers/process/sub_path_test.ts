@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { resolveSubPath } from "../../../providers/process/sub_path.ts";
+import { resolveSubPath } from "../../../providers/process/launch/sub_path.ts";
 
 async function volume(): Promise<string> {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "vk-subpath-" }));

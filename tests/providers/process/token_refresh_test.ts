@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { TokenRequest } from "kubernetes-types/authentication/v1.d.ts";
 import { FakeClock } from "../../fakes/clock.ts";
-import type { VolumeSource } from "../../../providers/process/volumes.ts";
+import type { VolumeSource } from "../../../providers/process/volumes/volumes.ts";
 import { cleanup, makePod, startProvider, waitFor } from "./_helpers.ts";
 
 interface TokenApi {

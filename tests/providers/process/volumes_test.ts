@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import type { Pod, Secret, Volume } from "kubernetes-types/core/v1.d.ts";
 import { isInvalidInput, isTransient } from "../../../provider/mod.ts";
-import { PodPaths } from "../../../providers/process/state.ts";
-import { VolumeSet, type VolumeSource } from "../../../providers/process/volumes.ts";
-import { writeAtomically } from "../../../providers/process/atomic_writer.ts";
+import { PodPaths } from "../../../providers/process/state/state.ts";
+import { VolumeSet, type VolumeSource } from "../../../providers/process/volumes/volumes.ts";
+import { writeAtomically } from "../../../providers/process/volumes/atomic_writer.ts";
 
 const b64 = (text: string) => btoa(text);
 

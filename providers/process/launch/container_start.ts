@@ -1,0 +1,290 @@
+/**
+ * Turning a container spec into a started {@link Instance}: argv, environment, working
+ * directory, mounts (a private view, or `VKUBELET_VOLUME_*` variables where the host cannot
+ * give one), a cgroup for its limits, FIFOs and log files. Problems the kubelet would report
+ * as `CreateContainerConfigError` or `StartError` come back as such, not as exceptions.
+ * @module
+ */
+import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
+import { type Clock, isInvalidInput } from "../../../provider/mod.ts";
+import { cgroupProcsFiles, type CgroupSupport, createCgroup } from "../host/cgroups.ts";
+import { logMaxBytes, type ProcessConfig } from "../config.ts";
+import {
+  containerArgv,
+  containerEnv,
+  findExecutable,
+  viewMounts,
+  volumeEnv,
+} from "./container_spec.ts";
+import type { ExecContext } from "../streams/exec.ts";
+import { entryArgv, writeEnvFile } from "./entry.ts";
+import { toolPath } from "../host/host_tools.ts";
+import { containerIdentity, type HostUser } from "./identity.ts";
+import { Instance, type InstanceFiles } from "./instance.ts";
+import { makeFifos, RUNNER_NAME } from "./launcher.ts";
+import { join } from "node:path";
+import { childrenOf, readProcText } from "../host/proc.ts";
+import type { PodPaths } from "../state/state.ts";
+import type { VolumeSet } from "../volumes/volumes.ts";
+
+/** What starting containers needs from the provider. */
+export interface StartDeps {
+  clock: Clock;
+  config: ProcessConfig;
+  /** `ok` if containers can get a private mount namespace here. */
+  mountNamespace: { ok: boolean; reason?: string };
+  cgroups: CgroupSupport;
+  stopMarker: Uint8Array;
+  /** vkubelet's own uid and gid: what a container without runAsUser runs as. */
+  hostUser: HostUser;
+}
+
+/**
+ * A container's start: an instance, or the waiting/terminated reason it could not start
+ * (`create-error`: the spec is valid but this runtime cannot honour it, the kubelet's
+ * `CreateContainerError`).
+ */
+export type StartResult =
+  | { kind: "started"; instance: Instance; exec: ExecContext }
+  | { kind: "config-error"; message: string }
+  | { kind: "create-error"; message: string }
+  | { kind: "start-error"; message: string };
+
+/** Files of instance `n` of `container`. */
+export function instanceFiles(
+  paths: PodPaths,
+  container: string,
+  n: number,
+  deps: StartDeps,
+): InstanceFiles {
+  const dir = paths.container(container);
+  return {
+    exitFile: join(dir, `${n}.exit`),
+    stdoutFifo: join(dir, `${n}.stdout.fifo`),
+    stderrFifo: join(dir, `${n}.stderr.fifo`),
+    stdinFifo: join(dir, `${n}.stdin.fifo`),
+    stdinHolderFile: join(dir, `${n}.stdin.holder`),
+    logPath: paths.log(container, n),
+    logMaxBytes: logMaxBytes(deps.config),
+    logMaxFiles: deps.config.logs.maxFiles,
+    stopMarker: deps.stopMarker,
+  };
+}
+
+/** What an instance's exec context is built from. */
+export interface ExecSource {
+  pod: Pod;
+  container: Container;
+  volumes: VolumeSet;
+  paths: PodPaths;
+  host: HostUser;
+}
+
+/**
+ * Where and how the commands of instance `running` run (the container's own, exec, probes and
+ * hooks); writes the instance's environment file, which its root stages hand over (./entry.ts).
+ */
+export function execContextOf(
+  source: ExecSource,
+  running: { instance: number; pid: number; namespaced: boolean },
+): ExecContext {
+  const { pod, container, volumes, paths, host } = source;
+  const env = containerEnv(pod, container);
+  if (!running.namespaced && container.volumeMounts?.length) {
+    Object.assign(env, volumeEnv(container, volumes));
+  }
+  const envFile = join(paths.container(container.name), `${running.instance}.env`);
+  writeEnvFile(envFile, env);
+  const identity = containerIdentity(pod, container, host);
+  const view = running.namespaced ? join(paths.ns, container.name) : undefined;
+  const entry = identity.ok ? entryArgv(identity.identity, host, view) : identity;
+  return {
+    pid: running.pid,
+    namespaced: running.namespaced,
+    env,
+    envFile,
+    // Without workingDir, the pod's scratch directory, or "/" (the kubelet's default, without
+    // an image) for a user who may not enter the pod's directory.
+    workingDir: container.workingDir ? [container.workingDir, ""] : [paths.work, "/"],
+    // An adopted instance whose spec no longer gives an identity: its sessions are refused.
+    entry: entry.ok ? entry.argv : [toolPath("sh"), "-c", 'echo "$0" >&2; exit 126', entry.message],
+  };
+}
+
+/**
+ * The container's identity, or why it cannot start: the kubelet's runAsNonRoot messages
+ * (CreateContainerConfigError), or a setting this runtime cannot honour (CreateContainerError).
+ */
+function checkIdentity(
+  pod: Pod,
+  container: Container,
+  deps: StartDeps,
+  namespaced: boolean,
+): { ok: true } | Exclude<StartResult, { kind: "started" }> {
+  const identity = containerIdentity(pod, container, deps.hostUser);
+  if (!identity.ok) return { kind: "config-error", message: identity.message };
+  if (container.securityContext?.readOnlyRootFilesystem) {
+    return {
+      kind: "create-error",
+      message:
+        `container ${container.name}: readOnlyRootFilesystem cannot be honoured by the process provider: its containers share the host's filesystem; remove it, or run the pod on a node with a container runtime`,
+    };
+  }
+  if (!namespaced && identity.identity.uid !== 0 && container.volumeMounts?.length) {
+    return {
+      kind: "create-error",
+      message:
+        `container ${container.name} runs as uid ${identity.identity.uid} and cannot reach its volumes without a private mount namespace (${
+          deps.mountNamespace.reason ?? "mountNamespace is off"
+        }); run vkubelet as root with util-linux unshare, or run the container as root`,
+    };
+  }
+  return identity;
+}
+
+/** Starts instance `n` of `container`. */
+export async function startContainer(
+  pod: Pod,
+  container: Container,
+  n: number,
+  ctx: { paths: PodPaths; volumes: VolumeSet; deps: StartDeps },
+): Promise<StartResult> {
+  const { paths, volumes, deps } = ctx;
+  let argv: string[];
+  let mounts;
+  try {
+    argv = containerArgv(container, containerEnv(pod, container), deps.config.imageCommands);
+    mounts = viewMounts(container, volumes);
+  } catch (err) {
+    if (isInvalidInput(err)) return { kind: "config-error", message: err.message };
+    throw err;
+  }
+  // Every container gets a view where the host can give one, volumes or not: it hides
+  // vkubelet's files and other pods' (./mount_ns.ts).
+  const wantsView = deps.config.mountNamespace !== "off";
+  if (
+    mounts.length > 0 && !deps.mountNamespace.ok && deps.config.mountNamespace === "required"
+  ) {
+    return {
+      kind: "config-error",
+      message:
+        `volumes cannot be mounted at their paths on this host (${deps.mountNamespace.reason}); mountNamespace is "required"`,
+    };
+  }
+  const namespaced = wantsView && deps.mountNamespace.ok;
+  const identity = checkIdentity(pod, container, deps, namespaced);
+  if ("kind" in identity) return identity;
+  const env = containerEnv(pod, container);
+  const extraDirs: string[] = [];
+  if (container.workingDir && !exists(container.workingDir)) {
+    if (!namespaced) {
+      return {
+        kind: "config-error",
+        message:
+          `workingDir ${container.workingDir} does not exist on the host; create it or use a volume`,
+      };
+    }
+    extraDirs.push(container.workingDir);
+  }
+  const inVolume = mounts.some((m) => argv[0].startsWith(m.target + "/"));
+  if (!(namespaced && inVolume) && !findExecutable(argv[0], env.PATH ?? "")) {
+    return {
+      kind: "start-error",
+      message: `exec: "${argv[0]}": executable file not found in $PATH`,
+    };
+  }
+  const files = instanceFiles(paths, container.name, n, deps);
+  await Deno.mkdir(paths.logs(container.name), { recursive: true });
+  await Deno.mkdir(paths.work, { recursive: true });
+  await Deno.remove(files.exitFile).catch(() => {});
+  await Deno.remove(files.stdinHolderFile).catch(() => {});
+  const withStdin = container.stdin === true;
+  await makeFifos([files.stdoutFifo, files.stderrFifo, ...(withStdin ? [files.stdinFifo] : [])]);
+  await pruneInstances(paths, container.name, n);
+  const source = { pod, container, volumes, paths, host: deps.hostUser };
+  const exec = execContextOf(source, { instance: n, pid: 0, namespaced });
+  let cgroup: string | undefined;
+  // Every instance gets a cgroup where the host has them, limits or not: deleting the pod kills
+  // whatever is in it (./reaper.ts).
+  if (deps.cgroups.ok) {
+    cgroup = await createCgroup(
+      deps.cgroups,
+      `${pod.metadata?.uid}-${container.name}-${n}`,
+      container,
+    );
+  }
+  const root = join(paths.ns, container.name);
+  if (namespaced) await Deno.mkdir(root, { recursive: true });
+  const instance = Instance.start(
+    {
+      instance: n,
+      namespaced,
+      ...(withStdin ? { stdin: true } : {}),
+      cgroup,
+      started: false,
+      ready: false,
+    },
+    {
+      argv: [...exec.entry, ...exec.workingDir, ...argv],
+      envFile: exec.envFile,
+      exitFile: files.exitFile,
+      stdoutFifo: files.stdoutFifo,
+      stderrFifo: files.stderrFifo,
+      stdin: withStdin
+        ? { fifo: files.stdinFifo, holderPidFile: files.stdinHolderFile }
+        : undefined,
+      cgroupProcs: cgroup ? cgroupProcsFiles(cgroup) : undefined,
+      view: namespaced ? { root, mounts, extraDirs, hidden: hiddenPaths(paths, deps) } : undefined,
+    },
+    files,
+    deps.clock,
+  );
+  if (namespaced) await settled(instance.record.pid, instance.ended);
+  return { kind: "started", instance, exec: { ...exec, pid: instance.record.pid } };
+}
+
+/**
+ * Waits until the namespace's PID 1 has built the view and become the runner (./launcher.ts),
+ * so that exec, probes and hooks enter the finished view; or until it ended, or 10 s passed.
+ */
+async function settled(pid: number, ended: Promise<unknown>): Promise<void> {
+  let done = false;
+  ended.then(() => done = true, () => done = true);
+  const deadline = Date.now() + 10_000;
+  while (!done && Date.now() < deadline) {
+    const [child] = childrenOf(pid);
+    try {
+      // sh -c SCRIPT $0 ...: the set-up's script names the runner too, so $0 it is.
+      if (child && readProcText(`/proc/${child}/cmdline`).split("\0")[3] === RUNNER_NAME) return;
+    } catch {
+      // not there yet, or gone (then `ended` settles)
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** What the container's view hides: the state directory but for the pod's own, and the config's. */
+function hiddenPaths(paths: PodPaths, deps: StartDeps) {
+  return { paths: [deps.config.stateDir, ...deps.config.hiddenPaths], keep: paths.dir };
+}
+
+function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Keeps the logs and files of instances `n` and `n - 1` (for `--previous`); drops older. */
+async function pruneInstances(paths: PodPaths, container: string, n: number): Promise<void> {
+  for (const dir of [paths.logs(container), paths.container(container)]) {
+    for await (const entry of Deno.readDir(dir)) {
+      const match = /^(\d+)\./.exec(entry.name);
+      if (match && Number(match[1]) < n - 1) {
+        await Deno.remove(join(dir, entry.name)).catch(() => {});
+      }
+    }
+  }
+}
