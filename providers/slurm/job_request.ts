@@ -33,8 +33,9 @@ export function jobRequestFor(
     script: batchScript(pod, podDir, run),
     name: `vk_${namespace}_${name}`,
     comment: jobComment(node, pod, run),
-    workDir: podDir,
-    output: `${podDir}/job.out`,
+    // The pod directory is vkubelet's: the job's own files go in its subdirectories.
+    workDir: `${podDir}/home`,
+    output: `${podDir}/state/job.out`,
     cpusPerTask: cpu > 0 ? Math.max(1, Math.ceil(cpu - 1e-9)) : undefined,
     memoryMiB: memory > 0 ? Math.ceil(memory / (1 << 20)) : undefined,
     timeLimitMinutes: deadline === undefined

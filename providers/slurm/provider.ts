@@ -29,6 +29,8 @@ import type { SlurmConfig } from "./config.ts";
 import { attachToStep, stepTarget } from "./attach.ts";
 import { commandRunner } from "./cli.ts";
 import { execInJob } from "./exec.ts";
+import { jobUserOf } from "./identity.ts";
+import { jobFileSize } from "./job_files.ts";
 import { jobRequestFor } from "./job_request.ts";
 import { readLogFile } from "./logs.ts";
 import { podDirOf, readSavedPod, removePodDir, writePodDir } from "./pod_dir.ts";
@@ -176,27 +178,29 @@ export class SlurmProvider implements Provider {
     await this.#backend.ping(options);
   }
 
-  getContainerLogs(
+  async getContainerLogs(
     ref: ContainerRef,
     options: ContainerLogOptions,
   ): Promise<ReadableStream<Uint8Array>> {
-    return settle(() => {
-      const record = this.#known(ref);
-      const run = options.previous ? record.run - 1 : record.run;
-      if (run < 0) {
-        throw new NotFoundError(
-          `container ${ref.container} has not been restarted; there is no previous log`,
-        );
-      }
-      const signal = AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]);
-      return readLogFile({
-        path: `${podDirOf(this.#config, record.pod)}/logs/${ref.container}.${run}.log`,
-        clock: this.#deps.clock,
-        done: () =>
-          options.previous || record.deleting || record.finished === true ||
-          record.files.get(ref.container)?.exit !== undefined || jobEnded(record.job),
-      }, { ...options, signal });
-    });
+    const record = this.#known(ref);
+    const run = options.previous ? record.run - 1 : record.run;
+    if (run < 0) {
+      throw new NotFoundError(
+        `container ${ref.container} has not been restarted; there is no previous log`,
+      );
+    }
+    const signal = AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]);
+    const path = `${podDirOf(this.#config, record.pod)}/logs/${ref.container}.${run}.log`;
+    const owner = jobUserOf(this.#config, ref.namespace);
+    await jobFileSize(path, owner); // refuses what is not the job's own file, before any answer
+    return readLogFile({
+      path,
+      owner,
+      clock: this.#deps.clock,
+      done: () =>
+        options.previous || record.deleting || record.finished === true ||
+        record.files.get(ref.container)?.exit !== undefined || jobEnded(record.job),
+    }, { ...options, signal });
   }
 
   async runInContainer(ref: ContainerRef, options: ExecOptions): Promise<number> {
@@ -334,13 +338,4 @@ export class SlurmProvider implements Provider {
 
 function keyOf(pod: Pod): string {
   return podKey(pod.metadata?.namespace, pod.metadata?.name);
-}
-
-/** `work()` as a promise: its value, or its exception as a rejection. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (err) {
-    return Promise.reject(err);
-  }
 }

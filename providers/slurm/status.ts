@@ -40,6 +40,8 @@ export interface PodRecord {
   restartAtMs?: number;
   /** Runs no more: ended by its restart policy, or deleted. */
   finished?: boolean;
+  /** State files refused (not the job's regular file), each logged once. */
+  refused?: Set<string>;
   /** Deleted: every container reads terminated. */
   deleting: boolean;
   startTimeMs: number;
