@@ -45,7 +45,7 @@ export function jobRequestFor(
   };
 }
 
-/** The config's options, then the pod's allowlisted annotations, then a runAsUser mapping. */
+/** The config's options, then the pod's allowlisted annotations, then the namespace's user. */
 function jobOptions(pod: Pod, config: SlurmConfig): Record<string, string> {
   const options: Record<string, string> = { ...config.sbatchOptions };
   if (config.partition) options.partition = config.partition;
@@ -61,17 +61,21 @@ function jobOptions(pod: Pod, config: SlurmConfig): Record<string, string> {
     }
     options[option] = value;
   }
+  const ns = pod.metadata?.namespace ?? "";
+  const mapped = config.runAsUsers[ns];
   const uid = runAsUser(pod);
-  if (uid !== undefined) {
-    const user = config.runAsUsers[String(uid)];
-    if (!user || config.rest) {
-      throw new InvalidInputError(
-        user
-          ? `runAsUser ${uid}: slurmrestd submits every job as the user it authenticates; map users only with the cli backend run as root, or drop runAsUser`
-          : `runAsUser ${uid} has no SLURM user in the provider config's runAsUsers; add "${uid}": <user> there, or drop runAsUser`,
-      );
-    }
-    options.uid = user;
+  if (uid !== undefined && uid !== mapped?.uid) {
+    throw new InvalidInputError(
+      mapped
+        ? `runAsUser ${uid}: the pods of namespace ${ns} run as SLURM user ${
+          mapped.user ?? mapped.uid
+        } (uid ${mapped.uid}) by the provider config's runAsUsers; set runAsUser ${mapped.uid} or drop it`
+        : `runAsUser ${uid}: namespace ${ns} has no SLURM user in the provider config's runAsUsers, so its jobs run as the node's one shared user; add ${ns}: { user, uid: ${uid}, gid } there (cli backend, vkubelet as root), or drop runAsUser`,
+    );
+  }
+  if (mapped) {
+    options.uid = mapped.user ?? String(mapped.uid);
+    options.gid = String(mapped.gid);
   }
   return options;
 }

@@ -1,8 +1,9 @@
 /**
  * The slurm provider: every pod bound to the node runs as one SLURM batch job (see
  * `./script.ts`), submitted through slurmrestd or sbatch; one loop lists the jobs for all pods
- * (`./supervisor.ts`) and pushes status. On start it adopts this node's jobs by their comment
- * and lists them as pods, so the core deletes (and this cancels) only those the API no longer
+ * (`./supervisor.ts`) and pushes status. On start it adopts this node's jobs — those whose
+ * comment names this node and that run as the pod's user (`./identity.ts`) — and lists them as
+ * pods, so the core deletes (and this cancels) only those the API no longer
  * has, once its caches have synced; a pod created again adopts its job rather than submit a
  * second one.
  * @module
@@ -29,7 +30,7 @@ import type { SlurmConfig } from "./config.ts";
 import { attachToStep, stepTarget } from "./attach.ts";
 import { commandRunner } from "./cli.ts";
 import { execInJob } from "./exec.ts";
-import { jobUserOf } from "./identity.ts";
+import { hostUser, jobUserOf } from "./identity.ts";
 import { jobFileSize } from "./job_files.ts";
 import { jobRequestFor } from "./job_request.ts";
 import { readLogFile } from "./logs.ts";
@@ -216,6 +217,7 @@ export class SlurmProvider implements Provider {
       );
     }
     const bin = this.#config.cli.bin;
+    const user = jobUserOf(this.#config, ref.namespace);
     return await execInJob({
       srun: bin ? `${bin.replace(/\/$/, "")}/srun` : "srun",
       jobId: record.jobId,
@@ -223,9 +225,9 @@ export class SlurmProvider implements Provider {
       command: options.command,
       io: options.io,
       signal: options.signal,
-      // SLURM lets only the job's user add a step to it: vkubelet (root, since it chowns the pod
-      // directories to fileOwner) becomes that user.
-      runAs: this.#config.fileOwner,
+      // SLURM lets only the job's user add a step to it: vkubelet (root, since the pods'
+      // directories belong to other users) becomes that user.
+      runAs: user.uid === hostUser().uid ? undefined : user,
     });
   }
 
@@ -264,6 +266,21 @@ export class SlurmProvider implements Provider {
         for (const job of jobs.sort((a, b) => a.id - b.id)) {
           const id = parseJobComment(job.comment);
           if (!id || id.node !== this.#deps.nodeName) continue;
+          // Anyone may comment a job as vkubelet does: only a job of the user vkubelet submits
+          // the pod's jobs as is its own.
+          const user = jobUserOf(this.#config, id.namespace);
+          if (job.userId !== user.uid) {
+            this.#deps.log.warn(
+              "not adopting SLURM job {job} whose comment names {pod} on this node: it runs as uid {uid}, not as the pod's user (uid {expected})",
+              {
+                job: job.id,
+                pod: `${id.namespace}/${id.name}`,
+                uid: job.userId,
+                expected: user.uid,
+              },
+            );
+            continue;
+          }
           const identity = { metadata: { namespace: id.namespace, name: id.name, uid: id.uid } };
           const saved = await readSavedPod(podDirOf(this.#config, identity));
           const pod: Pod = saved?.metadata?.uid === id.uid

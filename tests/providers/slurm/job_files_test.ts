@@ -11,49 +11,15 @@ import fs from "node:fs";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../../base/clock.ts";
 import { getLogger } from "../../../base/log.ts";
-import type { JobInfo, JobRequest, SlurmBackend } from "../../../providers/slurm/backend.ts";
 import { parseSlurmConfig } from "../../../providers/slurm/config.ts";
 import { SlurmProvider } from "../../../providers/slurm/mod.ts";
 import { hostUser } from "../../../providers/slurm/identity.ts";
 import { readLogFile } from "../../../providers/slurm/logs.ts";
 import { podDirOf } from "../../../providers/slurm/pod_dir.ts";
+import { FakeSlurmBackend, NOBODY } from "../../../tools/harness/slurm.ts";
 import { eventually } from "../../../tools/harness/wait.ts";
 
-const NOBODY = { uid: 65534, gid: 65534 };
 const isRoot = Deno.statSync("/proc/self").uid === 0;
-
-/** Lists every submitted job as RUNNING, submitted by `user`. */
-class FakeBackend implements SlurmBackend {
-  readonly kind = "fake";
-  readonly jobsList: JobInfo[] = [];
-  constructor(readonly user = NOBODY.uid) {}
-  submit(job: JobRequest): Promise<number> {
-    const id = this.jobsList.length + 100;
-    this.jobsList.push({
-      id,
-      state: "RUNNING",
-      reason: "None",
-      comment: job.comment,
-      exitStatus: 0,
-      startMs: Date.now(),
-      endMs: 0,
-    });
-    return Promise.resolve(id);
-  }
-  jobs(): Promise<JobInfo[]> {
-    return Promise.resolve(structuredClone(this.jobsList));
-  }
-  cancel(): Promise<void> {
-    return Promise.resolve();
-  }
-  ping(): Promise<void> {
-    return Promise.resolve();
-  }
-  partitions() {
-    return Promise.resolve([]);
-  }
-  close(): void {}
-}
 
 /** Runs a shell command as the job's user (nobody): what a job could do in its directory. */
 async function asJob(script: string): Promise<void> {
@@ -92,7 +58,7 @@ async function world(): Promise<World> {
     internalIp: "127.0.0.1",
     daemonPort: 10250,
     signal: shutdown.signal,
-  }, new FakeBackend());
+  }, new FakeSlurmBackend());
   return {
     tmp,
     provider,
