@@ -28,13 +28,8 @@ type Handle = Awaited<ReturnType<typeof fsp.open>>;
 const NO_FOLLOW = constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
 
 /** Raised for a file that is not the job's own regular file; vkubelet does not touch it. */
-export class UnsafeFileError extends InvalidInputError {
+class UnsafeFileError extends InvalidInputError {
   override name = "UnsafeFileError";
-}
-
-/** True for an {@link UnsafeFileError}. */
-export function isUnsafeFile(err: unknown): err is UnsafeFileError {
-  return err instanceof UnsafeFileError;
 }
 
 function refuse(path: string, what: string, owner: Owner): never {

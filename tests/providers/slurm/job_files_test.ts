@@ -120,6 +120,13 @@ Deno.test({
       const got = await w.provider.getContainerLogs(ref, {}).then(text, (err) => String(err));
       assert.doesNotMatch(got, /TOP SECRET/);
       assert.match(got, /not a regular file|symbolic link/);
+      // A hard link where fs.protected_hardlinks is 0 (made by root here, since it is 1 on this
+      // host): a regular file, but not the job's.
+      await Deno.remove(`${dir}/logs/c.0.log`);
+      await Deno.link(secret, `${dir}/logs/c.0.log`);
+      const linked = await w.provider.getContainerLogs(ref, {}).then(text, (err) => String(err));
+      assert.doesNotMatch(linked, /TOP SECRET/);
+      assert.match(linked, /a file of uid 0/);
       await w.provider.deletePod(pod, {});
     } finally {
       await w.stop();
