@@ -10,6 +10,7 @@ import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError, isSidecar, quantityToNumber } from "../../provider/mod.ts";
 import type { JobRequest } from "./backend.ts";
 import { ANNOTATION_PREFIX, type SlurmConfig } from "./config.ts";
+import { hostUser } from "./identity.ts";
 import { batchScript, jobComment, launcherScript, podDirName } from "./script.ts";
 
 /** Everything but the script's run number is fixed per pod; `run` counts submissions. */
@@ -76,6 +77,10 @@ function jobOptions(pod: Pod, config: SlurmConfig): Record<string, string> {
   if (mapped) {
     options.uid = mapped.user ?? String(mapped.uid);
     options.gid = String(mapped.gid);
+  } else if (!config.rest && config.fileOwner && config.fileOwner.uid !== hostUser().uid) {
+    // The commands as root: the job runs as the user its directories belong to.
+    options.uid = String(config.fileOwner.uid);
+    options.gid = String(config.fileOwner.gid);
   }
   return options;
 }

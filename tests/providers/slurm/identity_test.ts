@@ -2,7 +2,8 @@
  * Who a pod's job is (issue 51 item 8): vkubelet adopts only jobs that run as the pod's user, not
  * any job whose comment names the node (a fake backend); with `runAsUsers` each namespace's pods
  * run as its own SLURM user, own their directories, and cannot read another namespace's pod's
- * launcher (a real single-node SLURM through its commands, vkubelet as root).
+ * launcher; an unlisted namespace's pods run as `fileOwner` (a real single-node SLURM through its
+ * commands, vkubelet as root).
  */
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
@@ -85,7 +86,9 @@ Deno.test({
       cli: {},
       sharedDir: slurm.sharedDir,
       statusInterval: "300ms",
-      runAsUsers: { "team-a": DAEMON, "team-b": { user: "nobody", ...NOBODY } },
+      // team-b is not listed: its pods run as the default identity, fileOwner.
+      fileOwner: NOBODY,
+      runAsUsers: { "team-a": DAEMON },
     }, deps(stop.signal));
     const podB: Pod = {
       metadata: { namespace: "team-b", name: "b", uid: crypto.randomUUID() },

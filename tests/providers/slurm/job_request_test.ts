@@ -102,6 +102,10 @@ Deno.test("a namespace's pods run as its runAsUsers user; another runAsUser is r
   assert.ok(sbatchArgs(job).includes("--uid=alice"));
   const plain = jobRequestFor(pod(), cli.config, "n", 0);
   assert.deepEqual([plain.options.uid, plain.options.gid], ["alice", "100"], "without runAsUser");
+  const owned = parseSlurmConfig({ cli: {}, sharedDir: "/s", fileOwner: { uid: 4321, gid: 99 } });
+  assert.ok(owned.ok);
+  const asOwner = jobRequestFor(pod(), owned.config, "n", 0);
+  assert.deepEqual([asOwner.options.uid, asOwner.options.gid], ["4321", "99"], "fileOwner's job");
   assert.throws(
     () => jobRequestFor(pod({ securityContext: { runAsUser: 1001 } }), cli.config, "n", 0),
     /runAsUser 1001: the pods of namespace ns run as SLURM user alice \(uid 1000\)/,
