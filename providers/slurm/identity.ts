@@ -12,12 +12,24 @@ import type { Owner } from "./job_files.ts";
 let host: Owner | undefined;
 
 /**
- * vkubelet's own uid and gid: the owner of `/proc/self` (`Deno.uid()` would want `--allow-sys`,
- * which vkubelet is not given).
+ * vkubelet's own uid and gid. `Deno.uid()` wants `--allow-sys=uid` and `/proc/self` wants
+ * `--allow-all`, neither of which vkubelet is given: so the owner of a file it creates (the
+ * owner of `/proc/self` when it may read that, as in tests).
  */
 export function hostUser(): Owner {
   if (!host) {
-    const info = Deno.statSync("/proc/self");
+    let info: Deno.FileInfo;
+    try {
+      info = Deno.statSync("/proc/self");
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotCapable)) throw err;
+      const probe = Deno.makeTempFileSync({ prefix: "vkubelet-uid-" });
+      try {
+        info = Deno.statSync(probe);
+      } finally {
+        Deno.removeSync(probe);
+      }
+    }
     host = { uid: info.uid ?? 0, gid: info.gid ?? 0 };
   }
   return host;
