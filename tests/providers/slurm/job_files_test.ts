@@ -127,6 +127,12 @@ Deno.test({
       const linked = await w.provider.getContainerLogs(ref, {}).then(text, (err) => String(err));
       assert.doesNotMatch(linked, /TOP SECRET/);
       assert.match(linked, /a file of uid 0/);
+      // A FIFO as the log: refused at once, not waited on for a writer.
+      await Deno.remove(`${dir}/logs/c.0.log`);
+      await asJob(`mkfifo ${dir}/logs/c.0.log`);
+      const fifo = await w.provider.getContainerLogs(ref, { signal: AbortSignal.timeout(2000) })
+        .then(text, (err) => String(err));
+      assert.match(fifo, /is a FIFO/);
       await w.provider.deletePod(pod, {});
     } finally {
       await w.stop();
