@@ -11,6 +11,9 @@
  * A session with stdin for a container without `stdin: true` is refused (nothing would read
  * it); without stdin any running container can be attached to, for its output. A container
  * with `tty: true`, or a session asking for a terminal, is refused: steps run without one.
+ *
+ * The stdin file, its `.closed` marker and the log are the job's: they are opened through
+ * `./job_files.ts`, so a link the job put there is refused, never followed.
  * @module
  */
 import type { Container } from "kubernetes-types/core/v1.d.ts";
@@ -21,6 +24,8 @@ import {
   NotSupportedError,
 } from "../../provider/mod.ts";
 import type { SlurmConfig } from "./config.ts";
+import { hostUser, jobUserOf } from "./identity.ts";
+import { appendJobFile, createJobMarker, jobFileSize, type Owner, present } from "./job_files.ts";
 import { readLogFile } from "./logs.ts";
 import { podDirOf } from "./pod_dir.ts";
 import { jobEnded, type PodRecord } from "./status.ts";
@@ -30,8 +35,8 @@ export interface StepTarget {
   container: Container;
   /** The file the step's stdin is read from (`stdin: true` containers). */
   stdinFile: string;
-  /** Owner of the stdin file when vkubelet creates it (the job's user). */
-  owner?: { uid: number; gid: number };
+  /** The job's user: owns the stdin file (given to it when vkubelet creates it) and the log. */
+  owner: Owner;
   /**
    * The step's output from now on (the log's end is taken when this resolves, before any input
    * is sent); ends when the step has exited or `signal` aborts.
@@ -58,6 +63,7 @@ export function stepTarget(
     );
   }
   const dir = podDirOf(config, record.pod);
+  const owner = jobUserOf(config, record.pod.metadata?.namespace);
   const run = record.run;
   const done = () =>
     record.run !== run || record.deleting || record.finished === true ||
@@ -65,11 +71,11 @@ export function stepTarget(
   return {
     container,
     stdinFile: `${dir}/stdin/${name}.${run}`,
-    owner: config.fileOwner,
+    owner,
     output: async (signal) => {
       const path = `${dir}/logs/${name}.${run}.log`;
-      const from = await Deno.stat(path).then((info) => info.size, () => 0);
-      return readLogFile({ path, clock, done, from }, { follow: true, signal });
+      const from = await jobFileSize(path, owner);
+      return readLogFile({ path, owner, clock, done, from }, { follow: true, signal });
     },
   };
 }
@@ -103,11 +109,17 @@ export async function attachToStep(
   const output = await target.output(stop);
   const copying = copyOutput(output, io.stdout, stop).finally(() => session.abort());
   const closed = `${target.stdinFile}.closed`;
-  if (io.stdin && !await exists(closed)) {
-    const ended = await appendStdin(io.stdin, target, stop);
-    if (container.stdinOnce && (ended === "eof" || signal.aborted)) {
-      await writeOwned(closed, target.owner);
-    } else if (ended === "eof") session.abort();
+  try {
+    if (io.stdin && !await present(closed)) {
+      const ended = await appendStdin(io.stdin, target, stop);
+      if (container.stdinOnce && (ended === "eof" || signal.aborted)) {
+        await createJobMarker(closed, target.owner, hostUser().uid);
+      } else if (ended === "eof") session.abort();
+    }
+  } catch (err) {
+    session.abort();
+    await copying;
+    throw err;
   }
   await copying;
 }
@@ -145,7 +157,7 @@ async function appendStdin(
   target: StepTarget,
   stop: AbortSignal,
 ): Promise<"eof" | "stopped"> {
-  const file = await openOwned(target.stdinFile, target.owner);
+  const file = await appendJobFile(target.stdinFile, target.owner, hostUser().uid);
   const reader = stdin.getReader();
   const stopped = abortPromise(stop).then(() => ({ done: true as const, value: undefined }));
   try {
@@ -153,29 +165,16 @@ async function appendStdin(
       const next = await Promise.race([reader.read(), stopped]);
       if (next.done) return stop.aborted ? "stopped" : "eof";
       let written = 0;
-      while (written < next.value.length) written += await file.write(next.value.subarray(written));
+      while (written < next.value.length) {
+        written += (await file.write(next.value, written)).bytesWritten;
+      }
     }
   } catch {
     return "stopped"; // the client's stdin failed
   } finally {
     reader.releaseLock();
-    file.close();
+    await file.close();
   }
-}
-
-/** Opens `path` for appending, created 0600 and owned by the job's user. */
-async function openOwned(path: string, owner?: { uid: number; gid: number }) {
-  const file = await Deno.open(path, { append: true, create: true, mode: 0o600 });
-  if (owner) await Deno.chown(path, owner.uid, owner.gid);
-  return file;
-}
-
-async function writeOwned(path: string, owner?: { uid: number; gid: number }): Promise<void> {
-  (await openOwned(path, owner)).close();
-}
-
-async function exists(path: string): Promise<boolean> {
-  return await Deno.stat(path).then(() => true, () => false);
 }
 
 /** Resolves (with `false`) when `signal` aborts; never rejects. */

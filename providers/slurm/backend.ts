@@ -37,6 +37,11 @@ export interface JobInfo {
   reason: string;
   /** The job comment. */
   comment: string;
+  /**
+   * The uid of the user the job runs as (who submitted it, or whom root submitted it for);
+   * absent when SLURM's answer has none (such a job is never adopted).
+   */
+  userId?: number;
   /** The batch script's wait status (exit code << 8, or a signal number). */
   exitStatus: number;
   /** Start and end, in ms since the epoch; 0 when not yet. */
@@ -79,6 +84,7 @@ export function parseJobs(body: unknown): JobInfo[] {
     state: baseState(j.job_state),
     reason: String(j.state_reason ?? "None"),
     comment: String(j.comment ?? ""),
+    userId: j.user_id === undefined ? undefined : numberOf(j.user_id),
     exitStatus: numberOf(j.exit_code),
     startMs: numberOf(j.start_time) * 1000,
     endMs: numberOf(j.end_time) * 1000,

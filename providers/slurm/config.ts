@@ -18,7 +18,8 @@
  * podAnnotations: [partition, qos]       # which slurm.vkubelet.io/<option> annotations pods may set
  * runtime: none                          # none (commands run on the node) | apptainer
  * imageCommands: { nginx:1.27: [nginx, -g, "daemon off;"] }
- * runAsUsers: {}                         # runAsUser → SLURM user mapping; none → refused
+ * runAsUsers:                            # namespace → the SLURM user its jobs run as (cli as root)
+ *   team-a: { user: alice, uid: 1001, gid: 1001 }
  * statusInterval: 2s                     # one squeue (or GET /jobs) per interval for all jobs
  * statsInterval: 10s                     # at most one sstat per interval (needs cli)
  * restartBackOff: { initial: 10s, max: 5m }
@@ -53,6 +54,23 @@ const optionName = z.string().regex(/^[a-z][a-z0-9-]*$/, {
 /** Options a pod may never set through an annotation: they decide what runs and as whom. */
 const FORBIDDEN = ["uid", "gid", "chdir", "output", "error", "input", "wrap", "export", "comment"];
 
+/** A namespace name (DNS-1123 label). */
+const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** The SLURM user a namespace's jobs run as, and who owns their files. */
+const namespaceUser = z.strictObject({
+  user: z.string().regex(/^[a-z_][a-z0-9_.-]*\$?$/i, { error: "must be a user name" }).optional(),
+  uid: z.number().int().min(1, {
+    error: "must be a uid other than 0: jobs never run as root through runAsUsers",
+  }),
+  gid: z.number().int().min(0),
+}, {
+  error: (issue) =>
+    typeof issue.input === "string"
+      ? `runAsUsers maps a namespace to its SLURM user: write { <namespace>: { user: ${issue.input}, uid: <its uid>, gid: <its gid> } }`
+      : undefined,
+});
+
 /** The slurm provider's config schema. */
 export const slurmConfigSchema = z.strictObject({
   rest: z.strictObject({
@@ -79,7 +97,10 @@ export const slurmConfigSchema = z.strictObject({
   })).default([]),
   runtime: z.enum(["none", "apptainer"]).default("none"),
   imageCommands: z.record(z.string().min(1), z.array(z.string()).min(1)).default({}),
-  runAsUsers: z.record(z.string().regex(/^\d+$/), z.string().min(1)).default({}),
+  runAsUsers: z.record(z.string().regex(NAMESPACE), namespaceUser, {
+    error: (issue) =>
+      issue.code === "invalid_key" ? "must be a namespace name, such as team-a" : undefined,
+  }).default({}),
   statusInterval: duration("2s", 100),
   statsInterval: duration("10s", 100),
   restartBackOff: z.strictObject({
@@ -90,6 +111,10 @@ export const slurmConfigSchema = z.strictObject({
   labels: z.record(z.string(), z.string()).default({}),
 }).refine((c) => c.rest !== undefined || c.cli !== undefined, {
   error: "needs rest (slurmrestd) or cli (sbatch and squeue on this host)",
+}).refine((c) => c.rest === undefined || Object.keys(c.runAsUsers).length === 0, {
+  path: ["runAsUsers"],
+  error:
+    "needs the cli backend alone: slurmrestd submits every job as the user it authenticates; remove rest (keep cli, with vkubelet as root) or remove runAsUsers",
 });
 
 /** The validated config; durations in milliseconds. */

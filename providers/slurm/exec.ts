@@ -1,7 +1,10 @@
 /**
  * `kubectl exec` as a job step of the pod's running job: `srun --overlap --jobid=N` (with
  * `--pty` for `-t`) runs the command with the container's env (the `export` lines of its
- * launcher) on the job's node. Needs SLURM's `srun` where vkubelet runs (the `cli` config).
+ * launcher) on the job's node, and nothing of vkubelet's: srun runs with an environment of its
+ * own (PATH and SLURM_CONF only) and `--export=NONE`, so the step starts from SLURM's own
+ * `SLURM_*` variables (srun's default, `--export=ALL`, would hand the step vkubelet's whole
+ * environment). Needs SLURM's `srun` where vkubelet runs (the `cli` config).
  * @module
  */
 import type { AttachIO } from "../../provider/mod.ts";
@@ -20,6 +23,17 @@ export interface ExecTarget {
   runAs?: { uid: number; gid: number };
 }
 
+/** The step's PATH unless the container's env sets one (as the batch script's). */
+const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** What srun needs of vkubelet's environment: where the commands and slurm.conf are. */
+function srunEnv(): Record<string, string> {
+  const env: Record<string, string> = { PATH: Deno.env.get("PATH") ?? DEFAULT_PATH };
+  const conf = Deno.env.get("SLURM_CONF");
+  if (conf) env.SLURM_CONF = conf;
+  return env;
+}
+
 /** Runs the command in the job; resolves with its exit code. */
 export async function execInJob(target: ExecTarget): Promise<number> {
   const { io } = target;
@@ -29,10 +43,11 @@ export async function execInJob(target: ExecTarget): Promise<number> {
     "--ntasks=1",
     "--nodes=1",
     "--quiet",
+    "--export=NONE",
     ...(io.tty ? ["--pty"] : []),
-    "sh",
+    "/bin/sh",
     "-c",
-    'eval "$(grep "^export " "$0")"; exec "$@"',
+    `export PATH=${DEFAULT_PATH}; eval "$(grep "^export " "$0")"; exec "$@"`,
     target.launcher,
     ...target.command,
   ];
@@ -44,6 +59,8 @@ export async function execInJob(target: ExecTarget): Promise<number> {
     stdin: io.stdin ? "piped" : "null",
     stdout: io.stdout ? "piped" : "null",
     stderr: io.stderr ? "piped" : io.tty && io.stdout ? "piped" : "null",
+    clearEnv: true,
+    env: srunEnv(),
     signal: target.signal,
   }).spawn();
   const pumps: Promise<unknown>[] = [];

@@ -10,6 +10,7 @@ import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError, isSidecar, quantityToNumber } from "../../provider/mod.ts";
 import type { JobRequest } from "./backend.ts";
 import { ANNOTATION_PREFIX, type SlurmConfig } from "./config.ts";
+import { hostUser } from "./identity.ts";
 import { batchScript, jobComment, launcherScript, podDirName } from "./script.ts";
 
 /** Everything but the script's run number is fixed per pod; `run` counts submissions. */
@@ -33,8 +34,9 @@ export function jobRequestFor(
     script: batchScript(pod, podDir, run),
     name: `vk_${namespace}_${name}`,
     comment: jobComment(node, pod, run),
-    workDir: podDir,
-    output: `${podDir}/job.out`,
+    // The pod directory is vkubelet's: the job's own files go in its subdirectories.
+    workDir: `${podDir}/home`,
+    output: `${podDir}/state/job.out`,
     cpusPerTask: cpu > 0 ? Math.max(1, Math.ceil(cpu - 1e-9)) : undefined,
     memoryMiB: memory > 0 ? Math.ceil(memory / (1 << 20)) : undefined,
     timeLimitMinutes: deadline === undefined
@@ -44,7 +46,7 @@ export function jobRequestFor(
   };
 }
 
-/** The config's options, then the pod's allowlisted annotations, then a runAsUser mapping. */
+/** The config's options, then the pod's allowlisted annotations, then the namespace's user. */
 function jobOptions(pod: Pod, config: SlurmConfig): Record<string, string> {
   const options: Record<string, string> = { ...config.sbatchOptions };
   if (config.partition) options.partition = config.partition;
@@ -60,17 +62,25 @@ function jobOptions(pod: Pod, config: SlurmConfig): Record<string, string> {
     }
     options[option] = value;
   }
+  const ns = pod.metadata?.namespace ?? "";
+  const mapped = config.runAsUsers[ns];
   const uid = runAsUser(pod);
-  if (uid !== undefined) {
-    const user = config.runAsUsers[String(uid)];
-    if (!user || config.rest) {
-      throw new InvalidInputError(
-        user
-          ? `runAsUser ${uid}: slurmrestd submits every job as the user it authenticates; map users only with the cli backend run as root, or drop runAsUser`
-          : `runAsUser ${uid} has no SLURM user in the provider config's runAsUsers; add "${uid}": <user> there, or drop runAsUser`,
-      );
-    }
-    options.uid = user;
+  if (uid !== undefined && uid !== mapped?.uid) {
+    throw new InvalidInputError(
+      mapped
+        ? `runAsUser ${uid}: the pods of namespace ${ns} run as SLURM user ${
+          mapped.user ?? mapped.uid
+        } (uid ${mapped.uid}) by the provider config's runAsUsers; set runAsUser ${mapped.uid} or drop it`
+        : `runAsUser ${uid}: namespace ${ns} has no SLURM user in the provider config's runAsUsers, so its jobs run as the node's one shared user; add ${ns}: { user, uid: ${uid}, gid } there (cli backend, vkubelet as root), or drop runAsUser`,
+    );
+  }
+  if (mapped) {
+    options.uid = mapped.user ?? String(mapped.uid);
+    options.gid = String(mapped.gid);
+  } else if (!config.rest && config.fileOwner && config.fileOwner.uid !== hostUser().uid) {
+    // The commands as root: the job runs as the user its directories belong to.
+    options.uid = String(config.fileOwner.uid);
+    options.gid = String(config.fileOwner.gid);
   }
   return options;
 }

@@ -2,14 +2,24 @@
  * `kubectl logs` from a container's step output in the pod directory: each line as the batch
  * script stamped it (`<epoch seconds>.<microseconds> <text>`), with tail, since, timestamps and
  * limitBytes; `follow` polls the file for new lines until the signal aborts or `done()` says the
- * run ended and nothing is left to read.
+ * run ended and nothing is left to read. The job writes the file, so it is read through
+ * `./job_files.ts` (only the job's own regular file, never through a link), a bounded chunk at
+ * a time; `tailLines` keeps only the last lines of what is read before the end is reached.
  * @module
  */
 import type { Clock, ContainerLogOptions } from "../../provider/mod.ts";
+import { type Owner, readJobFile } from "./job_files.ts";
+
+/** The most read from the file at once. */
+const CHUNK_BYTES = 1 << 20;
+/** A line longer than this (no newline yet) is passed on in pieces. */
+const MAX_LINE = 1 << 20;
 
 /** Where the log is and how to follow it. */
 export interface LogFile {
   path: string;
+  /** The job's user, who must own the file. */
+  owner: Owner;
   clock: Clock;
   /** True once the run has ended: following stops at the end of the file. */
   done: () => boolean;
@@ -58,7 +68,8 @@ export function readLogFile(
   const render = (l: Line) =>
     encoder.encode(options.timestamps ? `${formatLogTime(l.micros)} ${l.text}` : l.text);
   const lines = followLines(file, options);
-  let first = true;
+  // tailLines: the last lines of what is there when the reader first reaches the end.
+  let tail: Line[] | undefined = options.tailLines === undefined ? undefined : [];
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       for (;;) {
@@ -67,11 +78,14 @@ export function readLogFile(
           throw err;
         });
         if (next.done || left <= 0) return controller.close();
-        let batch = next.value.filter((l) => l.micros >= sinceMicros);
-        if (first && options.tailLines !== undefined) {
-          batch = options.tailLines === 0 ? [] : batch.slice(-options.tailLines);
+        let batch = next.value.lines.filter((l) => l.micros >= sinceMicros);
+        if (tail) {
+          const keep = options.tailLines ?? 0;
+          tail = keep === 0 ? [] : [...tail, ...batch].slice(-keep);
+          if (!next.value.atEnd) continue;
+          batch = tail;
+          tail = undefined;
         }
-        first = false;
         if (batch.length === 0) continue;
         for (const l of batch) {
           let bytes = render(l);
@@ -89,46 +103,36 @@ export function readLogFile(
   });
 }
 
-/** Batches of lines: the whole file first, then (with follow) what was appended since. */
+/**
+ * Batches of lines: the file a chunk at a time, then (with follow) what was appended since;
+ * `atEnd` once a batch reached what was the file's end when it was read.
+ */
 async function* followLines(file: LogFile, options: ContainerLogOptions) {
   const decoder = new TextDecoder();
   let offset = file.from ?? 0;
   let rest = "";
   for (;;) {
     const ended = file.done();
-    const chunk = await readFrom(file.path, offset);
+    const read = await readJobFile(file.path, file.owner, { offset, maxBytes: CHUNK_BYTES });
+    const chunk = read?.bytes ?? new Uint8Array();
     offset += chunk.length;
+    const atEnd = offset >= (read?.size ?? 0);
     const parsed = parseLines(rest + decoder.decode(chunk, { stream: true }));
     rest = parsed.rest;
-    yield parsed.lines;
+    if (rest.length > MAX_LINE) {
+      parsed.lines.push(...parseLines(rest + "\n").lines);
+      rest = "";
+    }
+    if (!atEnd) {
+      yield { lines: parsed.lines, atEnd };
+      continue;
+    }
     if (!options.follow || (ended && chunk.length === 0)) {
-      if (rest) yield parseLines(rest + "\n").lines;
+      if (rest) parsed.lines.push(...parseLines(rest + "\n").lines);
+      yield { lines: parsed.lines, atEnd };
       return;
     }
+    yield { lines: parsed.lines, atEnd };
     if (chunk.length === 0) await file.clock.sleep(file.pollMs ?? 250, options.signal);
-  }
-}
-
-async function readFrom(path: string, offset: number): Promise<Uint8Array> {
-  let f: Deno.FsFile;
-  try {
-    f = await Deno.open(path);
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return new Uint8Array();
-    throw err;
-  }
-  try {
-    await f.seek(offset, Deno.SeekMode.Start);
-    const { size } = await f.stat();
-    const out = new Uint8Array(Math.max(0, size - offset));
-    let read = 0;
-    while (read < out.length) {
-      const n = await f.read(out.subarray(read));
-      if (n === null) break;
-      read += n;
-    }
-    return out.subarray(0, read);
-  } finally {
-    f.close();
   }
 }

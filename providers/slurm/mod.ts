@@ -9,6 +9,7 @@ import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
 import type { SlurmBackend } from "./backend.ts";
 import { CliBackend, commandRunner } from "./cli.ts";
 import { parseSlurmConfig, type SlurmConfig } from "./config.ts";
+import { checkCanMapUsers } from "./identity.ts";
 import { RestBackend } from "./rest.ts";
 import { SlurmProvider } from "./provider.ts";
 
@@ -22,6 +23,8 @@ export function createProvider(config: unknown, deps: ProviderDeps): SlurmProvid
   if (!parsed.ok) {
     throw new InvalidInputError(`invalid slurm provider config: ${parsed.errors.join("; ")}`);
   }
+  const cannot = checkCanMapUsers(parsed.config);
+  if (cannot) throw new InvalidInputError(`invalid slurm provider config: ${cannot}`);
   return new SlurmProvider(parsed.config, deps, backendFor(parsed.config));
 }
 

@@ -1,10 +1,17 @@
 /**
- * The pod's directory in the shared path: launcher scripts (`c/`), logs, state files and the
- * pod's volumes — ConfigMap, Secret, downwardAPI, emptyDir and projected (with service-account
- * tokens) — written before the job is submitted. Directories are 0700 and files 0600 (launchers
- * 0700), owned by `fileOwner` when configured: never world-readable, since the shared path is
- * seen by every node and user of the cluster. Volumes are written once per pod, as
- * ConfigMap/Secret values stand when it starts (not refreshed while it runs).
+ * The pod's directory in the shared path: launcher scripts (`c/`), logs, state files, the
+ * container's home and the pod's volumes — ConfigMap, Secret, downwardAPI, emptyDir and
+ * projected (with service-account tokens) — written before the job is submitted. Volumes are
+ * written once per pod, as ConfigMap/Secret values stand when it starts (not refreshed while it
+ * runs).
+ *
+ * The directory itself stays vkubelet's (0711: the job enters it, but cannot add, rename or
+ * replace what is in it), with `pod.json`; its subdirectories are the job's user's, 0700, and
+ * the files in them 0600 (launchers 0700): never readable by other users of the shared path.
+ * Everything is written while the directory is still 0700 and before the job exists, so giving
+ * the job's files to its user by path cannot be redirected; after that vkubelet touches files
+ * in the subdirectories only through `./job_files.ts`. `sharedDir` must be vkubelet's and not
+ * writable by group or others, or a job could swap another pod's directory for a link.
  * @module
  */
 import type { KeyToPath, Pod, Volume, VolumeProjection } from "kubernetes-types/core/v1.d.ts";
@@ -16,7 +23,12 @@ import {
   TransientError,
 } from "../../provider/mod.ts";
 import type { SlurmConfig } from "./config.ts";
+import { hostUser, jobUserOf } from "./identity.ts";
+import { type Owner, readJobFile } from "./job_files.ts";
 import { launcherScript, podDirName } from "./script.ts";
+
+/** The pod directory's subdirectories, which belong to the job's user. */
+const JOB_DIRS = ["c", "logs", "state", "stdin", "home", "volumes"];
 
 /** What writing needs: the client for ConfigMaps, Secrets and tokens. */
 export interface PodDirDeps {
@@ -29,29 +41,35 @@ export function podDirOf(config: SlurmConfig, pod: Pod): string {
   return `${config.sharedDir}/${podDirName(pod)}`;
 }
 
-/** Creates the pod's directory with its launchers and volumes; idempotent. */
+/**
+ * Creates the pod's directory with its launchers and volumes, anew (a stale one of the same pod
+ * is removed first).
+ */
 export async function writePodDir(
   pod: Pod,
   deps: PodDirDeps,
   options: { signal?: AbortSignal },
 ): Promise<string> {
   const dir = podDirOf(deps.config, pod);
-  const owner = deps.config.fileOwner;
+  const me = hostUser();
+  const owner = jobUserOf(deps.config, pod.metadata?.namespace);
+  await checkSharedDir(deps.config.sharedDir, me);
+  await Deno.remove(dir, { recursive: true }).catch(() => {});
+  await Deno.mkdir(dir, { mode: 0o700 });
+  await Deno.chmod(dir, 0o700);
+  const theJobs: string[] = [];
   const mkdir = async (path: string) => {
-    await Deno.mkdir(path, { recursive: true, mode: 0o700 });
+    await Deno.mkdir(path, { mode: 0o700 });
     await Deno.chmod(path, 0o700);
-    if (owner) await Deno.chown(path, owner.uid, owner.gid);
+    theJobs.push(path);
   };
   const write = async (path: string, data: string | Uint8Array, mode = 0o600) => {
     const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
-    await Deno.writeFile(path, bytes, { mode });
+    await Deno.writeFile(path, bytes, { mode, createNew: true });
     await Deno.chmod(path, mode);
-    if (owner) await Deno.chown(path, owner.uid, owner.gid);
+    theJobs.push(path);
   };
-  await Deno.mkdir(deps.config.sharedDir, { recursive: true, mode: 0o711 });
-  for (const sub of ["", "/c", "/logs", "/state", "/stdin", "/volumes"]) await mkdir(dir + sub);
-  // The spec as created, for a restarted vkubelet that adopts the job before the API resyncs.
-  await write(`${dir}/pod.json`, JSON.stringify({ metadata: pod.metadata, spec: pod.spec }));
+  for (const sub of JOB_DIRS) await mkdir(`${dir}/${sub}`);
   const containers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
   for (const c of containers) {
     await write(`${dir}/c/${c.name}.sh`, launcherScript(pod, c, dir, deps.config), 0o700);
@@ -61,20 +79,52 @@ export async function writePodDir(
     if (files === undefined) continue;
     const root = `${dir}/volumes/${volume.name}`;
     await mkdir(root);
+    const made = new Set<string>();
     for (const [path, data] of files) {
       checkRelative(volume.name, path);
       const parts = path.split("/");
-      for (let i = 1; i < parts.length; i++) await mkdir(`${root}/${parts.slice(0, i).join("/")}`);
+      for (let i = 1; i < parts.length; i++) {
+        const sub = `${root}/${parts.slice(0, i).join("/")}`;
+        if (!made.has(sub)) await mkdir(sub);
+        made.add(sub);
+      }
       await write(`${root}/${path}`, data);
     }
   }
+  await giveTo(theJobs, owner, me);
+  // The spec as created, for a restarted vkubelet that adopts the job before the API resyncs;
+  // vkubelet's, so that the job cannot change what is adopted.
+  const spec = new TextEncoder().encode(JSON.stringify({ metadata: pod.metadata, spec: pod.spec }));
+  await Deno.writeFile(`${dir}/pod.json`, spec, { mode: 0o600, createNew: true });
+  await Deno.chmod(dir, 0o711);
   return dir;
 }
 
-/** The pod spec saved by {@link writePodDir}, or undefined. */
+/** Gives `paths` to the job's user: only while the pod directory is vkubelet's alone (0700). */
+async function giveTo(paths: string[], owner: Owner, me: Owner): Promise<void> {
+  if (owner.uid === me.uid && owner.gid === me.gid) return;
+  for (const path of paths) await Deno.chown(path, owner.uid, owner.gid);
+}
+
+/** Creates `sharedDir` if needed; refuses one a job could change (another's, or writable). */
+async function checkSharedDir(path: string, me: Owner): Promise<void> {
+  await Deno.mkdir(path, { recursive: true, mode: 0o711 });
+  const info = await Deno.stat(path);
+  const mode = (info.mode ?? 0) & 0o7777;
+  if (info.uid !== me.uid || (mode & 0o022) !== 0) {
+    throw new InvalidInputError(
+      `sharedDir ${path} is owned by uid ${info.uid} with mode ${
+        mode.toString(8).padStart(4, "0")
+      }: a job could replace another pod's directory in it; make it vkubelet's (uid ${me.uid}) and not writable by group or others (chmod 0711)`,
+    );
+  }
+}
+
+/** The pod spec saved by {@link writePodDir}, or undefined (none, or not vkubelet's file). */
 export async function readSavedPod(dir: string): Promise<Pod | undefined> {
   try {
-    return JSON.parse(await Deno.readTextFile(`${dir}/pod.json`));
+    const file = await readJobFile(`${dir}/pod.json`, hostUser(), { maxBytes: 8 << 20 });
+    return file && JSON.parse(new TextDecoder().decode(file.bytes));
   } catch {
     return undefined;
   }

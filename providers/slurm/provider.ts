@@ -1,8 +1,9 @@
 /**
  * The slurm provider: every pod bound to the node runs as one SLURM batch job (see
  * `./script.ts`), submitted through slurmrestd or sbatch; one loop lists the jobs for all pods
- * (`./supervisor.ts`) and pushes status. On start it adopts this node's jobs by their comment
- * and lists them as pods, so the core deletes (and this cancels) only those the API no longer
+ * (`./supervisor.ts`) and pushes status. On start it adopts this node's jobs — those whose
+ * comment names this node and that run as the pod's user (`./identity.ts`) — and lists them as
+ * pods, so the core deletes (and this cancels) only those the API no longer
  * has, once its caches have synced; a pod created again adopts its job rather than submit a
  * second one.
  * @module
@@ -30,6 +31,8 @@ import type { SlurmConfig } from "./config.ts";
 import { attachToStep, stepTarget } from "./attach.ts";
 import { commandRunner } from "./cli.ts";
 import { execInJob } from "./exec.ts";
+import { hostUser, jobUserOf } from "./identity.ts";
+import { jobFileSize } from "./job_files.ts";
 import { jobRequestFor } from "./job_request.ts";
 import { readLogFile } from "./logs.ts";
 import { podDirOf, readSavedPod, removePodDir, writePodDir } from "./pod_dir.ts";
@@ -192,27 +195,29 @@ export class SlurmProvider implements Provider {
     }
   }
 
-  getContainerLogs(
+  async getContainerLogs(
     ref: ContainerRef,
     options: ContainerLogOptions,
   ): Promise<ReadableStream<Uint8Array>> {
-    return settle(() => {
-      const record = this.#known(ref);
-      const run = options.previous ? record.run - 1 : record.run;
-      if (run < 0) {
-        throw new NotFoundError(
-          `container ${ref.container} has not been restarted; there is no previous log`,
-        );
-      }
-      const signal = AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]);
-      return readLogFile({
-        path: `${podDirOf(this.#config, record.pod)}/logs/${ref.container}.${run}.log`,
-        clock: this.#deps.clock,
-        done: () =>
-          options.previous || record.deleting || record.finished === true ||
-          record.files.get(ref.container)?.exit !== undefined || jobEnded(record.job),
-      }, { ...options, signal });
-    });
+    const record = this.#known(ref);
+    const run = options.previous ? record.run - 1 : record.run;
+    if (run < 0) {
+      throw new NotFoundError(
+        `container ${ref.container} has not been restarted; there is no previous log`,
+      );
+    }
+    const signal = AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]);
+    const path = `${podDirOf(this.#config, record.pod)}/logs/${ref.container}.${run}.log`;
+    const owner = jobUserOf(this.#config, ref.namespace);
+    await jobFileSize(path, owner); // refuses what is not the job's own file, before any answer
+    return readLogFile({
+      path,
+      owner,
+      clock: this.#deps.clock,
+      done: () =>
+        options.previous || record.deleting || record.finished === true ||
+        record.files.get(ref.container)?.exit !== undefined || jobEnded(record.job),
+    }, { ...options, signal });
   }
 
   async runInContainer(ref: ContainerRef, options: ExecOptions): Promise<number> {
@@ -228,6 +233,7 @@ export class SlurmProvider implements Provider {
       );
     }
     const bin = this.#config.cli.bin;
+    const user = jobUserOf(this.#config, ref.namespace);
     return await execInJob({
       srun: bin ? `${bin.replace(/\/$/, "")}/srun` : "srun",
       jobId: record.jobId,
@@ -235,9 +241,9 @@ export class SlurmProvider implements Provider {
       command: options.command,
       io: options.io,
       signal: options.signal,
-      // SLURM lets only the job's user add a step to it: vkubelet (root, since it chowns the pod
-      // directories to fileOwner) becomes that user.
-      runAs: this.#config.fileOwner,
+      // SLURM lets only the job's user add a step to it: vkubelet (root, since the pods'
+      // directories belong to other users) becomes that user.
+      runAs: user.uid === hostUser().uid ? undefined : user,
     });
   }
 
@@ -276,6 +282,21 @@ export class SlurmProvider implements Provider {
         for (const job of jobs.sort((a, b) => a.id - b.id)) {
           const id = parseJobComment(job.comment);
           if (!id || id.node !== this.#deps.nodeName) continue;
+          // Anyone may comment a job as vkubelet does: only a job of the user vkubelet submits
+          // the pod's jobs as is its own.
+          const user = jobUserOf(this.#config, id.namespace);
+          if (job.userId !== user.uid) {
+            this.#deps.log.warn(
+              "not adopting SLURM job {job} whose comment names {pod} on this node: it runs as uid {uid}, not as the pod's user (uid {expected})",
+              {
+                job: job.id,
+                pod: `${id.namespace}/${id.name}`,
+                uid: job.userId,
+                expected: user.uid,
+              },
+            );
+            continue;
+          }
           const identity = { metadata: { namespace: id.namespace, name: id.name, uid: id.uid } };
           const saved = await readSavedPod(podDirOf(this.#config, identity));
           const pod: Pod = saved?.metadata?.uid === id.uid
@@ -345,14 +366,5 @@ export class SlurmProvider implements Provider {
       throw new NotFoundError(`pod ${ref.namespace}/${ref.pod} has no container ${ref.container}`);
     }
     return record;
-  }
-}
-
-/** `work()` as a promise: its value, or its exception as a rejection. */
-function settle<T>(work: () => T): Promise<T> {
-  try {
-    return Promise.resolve(work());
-  } catch (err) {
-    return Promise.reject(err);
   }
 }

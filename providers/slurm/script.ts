@@ -55,7 +55,7 @@ export function launcherScript(
 ): string {
   const argv = containerArgv(container, config);
   const lines = ["#!/bin/sh", `export HOSTNAME=${shellQuote(pod.metadata?.name ?? "")}`];
-  lines.push(`export HOME=${shellQuote(podDir)}`);
+  lines.push(`export HOME=${shellQuote(`${podDir}/home`)}`);
   const volumes = volumePaths(container, podDir);
   for (const [name, path] of Object.entries(volumes.env)) {
     lines.push(`export ${name}=${shellQuote(path)}`);
@@ -71,7 +71,7 @@ export function launcherScript(
     const run = ["apptainer", "exec", "--cleanenv", ...binds, ...pwd, image, ...argv];
     lines.push(`exec ${run.map(shellQuote).join(" ")}`);
   } else {
-    lines.push(`cd ${shellQuote(container.workingDir ?? podDir)} || exit 1`);
+    lines.push(`cd ${shellQuote(container.workingDir ?? `${podDir}/home`)} || exit 1`);
     lines.push(`exec ${argv.map(shellQuote).join(" ")}`);
   }
   return lines.join("\n") + "\n";

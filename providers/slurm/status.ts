@@ -43,6 +43,8 @@ export interface PodRecord {
   backoff?: BackoffEntry;
   /** Runs no more: ended by its restart policy, or deleted. */
   finished?: boolean;
+  /** State files refused (not the job's regular file), each logged once. */
+  refused?: Set<string>;
   /** Deleted: every container reads terminated. */
   deleting: boolean;
   startTimeMs: number;

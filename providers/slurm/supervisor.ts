@@ -14,6 +14,8 @@ import {
 } from "../../provider/mod.ts";
 import type { JobInfo, SlurmBackend } from "./backend.ts";
 import type { SlurmConfig } from "./config.ts";
+import { jobUserOf } from "./identity.ts";
+import { readJobText } from "./job_files.ts";
 import { podDirOf } from "./pod_dir.ts";
 import { containerReport, jobEnded, type PodRecord, type RunFiles } from "./status.ts";
 
@@ -51,7 +53,9 @@ export async function superviseOnce(deps: SupervisorDeps, signal: AbortSignal): 
       const listed = jobs.get(record.jobId);
       // A job slurmctld no longer lists (purged after MinJobAge, or lost) has ended.
       record.job = listed ?? (record.job && !jobEnded(record.job) ? gone(record) : record.job);
-      if (record.job && record.job.state !== "PENDING") await readFiles(deps.config, record);
+      if (record.job && record.job.state !== "PENDING") {
+        await readFiles(deps.config, record, deps.log);
+      }
       if (jobEnded(record.job) && record.restartAtMs === undefined) decide(deps, record, now);
     }
     if (record.restartAtMs !== undefined && now >= record.restartAtMs) {
@@ -89,21 +93,41 @@ function gone(record: PodRecord): JobInfo {
   };
 }
 
-/** Reads the `started`/`exit` files of the record's current run. */
-export async function readFiles(config: SlurmConfig, record: PodRecord): Promise<void> {
+/**
+ * Reads the `started`/`step`/`exit` files of the record's current run: the job's files, so only
+ * through `./job_files.ts` (a link, FIFO or device there reads as no file, and is logged once).
+ */
+export async function readFiles(
+  config: SlurmConfig,
+  record: PodRecord,
+  log?: Logger,
+): Promise<void> {
   const dir = `${podDirOf(config, record.pod)}/state`;
+  const owner = jobUserOf(config, record.pod.metadata?.namespace);
+  const read = async (path: string) => {
+    try {
+      return await readJobText(path, owner);
+    } catch (err) {
+      record.refused ??= new Set();
+      if (!record.refused.has(path)) {
+        log?.warn("{pod}: {err}", { pod: podKeyOf(record.pod), err: String(err) });
+        record.refused.add(path);
+      }
+      return undefined;
+    }
+  };
   const names = [...(record.pod.spec?.initContainers ?? []), ...(record.pod.spec?.containers ?? [])]
     .map((c) => c.name);
   for (const name of names) {
     const files: RunFiles = record.files.get(name) ?? {};
     if (files.exit) continue;
-    const started = await readText(`${dir}/${name}.${record.run}.started`);
+    const started = await read(`${dir}/${name}.${record.run}.started`);
     if (started) files.startedMs = Number(started.trim());
     if (files.stepId === undefined) {
-      const step = await readText(`${dir}/${name}.${record.run}.step`);
+      const step = await read(`${dir}/${name}.${record.run}.step`);
       if (step && /^\d+$/.test(step.trim())) files.stepId = Number(step.trim());
     }
-    const exit = await readText(`${dir}/${name}.${record.run}.exit`);
+    const exit = await read(`${dir}/${name}.${record.run}.exit`);
     if (exit) {
       const [code, at] = exit.trim().split(" ").map(Number);
       files.exit = { code, atMs: at };
@@ -150,12 +174,4 @@ function nextRun(record: PodRecord, now: number): void {
   record.jobId = undefined;
   record.job = undefined;
   record.restartAtMs = undefined;
-}
-
-async function readText(path: string): Promise<string | undefined> {
-  try {
-    return await Deno.readTextFile(path);
-  } catch {
-    return undefined;
-  }
 }

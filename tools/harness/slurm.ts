@@ -3,9 +3,16 @@
  * first use, pinned, as `.ci/run` does), then `munged`, `slurmctld`, `slurmd` (proctrack/linuxproc,
  * task/none, no cgroups, no accounting) and `slurmrestd` (as `nobody`, rest_auth/local on a unix
  * socket) started from a generated `slurm.conf` in a temporary directory, on free loopback
- * ports, and stopped afterwards. Needs root (slurmd runs jobs as their users).
+ * ports, and stopped afterwards. Needs root (slurmd runs jobs as their users). And a fake
+ * backend for tests that need no SLURM.
  * @module
  */
+import type {
+  JobInfo,
+  JobRequest,
+  PartitionInfo,
+  SlurmBackend,
+} from "../../providers/slurm/backend.ts";
 import { freePort } from "../cluster/ports.ts";
 import { killMarkedProcesses } from "./processes.ts";
 import { eventually } from "./wait.ts";
@@ -217,4 +224,52 @@ export async function startSlurm(size: SlurmSize = {}): Promise<Slurm> {
     throw err;
   }
   return { dir, conf, socket: `${dir}/rest/rest.sock`, sharedDir: `${dir}/shared`, env, run, stop };
+}
+
+/**
+ * A backend with no SLURM behind it, for tests: every submitted job is listed as RUNNING,
+ * submitted by `user`; `jobsList` may be given jobs beforehand (jobs a restarted vkubelet finds).
+ */
+export class FakeSlurmBackend implements SlurmBackend {
+  readonly kind = "fake";
+  readonly jobsList: JobInfo[];
+  readonly #user: number;
+
+  constructor(options: { user?: number; jobs?: JobInfo[] } = {}) {
+    this.#user = options.user ?? NOBODY.uid;
+    this.jobsList = options.jobs ?? [];
+  }
+
+  submit(job: JobRequest): Promise<number> {
+    const id = this.jobsList.length + 100;
+    this.jobsList.push({
+      id,
+      state: "RUNNING",
+      reason: "None",
+      comment: job.comment,
+      exitStatus: 0,
+      startMs: Date.now(),
+      endMs: 0,
+      userId: this.#user,
+    });
+    return Promise.resolve(id);
+  }
+
+  jobs(): Promise<JobInfo[]> {
+    return Promise.resolve(structuredClone(this.jobsList));
+  }
+
+  cancel(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  ping(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  partitions(): Promise<PartitionInfo[]> {
+    return Promise.resolve([]);
+  }
+
+  close(): void {}
 }

@@ -1,6 +1,8 @@
 /**
- * The slurm provider's attach and `/stats/summary` against a real single-node SLURM: jobs through
- * slurmrestd as nobody, sstat and the stdin files from vkubelet's host (the `cli` config).
+ * The slurm provider's attach, exec, adoption and `/stats/summary` against a real single-node
+ * SLURM: jobs through slurmrestd as nobody, srun, sstat and the stdin files from vkubelet's host
+ * (the `cli` config). Exec steps see the container's env, never vkubelet's; a job of another user
+ * whose comment names the node is not adopted.
  */
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
@@ -38,21 +40,23 @@ Deno.test("slurm provider: attach reaches a stdin step, and the summary shows ea
   const slurm = await startSlurm();
   Deno.env.set("SLURM_CONF", slurm.conf);
   const shutdown = new AbortController();
-  const provider = createProvider({
+  const config = {
     rest: { socket: slurm.socket },
     cli: {},
     sharedDir: slurm.sharedDir,
     fileOwner: NOBODY,
     statusInterval: "300ms",
     statsInterval: "1s",
-  }, {
+  };
+  const deps = {
     nodeName: "vk-attach",
     log: getLogger(["vkubelet", "provider", "test"]),
     clock: realClock,
     internalIp: "127.0.0.1",
     daemonPort: 10250,
     signal: shutdown.signal,
-  });
+  };
+  const provider = createProvider(config, deps);
   const pod: Pod = {
     metadata: { namespace: "ns", name: "talk", uid: crypto.randomUUID() },
     spec: {
@@ -71,6 +75,7 @@ Deno.test("slurm provider: attach reaches a stdin step, and the summary shows ea
         {
           name: "echo",
           image: "busybox",
+          env: [{ name: "GREETING", value: "from the pod spec" }],
           stdin: true,
           command: ["bash", "-c", 'while read -r l; do echo "got $l"; done'],
         },
@@ -136,6 +141,45 @@ Deno.test("slurm provider: attach reaches a stdin step, and the summary shows ea
         provider.attachToContainer(ref("echo"), { io: io({ tty: true }) }),
         (err: Error) => isInvalidInput(err) && /attach without -t/.test(err.message),
       );
+    });
+
+    await t.step("an exec step sees the container's env, not vkubelet's", async () => {
+      Deno.env.set("VKUBELET_OWN_SECRET", "vkubelet-only");
+      try {
+        const out = collector();
+        const code = await provider.runInContainer(ref("echo"), {
+          command: ["sh", "-c", "env; id -u"],
+          io: { stdout: out.writable, tty: false },
+        });
+        assert.equal(code, 0);
+        assert.match(out.text(), /^GREETING=from the pod spec$/m);
+        assert.match(out.text(), new RegExp(`^${NOBODY.uid}$`, "m"));
+        assert.doesNotMatch(out.text(), /VKUBELET_OWN_SECRET|vkubelet-only/);
+      } finally {
+        Deno.env.delete("VKUBELET_OWN_SECRET");
+      }
+    });
+
+    await t.step("a job of another user whose comment names the node is not adopted", async () => {
+      // root's job, commented as vkubelet comments its own, for a pod that is not there.
+      const foreign = (await slurm.run("sbatch", [
+        "--parsable",
+        "--comment=vkubelet node=vk-attach pod=ns/planted uid=u-planted run=0",
+        "--wrap=sleep 300",
+      ])).trim();
+      try {
+        const again = new AbortController();
+        const restarted = createProvider(config, { ...deps, signal: again.signal });
+        try {
+          const listed = (await restarted.listPods({})).map((p) => p.metadata?.name).sort();
+          assert.deepEqual(listed, ["talk"], "only the job vkubelet's user submitted");
+        } finally {
+          await restarted.close();
+          again.abort();
+        }
+      } finally {
+        await slurm.run("scancel", [foreign]);
+      }
     });
 
     await t.step("the summary names the pod and container and shows real usage", async () => {

@@ -9,13 +9,15 @@ import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../../base/clock.ts";
 import { attachToStep, stepTarget } from "../../../providers/slurm/attach.ts";
-import type { SlurmConfig } from "../../../providers/slurm/config.ts";
+import { parseSlurmConfig } from "../../../providers/slurm/config.ts";
 import { podDirOf } from "../../../providers/slurm/pod_dir.ts";
 import type { PodRecord } from "../../../providers/slurm/status.ts";
 
 Deno.test("an answer sent at once is the session's, never skipped as earlier output", async () => {
   const sharedDir = await Deno.makeTempDir();
-  const config = { sharedDir } as SlurmConfig;
+  const parsed = parseSlurmConfig({ cli: {}, sharedDir });
+  if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+  const config = parsed.config;
   const pod: Pod = {
     metadata: { namespace: "ns", name: "talk", uid: "u-1" },
     spec: { containers: [{ name: "echo", image: "busybox", stdin: true }] },

@@ -85,16 +85,57 @@ Deno.test("a pod's sbatch annotation is taken only when the config allows that o
   assert.equal(jobFields(job).constraints, "gpu");
 });
 
-Deno.test("runAsUser is refused without a mapping, and through slurmrestd", () => {
+Deno.test("a namespace's pods run as its runAsUsers user; another runAsUser is refused", () => {
   const asUser = pod({ securityContext: { runAsUser: 1000 } });
-  assert.throws(() => jobRequestFor(asUser, config(), "n", 0), /runAsUser 1000 has no SLURM user/);
   assert.throws(
-    () => jobRequestFor(asUser, config({ runAsUsers: { "1000": "alice" } }), "n", 0),
-    /slurmrestd submits every job as the user it authenticates/,
+    () => jobRequestFor(asUser, config(), "n", 0),
+    /runAsUser 1000: namespace ns has no SLURM user in the provider config's runAsUsers/,
   );
-  const cli = parseSlurmConfig({ cli: {}, sharedDir: "/s", runAsUsers: { "1000": "alice" } });
+  const cli = parseSlurmConfig({
+    cli: {},
+    sharedDir: "/s",
+    runAsUsers: { ns: { user: "alice", uid: 1000, gid: 100 }, other: { uid: 1001, gid: 100 } },
+  });
   assert.ok(cli.ok);
-  assert.equal(jobRequestFor(asUser, cli.config, "n", 0).options.uid, "alice");
+  const job = jobRequestFor(asUser, cli.config, "n", 0);
+  assert.deepEqual([job.options.uid, job.options.gid], ["alice", "100"]);
+  assert.ok(sbatchArgs(job).includes("--uid=alice"));
+  const plain = jobRequestFor(pod(), cli.config, "n", 0);
+  assert.deepEqual([plain.options.uid, plain.options.gid], ["alice", "100"], "without runAsUser");
+  const owned = parseSlurmConfig({ cli: {}, sharedDir: "/s", fileOwner: { uid: 4321, gid: 99 } });
+  assert.ok(owned.ok);
+  const asOwner = jobRequestFor(pod(), owned.config, "n", 0);
+  assert.deepEqual([asOwner.options.uid, asOwner.options.gid], ["4321", "99"], "fileOwner's job");
+  assert.throws(
+    () => jobRequestFor(pod({ securityContext: { runAsUser: 1001 } }), cli.config, "n", 0),
+    /runAsUser 1001: the pods of namespace ns run as SLURM user alice \(uid 1000\)/,
+  );
+});
+
+Deno.test("runAsUsers is validated: namespace keys, no root, no slurmrestd, the old shape named", () => {
+  const parsed = parseSlurmConfig({
+    rest: { socket: "/run/rest.sock" },
+    sharedDir: "/s",
+    runAsUsers: {
+      "1000": "alice",
+      "Team_A": { uid: 1000, gid: 1000 },
+      root: { uid: 0, gid: 0 },
+    },
+  });
+  assert.equal(parsed.ok, false);
+  const text = parsed.ok ? "" : parsed.errors.join("\n");
+  assert.match(text, /runAsUsers\.1000: runAsUsers maps a namespace to its SLURM user: write/);
+  assert.match(text, /runAsUsers\.Team_A: must be a namespace name/);
+  assert.match(text, /runAsUsers\.root\.uid: must be a uid other than 0/);
+  const rest = parseSlurmConfig({
+    rest: { socket: "/run/rest.sock" },
+    sharedDir: "/s",
+    runAsUsers: { ns: { uid: 1000, gid: 1000 } },
+  });
+  assert.match(
+    rest.ok ? "" : rest.errors.join(),
+    /runAsUsers: needs the cli backend alone: slurmrestd submits every job as the user it authenticates/,
+  );
 });
 
 Deno.test("a bad config names each field and the fix", () => {
