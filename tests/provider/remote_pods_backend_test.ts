@@ -143,7 +143,7 @@ Deno.test("a batched read answers for every pod in one call, with each run's han
   assert.equal((await app(pods, "b")).state?.running !== undefined, true);
 });
 
-Deno.test("make is told the restarts before the run; the ended run is discarded, not removed", async () => {
+Deno.test("make is told the restarts before the run; the ended run is discarded, not removed; logs see both runs", async () => {
   const { cloud, pods } = setup();
   await pods.createPod(pod("web"), { signal });
   cloud.exit("t1", 2);
@@ -159,6 +159,9 @@ Deno.test("make is told the restarts before the run; the ended run is discarded,
     await pods.getContainerLogs({ namespace: "ns", pod: "web", container: "app" }, {}),
   ).text();
   assert.equal(log, "current=t2 previous=t1", "logs see the run and the one before");
+  assert.throws(() => pods.knownPod("ns", "web", "nope"), /pod ns\/web has no container nope/);
+  assert.throws(() => pods.knownPod("ns", "gone"), /pod ns\/gone is not on this node/);
+  assert.equal(pods.knownPod("ns", "web", "app").metadata?.uid, "uid-web");
 });
 
 Deno.test("the ended hook hears a run that finishes the pod under Never", async () => {
