@@ -88,8 +88,11 @@ export {
 } from "./pod_table.ts";
 export {
   type RemoteBackend,
+  type RemoteLogRuns,
+  type RemoteMakeOptions,
   RemotePods,
   type RemotePodsOptions,
+  type RemoteRead,
   type RemoteRun,
 } from "./remote_pods.ts";
 export { qosClass } from "./qos.ts";

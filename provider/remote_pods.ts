@@ -6,6 +6,7 @@
  * vkubelet takes them over instead of making more), every interval it reads each pod's run,
  * restarts a run that ended by the pod's restart policy after the kubelet's crash-loop back-off
  * (./restart.ts; the backend restarts a pod's containers together), and pushes what changed.
+ * What the backend supplies is in ./remote_backend.ts.
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
@@ -21,6 +22,7 @@ import {
   type TerminatedReport,
 } from "./pod_status.ts";
 import { podKeyOf, PodTable } from "./pod_table.ts";
+import type { RemoteBackend, RemoteRun } from "./remote_backend.ts";
 import {
   type BackoffEntry,
   type BackoffOptions,
@@ -28,40 +30,17 @@ import {
   shouldRestartPod,
 } from "./restart.ts";
 
-/** What a backend says of one pod's run. */
-export interface RemoteRun {
-  /** The pod it runs: namespace, name and uid at least (from the backend's tags or labels). */
-  pod: Pod;
-  /**
-   * Each container by name (what it does now; restarts, last end and readiness where the backend
-   * keeps them); one missing is not created yet.
-   */
-  containers: Record<string, ContainerReport>;
-  /** The pod's IP, once it has one. */
-  podIP?: string;
-}
-
-/** What a remote backend supplies; every call takes the signal of the call or loop behind it. */
-export interface RemoteBackend {
-  /** The runs this node made that still exist (adopted on start). */
-  list(signal: AbortSignal): Promise<RemoteRun[]>;
-  /** The pod's run now; undefined once the backend no longer has it. */
-  read(pod: Pod, signal?: AbortSignal): Promise<RemoteRun | undefined>;
-  /** Starts a run of the pod (its containers together). */
-  make(pod: Pod, signal?: AbortSignal): Promise<void>;
-  /** Stops and removes the pod's run; resolves when there is none. */
-  remove(pod: Pod, signal?: AbortSignal): Promise<void>;
-  /** A container's log. */
-  logs?(
-    pod: Pod,
-    container: string,
-    options: ContainerLogOptions,
-  ): Promise<ReadableStream<Uint8Array>>;
-}
+export type {
+  RemoteBackend,
+  RemoteLogRuns,
+  RemoteMakeOptions,
+  RemoteRead,
+  RemoteRun,
+} from "./remote_backend.ts";
 
 /** What {@link RemotePods} needs. */
-export interface RemotePodsOptions {
-  backend: RemoteBackend;
+export interface RemotePodsOptions<H = unknown> {
+  backend: RemoteBackend<H>;
   clock: Clock;
   log: Logger;
   /** How often each pod's run is read, in ms. */
@@ -76,11 +55,24 @@ export interface RemotePodsOptions {
    * restarts a run whose containers have all ended.
    */
   backendRestarts?: boolean;
+  /**
+   * Until the backend lists its runs, list again every interval, listPods, createPod and
+   * deletions waiting: a run adopted late would be made twice, or left running after its pod is
+   * deleted. Default false: a failed list is logged and nothing is adopted.
+   */
+  retryList?: boolean;
+  /**
+   * A pod keeps the last IP it was reported with while no run reports one (between runs, once
+   * it ended). Default false: the pod's IP is its current run's.
+   */
+  keepPodIP?: boolean;
 }
 
-interface RemoteRecord {
+interface RemoteRecord<H> {
   pod: Pod;
-  run?: RemoteRun;
+  run?: RemoteRun<H>;
+  /** The run before the current one, once the pod was restarted. */
+  previous?: RemoteRun<H>;
   restarts: number;
   lastTerminated: Map<string, TerminatedReport>;
   /** When the next run is made (restart back-off), clock ms. */
@@ -89,15 +81,17 @@ interface RemoteRecord {
   /** The containers' final ends once the pod runs no more. */
   finished?: Map<string, TerminatedReport>;
   startTimeMs: number;
+  /** The pod is being deleted: it is read and restarted no more. */
+  deleting?: boolean;
 }
 
 /** The pods of a remote backend, their life owned by the kit; see the module doc. */
-export class RemotePods {
-  readonly #o: RemotePodsOptions;
-  readonly #table: PodTable<RemoteRecord>;
+export class RemotePods<H = unknown> {
+  readonly #o: RemotePodsOptions<H>;
+  readonly #table: PodTable<RemoteRecord<H>>;
 
   /** No pods yet; {@link run} adopts the backend's. */
-  constructor(options: RemotePodsOptions) {
+  constructor(options: RemotePodsOptions<H>) {
     this.#o = options;
     this.#table = new PodTable({
       statusOf: (record, terminal) => this.#statusOf(record, terminal),
@@ -110,9 +104,7 @@ export class RemotePods {
     let adopted!: () => void;
     this.#table.holdUntil(new Promise<void>((resolve) => adopted = resolve));
     try {
-      for (const run of await this.#o.backend.list(signal)) this.#adopt(run);
-    } catch (err) {
-      if (!signal.aborted) this.#o.log.warning("cannot list the backend's pods: {err}", { err });
+      await this.#adoptAll(signal);
     } finally {
       adopted();
     }
@@ -126,28 +118,29 @@ export class RemotePods {
 
   /** One round: read every pod's run, apply restart policies, make due runs, push changes. */
   async poll(signal: AbortSignal): Promise<void> {
-    for (const record of [...this.#table.records.values()]) {
-      if (record.finished) continue;
-      if (record.restartAtMs === undefined) {
+    const records = this.#table.records;
+    const reads = await this.#readAll(
+      [...records.values()].filter((r) =>
+        !r.finished && !r.deleting && r.restartAtMs === undefined
+      ),
+      signal,
+    );
+    for (const record of [...records.values()]) {
+      if (record.finished || record.deleting) continue;
+      const read = reads.get(record);
+      // A backend that does not answer says nothing of the run; a pod deleted meanwhile is gone.
+      if (read && records.get(podKeyOf(record.pod)) === record && !record.deleting) {
         const before = record.run;
-        const read = await this.#o.backend.read(record.pod, signal).then(
-          (run) => ({ run }),
-          (err) =>
-            void this.#o.log.warning("cannot read {pod}: {err}", {
-              pod: podKeyOf(record.pod),
-              err,
-            }),
-        );
-        // A backend that does not answer says nothing of the run; a pod deleted meanwhile is gone.
-        if (!read || this.#table.records.get(podKeyOf(record.pod)) !== record) continue;
         record.run = read.run;
         this.#ended(record, before, signal);
       }
       if (record.restartAtMs !== undefined && record.restartAtMs <= this.#o.clock.now()) {
-        await this.#o.backend.make(record.pod, signal).then(
-          () => {
-            record.restarts++;
+        const restarts = record.restarts + 1;
+        await this.#o.backend.make(record.pod, signal, { restarts }).then(
+          (made) => {
+            record.restarts = restarts;
             record.restartAtMs = undefined;
+            if (made) record.run = made;
           },
           (err) =>
             this.#o.log.warning("cannot restart {pod} yet: {err}", {
@@ -164,26 +157,27 @@ export class RemotePods {
   async createPod(pod: Pod, options: CallOptions): Promise<void> {
     const known = await this.#table.ofPod(pod, options.signal);
     if (known) {
+      await this.#o.backend.update?.(pod, options.signal);
       known.pod = { ...structuredClone(pod), status: known.pod.status };
     } else {
       const old = this.#table.get(pod.metadata?.namespace, pod.metadata?.name);
       if (old) await this.#remove(old, options.signal); // an older pod of the same name
-      await this.#o.backend.make(pod, options.signal);
+      const made = await this.#o.backend.make(pod, options.signal, { restarts: 0 });
       const record = this.#record(structuredClone(pod));
-      record.run = await this.#o.backend.read(pod, options.signal);
+      record.run = made ? made : await this.#o.backend.read(pod, options.signal);
       this.#table.records.set(podKeyOf(pod), record);
     }
     this.#table.notify(this.#table.records.get(podKeyOf(pod))!);
   }
 
   /** `Provider.updatePod`: a run cannot change; labels and annotations are taken over. */
-  updatePod(pod: Pod, _options: CallOptions): Promise<void> {
+  async updatePod(pod: Pod, options: CallOptions): Promise<void> {
     const record = this.#table.get(pod.metadata?.namespace, pod.metadata?.name);
     if (record?.pod.metadata?.uid === pod.metadata?.uid && record) {
+      await this.#o.backend.update?.(pod, options.signal);
       record.pod = { ...structuredClone(pod), status: record.pod.status };
       this.#table.notify(record);
     }
-    return Promise.resolve();
   }
 
   /** `Provider.deletePod`: removes the run, pushes the terminal status and forgets the pod. */
@@ -212,33 +206,101 @@ export class RemotePods {
     ref: ContainerRef,
     options: ContainerLogOptions,
   ): Promise<ReadableStream<Uint8Array>> {
-    const record = this.#table.get(ref.namespace, ref.pod);
-    const known = [...(record?.pod.spec?.containers ?? [])].some((c) => c.name === ref.container);
-    if (!record || !known) {
-      throw new NotFoundError(
-        `container ${ref.container} of pod ${ref.namespace}/${ref.pod} is not on this node`,
-      );
-    }
+    this.knownPod(ref.namespace, ref.pod, ref.container);
+    const record = this.#table.get(ref.namespace, ref.pod)!;
     if (!this.#o.backend.logs) throw new NotFoundError("this backend keeps no logs");
-    return await this.#o.backend.logs(record.pod, ref.container, options);
+    const runs = { current: record.run, previous: record.previous };
+    return await this.#o.backend.logs(record.pod, ref.container, options, runs);
   }
 
-  #record(pod: Pod): RemoteRecord {
+  /**
+   * The pod `namespace/name` (and its `container`) on this node, or a {@link NotFoundError}
+   * naming what is missing: the check before exec, attach or port-forward is refused.
+   */
+  knownPod(namespace: string, name: string, container?: string): Pod {
+    const record = this.#table.get(namespace, name);
+    if (!record) throw new NotFoundError(`pod ${namespace}/${name} is not on this node`);
+    const names = (record.pod.spec?.containers ?? []).map((c) => c.name);
+    if (container !== undefined && !names.includes(container)) {
+      throw new NotFoundError(`pod ${namespace}/${name} has no container ${container}`);
+    }
+    return record.pod;
+  }
+
+  #record(pod: Pod): RemoteRecord<H> {
     return { pod, restarts: 0, lastTerminated: new Map(), startTimeMs: this.#o.clock.now() };
   }
 
-  #adopt(run: RemoteRun): void {
+  /** Lists the backend's runs and adopts them; again every interval if told to. */
+  async #adoptAll(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        for (const run of await this.#o.backend.list(signal)) await this.#adopt(run, signal);
+        return;
+      } catch (err) {
+        if (signal.aborted) return;
+        this.#o.log.warning("cannot list the backend's pods: {err}", { err });
+        if (!this.#o.retryList) return;
+        await this.#o.clock.sleep(this.#o.intervalMs, signal).catch(() => {});
+      }
+    }
+  }
+
+  /** Takes over a run; of two runs of one pod the later (more restarts before it) is kept. */
+  async #adopt(run: RemoteRun<H>, signal: AbortSignal): Promise<void> {
+    const k = podKeyOf(run.pod);
+    const existing = this.#table.records.get(k);
+    if (existing?.run) {
+      const keepNew = (run.restarts ?? 0) > existing.restarts;
+      const duplicate = keepNew ? existing.run : run;
+      this.#o.log.warning("{pod}: letting go of a second run of the pod", { pod: k });
+      await this.#discard(duplicate.pod, duplicate, signal);
+      if (!keepNew) return;
+    }
     const record = this.#record(structuredClone(run.pod));
     record.run = run;
-    this.#table.records.set(podKeyOf(run.pod), record);
-    this.#o.log.info("adopted {pod}", { pod: podKeyOf(run.pod) });
+    record.restarts = run.restarts ?? 0;
+    record.startTimeMs = run.createdAtMs ?? record.startTimeMs;
+    this.#table.records.set(k, record);
+    this.#o.log.info("adopted {pod}", { pod: k });
+  }
+
+  /** The backend's discard (default remove) of one run; a failure is logged. */
+  async #discard(pod: Pod, run: RemoteRun<H>, signal: AbortSignal): Promise<void> {
+    const { backend } = this.#o;
+    await (backend.discard ? backend.discard(pod, run, signal) : backend.remove(pod, signal, run))
+      .catch((err) => {
+        this.#o.log.warning("cannot remove a run of {pod}: {err}", { pod: podKeyOf(pod), err });
+      });
+  }
+
+  /** Each record's run now, by record; a record the backend did not answer for is left out. */
+  async #readAll(
+    records: RemoteRecord<H>[],
+    signal: AbortSignal,
+  ): Promise<Map<RemoteRecord<H>, { run?: RemoteRun<H> }>> {
+    const { backend, log } = this.#o;
+    const reads = new Map<RemoteRecord<H>, { run?: RemoteRun<H> }>();
+    if (backend.readMany && records.length) {
+      const runs = await backend.readMany(records.map((r) => ({ pod: r.pod, run: r.run })), signal)
+        .catch((err) => void log.warning("cannot read the backend's pods: {err}", { err }));
+      records.forEach((record, i) => runs && reads.set(record, { run: runs[i] }));
+      return reads;
+    }
+    for (const record of records) {
+      await backend.read(record.pod, signal, record.run).then(
+        (run) => void reads.set(record, { run }),
+        (err) => void log.warning("cannot read {pod}: {err}", { pod: podKeyOf(record.pod), err }),
+      );
+    }
+    return reads;
   }
 
   /**
    * A run that ended (every container terminated) or is gone while the pod lives (`before`, as
    * last read): the restart policy decides.
    */
-  #ended(record: RemoteRecord, before: RemoteRun | undefined, signal: AbortSignal): void {
+  #ended(record: RemoteRecord<H>, before: RemoteRun<H> | undefined, signal: AbortSignal): void {
     const now = this.#o.clock.now();
     const names = (record.pod.spec?.containers ?? []).map((c) => c.name);
     const run = record.run;
@@ -249,37 +311,44 @@ export class RemotePods {
       terminatedOf(run ?? before, name) ??
         { exitCode: 137, reason: "ContainerStatusUnknown", finishedAtMs: now },
     ]));
-    if (!shouldRestartPod(record.pod, [...ends.values()].map((e) => e.exitCode))) {
+    const restart = shouldRestartPod(record.pod, [...ends.values()].map((e) => e.exitCode));
+    this.#o.backend.ended?.(record.pod, run ?? before, restart);
+    if (!restart) {
       record.finished = ends;
       return;
     }
     record.lastTerminated = ends;
     record.restarts += Math.max(0, ...names.map((n) => before?.containers[n]?.restartCount ?? 0));
+    record.previous = run ?? before;
     record.run = undefined;
     ({ atMs: record.restartAtMs, entry: record.backoff } = planRestart(
       record.backoff,
       now,
       this.#o.backoff,
     ));
-    if (gone) return;
     // The ended run goes before the next is made (a backend may allow one run per pod).
-    this.#o.backend.remove(record.pod, signal).catch((err) => {
-      this.#o.log.warning("cannot remove the ended run of {pod}: {err}", {
-        pod: podKeyOf(record.pod),
-        err,
-      });
-    });
+    if (!gone) void this.#discard(record.pod, run, signal);
   }
 
-  async #remove(record: RemoteRecord, signal?: AbortSignal): Promise<void> {
-    await this.#o.backend.remove(record.pod, signal);
+  async #remove(record: RemoteRecord<H>, signal?: AbortSignal): Promise<void> {
+    // Once a deletion starts the pod runs no more, even if the backend fails to remove it now.
+    record.deleting = true;
+    const ends = await this.#o.backend.remove(record.pod, signal, record.run);
     const now = this.#o.clock.now();
+    if (ends) {
+      const between = record.run === undefined;
+      record.finished ??= new Map((record.pod.spec?.containers ?? []).map((c) => [
+        c.name,
+        ends[c.name] ?? (between ? record.lastTerminated.get(c.name) : undefined) ??
+          { exitCode: 137, reason: "ContainerStatusUnknown", finishedAtMs: now },
+      ]));
+    }
     const status = terminalPodStatus(record.pod, this.#statusOf(record, false), { nowMs: now });
     this.#table.send({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
     this.#table.forget(record);
   }
 
-  #statusOf(record: RemoteRecord, terminal: boolean) {
+  #statusOf(record: RemoteRecord<H>, terminal: boolean) {
     const now = this.#o.clock.now();
     const containers: Record<string, ContainerReport> = {};
     for (const c of record.pod.spec?.containers ?? []) {
@@ -293,17 +362,19 @@ export class RemotePods {
         ...(lastTerminated ? { lastTerminated } : {}),
       };
     }
+    const keptIP = this.#o.keepPodIP ? record.pod.status?.podIP : undefined;
     return buildPodStatus(record.pod, {
       containers,
       nowMs: now,
       startTimeMs: record.startTimeMs,
-      podIP: record.run?.podIP,
+      podIP: record.run?.podIP ?? keptIP,
       hostIP: this.#o.hostIP,
+      sandboxReady: record.run?.sandboxReady,
       terminal: terminal || record.finished !== undefined,
     });
   }
 
-  #stateOf(record: RemoteRecord, name: string, now: number): ContainerStateReport {
+  #stateOf(record: RemoteRecord<H>, name: string, now: number): ContainerStateReport {
     const finished = record.finished?.get(name);
     if (finished) return { terminated: finished };
     if (record.restartAtMs !== undefined) {

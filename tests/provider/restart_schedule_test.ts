@@ -13,8 +13,9 @@ import { FakeClock } from "../fakes/clock.ts";
 import { createProvider as createMock } from "../../providers/mock/mod.ts";
 import { decideStart } from "../../providers/process/lifecycle/restart_policy.ts";
 import type { ContainerRecord } from "../../providers/process/state/state.ts";
-import { TaskSupervisor } from "../../providers/fargate/supervisor.ts";
-import type { PodRecord as FargateRecord } from "../../providers/fargate/status.ts";
+import { RemotePods } from "../../provider/mod.ts";
+import { FargateBackend } from "../../providers/fargate/backend.ts";
+import { parseFargateConfig } from "../../providers/fargate/config.ts";
 import { GroupSupervisor as AciSupervisor } from "../../providers/aci/supervisor.ts";
 import type { PodRecord as AciRecord } from "../../providers/aci/status.ts";
 import type { ContainerGroup as AciGroup } from "../../providers/aci/azure.ts";
@@ -30,6 +31,7 @@ import { parseSlurmConfig } from "../../providers/slurm/config.ts";
 
 /** The waits between a failure and the restart after it, in seconds: the kubelet's. */
 const KUBELET_SCHEDULE_S = [0, 10, 20, 40, 80, 160, 300, 300];
+const ROLE = "arn:aws:iam::123456789012:role/exec";
 
 /** One provider's restart path, driven from outside. */
 interface Driver {
@@ -175,19 +177,15 @@ function processProvider(): Driver {
 
 function fargate(): Driver {
   const clock = new FakeClock();
-  const record: FargateRecord = {
-    pod: pod(),
-    restarts: 0,
-    lastTerminated: new Map(),
-    deleting: false,
-    healthChecked: new Set(),
-    startTimeMs: clock.now(),
-    previousTaskIds: [],
-    taskArn: "arn:aws:ecs:r:1:task/c/t0",
-  };
-  let serial = 0;
+  const parsed = parseFargateConfig({
+    region: "eu-west-1",
+    subnets: ["subnet-0abc"],
+    executionRoleArn: ROLE,
+  });
+  if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+  let runs = 0;
   let stopped = false;
-  const supervisor = new TaskSupervisor({
+  const backend = new FargateBackend({
     ecs: {
       describe: (arns: string[]) =>
         Promise.resolve(
@@ -199,19 +197,39 @@ function fargate(): Driver {
         ),
       listStartedBy: () => Promise.resolve([]),
       stop: () => Promise.resolve(),
+      run: () => {
+        stopped = false;
+        return Promise.resolve({
+          taskArn: `arn:aws:ecs:r:1:task/c/t${runs++}`,
+          lastStatus: "RUNNING",
+        });
+      },
+      register: () => Promise.resolve("arn:aws:ecs:r:1:task-definition/p:1"),
+      deregister: () => Promise.resolve(),
+      ensureLogGroup: () => Promise.resolve(),
     },
-    records: new Map([["ns/p", record]]),
-    ...loop(clock),
-    start: (r) => {
-      stopped = false;
-      r.taskArn = `arn:aws:ecs:r:1:task/c/t${++serial}`;
-      r.restartAt = undefined;
-      return Promise.resolve();
-    },
+    secrets: { put: () => Promise.resolve(""), remove: () => Promise.resolve() },
+    config: parsed.config,
+    nodeName: "n1",
+    clock,
+    event: () => {},
+    signal,
   });
-  return polled(clock, () => supervisor.poll(signal), () => {
-    stopped = true;
-  }, () => record.restarts);
+  const pods = new RemotePods({ backend, clock, log, intervalMs: 1_000 });
+  const created = pods.createPod(pod(), { signal });
+  return {
+    clock,
+    fail: async () => {
+      await created;
+      stopped = true;
+      await pods.poll(signal);
+    },
+    tick: () => {
+      clock.jump(1_000);
+      return pods.poll(signal);
+    },
+    restarts: () => created.then(() => runs - 1),
+  };
 }
 
 function aci(): Driver {

@@ -1,101 +1,95 @@
 /**
- * ECS task → per-container reports → pod status, on the provider's own functions: what moto
+ * ECS task → per-container reports → pod status, through the fargate backend under the kit's
+ * RemotePods (with a fake of our own ECS calls), and the backend's own functions: what moto
  * does not model (containers stay PENDING and exit 0 there; no health checks run; tasks never
  * fail to start).
  */
 import assert from "node:assert/strict";
 import type { Task } from "@aws-sdk/client-ecs";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import {
-  endOnDelete,
-  type PodRecord,
-  podStatusOf,
-  terminatedOf,
-} from "../../../providers/fargate/status.ts";
-import { shouldRestartPod } from "../../../provider/mod.ts";
+import { endOnDelete, terminatedOf } from "../../../providers/fargate/status.ts";
+import { fakeFargate } from "./_fake_ecs.ts";
 
 const NOW = Date.parse("2026-01-02T03:04:05Z");
+const signal = new AbortController().signal;
 
-function record(
-  task: Task | undefined,
-  over: Partial<PodRecord> = {},
-  spec: Partial<Pod["spec"]> = {},
-): PodRecord {
+function pod(spec: Partial<Pod["spec"]> = {}, main: Record<string, unknown> = {}): Pod {
   return {
-    pod: {
-      metadata: { namespace: "ns", name: "p", uid: "u" },
-      spec: {
-        containers: [{ name: "app", image: "img" }, { name: "side", image: "img2" }],
-        ...spec,
-      },
+    metadata: { namespace: "ns", name: "p", uid: "u1" },
+    spec: {
+      containers: [{ name: "app", image: "img", ...main }, { name: "side", image: "img2" }],
+      ...spec,
     },
-    taskArn: task?.taskArn,
-    task,
-    restarts: 0,
-    lastTerminated: new Map(),
-    deleting: false,
-    healthChecked: new Set(),
-    startTimeMs: Date.parse("2026-01-02T03:00:00Z"),
-    previousTaskIds: [],
-    ...over,
   };
 }
 
-const eni = [{
-  type: "ElasticNetworkInterface",
-  details: [{ name: "privateIPv4Address", value: "10.0.0.7" }],
-}];
+/** The pod created on a fake ECS, its task then changed by `change`, and one poll. */
+async function podWithTask(p: Pod, change: Partial<Task> = {}) {
+  const env = fakeFargate();
+  await env.pods.createPod(p, { signal });
+  const arn = env.ecs.current;
+  env.ecs.tasks.set(arn, { ...env.ecs.tasks.get(arn), ...change });
+  await env.pods.poll(signal);
+  return { ...env, arn };
+}
 
-function task(
-  lastStatus: string,
-  containers: Task["containers"] = [],
-  extra: Partial<Task> = {},
-): Task {
+function task(lastStatus: string, containers: Task["containers"] = [], extra: Partial<Task> = {}) {
   return {
     taskArn: "arn:aws:ecs:eu-west-1:1:task/c/abc123",
     lastStatus,
     desiredStatus: lastStatus === "STOPPED" ? "STOPPED" : "RUNNING",
-    attachments: eni,
     startedAt: new Date("2026-01-02T03:01:00Z"),
     containers,
     ...extra,
   };
 }
 
-Deno.test("a RUNNING task is a Running pod with the task's IP, ready without health checks", () => {
-  const status = podStatusOf(record(task("RUNNING")), "192.0.2.1", NOW);
-  assert.equal(status.phase, "Running");
-  assert.equal(status.podIP, "10.0.0.7");
-  assert.equal(status.hostIP, "192.0.2.1");
-  assert.deepEqual(status.containerStatuses?.map((c) => [c.name, c.ready, !!c.state?.running]), [
+Deno.test("a RUNNING task is a Running pod with the task's IP, ready without health checks", async () => {
+  const { status } = await podWithTask(pod());
+  const s = await status();
+  assert.equal(s.phase, "Running");
+  assert.equal(s.podIP, "127.0.0.1");
+  assert.equal(s.hostIP, "127.0.0.1");
+  assert.deepEqual(s.containerStatuses?.map((c) => [c.name, c.ready, !!c.state?.running]), [
     ["app", true, true],
     ["side", true, true],
   ]);
-  assert.equal(status.conditions?.find((c) => c.type === "Ready")?.status, "True");
-  assert.equal(status.containerStatuses?.[0].containerID, "ecs://abc123/app");
+  assert.equal(s.conditions?.find((c) => c.type === "Ready")?.status, "True");
+  assert.equal(s.containerStatuses?.[0].containerID, "ecs://t1/app");
 });
 
-Deno.test("with an ECS health check, Ready follows the container's health status", () => {
-  const t = task("RUNNING", [
-    { name: "app", healthStatus: "UNHEALTHY" },
-    { name: "side", healthStatus: "UNKNOWN" },
-  ]);
-  const status = podStatusOf(record(t, { healthChecked: new Set(["app"]) }), "h", NOW);
-  assert.deepEqual(status.containerStatuses?.map((c) => c.ready), [false, true]);
-  const ready = status.conditions?.find((c) => c.type === "Ready");
+Deno.test("with an ECS health check, Ready follows the container's health status", async () => {
+  const probed = pod({}, { livenessProbe: { exec: { command: ["true"] } } });
+  const { status } = await podWithTask(probed, {
+    containers: [{ name: "app", healthStatus: "UNHEALTHY" }, { name: "side" }],
+  });
+  const s = await status();
+  assert.deepEqual(s.containerStatuses?.map((c) => c.ready), [false, true]);
+  const ready = s.conditions?.find((c) => c.type === "Ready");
   assert.equal(ready?.status, "False");
   assert.equal(ready?.reason, "ContainersNotReady");
   assert.match(ready?.message ?? "", /\[app\]/);
 });
 
-Deno.test("a task still provisioning is Pending with ContainerCreating", () => {
-  const status = podStatusOf(record(task("PROVISIONING", [], { attachments: [] })), "h", NOW);
-  assert.equal(status.phase, "Pending");
-  assert.equal(status.containerStatuses?.[0].state?.waiting?.reason, "ContainerCreating");
-  assert.equal(status.podIP, undefined);
+Deno.test("a task still provisioning is Pending with ContainerCreating", async () => {
+  const { ecs, pods, status } = fakeFargate();
+  const run = ecs.run.bind(ecs);
+  ecs.run = async (def, options) => {
+    const started = await run(def, options);
+    const provisioning = { ...started, lastStatus: "PROVISIONING", attachments: [] };
+    ecs.tasks.set(started.taskArn!, provisioning);
+    return provisioning;
+  };
+  await pods.createPod(pod(), { signal });
+  await pods.poll(signal);
+  const s = await status();
+  assert.equal(s.phase, "Pending");
+  assert.equal(s.containerStatuses?.[0].state?.waiting?.reason, "ContainerCreating");
+  assert.equal(s.containerStatuses?.[0].state?.waiting?.message, "ECS task is PROVISIONING");
+  assert.equal(s.podIP, undefined);
 });
 
-Deno.test("a stopped task: exit codes, reasons and the restart policy decide the phase", () => {
+Deno.test("a stopped task: exit codes, reasons and the restart policy decide the phase", async () => {
   const stopped = task("STOPPED", [
     { name: "app", exitCode: 2, reason: "OutOfMemoryError: container killed" },
     { name: "side", exitCode: 0 },
@@ -109,27 +103,29 @@ Deno.test("a stopped task: exit codes, reasons and the restart policy decide the
   );
   assert.equal(terminatedOf(stopped, "side", NOW).exitCode, 0);
   assert.equal(app.finishedAtMs, NOW);
-  const finished = (policy: "Never" | "OnFailure") => {
-    const r = record(stopped, {}, { restartPolicy: policy });
-    r.finished = new Map(["app", "side"].map((n) => [n, terminatedOf(stopped, n, NOW)]));
-    return podStatusOf(r, "h", NOW);
+  const { taskArn: _, ...ended } = stopped;
+  const after = async (restartPolicy: "Never" | "OnFailure" | "Always") => {
+    const env = await podWithTask(pod({ restartPolicy }), ended);
+    return { status: await env.status(), started: env.ecs.started.length };
   };
-  assert.equal(finished("Never").phase, "Failed");
+  const never = await after("Never");
+  assert.equal(never.status.phase, "Failed");
+  assert.equal(never.started, 1);
   assert.deepEqual(
-    finished("Never").containerStatuses?.map((c) => c.state?.terminated?.reason),
+    never.status.containerStatuses?.map((c) => c.state?.terminated?.reason),
     ["Error", "Completed"],
   );
-  assert.equal(
-    finished("Never").conditions?.find((c) => c.type === "Ready")?.reason,
-    "PodFailed",
-  );
-  // The restart decision on these ends, as the supervisor takes it (the kit's rule).
-  const codes = [app, terminatedOf(stopped, "side", NOW)].map((e) => e.exitCode);
-  assert.equal(shouldRestartPod(record(stopped).pod, codes), true, "Always restarts");
-  const onFailure = record(stopped, {}, { restartPolicy: "OnFailure" }).pod;
-  assert.equal(shouldRestartPod(onFailure, codes), true);
-  assert.equal(shouldRestartPod(record(stopped, {}, { restartPolicy: "Never" }).pod, codes), false);
-  assert.equal(shouldRestartPod(onFailure, [codes[1]]), false);
+  assert.equal(never.status.conditions?.find((c) => c.type === "Ready")?.reason, "PodFailed");
+  assert.equal(never.status.podIP, "127.0.0.1", "an ended pod keeps its IP");
+  assert.equal((await after("OnFailure")).started, 2, "OnFailure: one container failed");
+  assert.equal((await after("Always")).started, 2);
+  const succeeded = {
+    ...ended,
+    containers: [{ name: "app", exitCode: 0 }, { name: "side", exitCode: 0 }],
+  };
+  const done = await podWithTask(pod({ restartPolicy: "OnFailure" }), succeeded);
+  assert.equal((await done.status()).phase, "Succeeded");
+  assert.equal(done.ecs.started.length, 1);
 });
 
 Deno.test("a task that never started a container ends with StartError and exit code 128", () => {
@@ -143,42 +139,39 @@ Deno.test("a task that never started a container ends with StartError and exit c
   assert.match(ended.message ?? "", /CannotPullContainerError/);
 });
 
-Deno.test("between tasks, a restarting pod shows CrashLoopBackOff and the last end", () => {
-  const last = terminatedOf(task("STOPPED", [{ name: "app", exitCode: 1 }]), "app", NOW);
-  const r = record(undefined, {
-    restarts: 2,
-    restartAt: NOW + 20_000,
-    lastTerminated: new Map([["app", last], ["side", last]]),
-  });
-  const status = podStatusOf(r, "h", NOW);
-  assert.equal(status.phase, "Running", "restartPolicy Always keeps the pod Running");
-  const app = status.containerStatuses![0];
-  assert.equal(app.state?.waiting?.reason, "CrashLoopBackOff");
-  assert.match(app.state?.waiting?.message ?? "", /back-off 20s/);
-  assert.equal(app.restartCount, 2);
-  assert.equal(app.lastState?.terminated?.exitCode, 1);
+Deno.test("transition times stay put while a condition keeps its status", async () => {
+  const { clock, pods, status } = await podWithTask(pod());
+  const first = await status();
+  await clock.advance(60_000);
+  await pods.poll(signal);
+  assert.deepEqual((await status()).conditions, first.conditions);
 });
 
-Deno.test("transition times stay put while a condition keeps its status", () => {
-  const r = record(task("RUNNING"));
-  const first = podStatusOf(r, "h", NOW);
-  (r.pod as { status?: unknown }).status = first;
-  const later = podStatusOf(r, "h", NOW + 60_000);
-  assert.deepEqual(later.conditions, first.conditions);
-});
-
-Deno.test("on delete every container ends terminated, and the pod takes a terminal phase", () => {
-  const running = record(task("RUNNING"));
-  const end = endOnDelete(running, "app", "the pod was deleted", NOW);
+Deno.test("on delete every container ends terminated, and the pod takes a terminal phase", async () => {
+  const end = endOnDelete(task("RUNNING"), "app", "the pod was deleted", NOW);
   assert.equal(end.exitCode, 137);
   assert.match(end.message ?? "", /StopTask: the pod was deleted/);
-  running.finished = new Map(["app", "side"].map((n) => [n, endOnDelete(running, n, "x", NOW)]));
-  assert.equal(podStatusOf(running, "h", NOW, true).phase, "Failed");
-  assert.equal(podStatusOf(running, "h", NOW, false).phase, "Running", "Always, not deleted");
-  const last = terminatedOf(task("STOPPED", [{ name: "app", exitCode: 0 }]), "app", NOW);
-  const between = record(undefined, {
-    restartAt: NOW + 1,
-    lastTerminated: new Map([["app", last]]),
-  });
-  assert.equal(endOnDelete(between, "app", "x", NOW), last, "between tasks the last end stands");
+
+  const { ecs, pods } = await podWithTask(pod());
+  const pushed: Pod[] = [];
+  pods.notifyPods((p) => pushed.push(p));
+  await pods.deletePod(pod(), { signal });
+  const last = pushed.at(-1)!.status!;
+  assert.equal(last.phase, "Failed");
+  assert.deepEqual(last.containerStatuses?.map((c) => c.state?.terminated?.exitCode), [137, 137]);
+  assert.deepEqual(ecs.stopped, ["arn:aws:ecs:r:1:task/c/t1"]);
+  assert.deepEqual(ecs.deregistered, ["arn:aws:ecs:r:1:task-definition/vk_ns_p:1"]);
+
+  // Between tasks (back-off) nothing runs: the last end stands, and there is nothing to stop.
+  const between = await podWithTask(pod());
+  between.ecs.exit(between.ecs.current, 1, "app");
+  await between.pods.poll(signal); // restarted at once
+  between.ecs.exit(between.ecs.current, 4, "app");
+  await between.pods.poll(signal);
+  const seen: Pod[] = [];
+  between.pods.notifyPods((p) => seen.push(p));
+  await between.pods.deletePod(pod(), { signal });
+  const app = seen.at(-1)!.status!.containerStatuses![0].state?.terminated;
+  assert.equal(app?.exitCode, 4);
+  assert.deepEqual(between.ecs.stopped, []);
 });
