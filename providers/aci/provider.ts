@@ -48,8 +48,16 @@ export class AciProvider implements Provider {
   /** Secret-sourced env values come marked, and go to ACI as `secureValue`. */
   readonly secretEnvRefs = true;
 
-  constructor(config: AciConfig, deps: ProviderDeps, groups: AciGroups) {
+  readonly #kubeProxyKubeconfig?: string;
+
+  constructor(
+    config: AciConfig,
+    deps: ProviderDeps,
+    groups: AciGroups,
+    options: { kubeProxyKubeconfig?: string } = {},
+  ) {
     this.#config = config;
+    this.#kubeProxyKubeconfig = options.kubeProxyKubeconfig;
     this.#deps = deps;
     this.#groups = groups;
     this.#event = podEventSink(deps, "vkubelet-aci");
@@ -235,6 +243,7 @@ export class AciProvider implements Provider {
         ReturnType<typeof podVolumes>
       >,
       credentials: [] as Awaited<ReturnType<typeof registryCredentials>>,
+      kubeProxyKubeconfig: this.#kubeProxyKubeconfig,
     };
     containerGroupFor(pod, this.#config, inputs); // refuses before any read or write
     inputs.volumes = await podVolumes(pod, sources);
