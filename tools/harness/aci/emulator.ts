@@ -111,7 +111,24 @@ function view(stored: Stored, base: string, nowMs: number): Json {
         }
         : {}),
       ...(p.ipAddress ? { ipAddress: { ...p.ipAddress, ip: stored.ip } } : {}),
-      volumes: p.volumes?.map((v: Json) => v.secret ? { name: v.name, secret: {} } : v),
+      // ACI never returns secret files, storage keys or protected settings. The workspace key is
+      // marked x-ms-secret but also required in replies by the 2023-05-01 description, so it stays.
+      volumes: p.volumes?.map((v: Json) =>
+        v.secret
+          ? { name: v.name, secret: {} }
+          : v.azureFile
+          ? { name: v.name, azureFile: { ...v.azureFile, storageAccountKey: undefined } }
+          : v
+      ),
+      ...(p.extensions
+        ? {
+          extensions: p.extensions.map((e: Json) => ({
+            ...e,
+            properties: { ...e.properties, protectedSettings: undefined },
+          })),
+        }
+        : {}),
+
       imageRegistryCredentials: p.imageRegistryCredentials?.map((c: Json) => ({
         server: c.server,
         username: c.username,
