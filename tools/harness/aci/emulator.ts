@@ -37,6 +37,8 @@ export interface AciEmulator {
   groups: Map<string, Stored>;
   /** Every request as `METHOD path`, for assertions. */
   requests: string[];
+  /** When each of `requests` arrived (`Date.now()`), for profiles. */
+  requestTimes: number[];
   /** The base URL clients reach (Prism's); nextLink points there. */
   publicUrl: string;
   /** Answers the next `n` requests 429 with `Retry-After: 1`. */
@@ -152,6 +154,7 @@ export function startAciEmulator(): AciEmulator {
     url: "",
     groups,
     requests: [],
+    requestTimes: [],
     publicUrl: "",
     throttle: (n) => void (throttled = n),
     fail: (n) => void (failing = n),
@@ -165,6 +168,7 @@ export function startAciEmulator(): AciEmulator {
     const exec = path.match(/^\/exec\/([\w-]+)$/);
     if (exec) return execSocket(req, execs.get(exec[1]));
     emu.requests.push(`${req.method} ${path}`);
+    emu.requestTimes.push(Date.now());
     if (throttled > 0) {
       throttled--;
       return cloudError(429, "TooManyRequests", "Too many requests; retry later", {
