@@ -65,19 +65,30 @@ export function groupRequestFor(pod: Pod, inputs: GroupInputs): GroupPlan {
   const { namespace = "", name = "", uid = "" } = pod.metadata ?? {};
   const spec = pod.spec!;
   const size = groupSize(pod);
-  const notes = size.rounded
-    ? [
-      `the pod asks for ${round(size.wanted.cpu)} vCPU and ${
-        round(size.wanted.memory)
-      } GiB; its ECI group has ${size.cpu} vCPU and ${size.memory} GiB`,
-    ]
-    : [];
   const volumeNames = new Set(inputs.volumes.map((v) => v.name));
   const chosen = annotationParams(pod);
   // An instance type decides the group's size itself; a "2-4Gi" specification replaces ours.
   const sized = chosen.instanceType
     ? {}
     : { cpu: chosen.cpu ?? size.cpu, memory: chosen.memory ?? size.memory };
+  if (
+    chosen.cpu !== undefined &&
+    (chosen.cpu < size.wanted.cpu || chosen.memory! < size.wanted.memory)
+  ) {
+    refuse(
+      "metadata.annotations[k8s.aliyun.com/eci-use-specs]",
+      `${chosen.cpu}-${chosen.memory}Gi is smaller than the ${round(size.wanted.cpu)} vCPU and ${
+        round(size.wanted.memory)
+      } GiB the pod's containers ask for`,
+    );
+  }
+  const notes = size.rounded && sized.cpu === size.cpu && sized.memory === size.memory
+    ? [
+      `the pod asks for ${round(size.wanted.cpu)} vCPU and ${
+        round(size.wanted.memory)
+      } GiB; its ECI group has ${size.cpu} vCPU and ${size.memory} GiB`,
+    ]
+    : [];
   const request: NonNullable<CreateRequest> = {
     ...chosen,
     ...sized,

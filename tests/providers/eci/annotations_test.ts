@@ -71,6 +71,7 @@ Deno.test("invalid eci-* annotations fail the pod naming the annotation; nothing
     const cases: [Record<string, string>, RegExp][] = [
       [{ "k8s.aliyun.com/eci-use-specs": "big" }, /eci-use-specs.*"big"/],
       [{ "k8s.aliyun.com/eci-use-specs": "2-4Gi,ecs.c6.large" }, /eci-use-specs.*not both/],
+      [{ "k8s.aliyun.com/eci-use-specs": "0.25-0.5Gi" }, /0\.25-0\.5Gi is smaller than/],
       [{ "k8s.aliyun.com/eci-spot-strategy": "Cheap" }, /eci-spot-strategy.*SpotAsPriceGo/],
       [
         { "k8s.aliyun.com/eci-spot-strategy": "SpotWithPriceLimit" },
@@ -87,9 +88,12 @@ Deno.test("invalid eci-* annotations fail the pod naming the annotation; nothing
       [{ "k8s.aliyun.com/eci-vswitch": "subnet-1" }, /eci-vswitch/],
       [{ "k8s.aliyun.com/eci-security-group": "sg-a,sg-b" }, /eci-security-group/],
     ];
+    const big = {
+      containers: [{ name: "main", image: "b", resources: { requests: { cpu: "1" } } }],
+    };
     for (const [i, [annotations, message]] of cases.entries()) {
       await assert.rejects(
-        env.provider.createPod(annotated(`bad-${i}`, annotations), {}),
+        env.provider.createPod(annotated(`bad-${i}`, annotations, big), {}),
         (err: Error) => isInvalidInput(err) && message.test(err.message),
         JSON.stringify(annotations),
       );
