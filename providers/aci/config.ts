@@ -111,6 +111,16 @@ export const aciConfigSchema = z.strictObject({
     }
     return ms;
   }),
+}).superRefine((c, ctx) => {
+  // azure-aci adds the extension to Linux groups only (pkg/provider/aci.go): Windows has none.
+  if (c.kubeProxy && c.osType === "Windows") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["kubeProxy"],
+      message:
+        "ACI's kube-proxy extension runs in Linux groups only; remove it or use osType Linux",
+    });
+  }
 });
 
 /** The validated config; `statusInterval` in milliseconds. */

@@ -285,4 +285,9 @@ Deno.test("bad cluster DNS, kube-proxy and Log Analytics settings are each repor
   ) {
     assert.match(text, new RegExp(field.replace(".", "\\.")), field);
   }
+  const windows = parseAciConfig(aciConfig("https://management.azure.com", {
+    osType: "Windows",
+    kubeProxy: { clusterCidr: "10.244.0.0/16", kubeconfig: "/k" },
+  }));
+  assert.match(windows.ok ? "" : windows.errors.join("\n"), /kubeProxy: .*Linux groups only/);
 });
