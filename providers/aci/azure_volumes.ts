@@ -13,6 +13,9 @@ import { InvalidInputError, isKubeNotFound, type ProviderKubeClient } from "../.
 /** The Azure Files CSI driver's name. */
 export const AZURE_FILE_DRIVER = "file.csi.azure.com";
 
+/** The CSI driver's attributes ACI can honour. */
+const CSI_ATTRIBUTES = ["shareName", "secretName", "secretNamespace"];
+
 /** ACI's `AzureFileVolume`. */
 export interface AciAzureFile {
   shareName: string;
@@ -79,6 +82,19 @@ export async function azureFileOf(
       );
     }
     const attributes = v.csi.volumeAttributes ?? {};
+    const unknown = Object.keys(attributes).find((k) => !CSI_ATTRIBUTES.includes(k));
+    if (unknown !== undefined) {
+      throw new InvalidInputError(
+        `spec.volumes[${v.name}].csi.volumeAttributes.${unknown}: ACI's azureFile volume takes a share, the account's name and key, and readOnly only (api-version 2023-05-01); use ${
+          CSI_ATTRIBUTES.join(", ")
+        }`,
+      );
+    }
+    if (attributes.secretNamespace && attributes.secretNamespace !== namespace) {
+      throw new InvalidInputError(
+        `spec.volumes[${v.name}].csi.volumeAttributes.secretNamespace: vkubelet reads the Secret in the pod's namespace ${namespace} only (the Node authorizer's rule)`,
+      );
+    }
     share = attributes.shareName;
     secretName = attributes.secretName ?? v.csi.nodePublishSecretRef?.name;
     readOnly = v.csi.readOnly;

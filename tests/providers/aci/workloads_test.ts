@@ -166,6 +166,16 @@ Deno.test("Azure Files (inline and CSI) with the Secret's account and key, and g
       ["disk", { csi: { driver: "disk.csi.azure.com" } }, /Azure Files only.*disk\.csi/],
       ["nosecret", { azureFile: { secretName: "gone", shareName: "d" } }, /gone does not exist/],
       ["pvc", { persistentVolumeClaim: { claimName: "c" } }, /persistentVolumeClaim.*azureFile/],
+      [
+        "nfs-share",
+        {
+          csi: {
+            driver: "file.csi.azure.com",
+            volumeAttributes: { shareName: "d", secretName: "files", protocol: "nfs" },
+          },
+        },
+        /volumeAttributes\.protocol: ACI's azureFile volume takes/,
+      ],
     ];
     for (const [name, volume, message] of refused) {
       await assert.rejects(
