@@ -47,6 +47,11 @@ export function ipAddressFor(pod: Pod, ports: { port: number }[], vnet: boolean)
       `metadata.annotations[${DNS_NAME_LABEL_ANNOTATION}]: a DNS name label needs a public IP, and this group is in a VNet (private IP); remove the annotation or the subnet`,
     );
   }
+  if (label !== undefined && !ports.length) {
+    throw new InvalidInputError(
+      `metadata.annotations[${DNS_NAME_LABEL_ANNOTATION}]: a DNS name label names the group's public IP, which a group gets only with ports (as azure-aci sets it); add a containerPort or remove the annotation`,
+    );
+  }
   if (label !== undefined && !/^[a-z][a-z0-9-]{1,61}[a-z0-9]$/.test(label)) {
     throw new InvalidInputError(
       `metadata.annotations[${DNS_NAME_LABEL_ANNOTATION}]: ${

@@ -106,6 +106,12 @@ Deno.test("a bad subnet annotation, or a DNS name label on a private IP, fails t
       env.provider.createPod(label, {}),
       (err: Error) => isInvalidInput(err) && /dnsnamelabel.*public IP/.test(err.message),
     );
+    const portless = aciPod("label-no-ports");
+    portless.metadata!.annotations = { "virtualkubelet.io/dnsnamelabel": "web" };
+    await assert.rejects(
+      env.provider.createPod(portless, {}),
+      (err: Error) => isInvalidInput(err) && /dnsnamelabel.*add a containerPort/.test(err.message),
+    );
     assert.equal(env.emu.groups.size, 0, "nothing was sent");
   } finally {
     await env.close();
