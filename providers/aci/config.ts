@@ -9,6 +9,10 @@
  * osType: Linux
  * subnetIds:                             # optional: VNet placement (private IPs)
  *   - /subscriptions/.../resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/aci
+ * clusterDNS: [10.0.0.10]                # ClusterFirst pods in the VNet resolve through it
+ * clusterDomain: cluster.local
+ * kubeProxy: { clusterCidr: 10.0.0.0/16, kubeconfig: /etc/vkubelet/kube-proxy.kubeconfig }
+ * logAnalytics: { workspaceId: ..., workspaceKey: ..., logType: ContainerInstanceLogs }
  * capacity: { cpu: "100", memory: 400Gi, pods: "200" }   # checked against the location's quota
  * maxGroupCpu: 4                         # per-group limits; replaced by the location's capabilities
  * maxGroupMemoryGB: 16
@@ -65,6 +69,30 @@ export const aciConfigSchema = z.strictObject({
       },
     ),
   ).default([]),
+  clusterDNS: z.array(z.union([z.ipv4(), z.ipv6()], {
+    error: "must be IP addresses of the cluster's DNS Service, such as 10.0.0.10",
+  })).max(3, { error: "at most 3 nameservers (the kubelet's limit)" }).default([]),
+  clusterDomain: z.string().regex(
+    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
+    {
+      error: "is not a DNS domain such as cluster.local",
+    },
+  ).default("cluster.local"),
+  kubeProxy: z.strictObject({
+    clusterCidr: z.union([z.cidrv4(), z.cidrv6()], {
+      error: "must be the cluster's pod CIDR, such as 10.244.0.0/16",
+    }),
+    kubeconfig: z.string({ error: "is required: a kubeconfig file kube-proxy reads the API with" })
+      .min(1),
+    kubeVersion: z.string().regex(/^v\d+\.\d+\.\d+$/).default("v1.9.10"),
+  }).optional(),
+  logAnalytics: z.strictObject({
+    workspaceId: z.string({ error: "is required: the Log Analytics workspace ID" }).min(1),
+    workspaceKey: z.string({ error: "is required: the workspace's primary or secondary key" })
+      .min(1),
+    logType: z.enum(["ContainerInsights", "ContainerInstanceLogs"]).optional(),
+    workspaceResourceId: z.string().optional(),
+  }).optional(),
   capacity: z.strictObject({
     cpu: quantity("100"),
     memory: quantity("400Gi"),
@@ -83,6 +111,16 @@ export const aciConfigSchema = z.strictObject({
     }
     return ms;
   }),
+}).superRefine((c, ctx) => {
+  // azure-aci adds the extension to Linux groups only (pkg/provider/aci.go): Windows has none.
+  if (c.kubeProxy && c.osType === "Windows") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["kubeProxy"],
+      message:
+        "ACI's kube-proxy extension runs in Linux groups only; remove it or use osType Linux",
+    });
+  }
 });
 
 /** The validated config; `statusInterval` in milliseconds. */

@@ -2,8 +2,9 @@
  * A pod as one ACI container group (`ContainerGroup` of api-version 2023-05-01): its containers
  * and init containers (image, command and args, env with Secret-sourced values as `secureValue`,
  * ports, resources in ACI's units, volume mounts), restart policy, registry credentials from
- * imagePullSecrets, volumes, DNS config, the VNet subnets of the config, and the tags naming
- * node, namespace, pod and UID, and each container's security context (`./security_context.ts`).
+ * imagePullSecrets, volumes, probes (`./probes.ts`), network and DNS (`./network.ts`), SKU,
+ * priority and diagnostics (`./group_options.ts`), the tags naming node, namespace, pod and UID,
+ * and each container's security context (`./security_context.ts`).
  * What ACI cannot run or enforce is refused with the field named.
  * @module
  */
@@ -14,6 +15,15 @@ import { groupTags } from "./names.ts";
 import { type GroupLimits, podResources } from "./sizing.ts";
 import type { AciVolume } from "./volumes.ts";
 import { aciSecurityContext } from "./security_context.ts";
+import {
+  type AciExtension,
+  dnsConfigFor,
+  extensionsFor,
+  ipAddressFor,
+  subnetIdsFor,
+} from "./network.ts";
+import { probesFor } from "./probes.ts";
+import { groupOptionsFor } from "./group_options.ts";
 
 /** ACI's `EnvironmentVariable`. */
 interface AciEnv {
@@ -30,6 +40,8 @@ export interface GroupInputs {
   limits: GroupLimits;
   volumes: AciVolume[];
   credentials: { server: string; username: string; password: string }[];
+  /** The kube-proxy extension's kubeconfig (`kubeProxy.kubeconfig`, read at start). */
+  kubeProxyKubeconfig?: string;
 }
 
 /**
@@ -78,24 +90,6 @@ function ports(c: Container, where: string) {
   });
 }
 
-function dnsConfig(pod: Pod) {
-  const dns = pod.spec?.dnsConfig;
-  if (!dns?.nameservers?.length) {
-    if (pod.spec?.dnsPolicy === "None") {
-      throw new InvalidInputError(
-        "spec.dnsConfig.nameservers: dnsPolicy None needs at least one nameserver",
-      );
-    }
-    return undefined;
-  }
-  const options = (dns.options ?? []).map((o) => o.value ? `${o.name}:${o.value}` : o.name);
-  return {
-    nameServers: dns.nameservers,
-    ...(dns.searches?.length ? { searchDomains: dns.searches.join(" ") } : {}),
-    ...(options.length ? { options: options.join(" ") } : {}),
-  };
-}
-
 function securityOf(pod: Pod, c: Container, where: string) {
   const securityContext = aciSecurityContext(pod.spec?.securityContext, c, where);
   return securityContext ? { securityContext } : {};
@@ -123,6 +117,7 @@ export function containerGroupFor(pod: Pod, config: AciConfig, inputs: GroupInpu
       environmentVariables: env(c),
       resources: resources[i],
       volumeMounts: mounts(c, where, inputs.volumes),
+      ...probesFor(c, where),
       ...securityOf(pod, c, where),
     };
   });
@@ -138,11 +133,11 @@ export function containerGroupFor(pod: Pod, config: AciConfig, inputs: GroupInpu
     };
   });
   const exposed = containers.flatMap((c) => c.ports);
-  const vnet = config.subnetIds.length > 0;
-  const ipAddress = exposed.length || vnet
-    ? { type: vnet ? "Private" : "Public", ports: exposed }
-    : undefined;
-  const dns = dnsConfig(pod);
+  const subnetIds = subnetIdsFor(pod, config);
+  const vnet = subnetIds.length > 0;
+  const ipAddress = ipAddressFor(pod, exposed, vnet);
+  const dns = dnsConfigFor(pod, config, vnet);
+  const extensions: AciExtension[] = extensionsFor(config, inputs.kubeProxyKubeconfig);
   return {
     location: config.location,
     tags: groupTags({ namespace, name, uid }, inputs.nodeName, inputs.restarts, config.tags),
@@ -151,8 +146,10 @@ export function containerGroupFor(pod: Pod, config: AciConfig, inputs: GroupInpu
     restartPolicy: spec.restartPolicy ?? "Always",
     osType: config.osType,
     ...(ipAddress ? { ipAddress } : {}),
-    ...(vnet ? { subnetIds: config.subnetIds.map((id) => ({ id })) } : {}),
+    ...(vnet ? { subnetIds: subnetIds.map((id) => ({ id })) } : {}),
     ...(dns ? { dnsConfig: dns } : {}),
+    ...(extensions.length ? { extensions } : {}),
+    ...groupOptionsFor(pod, config),
     ...(inputs.volumes.length ? { volumes: inputs.volumes } : {}),
     ...(inputs.credentials.length ? { imageRegistryCredentials: inputs.credentials } : {}),
   };

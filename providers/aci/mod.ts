@@ -8,7 +8,7 @@
  */
 import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
 import { createAciClient } from "./azure.ts";
-import { parseAciConfig } from "./config.ts";
+import { type AciConfig, parseAciConfig } from "./config.ts";
 import { AciGroups } from "./groups.ts";
 import { AciProvider } from "./provider.ts";
 
@@ -23,5 +23,22 @@ export function createProvider(config: unknown, deps: ProviderDeps): AciProvider
     throw new InvalidInputError(`invalid aci provider config: ${parsed.errors.join("; ")}`);
   }
   const groups = new AciGroups(createAciClient(parsed.config), parsed.config);
-  return new AciProvider(parsed.config, deps, groups);
+  return new AciProvider(parsed.config, deps, groups, {
+    kubeProxyKubeconfig: readKubeProxyKubeconfig(parsed.config),
+  });
+}
+
+/** The kube-proxy extension's kubeconfig, read once at start (`kubeProxy.kubeconfig`). */
+function readKubeProxyKubeconfig(config: AciConfig): string | undefined {
+  const path = config.kubeProxy?.kubeconfig;
+  if (path === undefined) return undefined;
+  try {
+    return Deno.readTextFileSync(path);
+  } catch (err) {
+    throw new InvalidInputError(
+      `invalid aci provider config: kubeProxy.kubeconfig: cannot read ${path} (${
+        (err as Error).message
+      }); give a kubeconfig file kube-proxy can use`,
+    );
+  }
 }

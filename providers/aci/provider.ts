@@ -16,6 +16,7 @@ import {
   type ContainerRef,
   type ExecOptions,
   NotFoundError,
+  NotSupportedError,
   type PodRef,
   type Provider,
   type ProviderDeps,
@@ -49,8 +50,16 @@ export class AciProvider implements Provider {
   /** Secret-sourced env values come marked, and go to ACI as `secureValue`. */
   readonly secretEnvRefs = true;
 
-  constructor(config: AciConfig, deps: ProviderDeps, groups: AciGroups) {
+  readonly #kubeProxyKubeconfig?: string;
+
+  constructor(
+    config: AciConfig,
+    deps: ProviderDeps,
+    groups: AciGroups,
+    options: { kubeProxyKubeconfig?: string } = {},
+  ) {
     this.#config = config;
+    this.#kubeProxyKubeconfig = options.kubeProxyKubeconfig;
     this.#deps = deps;
     this.#groups = groups;
     this.#event = podEventSink(deps, "vkubelet-aci");
@@ -213,24 +222,18 @@ export class AciProvider implements Provider {
   }
 
   /**
-   * ACI's API reports no CPU or memory use (that is in Azure Monitor, which vkubelet does not
-   * read): the summary lists the node and its pods without usage figures.
+   * 501 naming the reason: ACI's API (Microsoft.ContainerInstance 2023-05-01) reports no CPU or
+   * memory use — that is Azure Monitor's metrics API (Microsoft.Insights), whose description is
+   * not in the set vkubelet is checked against — and a summary without figures would let
+   * metrics-server report pods as using nothing.
    */
   getStatsSummary(_options: CallOptions): Promise<StatsSummary> {
-    const start = new Date(this.#deps.clock.now()).toISOString();
-    const pods = [...this.#pods.records.values()].filter((r) => !r.finished).map((r) => ({
-      podRef: {
-        name: r.pod.metadata?.name ?? "",
-        namespace: r.pod.metadata?.namespace ?? "",
-        uid: r.pod.metadata?.uid ?? "",
-      },
-      startTime: new Date(r.startTimeMs).toISOString(),
-      containers: (r.pod.spec?.containers ?? []).map((c) => ({
-        name: c.name,
-        startTime: new Date(r.startTimeMs).toISOString(),
-      })),
-    }));
-    return Promise.resolve({ node: { nodeName: this.#deps.nodeName, startTime: start }, pods });
+    return Promise.reject(new NotSupportedError(NO_ACI_USAGE));
+  }
+
+  /** 501 naming the reason, as {@link getStatsSummary}. */
+  getMetricsResource(_options: CallOptions): Promise<string> {
+    return Promise.reject(new NotSupportedError(NO_ACI_USAGE));
   }
 
   async close(): Promise<void> {
@@ -251,6 +254,7 @@ export class AciProvider implements Provider {
         ReturnType<typeof podVolumes>
       >,
       credentials: [] as Awaited<ReturnType<typeof registryCredentials>>,
+      kubeProxyKubeconfig: this.#kubeProxyKubeconfig,
     };
     containerGroupFor(pod, this.#config, inputs); // refuses before any read or write
     inputs.volumes = await podVolumes(pod, sources);
@@ -308,6 +312,10 @@ function settle<T>(work: () => T): Promise<T> {
     return Promise.reject(err);
   }
 }
+
+/** Why /stats/summary and /metrics/resource answer 501. */
+const NO_ACI_USAGE =
+  "ACI's container API (Microsoft.ContainerInstance 2023-05-01) reports no CPU or memory use; the figures are in Azure Monitor's metrics API (Microsoft.Insights), which the aci provider does not read";
 
 /** Why attach and port-forward are refused. */
 const NO_ACI_CHANNEL = "ACI offers no such channel that vkubelet can use";

@@ -3,7 +3,8 @@
  * projected volumes (the service-account token volume every pod gets included) become ACI
  * `secret` volumes, whose files are written once when the group starts: ACI cannot change them
  * later, so a changed Secret or a renewed token reaches the pod only when its group is made
- * again. Anything else (hostPath, persistentVolumeClaim, ...) is refused, naming the volume.
+ * again. Azure Files and gitRepo are ACI's own (`./azure_volumes.ts`). Anything else (hostPath,
+ * persistentVolumeClaim, ...) is refused, naming the volume and what ACI can mount.
  * @module
  */
 import type { Pod, Volume as KubeVolume } from "kubernetes-types/core/v1.d.ts";
@@ -13,6 +14,13 @@ import {
   type ProviderKubeClient,
   resolveVolumeFieldRef,
 } from "../../provider/mod.ts";
+import {
+  type AciAzureFile,
+  type AciGitRepo,
+  AZURE_FILE_DRIVER,
+  azureFileOf,
+  gitRepoOf,
+} from "./azure_volumes.ts";
 
 /** ACI's `Volume`, as far as vkubelet writes it. */
 export interface AciVolume {
@@ -20,6 +28,8 @@ export interface AciVolume {
   emptyDir?: Record<string, never>;
   /** File name → base64 content. */
   secret?: Record<string, string>;
+  azureFile?: AciAzureFile;
+  gitRepo?: AciGitRepo;
 }
 
 /** What reading the pod's Secrets, ConfigMaps and tokens needs. */
@@ -186,10 +196,14 @@ export async function podVolumes(pod: Pod, sources: VolumeSources): Promise<AciV
       out.push({ name: v.name, secret: downwardFiles(pod, v.name, v.downwardAPI.items ?? []) });
     } else if (v.projected) {
       out.push({ name: v.name, secret: await projectedFiles(pod, v, sources) });
+    } else if (v.azureFile || v.csi) {
+      out.push({ name: v.name, azureFile: await azureFileOf(v, namespace, sources) });
+    } else if (v.gitRepo) {
+      out.push({ name: v.name, gitRepo: gitRepoOf(v) });
     } else {
       const kind = Object.keys(v).find((k) => k !== "name") ?? "unknown";
       throw new InvalidInputError(
-        `spec.volumes[${v.name}]: ${kind} volumes are not supported by ACI; use emptyDir, secret, configMap, downwardAPI or projected`,
+        `spec.volumes[${v.name}]: ${kind} volumes are not supported by ACI, which mounts only its own volume kinds (api-version 2023-05-01 Volume: emptyDir, secret, azureFile, gitRepo); use emptyDir, secret, configMap, downwardAPI, projected, azureFile, csi (${AZURE_FILE_DRIVER}) or gitRepo`,
       );
     }
   }

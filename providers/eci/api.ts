@@ -71,8 +71,9 @@ export class EciApi {
       ...request,
       regionId: this.#config.regionId,
       zoneId: this.#config.zoneId,
-      vSwitchId: this.#config.vSwitchId,
-      securityGroupId: this.#config.securityGroupId,
+      // A pod's k8s.aliyun.com/eci-vswitch and eci-security-group win over the config's.
+      vSwitchId: request?.vSwitchId ?? this.#config.vSwitchId,
+      securityGroupId: request?.securityGroupId ?? this.#config.securityGroupId,
       resourceGroupId: this.#config.resourceGroupId,
     });
     const answer = await this.#call(

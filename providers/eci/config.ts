@@ -7,6 +7,8 @@
  * vSwitchId: vsw-bp1xxxxxxxxxxxxxxxxxx     # one or more, comma-separated (ECI's multi-zone form)
  * securityGroupId: sg-bp1xxxxxxxxxxxxxxxxx
  * zoneId: cn-hangzhou-h                    # optional
+ * clusterDNS: [172.21.0.10]               # optional: ClusterFirst pods resolve through it
+ * clusterDomain: cluster.local
  * resourceGroupId: rg-xxxxxxxx             # optional
  * capacity: { cpu: "100", memory: 400Gi, pods: "200" }
  * tags: { team: platform }                 # added to every container group
@@ -61,6 +63,15 @@ export const eciConfigSchema = z.strictObject({
     error: "is not a zone ID such as cn-hangzhou-h",
   }).optional(),
   resourceGroupId: z.string().min(1).optional(),
+  clusterDNS: z.array(z.union([z.ipv4(), z.ipv6()], {
+    error: "must be IP addresses of the cluster's DNS Service, such as 172.21.0.10",
+  })).max(3, { error: "at most 3 nameservers (the kubelet's limit)" }).default([]),
+  clusterDomain: z.string().regex(
+    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
+    {
+      error: "is not a DNS domain such as cluster.local",
+    },
+  ).default("cluster.local"),
   capacity: z.strictObject({
     cpu: quantity("100"),
     memory: quantity("400Gi"),

@@ -15,6 +15,8 @@ import { clientToken, groupName, podTags } from "./names.ts";
 import { eciSecurityFields } from "./security_context.ts";
 import { containerSize, groupSize } from "./sizing.ts";
 import type { ResolvedVolume } from "./volumes.ts";
+import { annotationParams, gpuCount } from "./annotations.ts";
+import { dnsFor } from "./dns.ts";
 
 /** A registry login from an imagePullSecret. */
 export interface RegistryCredential {
@@ -63,19 +65,35 @@ export function groupRequestFor(pod: Pod, inputs: GroupInputs): GroupPlan {
   const { namespace = "", name = "", uid = "" } = pod.metadata ?? {};
   const spec = pod.spec!;
   const size = groupSize(pod);
-  const notes = size.rounded
+  const volumeNames = new Set(inputs.volumes.map((v) => v.name));
+  const chosen = annotationParams(pod);
+  // An instance type decides the group's size itself; a "2-4Gi" specification replaces ours.
+  const sized = chosen.instanceType
+    ? {}
+    : { cpu: chosen.cpu ?? size.cpu, memory: chosen.memory ?? size.memory };
+  if (
+    chosen.cpu !== undefined &&
+    (chosen.cpu < size.wanted.cpu || chosen.memory! < size.wanted.memory)
+  ) {
+    refuse(
+      "metadata.annotations[k8s.aliyun.com/eci-use-specs]",
+      `${chosen.cpu}-${chosen.memory}Gi is smaller than the ${round(size.wanted.cpu)} vCPU and ${
+        round(size.wanted.memory)
+      } GiB the pod's containers ask for`,
+    );
+  }
+  const notes = size.rounded && sized.cpu === size.cpu && sized.memory === size.memory
     ? [
       `the pod asks for ${round(size.wanted.cpu)} vCPU and ${
         round(size.wanted.memory)
       } GiB; its ECI group has ${size.cpu} vCPU and ${size.memory} GiB`,
     ]
     : [];
-  const volumeNames = new Set(inputs.volumes.map((v) => v.name));
   const request: NonNullable<CreateRequest> = {
+    ...chosen,
+    ...sized,
     containerGroupName: groupName(namespace, name, uid),
     clientToken: clientToken(uid, inputs.generation),
-    cpu: size.cpu,
-    memory: size.memory,
     restartPolicy: spec.restartPolicy ?? "Always",
     container: spec.containers.map((c, i) =>
       containerOf(pod, c, `spec.containers[${i}]`, volumeNames, true) as never
@@ -94,14 +112,7 @@ export function groupRequestFor(pod: Pod, inputs: GroupInputs): GroupPlan {
     terminationGracePeriodSeconds: spec.terminationGracePeriodSeconds ?? 30,
     activeDeadlineSeconds: spec.activeDeadlineSeconds,
     hostName: spec.hostname ?? name.slice(0, 63),
-    dnsPolicy: spec.dnsPolicy === "None" ? "None" : undefined,
-    dnsConfig: spec.dnsConfig
-      ? {
-        nameServer: spec.dnsConfig.nameservers,
-        search: spec.dnsConfig.searches,
-        option: spec.dnsConfig.options?.map((o) => ({ name: o.name, value: o.value })),
-      } as never
-      : undefined,
+    ...dnsFor(pod, inputs.config),
     hostAliase: spec.hostAliases?.map((h) => ({ ip: h.ip, hostname: h.hostnames })) as never[],
   };
   return { request, notes };
@@ -140,6 +151,7 @@ function containerOf(
     }),
     cpu: size.cpu || undefined,
     memory: size.memory || undefined,
+    gpu: gpuCount(pod, c, field),
     terminationMessagePath: c.terminationMessagePath,
     terminationMessagePolicy: c.terminationMessagePolicy,
     ...security,
@@ -192,6 +204,8 @@ function volumeOf(v: ResolvedVolume) {
   if ("emptyDir" in v) {
     return { name: v.name, type: "EmptyDirVolume", emptyDirVolume: v.emptyDir };
   }
+  if ("nfs" in v) return { name: v.name, type: "NFSVolume", NFSVolume: v.nfs };
+  if ("disk" in v) return { name: v.name, type: "DiskVolume", diskVolume: v.disk };
   return {
     name: v.name,
     type: "ConfigFileVolume",

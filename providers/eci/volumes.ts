@@ -7,6 +7,7 @@
  * volume kinds are refused naming the field.
  * @module
  */
+import { type ClaimReader, type NetworkVolume, networkVolume } from "./network_volumes.ts";
 import type { KeyToPath, Pod, Volume, VolumeProjection } from "kubernetes-types/core/v1.d.ts";
 import {
   InvalidInputError,
@@ -26,11 +27,12 @@ export interface VolumeFile {
 /** A resolved volume: an emptyDir, or the files of a config file volume. */
 export type ResolvedVolume =
   | { name: string; emptyDir: { medium?: string; sizeLimit?: string } }
-  | { name: string; files: VolumeFile[]; defaultMode?: number };
+  | { name: string; files: VolumeFile[]; defaultMode?: number }
+  | ({ name: string } & NetworkVolume);
 
 /** What reading a volume needs. */
 export interface VolumeSource {
-  kube?: Pick<ProviderKubeClient, "configMaps" | "secrets" | "serviceAccounts">;
+  kube?: Pick<ProviderKubeClient, "configMaps" | "secrets" | "serviceAccounts"> & ClaimReader;
   /** The node's IP, for `status.hostIP` in downwardAPI files. */
   hostIP?: string;
   signal?: AbortSignal;
@@ -50,11 +52,16 @@ export async function resolveVolumes(pod: Pod, source: VolumeSource): Promise<Re
       });
       continue;
     }
+    const network = await networkVolume(pod.metadata?.namespace ?? "default", v, field, source);
+    if (network) {
+      out.push({ name: v.name, ...network });
+      continue;
+    }
     const files = await filesOf(pod, v, field, source);
     if (!files) {
       const kind = Object.keys(v).find((k) => k !== "name") ?? "(none)";
       throw new InvalidInputError(
-        `${field}.${kind}: ${kind} volumes are not supported by the eci provider (emptyDir, configMap, secret, downwardAPI and projected are)`,
+        `${field}.${kind}: ${kind} volumes are not supported by the eci provider (emptyDir, configMap, secret, downwardAPI, projected, nfs, the alicloud/disk flexVolume and claims of NAS or disk volumes are)`,
       );
     }
     out.push({ name: v.name, files: files.files, defaultMode: files.defaultMode });

@@ -34,14 +34,17 @@ export interface AciEnv {
 }
 
 /** Starts the backend and a vkubelet with `--provider aci` pointed at Prism. */
-export async function startAciEnv(prefix: string): Promise<AciEnv> {
+export async function startAciEnv(
+  prefix: string,
+  extra: Record<string, unknown> = {},
+): Promise<AciEnv> {
   const cluster = await useCluster();
   const backend = await startBackend();
   const nodeName = `vk-${prefix}-${crypto.randomUUID().slice(0, 6)}`;
   const ns = await cluster.newNamespace(prefix);
   const kubectl = cluster.kubectlIn(ns);
   const providerConfig = JSON.stringify(
-    aciConfig(backend.prism.url, { statusInterval: "500ms", tags: { team: "platform" } }),
+    aciConfig(backend.prism.url, { statusInterval: "500ms", tags: { team: "platform" }, ...extra }),
   );
   const node = await startVkubelet(cluster, { nodeName, provider: "aci", providerConfig })
     .catch(async (err) => {

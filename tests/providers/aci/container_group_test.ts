@@ -225,3 +225,69 @@ Deno.test("what ACI cannot enforce fails the pod naming the field, never runs as
     });
   }
 });
+
+Deno.test("cluster DNS follows the kubelet's rules: policies, hostNetwork, the pod's additions, the limit of 3", () => {
+  const parsedDns = parseAciConfig(aciConfig("https://management.azure.com", {
+    subnetIds: config.subnetIds,
+    clusterDNS: ["10.0.0.10", "10.0.0.11"],
+    clusterDomain: "corp.local",
+  }));
+  if (!parsedDns.ok) throw new Error(parsedDns.errors.join("; "));
+  const dnsOf = (spec: Partial<NonNullable<Pod["spec"]>>) =>
+    containerGroupFor(pod(spec), parsedDns.config, inputs).dnsConfig;
+  const cluster = {
+    nameServers: ["10.0.0.10", "10.0.0.11"],
+    searchDomains: "ns.svc.corp.local svc.corp.local corp.local",
+    options: "ndots:5",
+  };
+  assert.deepEqual(dnsOf({}), cluster, "ClusterFirst is the default");
+  assert.deepEqual(dnsOf({ dnsPolicy: "ClusterFirstWithHostNet", hostNetwork: true }), cluster);
+  // dns.go: ClusterFirst on the host network falls back to Default.
+  assert.equal(dnsOf({ dnsPolicy: "ClusterFirst", hostNetwork: true }), undefined);
+  assert.equal(dnsOf({ dnsPolicy: "Default" }), undefined);
+  assert.deepEqual(
+    dnsOf({
+      dnsConfig: {
+        nameservers: ["10.0.0.11", "1.1.1.1", "8.8.8.8"],
+        searches: ["svc.corp.local", "example.com"],
+        options: [{ name: "ndots", value: "1" }, { name: "edns0" }],
+      },
+    }),
+    {
+      nameServers: ["10.0.0.10", "10.0.0.11", "1.1.1.1"],
+      searchDomains: "ns.svc.corp.local svc.corp.local corp.local example.com",
+      options: "ndots:1 edns0",
+    },
+    "duplicates dropped, at most 3 nameservers, the pod's ndots replaces the cluster's",
+  );
+  assert.deepEqual(dnsOf({ dnsPolicy: "None", dnsConfig: { nameservers: ["1.1.1.1"] } }), {
+    nameServers: ["1.1.1.1"],
+  });
+});
+
+Deno.test("bad cluster DNS, kube-proxy and Log Analytics settings are each reported with their field", () => {
+  const bad = parseAciConfig(aciConfig("https://management.azure.com", {
+    clusterDNS: ["kube-dns"],
+    clusterDomain: "Cluster Local",
+    kubeProxy: { clusterCidr: "10.244.0.0" },
+    logAnalytics: { workspaceId: "w" },
+  }));
+  assert.equal(bad.ok, false);
+  const text = bad.ok ? "" : bad.errors.join("\n");
+  for (
+    const field of [
+      "clusterDNS",
+      "clusterDomain",
+      "kubeProxy.clusterCidr",
+      "kubeProxy.kubeconfig",
+      "logAnalytics.workspaceKey",
+    ]
+  ) {
+    assert.match(text, new RegExp(field.replace(".", "\\.")), field);
+  }
+  const windows = parseAciConfig(aciConfig("https://management.azure.com", {
+    osType: "Windows",
+    kubeProxy: { clusterCidr: "10.244.0.0/16", kubeconfig: "/k" },
+  }));
+  assert.match(windows.ok ? "" : windows.errors.join("\n"), /kubeProxy: .*Linux groups only/);
+});

@@ -37,6 +37,8 @@ export interface AciEmulator {
   groups: Map<string, Stored>;
   /** Every request as `METHOD path`, for assertions. */
   requests: string[];
+  /** When each of `requests` arrived (`Date.now()`), for profiles. */
+  requestTimes: number[];
   /** The base URL clients reach (Prism's); nextLink points there. */
   publicUrl: string;
   /** Answers the next `n` requests 429 with `Retry-After: 1`. */
@@ -111,7 +113,24 @@ function view(stored: Stored, base: string, nowMs: number): Json {
         }
         : {}),
       ...(p.ipAddress ? { ipAddress: { ...p.ipAddress, ip: stored.ip } } : {}),
-      volumes: p.volumes?.map((v: Json) => v.secret ? { name: v.name, secret: {} } : v),
+      // ACI never returns secret files, storage keys or protected settings. The workspace key is
+      // marked x-ms-secret but also required in replies by the 2023-05-01 description, so it stays.
+      volumes: p.volumes?.map((v: Json) =>
+        v.secret
+          ? { name: v.name, secret: {} }
+          : v.azureFile
+          ? { name: v.name, azureFile: { ...v.azureFile, storageAccountKey: undefined } }
+          : v
+      ),
+      ...(p.extensions
+        ? {
+          extensions: p.extensions.map((e: Json) => ({
+            ...e,
+            properties: { ...e.properties, protectedSettings: undefined },
+          })),
+        }
+        : {}),
+
       imageRegistryCredentials: p.imageRegistryCredentials?.map((c: Json) => ({
         server: c.server,
         username: c.username,
@@ -135,6 +154,7 @@ export function startAciEmulator(): AciEmulator {
     url: "",
     groups,
     requests: [],
+    requestTimes: [],
     publicUrl: "",
     throttle: (n) => void (throttled = n),
     fail: (n) => void (failing = n),
@@ -148,6 +168,7 @@ export function startAciEmulator(): AciEmulator {
     const exec = path.match(/^\/exec\/([\w-]+)$/);
     if (exec) return execSocket(req, execs.get(exec[1]));
     emu.requests.push(`${req.method} ${path}`);
+    emu.requestTimes.push(Date.now());
     if (throttled > 0) {
       throttled--;
       return cloudError(429, "TooManyRequests", "Too many requests; retry later", {
