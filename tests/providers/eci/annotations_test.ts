@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { PersistentVolume, PersistentVolumeClaim } from "kubernetes-types/core/v1.d.ts";
 import { isInvalidInput, type ProviderKubeClient } from "../../../provider/mod.ts";
-import { eciPod, startProviderOnEmulator } from "./_provider.ts";
+import { eciPod, startProviderOnEmulator } from "../../../tools/harness/eci/env.ts";
 
 function annotated(name: string, annotations: Record<string, string>, spec = {}) {
   const pod = eciPod(name, spec);
