@@ -18,6 +18,11 @@ export interface RemoteRun<H = unknown> {
    * keeps them); one missing is not created yet.
    */
   containers: Record<string, ContainerReport>;
+  /**
+   * Each init container by name, where the backend reports them (as it reports `containers`);
+   * passed to the status as they are. Default: none reported (the status builder's waiting).
+   */
+  initContainers?: Record<string, ContainerReport>;
   /** The pod's IP, once it has one. */
   podIP?: string;
   /**

@@ -227,6 +227,24 @@ export class RemotePods<H = unknown> {
     return record.pod;
   }
 
+  /**
+   * The run of the pod `namespace/name` now, as last read (undefined between runs, once it
+   * ended, or for a pod not on this node): what exec or a metric call is addressed to.
+   */
+  runOf(namespace: string, name: string): RemoteRun<H> | undefined {
+    const record = this.#table.get(namespace, name);
+    return record?.finished || record?.deleting ? undefined : record?.run;
+  }
+
+  /** The pods that have a run now, each with it and when the pod started (clock ms). */
+  running(): { pod: Pod; run: RemoteRun<H>; startTimeMs: number }[] {
+    return [...this.#table.records.values()].flatMap((r) =>
+      r.run && !r.finished && !r.deleting
+        ? [{ pod: r.pod, run: r.run, startTimeMs: r.startTimeMs }]
+        : []
+    );
+  }
+
   #record(pod: Pod): RemoteRecord<H> {
     return { pod, restarts: 0, lastTerminated: new Map(), startTimeMs: this.#o.clock.now() };
   }
@@ -365,6 +383,7 @@ export class RemotePods<H = unknown> {
     const keptIP = this.#o.keepPodIP ? record.pod.status?.podIP : undefined;
     return buildPodStatus(record.pod, {
       containers,
+      initContainers: record.run?.initContainers,
       nowMs: now,
       startTimeMs: record.startTimeMs,
       podIP: record.run?.podIP ?? keptIP,

@@ -20,8 +20,8 @@ import { GroupSupervisor as AciSupervisor } from "../../providers/aci/supervisor
 import type { PodRecord as AciRecord } from "../../providers/aci/status.ts";
 import type { ContainerGroup as AciGroup } from "../../providers/aci/azure.ts";
 import type { ContainerGroup as EciGroup } from "../../providers/eci/api.ts";
-import { GroupSupervisor as EciSupervisor } from "../../providers/eci/supervisor.ts";
-import type { PodRecord as EciRecord } from "../../providers/eci/status.ts";
+import { EciBackend } from "../../providers/eci/backend.ts";
+import { parseEciConfig } from "../../providers/eci/config.ts";
 import { StatusSupervisor } from "../../providers/interlink/supervisor.ts";
 import type { PodRecord as InterlinkRecord } from "../../providers/interlink/status.ts";
 import { superviseOnce } from "../../providers/slurm/supervisor.ts";
@@ -273,19 +273,15 @@ function aci(): Driver {
 
 function eci(): Driver {
   const clock = new FakeClock();
-  const record: EciRecord = {
-    pod: pod(),
-    groupId: "eci-0",
-    generation: 0,
-    restartsBefore: new Map(),
-    lastTerminated: new Map(),
-    deleting: false,
-    startTimeMs: clock.now(),
-    seenEvents: new Set(),
-  };
-  let exists = true;
+  const parsed = parseEciConfig({
+    regionId: "cn-hangzhou",
+    vSwitchId: "vsw-1",
+    securityGroupId: "sg-1",
+  });
+  if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+  let exists = false;
   let made = 0;
-  const supervisor = new EciSupervisor({
+  const backend = new EciBackend({
     api: {
       describe: (ids: string[]) =>
         Promise.resolve(
@@ -294,19 +290,36 @@ function eci(): Driver {
       listForNode: () => Promise.resolve([]),
       delete: () => Promise.resolve(),
       events: () => Promise.resolve(new Map()),
+      log: () => Promise.resolve(""),
+      create: () => {
+        exists = true;
+        return Promise.resolve(`eci-${made++}`);
+      },
     },
-    records: new Map([["ns/p", record]]),
-    ...loop(clock),
-    recreate: (r) => {
-      exists = true;
-      r.groupId = `eci-${++made}`;
-      r.recreateAt = undefined;
-      return Promise.resolve();
-    },
+    config: parsed.config,
+    nodeName: "n1",
+    hostIP: "127.0.0.1",
+    clock,
+    log,
+    event: () => {},
+    signal,
   });
-  return polled(clock, () => supervisor.poll(signal), () => {
-    exists = false;
-  }, () => made);
+  // ECI restarts containers itself: the kit makes a group again only once it is gone.
+  const pods = new RemotePods({ backend, clock, log, intervalMs: 1_000, backendRestarts: true });
+  const created = pods.createPod(pod(), { signal });
+  return {
+    clock,
+    fail: async () => {
+      await created;
+      exists = false;
+      await pods.poll(signal);
+    },
+    tick: () => {
+      clock.jump(1_000);
+      return pods.poll(signal);
+    },
+    restarts: () => created.then(() => made - 1),
+  };
 }
 
 function interlink(): Driver {
