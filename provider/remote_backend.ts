@@ -19,8 +19,9 @@ export interface RemoteRun<H = unknown> {
    */
   containers: Record<string, ContainerReport>;
   /**
-   * Each init container by name, where the backend reports them (as it reports `containers`);
-   * passed to the status as they are. Default: none reported (the status builder's waiting).
+   * Each init container by name, where the backend reports them: then the kit reports them as
+   * it reports `containers` (restarts of the runs before added, the back-off's waiting).
+   * Default: none reported (the status builder's waiting, PodInitializing).
    */
   initContainers?: Record<string, ContainerReport>;
   /** The pod's IP, once it has one. */

@@ -1,7 +1,8 @@
 /**
  * What the kit's RemotePods offers a cloud backend (ECI, ACI) besides the pod calls: init
- * containers reported by the run reach the pod's status, and the provider can address a pod's
- * run now (exec, a metric call) and list the pods that have one (stats).
+ * containers reported by the run reach the pod's status (and between runs wait in the back-off,
+ * as the containers do), and the provider can address a pod's run now (exec, a metric call) and
+ * list the pods that have one (stats).
  */
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
@@ -65,6 +66,20 @@ Deno.test("a run's init containers are in the pod's status", async () => {
   assert.equal(setupStatus?.name, "setup");
   assert.equal(setupStatus?.state?.terminated?.reason, "Completed");
   assert.ok(got?.status?.containerStatuses?.[0].state?.running);
+});
+
+Deno.test("between runs init containers wait in the back-off and count the runs before", async () => {
+  const { backend, pods } = setup();
+  await pods.createPod(pod("web"), { signal });
+  for (let i = 0; i < 2; i++) {
+    backend.runs.delete("uid-web"); // gone twice: made again at once, then after 10 s
+    await pods.poll(signal);
+  }
+  const got = await pods.getPod("ns", "web");
+  const [init] = got?.status?.initContainerStatuses ?? [];
+  assert.equal(init?.state?.waiting?.reason, "CrashLoopBackOff");
+  assert.equal(init?.restartCount, 1, "one run made again so far");
+  assert.equal(got?.status?.containerStatuses?.[0].state?.waiting?.reason, "CrashLoopBackOff");
 });
 
 Deno.test("runOf and running name the pod's run now, and none between runs or once deleted", async () => {

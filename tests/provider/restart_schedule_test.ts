@@ -16,8 +16,8 @@ import type { ContainerRecord } from "../../providers/process/state/state.ts";
 import { RemotePods } from "../../provider/mod.ts";
 import { FargateBackend } from "../../providers/fargate/backend.ts";
 import { parseFargateConfig } from "../../providers/fargate/config.ts";
-import { GroupSupervisor as AciSupervisor } from "../../providers/aci/supervisor.ts";
-import type { PodRecord as AciRecord } from "../../providers/aci/status.ts";
+import { AciBackend } from "../../providers/aci/backend.ts";
+import { parseAciConfig } from "../../providers/aci/config.ts";
 import type { ContainerGroup as AciGroup } from "../../providers/aci/azure.ts";
 import type { ContainerGroup as EciGroup } from "../../providers/eci/api.ts";
 import { EciBackend } from "../../providers/eci/backend.ts";
@@ -234,41 +234,53 @@ function fargate(): Driver {
 
 function aci(): Driver {
   const clock = new FakeClock();
+  const parsed = parseAciConfig({
+    subscriptionId: "00000000-0000-0000-0000-000000000000",
+    resourceGroup: "rg",
+    location: "westeurope",
+  });
+  if (!parsed.ok) throw new Error(parsed.errors.join("; "));
   const group: AciGroup = {
+    name: "g",
     osType: "Linux",
     containers: [{ name: "app", image: "img", resources: { requests: { cpu: 1, memoryInGB: 1 } } }],
   };
-  const record: AciRecord = {
-    pod: pod(),
-    groupName: "g",
-    group,
-    restartOffset: 0,
-    lastTerminated: new Map(),
-    deleting: false,
-    startTimeMs: clock.now(),
-    seenEvents: new Set(),
-  };
-  let exists = true;
+  let exists = false;
   let made = 0;
-  const supervisor = new AciSupervisor({
+  const backend = new AciBackend({
     groups: {
       get: () => Promise.resolve(exists ? group : undefined),
       list: () => Promise.resolve([]),
       delete: () => Promise.resolve(),
+      create: () => {
+        exists = true;
+        made++;
+        return Promise.resolve(group);
+      },
     },
-    records: new Map([["ns/p", record]]),
-    ...loop(clock),
-    recreate: (r) => {
-      exists = true;
-      made++;
-      r.group = group;
-      r.recreateAt = undefined;
-      return Promise.resolve();
-    },
+    capacity: { groupLimits: () => ({ maxCpu: 4, maxMemoryInGB: 16 }) },
+    config: parsed.config,
+    nodeName: "n1",
+    clock,
+    log,
+    event: () => {},
   });
-  return polled(clock, () => supervisor.poll(signal), () => {
-    exists = false;
-  }, () => made);
+  // ACI restarts containers itself: the kit makes a group again only once it is gone.
+  const pods = new RemotePods({ backend, clock, log, intervalMs: 1_000, backendRestarts: true });
+  const created = pods.createPod(pod(), { signal });
+  return {
+    clock,
+    fail: async () => {
+      await created;
+      exists = false;
+      await pods.poll(signal);
+    },
+    tick: () => {
+      clock.jump(1_000);
+      return pods.poll(signal);
+    },
+    restarts: () => created.then(() => made - 1),
+  };
 }
 
 function eci(): Driver {
