@@ -13,7 +13,7 @@ import { FakeClock } from "../fakes/clock.ts";
 import { createProvider as createMock } from "../../providers/mock/mod.ts";
 import { decideStart } from "../../providers/process/lifecycle/restart_policy.ts";
 import type { ContainerRecord } from "../../providers/process/state/state.ts";
-import { RemotePods } from "../../provider/mod.ts";
+import { type RemoteBackend, RemotePods } from "../../provider/mod.ts";
 import { FargateBackend } from "../../providers/fargate/backend.ts";
 import { parseFargateConfig } from "../../providers/fargate/config.ts";
 import { AciBackend } from "../../providers/aci/backend.ts";
@@ -232,6 +232,33 @@ function fargate(): Driver {
   };
 }
 
+/**
+ * A cloud provider on the kit (ACI, ECI): the backend restarts containers itself, so the kit
+ * makes a group again only once it is gone; `fail` deletes the group behind vkubelet's back.
+ */
+function cloudGroups(
+  clock: FakeClock,
+  backend: RemoteBackend,
+  deleteGroup: () => void,
+  made: () => number,
+): Driver {
+  const pods = new RemotePods({ backend, clock, log, intervalMs: 1_000, backendRestarts: true });
+  const created = pods.createPod(pod(), { signal });
+  return {
+    clock,
+    fail: async () => {
+      await created;
+      deleteGroup();
+      await pods.poll(signal);
+    },
+    tick: () => {
+      clock.jump(1_000);
+      return pods.poll(signal);
+    },
+    restarts: () => created.then(made),
+  };
+}
+
 function aci(): Driver {
   const clock = new FakeClock();
   const parsed = parseAciConfig({
@@ -265,22 +292,7 @@ function aci(): Driver {
     log,
     event: () => {},
   });
-  // ACI restarts containers itself: the kit makes a group again only once it is gone.
-  const pods = new RemotePods({ backend, clock, log, intervalMs: 1_000, backendRestarts: true });
-  const created = pods.createPod(pod(), { signal });
-  return {
-    clock,
-    fail: async () => {
-      await created;
-      exists = false;
-      await pods.poll(signal);
-    },
-    tick: () => {
-      clock.jump(1_000);
-      return pods.poll(signal);
-    },
-    restarts: () => created.then(() => made - 1),
-  };
+  return cloudGroups(clock, backend, () => exists = false, () => made - 1);
 }
 
 function eci(): Driver {
@@ -316,22 +328,7 @@ function eci(): Driver {
     event: () => {},
     signal,
   });
-  // ECI restarts containers itself: the kit makes a group again only once it is gone.
-  const pods = new RemotePods({ backend, clock, log, intervalMs: 1_000, backendRestarts: true });
-  const created = pods.createPod(pod(), { signal });
-  return {
-    clock,
-    fail: async () => {
-      await created;
-      exists = false;
-      await pods.poll(signal);
-    },
-    tick: () => {
-      clock.jump(1_000);
-      return pods.poll(signal);
-    },
-    restarts: () => created.then(() => made - 1),
-  };
+  return cloudGroups(clock, backend, () => exists = false, () => made - 1);
 }
 
 function interlink(): Driver {
