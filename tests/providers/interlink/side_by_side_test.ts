@@ -30,6 +30,11 @@ import {
 import { startPlugin, type TestPlugin } from "./_plugin.ts";
 
 const REPLICAS = 50;
+/**
+ * `VKUBELET_SIDE_BY_SIDE_PLUGIN=plain`: the reference plugin as it is (fresh `/status` answers,
+ * init containers reported), to tell the plugin's part in a row from the kubelet's.
+ */
+const PLAIN = Deno.env.get("VKUBELET_SIDE_BY_SIDE_PLUGIN") === "plain";
 /** How long the crashing pod is watched. */
 const CRASH_WATCH_MS = 100_000;
 /** The bound on the 50-pod rollout and on its deletion. */
@@ -62,6 +67,8 @@ interface Subject {
 
 /** What was seen of one subject, one field per row of the table. */
 interface Findings {
+  /** Samples (every 2 s for 100 s) with the node Ready and without a not-ready/unreachable taint. */
+  nodeReady: string;
   /** The distinct (phase, Ready, main container state) seen for the Deployment's pod, in order. */
   webPhases: string[];
   /** Init container's status once the pod ran. */
@@ -93,7 +100,7 @@ Deno.test({
   sanitizeResources: false,
 }, async (t) => {
   const cluster = await useCluster();
-  const plugin = await startPlugin({ realLike: true });
+  const plugin = await startPlugin({ realLike: !PLAIN });
   const server = await startInterlinkServer({ pluginUrl: plugin.url! });
   const results: Record<string, Findings> = {};
   try {
@@ -121,7 +128,7 @@ Deno.test({
   const ours = results["vkubelet"];
   const theirs = results["interLink VK"];
   if (!ours || !theirs) return;
-  console.log(`\n${table(ours, theirs)}\n`);
+  console.log(`\nplugin: ${PLAIN ? "plain" : "SLURM-like"}\n${table(ours, theirs)}\n`);
 
   // vkubelet at least as good, row by row.
   assert.equal(ours.webPhases[0]?.startsWith("Running"), false, "not Running before the job runs");
@@ -137,6 +144,7 @@ Deno.test({
   assert.ok(ours.events.web.includes("Started"), `events: ${ours.events.web}`);
   assert.ok(ours.events.crash.includes("BackOff"), `events: ${ours.events.crash}`);
   assert.match(ours.anonymousLogs, /^40[13]/, "the kubelet API refuses anonymous log reads");
+  assert.match(ours.nodeReady, /^(\d+) of \1$/, "vkubelet's node stays Ready");
   assert.ok(ours.jobsRunningS !== undefined, `vkubelet ran ${REPLICAS} pods: ${ours.atBound}`);
   assert.ok(ours.deletedS !== undefined, "vkubelet deleted every job");
 });
@@ -212,8 +220,20 @@ async function observe(
   const crashWaiting: string[] = [];
   const crashRestartTimes: number[] = [];
   let crashRestarts = 0;
+  let nodeSamples = 0;
+  let nodeNotReady = 0;
   const watchCrash = (async () => {
     while (performance.now() - created < CRASH_WATCH_MS) {
+      const node = await cluster.kubectl(["get", "node", subject.nodeName, "-o", "json"]);
+      if (node.code === 0) {
+        const n = JSON.parse(node.stdout);
+        const ready = n.status?.conditions?.find((c: { type: string }) => c.type === "Ready");
+        const tainted = (n.spec?.taints ?? []).some((x: { key: string }) =>
+          x.key === "node.kubernetes.io/unreachable" || x.key === "node.kubernetes.io/not-ready"
+        );
+        nodeSamples++;
+        if (ready?.status !== "True" || tainted) nodeNotReady++;
+      }
       const [p] = await pods("app=crash").catch(() => []);
       const cs = p?.status?.containerStatuses?.[0];
       const phase = p?.status?.phase ?? "";
@@ -272,8 +292,12 @@ async function observe(
   const all = await run([webName, "-c", "main"]);
   const total = all.stdout.split("\n").filter(Boolean).length;
   const lines = (s: string) => s.split("\n").filter(Boolean);
-  const failed = (res: { code: number; stderr: string }) =>
-    `no: ${res.stderr.trim().split("\n").pop()?.slice(0, 90)}`;
+  const failed = (res: { code: number; stderr: string }) => {
+    const said = res.stderr.trim().split("\n").pop() ?? "";
+    const message = said.match(/"message":"((?:[^"\\]|\\.)*)"/)?.[1] ??
+      said.replace(/^Error from server \(\w+\): (Internal error occurred: )?/, "");
+    return `no: ${message.slice(0, 100)}`;
+  };
   {
     const res = await run([webName, "-c", "main", "--tail=2"]);
     logs.tail = res.code !== 0
@@ -405,6 +429,7 @@ async function observe(
   }
 
   return {
+    nodeReady: `${nodeSamples - nodeNotReady} of ${nodeSamples}`,
     webPhases,
     webInit,
     crashPhases,
@@ -426,6 +451,10 @@ function table(ours: Findings, theirs: Findings): string {
   const secs = (s: number | undefined, f: Findings) =>
     s === undefined ? `not within ${ROLLOUT_MS / 1000} s (${f.atBound})` : `${s} s`;
   const rows: Array<[string, (f: Findings) => string]> = [
+    [
+      "node Ready, no `unreachable`/`not-ready` taint (samples, every 2 s)",
+      (f) => f.nodeReady,
+    ],
     [
       "Deployment pod: phase, Ready, main container (in order seen)",
       (f) => f.webPhases.join(" → "),
