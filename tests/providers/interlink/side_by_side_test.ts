@@ -48,8 +48,10 @@ const INTERLINK_NODE_FLAGS = [
   "--disable-taint",
 ];
 
+// A ten-minute comparison, not a check of vkubelet alone: it runs when asked for.
+const asked = Deno.env.get("VKUBELET_SIDE_BY_SIDE") === "1";
 const vkBuilt = await Deno.stat(interlinkVirtualKubeletPath()).then(() => true, () => false);
-if (!vkBuilt) {
+if (asked && !vkBuilt) {
   console.log(
     `side_by_side_test.ts skipped: interLink's virtual kubelet is not built at ${interlinkVirtualKubeletPath()}; ` +
       "build it with `deno run -A tools/harness/interlink/build.ts --virtual-kubelet`",
@@ -95,7 +97,7 @@ interface Findings {
 
 Deno.test({
   name: "side by side: vkubelet and interLink's own virtual kubelet on the same server and plugin",
-  ignore: !vkBuilt,
+  ignore: !asked || !vkBuilt,
   sanitizeOps: false,
   sanitizeResources: false,
 }, async (t) => {
