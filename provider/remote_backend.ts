@@ -18,6 +18,12 @@ export interface RemoteRun<H = unknown> {
    * keeps them); one missing is not created yet.
    */
   containers: Record<string, ContainerReport>;
+  /**
+   * Each init container (sidecars included) by name, where the backend reports them or can
+   * tell how they ended; restarts of the runs before this one are added as for `containers`.
+   * Default none: the status builder's.
+   */
+  initContainers?: Record<string, ContainerReport>;
   /** The pod's IP, once it has one. */
   podIP?: string;
   /**
@@ -92,6 +98,11 @@ export interface RemoteBackend<H = unknown> {
     signal?: AbortSignal,
     run?: RemoteRun<H>,
   ): Promise<void | Record<string, TerminatedReport>>;
+  /**
+   * Told of a deletion of a pod the kit does not hold (after adoption): a backend that cannot
+   * list its runs may still run it for an earlier vkubelet. Default: nothing to do.
+   */
+  removeUnknown?(pod: Pod, signal?: AbortSignal): Promise<void>;
   /**
    * Lets go of one run that ended (before the next is made) or of a second run of a pod found
    * on adoption, keeping what the pod's next run needs. Default {@link remove}.
