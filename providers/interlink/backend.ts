@@ -57,6 +57,8 @@ export class InterlinkBackend implements RemoteBackend<Job> {
   readonly #creates = new Map<string, CreateTries>();
   /** Each pod's last job ID, by UID (for the restart's event). */
   readonly #jobs = new Map<string, string>();
+  /** UIDs of pods whose ended job the plugin still holds, until the next is made. */
+  readonly #ended = new Set<string>();
 
   constructor(deps: InterlinkBackendDeps) {
     this.#d = deps;
@@ -134,8 +136,7 @@ export class InterlinkBackend implements RemoteBackend<Job> {
   /**
    * A pod's first job: adopted when `/status` shows the plugin already runs it (a restarted
    * vkubelet, a create whose answer was lost), otherwise `/create` by the rules of
-   * {@link #createOnce}. A restart's job is created at once: the kit let go of the ended one
-   * first.
+   * {@link #createOnce}. A restart deletes the ended job, then creates the next.
    */
   async make(
     pod: Pod,
@@ -145,6 +146,9 @@ export class InterlinkBackend implements RemoteBackend<Job> {
     const uid = pod.metadata?.uid ?? "";
     if ((options?.restarts ?? 0) > 0) {
       const old = this.#jobs.get(uid);
+      // The ended job goes first, so that the plugin never holds two for the pod.
+      if (this.#ended.has(uid)) await this.removeUnknown(pod, signal);
+      this.#ended.delete(uid);
       const run = await this.#submit(pod, signal);
       this.#d.event(pod, "Normal", "Restarted", `job ${old} ended; new job ${run.handle?.jobId}`);
       return run;
@@ -176,11 +180,16 @@ export class InterlinkBackend implements RemoteBackend<Job> {
     await this.#delete(pod, signal);
     this.#creates.delete(pod.metadata?.uid ?? "");
     this.#jobs.delete(pod.metadata?.uid ?? "");
+    this.#ended.delete(pod.metadata?.uid ?? "");
   }
 
-  /** The ended job goes before the next, so that the plugin never holds two for the pod. */
-  async discard(pod: Pod, run: RemoteRun<Job>, signal: AbortSignal): Promise<void> {
-    if (!run.handle?.lost) await this.#delete(pod, signal);
+  /**
+   * An ended job is deleted only when the next is made ({@link make}): until then the plugin
+   * keeps its logs, which `kubectl logs` shows through the back-off. A lost job has none.
+   */
+  discard(pod: Pod, run: RemoteRun<Job>): Promise<void> {
+    if (!run.handle?.lost) this.#ended.add(pod.metadata?.uid ?? "");
+    return Promise.resolve();
   }
 
   /**
