@@ -118,24 +118,22 @@ export class RemotePods<H = unknown> {
       adopted();
     }
     let failures = 0;
+    const waitMs = () =>
+      this.#o.intervalMs * (this.#o.pollBackoff ? 2 ** Math.min(failures, 3) : 1);
     while (!signal.aborted) {
-      const failed = await this.poll(signal).then(() => false, (err) => {
-        if (signal.aborted) return false;
+      await this.poll(signal).then(() => {
+        if (failures > 0) this.#o.log.info("status poll answers again", {});
+        failures = 0;
+      }, (err) => {
+        if (signal.aborted) return;
         failures++;
-        const next = this.#o.intervalMs * (this.#o.pollBackoff ? 2 ** Math.min(failures, 3) : 1);
         this.#o.log.warning("status poll failed ({n} in a row), next in {next} ms: {err}", {
           n: failures,
-          next,
+          next: waitMs(),
           err,
         });
-        return true;
       });
-      if (!failed && failures > 0) {
-        this.#o.log.info("status poll answers again", {});
-        failures = 0;
-      }
-      const wait = this.#o.intervalMs * (this.#o.pollBackoff ? 2 ** Math.min(failures, 3) : 1);
-      await this.#o.clock.sleep(wait, signal).catch(() => {});
+      await this.#o.clock.sleep(waitMs(), signal).catch(() => {});
     }
   }
 
