@@ -19,9 +19,9 @@ export interface RemoteRun<H = unknown> {
    */
   containers: Record<string, ContainerReport>;
   /**
-   * Each init container (sidecars included) by name, where the backend reports them or can
-   * tell how they ended; restarts of the runs before this one are added as for `containers`.
-   * Default none: the status builder's.
+   * Each init container by name, where the backend reports them: then the kit reports them as
+   * it reports `containers` (restarts of the runs before added, the back-off's waiting).
+   * Default: none reported (the status builder's waiting, PodInitializing).
    */
   initContainers?: Record<string, ContainerReport>;
   /** The pod's IP, once it has one. */

@@ -251,6 +251,24 @@ export class RemotePods<H = unknown> {
     return record.pod;
   }
 
+  /**
+   * The run of the pod `namespace/name` now, as last read (undefined between runs, once it
+   * ended, or for a pod not on this node): what exec or a metric call is addressed to.
+   */
+  runOf(namespace: string, name: string): RemoteRun<H> | undefined {
+    const record = this.#table.get(namespace, name);
+    return record?.finished || record?.deleting ? undefined : record?.run;
+  }
+
+  /** The pods that have a run now, each with it and when the pod started (clock ms). */
+  running(): { pod: Pod; run: RemoteRun<H>; startTimeMs: number }[] {
+    return [...this.#table.records.values()].flatMap((r) =>
+      r.run && !r.finished && !r.deleting
+        ? [{ pod: r.pod, run: r.run, startTimeMs: r.startTimeMs }]
+        : []
+    );
+  }
+
   #record(pod: Pod): RemoteRecord<H> {
     return { pod, restarts: 0, lastTerminated: new Map(), startTimeMs: this.#o.clock.now() };
   }
@@ -376,28 +394,16 @@ export class RemotePods<H = unknown> {
 
   #statusOf(record: RemoteRecord<H>, terminal: boolean) {
     const now = this.#o.clock.now();
-    const containers: Record<string, ContainerReport> = {};
-    for (const c of record.pod.spec?.containers ?? []) {
-      const report = record.run?.containers[c.name];
-      const lastTerminated = report?.lastTerminated ?? record.lastTerminated.get(c.name);
-      containers[c.name] = {
-        ...report,
-        state: this.#stateOf(record, c.name, now),
-        // Restarts of the runs before this one, and the backend's own within it.
-        restartCount: record.restarts + (report?.restartCount ?? 0),
-        ...(lastTerminated ? { lastTerminated } : {}),
-      };
-    }
+    const spec = record.pod.spec;
+    const containers = this.#reportsOf(record, spec?.containers, record.run?.containers, now);
+    // Init containers as the containers, once the backend reports them at all.
+    const inits = (record.run ?? record.previous)?.initContainers !== undefined
+      ? this.#reportsOf(record, spec?.initContainers, record.run?.initContainers, now)
+      : undefined;
     const keptIP = this.#o.keepPodIP ? record.pod.status?.podIP : undefined;
-    const initContainers = record.run?.initContainers && Object.fromEntries(
-      Object.entries(record.run.initContainers).map(([name, report]) => [name, {
-        ...report,
-        restartCount: record.restarts + (report.restartCount ?? 0),
-      }]),
-    );
     return buildPodStatus(record.pod, {
       containers,
-      ...(initContainers ? { initContainers } : {}),
+      initContainers: inits,
       nowMs: now,
       startTimeMs: record.startTimeMs,
       podIP: record.run?.podIP ?? keptIP,
@@ -407,7 +413,34 @@ export class RemotePods<H = unknown> {
     });
   }
 
-  #stateOf(record: RemoteRecord<H>, name: string, now: number): ContainerStateReport {
+  /** The named containers' reports: the run's, with the kit's state, restarts and last end. */
+  #reportsOf(
+    record: RemoteRecord<H>,
+    specs: { name: string }[] | undefined,
+    reported: Record<string, ContainerReport> | undefined,
+    now: number,
+  ): Record<string, ContainerReport> {
+    const out: Record<string, ContainerReport> = {};
+    for (const { name } of specs ?? []) {
+      const report = reported?.[name];
+      const lastTerminated = report?.lastTerminated ?? record.lastTerminated.get(name);
+      out[name] = {
+        ...report,
+        state: this.#stateOf(record, name, report, now),
+        // Restarts of the runs before this one, and the backend's own within it.
+        restartCount: record.restarts + (report?.restartCount ?? 0),
+        ...(lastTerminated ? { lastTerminated } : {}),
+      };
+    }
+    return out;
+  }
+
+  #stateOf(
+    record: RemoteRecord<H>,
+    name: string,
+    report: ContainerReport | undefined,
+    now: number,
+  ): ContainerStateReport {
     const finished = record.finished?.get(name);
     if (finished) return { terminated: finished };
     if (record.restartAtMs !== undefined) {
@@ -419,7 +452,7 @@ export class RemotePods<H = unknown> {
         },
       };
     }
-    return record.run?.containers[name]?.state ?? { waiting: { reason: "ContainerCreating" } };
+    return report?.state ?? { waiting: { reason: "ContainerCreating" } };
   }
 }
 

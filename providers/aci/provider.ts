@@ -1,10 +1,12 @@
 /**
  * The aci provider: each pod bound to the virtual node runs as one Azure Container Instances
- * container group, named from node, namespace and pod and tagged with them. One loop reads the
- * groups (`statusInterval`) and pushes status through {@link notifyPods}; ACI itself restarts
- * containers by the group's restart policy. On start it adopts this node's groups (by tag), so a
- * restarted vkubelet never runs a pod twice; groups of pods the API no longer has are listed,
- * and the core deletes them once its caches synced.
+ * container group, named from node, namespace and pod and tagged with them. The kit's RemotePods
+ * owns the pod's life — it adopts this node's groups by tag on start (so a restarted vkubelet
+ * never runs a pod twice), reads the groups every `statusInterval`, makes a group deleted behind
+ * vkubelet's back again by the restart policy after the kubelet's back-off, and pushes status
+ * through {@link notifyPods} — on the ACI backend in `./backend.ts`; ACI itself restarts
+ * containers by the group's restart policy. Groups of pods the API no longer has are listed, and
+ * the core deletes them once its caches synced. This file adds logs, exec and the node.
  * @module
  */
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
@@ -17,40 +19,35 @@ import {
   type ExecOptions,
   NotFoundError,
   NotSupportedError,
+  podEventSink,
   type PodRef,
   type Provider,
   type ProviderDeps,
   refuseStreaming,
+  RemotePods,
   type StatsSummary,
 } from "../../provider/mod.ts";
+import type { ContainerGroup } from "./azure.ts";
+import { AciBackend } from "./backend.ts";
 import type { AciConfig } from "./config.ts";
-import { containerGroupFor } from "./container_group.ts";
-import { type PodEventSink, podEventSink, podKey, PodTable } from "../../provider/mod.ts";
 import { execInContainer } from "./exec.ts";
 import type { AciGroups } from "./groups.ts";
 import { readContainerLog } from "./logs.ts";
-import { groupName } from "./names.ts";
 import { NodeCapacity } from "./capacity.ts";
-import { endsOf, type PodRecord, podStatusOf } from "./status.ts";
-import { GroupSupervisor } from "./supervisor.ts";
-import { podVolumes, registryCredentials } from "./volumes.ts";
 
 /** Runs the virtual node's pods as ACI container groups; see the module doc. */
 export class AciProvider implements Provider {
   readonly #config: AciConfig;
   readonly #deps: ProviderDeps;
   readonly #groups: AciGroups;
-  readonly #pods: PodTable<PodRecord>;
-  readonly #event: PodEventSink;
-  readonly #supervisor: GroupSupervisor;
+  readonly #backend: AciBackend;
+  readonly #pods: RemotePods<ContainerGroup>;
   readonly #capacity: NodeCapacity;
   readonly #stop = new AbortController();
   readonly #signal: AbortSignal;
   readonly #running: Promise<void>;
   /** Secret-sourced env values come marked, and go to ACI as `secureValue`. */
   readonly secretEnvRefs = true;
-
-  readonly #kubeProxyKubeconfig?: string;
 
   constructor(
     config: AciConfig,
@@ -59,91 +56,63 @@ export class AciProvider implements Provider {
     options: { kubeProxyKubeconfig?: string } = {},
   ) {
     this.#config = config;
-    this.#kubeProxyKubeconfig = options.kubeProxyKubeconfig;
     this.#deps = deps;
     this.#groups = groups;
-    this.#event = podEventSink(deps, "vkubelet-aci");
     this.#signal = AbortSignal.any([deps.signal, this.#stop.signal]);
     this.#capacity = new NodeCapacity({ config, groups, log: deps.log });
-    this.#pods = new PodTable<PodRecord>({
-      statusOf: (record, terminal) =>
-        podStatusOf(record, deps.internalIp, deps.clock.now(), terminal),
-      log: deps.log,
-    });
-    this.#supervisor = new GroupSupervisor({
+    this.#backend = new AciBackend({
       groups,
-      records: this.#pods.records,
+      capacity: this.#capacity,
+      config,
       nodeName: deps.nodeName,
       clock: deps.clock,
       log: deps.log,
-      intervalMs: config.statusInterval,
-      event: this.#event,
-      recreate: (record, signal) => this.#recreate(record, signal),
-      changed: (record) => this.#pods.notify(record),
+      event: podEventSink(deps, "vkubelet-aci"),
+      kube: deps.kube,
+      fence: deps.fence,
+      kubeProxyKubeconfig: options.kubeProxyKubeconfig,
     });
-    this.#pods.holdUntil(this.#supervisor.adopted);
+    this.#pods = new RemotePods({
+      backend: this.#backend,
+      clock: deps.clock,
+      log: deps.log,
+      intervalMs: config.statusInterval,
+      hostIP: deps.internalIp,
+      // ACI restarts a group's containers itself; the kit makes again only a group that is gone.
+      backendRestarts: true,
+      // A deletion seen before the groups are adopted would leave its group running.
+      retryList: true,
+      keepPodIP: true,
+    });
     this.#running = Promise.all([
-      this.#supervisor.run(this.#signal),
+      this.#pods.run(this.#signal),
       this.#capacity.check(this.#signal),
     ]).then(() => {});
   }
 
-  async createPod(pod: Pod, options: CallOptions): Promise<void> {
-    // Adopted groups first: a pod that already runs must not get a second group.
-    await this.#pods.adopted(options.signal);
-    const { namespace = "", name = "", uid } = pod.metadata ?? {};
-    const k = podKey(namespace, name);
-    let record = this.#pods.records.get(k);
-    if (record && record.pod.metadata?.uid !== uid) {
-      // An older pod of the same name: its group must not stand for this one.
-      await this.#finish(record, "replaced by a newer pod of the same name", options.signal);
-      record = undefined;
-    }
-    if (record) {
-      record.pod = structuredClone(pod);
-      this.#pods.notify(record);
-      return;
-    }
-    record = {
-      pod: structuredClone(pod),
-      groupName: groupName(this.#deps.nodeName, namespace, name),
-      restartOffset: 0,
-      lastTerminated: new Map(),
-      deleting: false,
-      startTimeMs: this.#deps.clock.now(),
-      seenEvents: new Set(),
-    };
-    await this.#makeGroup(record, options.signal);
-    this.#pods.records.set(k, record);
-    this.#pods.notify(record);
+  createPod(pod: Pod, options: CallOptions): Promise<void> {
+    return this.#pods.createPod(pod, options);
   }
 
-  updatePod(pod: Pod, _options: CallOptions): Promise<void> {
-    // A group's containers cannot change in place; labels and annotations are taken over.
-    const record = this.#pods.get(pod.metadata?.namespace, pod.metadata?.name);
-    if (record && record.pod.metadata?.uid === pod.metadata?.uid) {
-      record.pod = { ...structuredClone(pod), status: record.pod.status };
-      this.#pods.notify(record);
-    }
-    return Promise.resolve();
+  /** A group's containers cannot change in place; labels and annotations are taken over. */
+  updatePod(pod: Pod, options: CallOptions): Promise<void> {
+    return this.#pods.updatePod(pod, options);
   }
 
-  async deletePod(pod: Pod, options: CallOptions): Promise<void> {
-    const record = await this.#pods.ofPod(pod, options.signal);
-    if (!record) return;
-    await this.#finish(record, "the pod was deleted", options.signal);
+  deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    return this.#pods.deletePod(pod, options);
   }
 
-  getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {
-    return this.#pods.getPod(namespace, name);
+  getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined> {
+    return this.#pods.getPod(namespace, name, options);
   }
 
   listPods(options: CallOptions): Promise<Pod[]> {
-    return this.#pods.listPods(options.signal);
+    return this.#pods.listPods(options);
   }
 
   notifyPods(callback: (pod: Pod) => void): () => void {
-    return this.#pods.subscribe(callback);
+    return this.#pods.notifyPods(callback);
   }
 
   configureNode(node: Node): void {
@@ -176,16 +145,17 @@ export class AciProvider implements Provider {
     });
   }
 
+  /** From the pod's group (ACI keeps a log per container, its init containers' too). */
   getContainerLogs(
     ref: ContainerRef,
     options: ContainerLogOptions,
   ): Promise<ReadableStream<Uint8Array>> {
     return settle(() => {
-      const record = this.#known(ref.namespace, ref.pod, ref.container);
+      const pod = this.#known(ref.namespace, ref.pod, ref.container);
       const signal = AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]);
       return readContainerLog({
         groups: this.#groups,
-        group: record.groupName,
+        group: this.#backend.groupOf(pod),
         container: ref.container,
         clock: this.#deps.clock,
         pollMs: Math.min(this.#config.statusInterval, 2000),
@@ -194,10 +164,10 @@ export class AciProvider implements Provider {
   }
 
   async runInContainer(ref: ContainerRef, options: ExecOptions): Promise<number> {
-    const record = this.#known(ref.namespace, ref.pod, ref.container);
+    const pod = this.#known(ref.namespace, ref.pod, ref.container);
     return await execInContainer({
       groups: this.#groups,
-      group: record.groupName,
+      group: this.#backend.groupOf(pod),
       container: ref.container,
       command: options.command,
       io: options.io,
@@ -241,66 +211,15 @@ export class AciProvider implements Provider {
     await this.#running;
   }
 
-  /** Reads what the pod's volumes and pull secrets name, and PUTs its group. */
-  async #makeGroup(record: PodRecord, signal?: AbortSignal): Promise<void> {
-    const { pod } = record;
-    const sources = { kube: this.#deps.kube, signal };
-    const inputs = {
-      nodeName: this.#deps.nodeName,
-      restarts: record.restartOffset,
-      limits: this.#capacity.groupLimits(),
-      // Names only, for the check before anything is read.
-      volumes: (pod.spec?.volumes ?? []).map((v) => ({ name: v.name })) as Awaited<
-        ReturnType<typeof podVolumes>
-      >,
-      credentials: [] as Awaited<ReturnType<typeof registryCredentials>>,
-      kubeProxyKubeconfig: this.#kubeProxyKubeconfig,
-    };
-    containerGroupFor(pod, this.#config, inputs); // refuses before any read or write
-    inputs.volumes = await podVolumes(pod, sources);
-    inputs.credentials = await registryCredentials(pod, sources);
-    const body = containerGroupFor(pod, this.#config, inputs);
-    this.#deps.fence?.check(`creating container group ${record.groupName}`);
-    record.group = await this.#groups.create(record.groupName, body, signal);
-  }
-
-  /** The group was deleted behind our back and the restart policy wants it again. */
-  async #recreate(record: PodRecord, signal: AbortSignal): Promise<void> {
-    await this.#makeGroup(record, signal);
-    record.recreateAt = undefined;
-    this.#event(record.pod, "Normal", "ContainerGroupCreated", `made ${record.groupName} again`);
-    this.#pods.notify(record);
-  }
-
-  /** The record of a pod (and container) on this node, or {@link NotFoundError}. */
-  #known(namespace: string, pod: string, container?: string): PodRecord {
-    const record = this.#pods.get(namespace, pod);
-    if (!record) throw new NotFoundError(`pod ${namespace}/${pod} is not on this node`);
-    const names = [
-      ...(record.pod.spec?.containers ?? []),
-      ...(record.pod.spec?.initContainers ?? []),
-    ]
+  /** The pod (with `container`, its init containers' too) on this node, or NotFoundError. */
+  #known(namespace: string, name: string, container?: string): Pod {
+    const pod = this.#pods.knownPod(namespace, name);
+    const names = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])]
       .map((c) => c.name);
     if (container !== undefined && !names.includes(container)) {
-      throw new NotFoundError(`pod ${namespace}/${pod} has no container ${container}`);
+      throw new NotFoundError(`pod ${namespace}/${name} has no container ${container}`);
     }
-    return record;
-  }
-
-  /** Deletes the pod's group, reports it terminated and forgets it. */
-  async #finish(record: PodRecord, why: string, signal?: AbortSignal): Promise<void> {
-    record.deleting = true;
-    this.#deps.fence?.check(`deleting container group ${record.groupName}`);
-    await this.#groups.delete(record.groupName, signal);
-    // Every container ends terminated (the contract of deletePod).
-    record.finished ??= endsOf(
-      record,
-      `container group ${record.groupName} deleted: ${why}`,
-      this.#deps.clock.now(),
-      "Error",
-    );
-    this.#pods.notify(record, true);
-    this.#pods.forget(record);
+    return pod;
   }
 }
 

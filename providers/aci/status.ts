@@ -1,47 +1,19 @@
 /**
- * Status, in two steps: a container group's instance view (current and previous state, restart
- * count, per container) becomes one report per container, and the kit's status builder turns the
- * reports into the kubelet's PodStatus. ACI restarts containers itself by the group's restart
- * policy, so its restart counts are used as they are; only a group made again (after it was
- * deleted behind vkubelet's back) adds the restarts of the groups before it.
+ * A container group's instance view (current and previous state, restart count, per container)
+ * as one report per container, for the kit's RemotePods, which adds the restarts of the groups
+ * before this one (a group made again after it was deleted behind vkubelet's back) and builds
+ * the kubelet's PodStatus. ACI restarts containers itself by the group's restart policy, so its
+ * restart counts are used as they are.
  * @module
  */
-import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
-import {
-  type BackoffEntry,
-  buildPodStatus,
-  type ContainerReport,
-  type ContainerStateReport,
-  type TerminatedReport,
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import type {
+  ContainerReport,
+  ContainerStateReport,
+  RemoteRun,
+  TerminatedReport,
 } from "../../provider/mod.ts";
 import type { ContainerGroup } from "./azure.ts";
-
-/** What the provider keeps for one pod. */
-export interface PodRecord {
-  /** The last pod the core handed over; for an adopted group, a stand-in from its tags. */
-  pod: Pod;
-  /** The container group's name. */
-  groupName: string;
-  /** The group as the last GET (or the create) showed it; unset while it is (re)made. */
-  group?: ContainerGroup;
-  /** Restarts of the groups before the current one. */
-  restartOffset: number;
-  /** How each container of the previous group ended (a group made again). */
-  lastTerminated: Map<string, TerminatedReport>;
-  /** Clock time at which the group is made again (restart policy, after a back-off). */
-  recreateAt?: number;
-  /** The kit's crash-loop back-off for making the group again. */
-  backoff?: BackoffEntry;
-  /** Final container ends once the pod will not run again. */
-  finished?: Map<string, TerminatedReport>;
-  deleting: boolean;
-  /** Clock time at which the provider first took the pod. */
-  startTimeMs: number;
-  /** ACI events already copied as Kubernetes events (`container/name/first/count`). */
-  seenEvents: Set<string>;
-  /** Adopted, events not read yet: those already there were copied before the restart. */
-  adopted?: boolean;
-}
 
 type InstanceState = {
   state?: string;
@@ -52,8 +24,8 @@ type InstanceState = {
 };
 
 /** The container's ID as vkubelet reports it: `aci://<group>/<container>`. */
-export function containerId(record: PodRecord, name: string): string {
-  return `aci://${record.groupName}/${name}`;
+export function containerId(groupName: string, name: string): string {
+  return `aci://${groupName}/${name}`;
 }
 
 function containerOf(group: ContainerGroup | undefined, name: string) {
@@ -70,7 +42,7 @@ function reasonOf(detail: string | undefined, fallback: string): string {
 /** An ACI `Terminated` state as a kit report. */
 export function terminatedReport(
   s: InstanceState,
-  record: PodRecord,
+  groupName: string,
   name: string,
   nowMs: number,
 ): TerminatedReport {
@@ -81,115 +53,95 @@ export function terminatedReport(
     message: s.detailStatus && reasonOf(s.detailStatus, "") === "" ? s.detailStatus : undefined,
     startedAtMs: s.startTime?.getTime(),
     finishedAtMs: s.finishTime?.getTime() ?? nowMs,
-    containerID: containerId(record, name),
+    containerID: containerId(groupName, name),
   };
 }
 
-function stateOf(record: PodRecord, name: string, nowMs: number): ContainerStateReport {
-  const finished = record.finished?.get(name);
-  if (finished) return { terminated: finished };
-  if (!record.group && record.recreateAt !== undefined) {
-    const seconds = Math.max(0, Math.ceil((record.recreateAt - nowMs) / 1000));
-    return {
-      waiting: {
-        reason: "CrashLoopBackOff",
-        message: `back-off ${seconds}s making container group ${record.groupName} again`,
-      },
-    };
-  }
-  const current = containerOf(record.group, name)?.instanceView?.currentState as
+/** What the group's container `name` does now; `sinceMs` stands in for a start ACI leaves out. */
+function stateOf(
+  group: ContainerGroup,
+  name: string,
+  times: { sinceMs: number; nowMs: number },
+): ContainerStateReport {
+  const groupName = group.name ?? "";
+  const current = containerOf(group, name)?.instanceView?.currentState as
     | InstanceState
     | undefined;
   if (current?.state === "Running") {
-    return { running: { startedAtMs: current.startTime?.getTime() ?? record.startTimeMs } };
+    return { running: { startedAtMs: current.startTime?.getTime() ?? times.sinceMs } };
   }
   if (current?.state === "Terminated") {
-    return { terminated: terminatedReport(current, record, name, nowMs) };
+    return { terminated: terminatedReport(current, groupName, name, times.nowMs) };
   }
-  const failed = record.group?.provisioningState === "Failed";
+  const failed = group.provisioningState === "Failed";
   return {
     waiting: {
       reason: reasonOf(current?.detailStatus, failed ? "ProvisioningFailed" : "ContainerCreating"),
       message: current?.detailStatus ??
-        (record.group?.provisioningState
-          ? `container group ${record.groupName} is ${record.group.provisioningState}`
+        (group.provisioningState
+          ? `container group ${groupName} is ${group.provisioningState}`
           : undefined),
     },
   };
 }
 
-/** One report per container of the pod, by name, init containers apart. */
-export function containerReports(record: PodRecord, nowMs: number) {
+/** The group as a run of `pod`: one report per container, init containers apart. */
+export function runOfGroup(
+  pod: Pod,
+  group: ContainerGroup,
+  times: { sinceMs: number; nowMs: number },
+): RemoteRun<ContainerGroup> {
+  const groupName = group.name ?? "";
   const report = (name: string): ContainerReport => {
-    const view = containerOf(record.group, name)?.instanceView;
+    const view = containerOf(group, name)?.instanceView;
     const previous = view?.previousState as InstanceState | undefined;
-    const state = stateOf(record, name, nowMs);
+    const state = stateOf(group, name, times);
     return {
       state,
       lastTerminated: previous?.state === "Terminated"
-        ? terminatedReport(previous, record, name, nowMs)
-        : record.lastTerminated.get(name),
-      restartCount: record.restartOffset + (view?.restartCount ?? 0),
-      containerID: "waiting" in state ? undefined : containerId(record, name),
+        ? terminatedReport(previous, groupName, name, times.nowMs)
+        : undefined,
+      restartCount: view?.restartCount ?? 0,
+      containerID: "waiting" in state ? undefined : containerId(groupName, name),
     };
   };
-  const spec = record.pod.spec;
+  const reports = (specs: { name: string }[] | undefined) =>
+    Object.fromEntries((specs ?? []).map((c) => [c.name, report(c.name)]));
   return {
-    containers: Object.fromEntries((spec?.containers ?? []).map((c) => [c.name, report(c.name)])),
-    initContainers: Object.fromEntries(
-      (spec?.initContainers ?? []).map((c) => [c.name, report(c.name)]),
-    ),
+    pod,
+    handle: group,
+    containers: reports(pod.spec?.containers),
+    initContainers: reports(pod.spec?.initContainers),
+    podIP: group.ipAddress?.ip,
   };
-}
-
-/** The pod's status from its record; `terminal` once it is deleted and runs no more. */
-export function podStatusOf(
-  record: PodRecord,
-  hostIP: string,
-  nowMs: number,
-  terminal = false,
-): PodStatus {
-  const podIP = record.finished ? undefined : record.group?.ipAddress?.ip;
-  return buildPodStatus(record.pod, {
-    ...containerReports(record, nowMs),
-    nowMs,
-    startTimeMs: record.startTimeMs,
-    hostIP,
-    podIP: podIP ?? record.pod.status?.podIP,
-    terminal,
-  });
 }
 
 /**
- * How each container ends when its group is gone for good: as ACI last showed it if it had
- * ended, else `ContainerStatusUnknown` with exit code 137, as the kubelet reports a container it
- * can no longer find (pkg/kubelet/kubelet_pods.go `convertToAPIContainerStatuses`); a group
- * vkubelet deleted passes `Error` as the reason, as for a killed container.
+ * How each container ends when vkubelet deletes its group: as ACI last showed it if it had
+ * ended, else `Error` with exit code 137, as for a killed container.
  */
-export function endsOf(
-  record: PodRecord,
+export function endsOnDelete(
+  pod: Pod,
+  group: ContainerGroup,
   why: string,
   nowMs: number,
-  reason = "ContainerStatusUnknown",
-) {
-  const names = [
-    ...(record.pod.spec?.initContainers ?? []),
-    ...(record.pod.spec?.containers ?? []),
-  ].map((c) => c.name);
-  return new Map(names.map((name): [string, TerminatedReport] => {
-    const current = containerOf(record.group, name)?.instanceView?.currentState as
+): Record<string, TerminatedReport> {
+  const groupName = group.name ?? "";
+  const names = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  return Object.fromEntries(names.map(({ name }): [string, TerminatedReport] => {
+    const current = containerOf(group, name)?.instanceView?.currentState as
       | InstanceState
       | undefined;
     if (current?.state === "Terminated") {
-      return [name, terminatedReport(current, record, name, nowMs)];
+      return [name, terminatedReport(current, groupName, name, nowMs)];
     }
     return [name, {
       exitCode: 137,
-      reason,
+      reason: "Error",
       message: why,
       startedAtMs: current?.startTime?.getTime(),
       finishedAtMs: nowMs,
-      containerID: containerId(record, name),
+      containerID: containerId(groupName, name),
     }];
   }));
 }

@@ -29,8 +29,8 @@ export interface RegistryCredential {
 export interface GroupInputs {
   config: EciConfig;
   nodeName: string;
-  /** How many times the pod's group was made again (0 first). */
-  generation: number;
+  /** How many restarts came before this group (0 for the pod's first). */
+  restarts: number;
   volumes: ResolvedVolume[];
   credentials: RegistryCredential[];
 }
@@ -93,7 +93,7 @@ export function groupRequestFor(pod: Pod, inputs: GroupInputs): GroupPlan {
     ...chosen,
     ...sized,
     containerGroupName: groupName(namespace, name, uid),
-    clientToken: clientToken(uid, inputs.generation),
+    clientToken: clientToken(uid, inputs.restarts),
     restartPolicy: spec.restartPolicy ?? "Always",
     container: spec.containers.map((c, i) =>
       containerOf(pod, c, `spec.containers[${i}]`, volumeNames, true) as never
@@ -106,7 +106,7 @@ export function groupRequestFor(pod: Pod, inputs: GroupInputs): GroupPlan {
     tag: podTags(
       { namespace, name, uid },
       inputs.nodeName,
-      inputs.generation,
+      inputs.restarts,
       inputs.config.tags,
     ) as never[],
     terminationGracePeriodSeconds: spec.terminationGracePeriodSeconds ?? 30,

@@ -10,7 +10,9 @@ export const TAGS = {
   pod: "vkubelet.io/pod",
   uid: "vkubelet.io/uid",
   node: "vkubelet.io/node",
-  /** How many times the pod's group was made again (deleted behind vkubelet's back). */
+  /** How many restarts came before the pod's group (adoption goes on counting from it). */
+  restarts: "vkubelet.io/restarts",
+  /** The count as earlier versions tagged it (the groups made again), read when `restarts` is not. */
   generation: "vkubelet.io/generation",
 } as const;
 
@@ -29,16 +31,16 @@ export function groupName(namespace: string, name: string, uid: string): string 
   return `${safe}-${uid.slice(0, 8)}`.replace(/^-+/, "").replace(/-+$/, "").toLowerCase();
 }
 
-/** The create's idempotency token: the same pod and generation give the same token. */
-export function clientToken(uid: string, generation: number): string {
-  return `${uid}-${generation}`.slice(0, 64);
+/** The create's idempotency token: the same pod and run (restarts before it) give the same. */
+export function clientToken(uid: string, restarts: number): string {
+  return `${uid}-${restarts}`.slice(0, 64);
 }
 
 /** The pod's identity as ECI tags, after the user's tags from the config. */
 export function podTags(
   pod: { namespace: string; name: string; uid: string },
   nodeName: string,
-  generation: number,
+  restarts: number,
   extra: Record<string, string>,
 ): EciTag[] {
   const tags: Record<string, string> = {
@@ -47,7 +49,7 @@ export function podTags(
     [TAGS.pod]: pod.name,
     [TAGS.uid]: pod.uid,
     [TAGS.node]: nodeName,
-    [TAGS.generation]: String(generation),
+    [TAGS.restarts]: String(restarts),
   };
   return Object.entries(tags).map(([key, value]) => ({ key, value }));
 }
@@ -58,7 +60,7 @@ export interface TaggedIdentity {
   name: string;
   uid: string;
   node: string;
-  generation: number;
+  restarts: number;
 }
 
 /** Reads the pod identity back from a group's tags; `undefined` if it is not one of ours. */
@@ -67,6 +69,6 @@ export function podOfTags(tags: EciTag[] | undefined): TaggedIdentity | undefine
   const namespace = get(TAGS.namespace), name = get(TAGS.pod), uid = get(TAGS.uid);
   const node = get(TAGS.node);
   if (!namespace || !name || !uid || !node) return undefined;
-  const generation = Number(get(TAGS.generation) ?? 0);
-  return { namespace, name, uid, node, generation: Number.isInteger(generation) ? generation : 0 };
+  const restarts = Number(get(TAGS.restarts) ?? get(TAGS.generation) ?? 0);
+  return { namespace, name, uid, node, restarts: Number.isInteger(restarts) ? restarts : 0 };
 }

@@ -5,9 +5,9 @@
  * call, DescribeMultiContainerGroupMetric, left for later).
  * @module
  */
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { ContainerStats, PodStats, StatsSummary } from "../../provider/mod.ts";
 import type { MetricRecord } from "./api.ts";
-import type { PodRecord } from "./status.ts";
 
 type Cpu = MetricRecord["CPU"];
 type Memory = MetricRecord["memory"];
@@ -31,9 +31,13 @@ function memoryOf(m: Memory | undefined, time: string) {
 }
 
 /** One pod's stats from its group's newest sample. */
-export function podStatsOf(record: PodRecord, sample: MetricRecord | undefined): PodStats {
-  const { namespace = "", name = "", uid = "" } = record.pod.metadata ?? {};
-  const startTime = new Date(record.startTimeMs).toISOString();
+export function podStatsOf(
+  pod: Pod,
+  startTimeMs: number,
+  sample: MetricRecord | undefined,
+): PodStats {
+  const { namespace = "", name = "", uid = "" } = pod.metadata ?? {};
+  const startTime = new Date(startTimeMs).toISOString();
   const time = sample?.timestamp ?? new Date().toISOString();
   const containers = (sample?.containers ?? []).map((c): ContainerStats => ({
     name: c.name ?? "",

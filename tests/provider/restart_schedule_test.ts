@@ -13,15 +13,15 @@ import { FakeClock } from "../fakes/clock.ts";
 import { createProvider as createMock } from "../../providers/mock/mod.ts";
 import { decideStart } from "../../providers/process/lifecycle/restart_policy.ts";
 import type { ContainerRecord } from "../../providers/process/state/state.ts";
-import { RemotePods } from "../../provider/mod.ts";
+import { type RemoteBackend, RemotePods } from "../../provider/mod.ts";
 import { FargateBackend } from "../../providers/fargate/backend.ts";
 import { parseFargateConfig } from "../../providers/fargate/config.ts";
-import { GroupSupervisor as AciSupervisor } from "../../providers/aci/supervisor.ts";
-import type { PodRecord as AciRecord } from "../../providers/aci/status.ts";
+import { AciBackend } from "../../providers/aci/backend.ts";
+import { parseAciConfig } from "../../providers/aci/config.ts";
 import type { ContainerGroup as AciGroup } from "../../providers/aci/azure.ts";
 import type { ContainerGroup as EciGroup } from "../../providers/eci/api.ts";
-import { GroupSupervisor as EciSupervisor } from "../../providers/eci/supervisor.ts";
-import type { PodRecord as EciRecord } from "../../providers/eci/status.ts";
+import { EciBackend } from "../../providers/eci/backend.ts";
+import { parseEciConfig } from "../../providers/eci/config.ts";
 import { InterlinkBackend } from "../../providers/interlink/backend.ts";
 import { superviseOnce } from "../../providers/slurm/supervisor.ts";
 import type { PodRecord as SlurmRecord } from "../../providers/slurm/status.ts";
@@ -231,60 +231,80 @@ function fargate(): Driver {
   };
 }
 
+/**
+ * A cloud provider on the kit (ACI, ECI): the backend restarts containers itself, so the kit
+ * makes a group again only once it is gone; `fail` deletes the group behind vkubelet's back.
+ */
+function cloudGroups(
+  clock: FakeClock,
+  backend: RemoteBackend,
+  deleteGroup: () => void,
+  made: () => number,
+): Driver {
+  const pods = new RemotePods({ backend, clock, log, intervalMs: 1_000, backendRestarts: true });
+  const created = pods.createPod(pod(), { signal });
+  return {
+    clock,
+    fail: async () => {
+      await created;
+      deleteGroup();
+      await pods.poll(signal);
+    },
+    tick: () => {
+      clock.jump(1_000);
+      return pods.poll(signal);
+    },
+    restarts: () => created.then(made),
+  };
+}
+
 function aci(): Driver {
   const clock = new FakeClock();
+  const parsed = parseAciConfig({
+    subscriptionId: "00000000-0000-0000-0000-000000000000",
+    resourceGroup: "rg",
+    location: "westeurope",
+  });
+  if (!parsed.ok) throw new Error(parsed.errors.join("; "));
   const group: AciGroup = {
+    name: "g",
     osType: "Linux",
     containers: [{ name: "app", image: "img", resources: { requests: { cpu: 1, memoryInGB: 1 } } }],
   };
-  const record: AciRecord = {
-    pod: pod(),
-    groupName: "g",
-    group,
-    restartOffset: 0,
-    lastTerminated: new Map(),
-    deleting: false,
-    startTimeMs: clock.now(),
-    seenEvents: new Set(),
-  };
-  let exists = true;
+  let exists = false;
   let made = 0;
-  const supervisor = new AciSupervisor({
+  const backend = new AciBackend({
     groups: {
       get: () => Promise.resolve(exists ? group : undefined),
       list: () => Promise.resolve([]),
       delete: () => Promise.resolve(),
+      create: () => {
+        exists = true;
+        made++;
+        return Promise.resolve(group);
+      },
     },
-    records: new Map([["ns/p", record]]),
-    ...loop(clock),
-    recreate: (r) => {
-      exists = true;
-      made++;
-      r.group = group;
-      r.recreateAt = undefined;
-      return Promise.resolve();
-    },
+    capacity: { groupLimits: () => ({ maxCpu: 4, maxMemoryInGB: 16 }) },
+    config: parsed.config,
+    nodeName: "n1",
+    clock,
+    log,
+    event: () => {},
   });
-  return polled(clock, () => supervisor.poll(signal), () => {
-    exists = false;
-  }, () => made);
+  return cloudGroups(clock, backend, () => exists = false, () => made - 1);
 }
 
 function eci(): Driver {
   const clock = new FakeClock();
-  const record: EciRecord = {
-    pod: pod(),
-    groupId: "eci-0",
-    generation: 0,
-    restartsBefore: new Map(),
-    lastTerminated: new Map(),
-    deleting: false,
-    startTimeMs: clock.now(),
-    seenEvents: new Set(),
-  };
-  let exists = true;
+  const parsed = parseEciConfig({
+    regionId: "cn-hangzhou",
+    vSwitchId: "vsw-1",
+    securityGroupId: "sg-1",
+  });
+  if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+  let exists = false;
   let made = 0;
-  const supervisor = new EciSupervisor({
+  const backend = new EciBackend({
     api: {
       describe: (ids: string[]) =>
         Promise.resolve(
@@ -293,19 +313,21 @@ function eci(): Driver {
       listForNode: () => Promise.resolve([]),
       delete: () => Promise.resolve(),
       events: () => Promise.resolve(new Map()),
+      log: () => Promise.resolve(""),
+      create: () => {
+        exists = true;
+        return Promise.resolve(`eci-${made++}`);
+      },
     },
-    records: new Map([["ns/p", record]]),
-    ...loop(clock),
-    recreate: (r) => {
-      exists = true;
-      r.groupId = `eci-${++made}`;
-      r.recreateAt = undefined;
-      return Promise.resolve();
-    },
+    config: parsed.config,
+    nodeName: "n1",
+    hostIP: "127.0.0.1",
+    clock,
+    log,
+    event: () => {},
+    signal,
   });
-  return polled(clock, () => supervisor.poll(signal), () => {
-    exists = false;
-  }, () => made);
+  return cloudGroups(clock, backend, () => exists = false, () => made - 1);
 }
 
 function interlink(): Driver {

@@ -1,6 +1,7 @@
-// Builds interLink's API server (cmd/interlink) at the version the SLURM plugin's go.mod names,
-// for the interlink provider's integration tests. tools/harness/interlink/build.ts runs
-// `go build` here once into the cache.
+// Builds interLink's API server (cmd/interlink) and its virtual kubelet (cmd/virtual-kubelet) at
+// the version the SLURM plugin's go.mod names, for the interlink provider's integration tests and
+// the side-by-side comparison. tools/harness/interlink/build.ts runs `go build` here once into the
+// cache.
 module vkubelet.local/harness/interlink
 
 go 1.26
@@ -60,6 +61,7 @@ require (
 	go.opentelemetry.io/proto/otlp v1.7.0 // indirect
 	golang.org/x/net v0.40.0 // indirect
 	golang.org/x/oauth2 v0.27.0 // indirect
+	golang.org/x/sync v0.14.0 // indirect
 	golang.org/x/sys v0.33.0 // indirect
 	golang.org/x/term v0.32.0 // indirect
 	golang.org/x/text v0.25.0 // indirect
@@ -88,3 +90,6 @@ require (
 	sigs.k8s.io/structured-merge-diff/v4 v4.6.0 // indirect
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
+
+// As interLink's own go.mod (9ed14a4e): its virtual kubelet builds only against this fork.
+replace github.com/virtual-kubelet/virtual-kubelet => github.com/superfly/virtual-kubelet v0.0.0-20250426133649-339b787d1205

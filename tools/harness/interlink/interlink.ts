@@ -16,6 +16,7 @@ import { freePort } from "../../cluster/ports.ts";
 
 const moduleDir = new URL(".", import.meta.url).pathname;
 const PACKAGE = "github.com/interlink-hq/interlink/cmd/interlink";
+const VK_PACKAGE = "github.com/interlink-hq/interlink/cmd/virtual-kubelet";
 
 /** The interLink version go.mod pins (a pseudo-version). */
 export function interlinkVersion(): string {
@@ -32,11 +33,34 @@ function interlinkBinaryPath(): string {
   return `${cacheDir}/interlink-${interlinkVersion()}/interlink`;
 }
 
+/** Where interLink's own virtual kubelet (`cmd/virtual-kubelet`) is (or will be) built. */
+export function interlinkVirtualKubeletPath(): string {
+  return `${cacheDir}/interlink-${interlinkVersion()}/virtual-kubelet`;
+}
+
 /** Returns the path of interLink's API server, building it first (minutes on 2 cores) if needed. */
-export async function ensureInterlinkServer(
+export function ensureInterlinkServer(
   options: { progress?: (line: string) => void } = {},
 ): Promise<string> {
-  const path = interlinkBinaryPath();
+  return ensureBuilt(PACKAGE, interlinkBinaryPath(), "API server", options);
+}
+
+/**
+ * Returns the path of interLink's own virtual kubelet, building it first if needed (about as
+ * long as the server: the two share most packages, so the second build reuses Go's cache).
+ */
+export function ensureInterlinkVirtualKubelet(
+  options: { progress?: (line: string) => void } = {},
+): Promise<string> {
+  return ensureBuilt(VK_PACKAGE, interlinkVirtualKubeletPath(), "virtual kubelet", options);
+}
+
+async function ensureBuilt(
+  pkg: string,
+  path: string,
+  what: string,
+  options: { progress?: (line: string) => void },
+): Promise<string> {
   try {
     await Deno.stat(path);
     return path;
@@ -44,14 +68,14 @@ export async function ensureInterlinkServer(
     // Not built yet.
   }
   options.progress?.(
-    `building interLink's API server ${interlinkVersion()} from Go modules; later runs reuse it`,
+    `building interLink's ${what} ${interlinkVersion()} from Go modules; later runs reuse it`,
   );
   await Deno.mkdir(`${cacheDir}/interlink-${interlinkVersion()}`, { recursive: true });
   const tmp = `${path}.tmp-${Deno.pid}`;
   let output: Deno.CommandOutput;
   try {
     output = await new Deno.Command("go", {
-      args: ["build", "-trimpath", "-ldflags", "-s -w", "-o", tmp, PACKAGE],
+      args: ["build", "-trimpath", "-ldflags", "-s -w", "-o", tmp, pkg],
       cwd: moduleDir,
       stdout: "inherit",
       stderr: "piped",
@@ -64,7 +88,7 @@ export async function ensureInterlinkServer(
   if (!output.success) {
     await Deno.remove(tmp).catch(() => {});
     const tail = new TextDecoder().decode(output.stderr).split("\n").slice(-20).join("\n");
-    throw new Error(`go build of interLink's API server failed (exit ${output.code}):\n${tail}`);
+    throw new Error(`go build of interLink's ${what} failed (exit ${output.code}):\n${tail}`);
   }
   await Deno.rename(tmp, path);
   return path;
@@ -160,4 +184,92 @@ export async function startInterlinkServer(
     }
   }
   return { url, configFile, stop, [Symbol.asyncDispose]: stop };
+}
+
+/** How to start interLink's own virtual kubelet. */
+export interface InterlinkVirtualKubeletOptions {
+  /** Its node name (`-nodename`). */
+  nodeName: string;
+  /** interLink's API server, `http://127.0.0.1:<port>` ({@link InterlinkServer.url}). */
+  serverUrl: string;
+  /** The kubeconfig it runs with (`KUBECONFIG`): it lists pods, Secrets and ConfigMaps cluster-wide. */
+  kubeconfig: string;
+  /** The node's pod capacity (`Resources.Pods`); default 300. */
+  pods?: number;
+  /** Where its log goes; default discarded. */
+  logFile?: string;
+}
+
+/** A running interLink virtual kubelet. */
+export interface InterlinkVirtualKubelet extends AsyncDisposable {
+  nodeName: string;
+  /** Its kubelet API port on 127.0.0.1 (HTTPS, a self-signed certificate). */
+  port: number;
+  pid: number;
+  /** Stops it (SIGKILL) and removes its config. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts interLink's own virtual kubelet as a node of the control plane, on loopback: its config
+ * YAML (pkg/virtualkubelet/config.go) names the server; the kubelet API's address, port and the
+ * node's IP come from `KUBELET_URL`, `KUBELET_PORT` and `POD_IP` (cmd/virtual-kubelet/main.go:
+ * getKubeletEndpoint and main), the config path and node name from `-configpath` and `-nodename`.
+ * Its node turns Ready after its first ping of the server, 30 s after start
+ * (pkg/virtualkubelet/virtualkubelet.go: nodeUpdate).
+ */
+export async function startInterlinkVirtualKubelet(
+  options: InterlinkVirtualKubeletOptions,
+): Promise<InterlinkVirtualKubelet> {
+  const binary = await ensureInterlinkVirtualKubelet();
+  const dir = await Deno.makeTempDir({ prefix: "vk-interlink-vk-" });
+  const server = new URL(options.serverUrl);
+  const configFile = `${dir}/InterLinkConfig.yaml`;
+  await Deno.writeTextFile(
+    configFile,
+    [
+      `InterlinkURL: "http://${server.hostname}"`,
+      `InterlinkPort: "${server.port}"`,
+      `VerboseLogging: false`,
+      `ErrorsOnlyLogging: false`,
+      `Resources:`,
+      `  CPU: "64"`,
+      `  Memory: "256Gi"`,
+      `  Pods: "${options.pods ?? 300}"`,
+      "",
+    ].join("\n"),
+  );
+  const port = freePort();
+  const log = options.logFile
+    ? await Deno.open(options.logFile, { create: true, append: true })
+    : undefined;
+  const child = new Deno.Command(binary, {
+    args: [`-nodename=${options.nodeName}`, `-configpath=${configFile}`],
+    env: {
+      KUBECONFIG: options.kubeconfig,
+      KUBELET_URL: "127.0.0.1",
+      KUBELET_PORT: String(port),
+      POD_IP: "127.0.0.1",
+    },
+    stdin: "null",
+    stdout: "null",
+    // It logs (logrus) to stderr.
+    stderr: log ? "piped" : "null",
+  }).spawn();
+  const copy = log ? child.stderr.pipeTo(log.writable) : Promise.resolve();
+  const stop = async () => {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await child.status;
+    await copy.catch(() => {});
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  };
+  return {
+    nodeName: options.nodeName,
+    port,
+    pid: child.pid,
+    stop,
+    [Symbol.asyncDispose]: stop,
+  };
 }
