@@ -97,16 +97,6 @@ function polled(
   };
 }
 
-/** What every status loop takes besides its backend. */
-const loop = (clock: FakeClock) => ({
-  nodeName: "n1",
-  clock,
-  log,
-  intervalMs: 1_000,
-  event: () => {},
-  changed: () => {},
-});
-
 function mock(): Driver {
   const clock = new FakeClock();
   const stop = new AbortController();
