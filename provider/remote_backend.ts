@@ -99,6 +99,11 @@ export interface RemoteBackend<H = unknown> {
     run?: RemoteRun<H>,
   ): Promise<void | Record<string, TerminatedReport>>;
   /**
+   * Told of a deletion of a pod the kit does not hold (after adoption): a backend that cannot
+   * list its runs may still run it for an earlier vkubelet. Default: nothing to do.
+   */
+  removeUnknown?(pod: Pod, signal?: AbortSignal): Promise<void>;
+  /**
    * Lets go of one run that ended (before the next is made) or of a second run of a pod found
    * on adoption, keeping what the pod's next run needs. Default {@link remove}.
    */

@@ -66,6 +66,13 @@ export interface RemotePodsOptions<H = unknown> {
    * it ended). Default false: the pod's IP is its current run's.
    */
   keepPodIP?: boolean;
+  /**
+   * While the backend's batched read ({@link RemoteBackend.readMany}) fails, the poll waits
+   * twice as long each time, up to 8 intervals, and leaves every pod as it was (as interLink's
+   * virtual kubelet paces its status loop). Default false: a failed read is logged and the next
+   * poll comes after one interval.
+   */
+  pollBackoff?: boolean;
 }
 
 interface RemoteRecord<H> {
@@ -83,6 +90,8 @@ interface RemoteRecord<H> {
   startTimeMs: number;
   /** The pod is being deleted: it is read and restarted no more. */
   deleting?: boolean;
+  /** The ended run being let go of: the next run is made once it settles. */
+  discarding?: Promise<void>;
 }
 
 /** The pods of a remote backend, their life owned by the kit; see the module doc. */
@@ -108,11 +117,23 @@ export class RemotePods<H = unknown> {
     } finally {
       adopted();
     }
+    let failures = 0;
+    const waitMs = () =>
+      this.#o.intervalMs * (this.#o.pollBackoff ? 2 ** Math.min(failures, 3) : 1);
     while (!signal.aborted) {
-      await this.poll(signal).catch((err) => {
-        if (!signal.aborted) this.#o.log.warning("status poll failed: {err}", { err });
+      await this.poll(signal).then(() => {
+        if (failures > 0) this.#o.log.info("status poll answers again", {});
+        failures = 0;
+      }, (err) => {
+        if (signal.aborted) return;
+        failures++;
+        this.#o.log.warning("status poll failed ({n} in a row), next in {next} ms: {err}", {
+          n: failures,
+          next: waitMs(),
+          err,
+        });
       });
-      await this.#o.clock.sleep(this.#o.intervalMs, signal).catch(() => {});
+      await this.#o.clock.sleep(waitMs(), signal).catch(() => {});
     }
   }
 
@@ -135,6 +156,8 @@ export class RemotePods<H = unknown> {
         this.#ended(record, before, signal);
       }
       if (record.restartAtMs !== undefined && record.restartAtMs <= this.#o.clock.now()) {
+        await record.discarding;
+        record.discarding = undefined;
         const restarts = record.restarts + 1;
         await this.#o.backend.make(record.pod, signal, { restarts }).then(
           (made) => {
@@ -184,6 +207,7 @@ export class RemotePods<H = unknown> {
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
     const record = await this.#table.ofPod(pod, options.signal);
     if (record) await this.#remove(record, options.signal);
+    else await this.#o.backend.removeUnknown?.(pod, options.signal);
   }
 
   /** `Provider.getPod`. */
@@ -300,7 +324,9 @@ export class RemotePods<H = unknown> {
     const { backend, log } = this.#o;
     const reads = new Map<RemoteRecord<H>, { run?: RemoteRun<H> }>();
     if (backend.readMany && records.length) {
-      const runs = await backend.readMany(records.map((r) => ({ pod: r.pod, run: r.run })), signal)
+      const asked = backend.readMany(records.map((r) => ({ pod: r.pod, run: r.run })), signal);
+      // With pollBackoff the failure fails the poll, which backs off.
+      const runs = this.#o.pollBackoff ? await asked : await asked
         .catch((err) => void log.warning("cannot read the backend's pods: {err}", { err }));
       records.forEach((record, i) => runs && reads.set(record, { run: runs[i] }));
       return reads;
@@ -345,7 +371,7 @@ export class RemotePods<H = unknown> {
       this.#o.backoff,
     ));
     // The ended run goes before the next is made (a backend may allow one run per pod).
-    if (!gone) void this.#discard(record.pod, run, signal);
+    if (!gone) record.discarding = this.#discard(record.pod, run, signal);
   }
 
   async #remove(record: RemoteRecord<H>, signal?: AbortSignal): Promise<void> {

@@ -22,8 +22,7 @@ import type { ContainerGroup as AciGroup } from "../../providers/aci/azure.ts";
 import type { ContainerGroup as EciGroup } from "../../providers/eci/api.ts";
 import { EciBackend } from "../../providers/eci/backend.ts";
 import { parseEciConfig } from "../../providers/eci/config.ts";
-import { StatusSupervisor } from "../../providers/interlink/supervisor.ts";
-import type { PodRecord as InterlinkRecord } from "../../providers/interlink/status.ts";
+import { InterlinkBackend } from "../../providers/interlink/backend.ts";
 import { superviseOnce } from "../../providers/slurm/supervisor.ts";
 import type { PodRecord as SlurmRecord } from "../../providers/slurm/status.ts";
 import type { JobInfo } from "../../providers/slurm/backend.ts";
@@ -97,16 +96,6 @@ function polled(
     restarts: () => Promise.resolve(restarts()),
   };
 }
-
-/** What every status loop takes besides its backend. */
-const loop = (clock: FakeClock) => ({
-  nodeName: "n1",
-  clock,
-  log,
-  intervalMs: 1_000,
-  event: () => {},
-  changed: () => {},
-});
 
 function mock(): Driver {
   const clock = new FakeClock();
@@ -333,46 +322,61 @@ function eci(): Driver {
 
 function interlink(): Driver {
   const clock = new FakeClock();
-  const record: InterlinkRecord = {
-    pod: pod(),
-    jobId: "job-0",
-    restarts: 0,
-    lastTerminated: new Map(),
-    startTimeMs: clock.now(),
-  };
   let failed = false;
-  let serial = 0;
-  const supervisor = new StatusSupervisor({
+  let jobs = 0;
+  const backend = new InterlinkBackend({
     api: {
-      status: () =>
-        Promise.resolve([{
-          name: "p",
-          namespace: "ns",
-          UID: "u1",
-          containers: [{
-            name: "app",
-            image: "img",
-            imageID: "",
-            ready: !failed,
-            restartCount: 0,
-            state: failed ? { terminated: { exitCode: 1 } } : { running: {} },
-          }],
-        }]),
+      // No job before the first /create: the pod is created, not adopted.
+      status: (pods: Pod[]) =>
+        Promise.resolve(
+          pods.filter(() => jobs > 0).map((p) => ({
+            name: p.metadata!.name!,
+            namespace: p.metadata!.namespace!,
+            UID: p.metadata!.uid!,
+            JID: `job-${jobs}`,
+            containers: [{
+              name: "app",
+              image: "img",
+              imageID: "",
+              ready: !failed,
+              restartCount: 0,
+              state: failed ? { terminated: { exitCode: 1 } } : { running: {} },
+            }],
+          })),
+        ),
+      create: () => {
+        failed = false;
+        return Promise.resolve(`job-${++jobs}`);
+      },
       delete: () => Promise.resolve(),
     },
-    records: new Map([["ns/p", record]]),
-    ...loop(clock),
-    discover: false,
-    statusCacheWindowMs: 30_000,
-    start: (r) => {
-      failed = false;
-      r.jobId = `job-${++serial}`;
-      return Promise.resolve();
+    config: {
+      target: "plugin",
+      statusCacheWindow: 30_000,
+      createAttempts: 3,
+      tokenExpirationSeconds: 3600,
     },
+    nodeName: "n1",
+    clock,
+    log,
+    event: () => {},
+    hostIP: "127.0.0.1",
   });
-  return polled(clock, () => supervisor.pollOnce(signal), () => {
-    failed = true;
-  }, () => record.restarts);
+  const pods = new RemotePods({ backend, clock, log, intervalMs: 1_000, pollBackoff: true });
+  const created = pods.createPod(pod(), { signal });
+  return {
+    clock,
+    fail: async () => {
+      await created;
+      failed = true;
+      await pods.poll(signal);
+    },
+    tick: () => {
+      clock.jump(1_000);
+      return pods.poll(signal);
+    },
+    restarts: () => created.then(() => jobs - 1),
+  };
 }
 
 function slurm(): Driver {
