@@ -8,7 +8,7 @@
  * (./restart.ts; the backend restarts a pod's containers together), and pushes what changed.
  * @module
  */
-import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import type { Pod, PodCondition } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../base/clock.ts";
 import type { CallOptions, ContainerLogOptions, ContainerRef } from "./contract.ts";
 import { NotFoundError } from "./errors.ts";
@@ -39,6 +39,8 @@ export interface RemoteRun {
   containers: Record<string, ContainerReport>;
   /** The pod's IP, once it has one. */
   podIP?: string;
+  /** Conditions of the backend's own (types of its own), shown on the pod as they are. */
+  conditions?: PodCondition[];
 }
 
 /** What a remote backend supplies; every call takes the signal of the call or loop behind it. */
@@ -299,6 +301,7 @@ export class RemotePods {
       startTimeMs: record.startTimeMs,
       podIP: record.run?.podIP,
       hostIP: this.#o.hostIP,
+      extraConditions: record.run?.conditions,
       terminal: terminal || record.finished !== undefined,
     });
   }
