@@ -90,6 +90,8 @@ interface RemoteRecord {
   backoff?: BackoffEntry;
   /** The containers' final ends once the pod runs no more. */
   finished?: Map<string, TerminatedReport>;
+  /** deletePod is removing the run: a run that is gone meanwhile is not made again. */
+  deleting?: boolean;
   startTimeMs: number;
 }
 
@@ -129,7 +131,7 @@ export class RemotePods {
   /** One round: read every pod's run, apply restart policies, make due runs, push changes. */
   async poll(signal: AbortSignal): Promise<void> {
     for (const record of [...this.#table.records.values()]) {
-      if (record.finished) continue;
+      if (record.finished || record.deleting) continue;
       if (record.restartAtMs === undefined) {
         const before = record.run;
         const read = await this.#o.backend.read(record.pod, signal).then(
@@ -141,7 +143,9 @@ export class RemotePods {
             }),
         );
         // A backend that does not answer says nothing of the run; a pod deleted meanwhile is gone.
-        if (!read || this.#table.records.get(podKeyOf(record.pod)) !== record) continue;
+        if (!read || record.deleting || this.#table.records.get(podKeyOf(record.pod)) !== record) {
+          continue;
+        }
         record.run = read.run;
         this.#ended(record, before, signal);
       }
@@ -274,7 +278,13 @@ export class RemotePods {
   }
 
   async #remove(record: RemoteRecord, signal?: AbortSignal): Promise<void> {
-    await this.#o.backend.remove(record.pod, signal);
+    record.deleting = true;
+    try {
+      await this.#o.backend.remove(record.pod, signal);
+    } catch (err) {
+      record.deleting = false;
+      throw err;
+    }
     const now = this.#o.clock.now();
     const status = terminalPodStatus(record.pod, this.#statusOf(record, false), { nowMs: now });
     this.#table.send({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
