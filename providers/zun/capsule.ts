@@ -19,25 +19,18 @@ export const LABELS = {
   uid: "vkubelet.io/uid",
 } as const;
 
+/**
+ * The annotation that keeps the pod's container names and restart policy on its capsule (Zun
+ * names a capsule's containers itself), for a restarted vkubelet that adopts the capsule.
+ */
+export const SPEC_ANNOTATION = "vkubelet.io/pod-spec";
+
 /** Zun 18.0.0's limits by default (zun/conf/container_driver.py): below them it answers 400. */
 export const ZUN_MINIMUM = { cpu: 0.1, memoryMiB: 4 } as const;
 
 /** The capsule's name: `namespace.pod` (a namespace has no dot, so it splits one way). */
 export function capsuleName(namespace: string, name: string): string {
   return `${namespace}.${name}`;
-}
-
-/**
- * The Zun name of a container: Zun wants at least two characters and no leading `-`; a
- * one-character name gets `_` appended (never part of a Kubernetes name, so it reads back).
- */
-export function zunContainerName(name: string): string {
-  return name.length < 2 ? `${name}_` : name;
-}
-
-/** The Kubernetes name of a Zun container name. */
-export function kubeContainerName(name: string): string {
-  return name.endsWith("_") ? name.slice(0, -1) : name;
 }
 
 /** `$(VAR)` in command and args from the container's env; `$$` is a literal `$` (kubelet's
@@ -87,7 +80,7 @@ function containerOf(container: Container): Record<string, unknown> {
     ...(p.hostPort ? { hostPort: p.hostPort } : {}),
   }));
   return {
-    name: zunContainerName(container.name),
+    // No name: Zun replaces it with one of its own (see ./status.ts).
     image: container.image,
     ...(container.command ? { command: container.command.map((c) => expand(c, env)) } : {}),
     ...(container.args ? { args: container.args.map((a) => expand(a, env)) } : {}),
@@ -139,6 +132,12 @@ export function capsuleCreateBody(pod: Pod, options: TemplateOptions): { templat
           [LABELS.namespace]: meta.namespace,
           [LABELS.name]: meta.name,
           [LABELS.uid]: meta.uid,
+        },
+        annotations: {
+          [SPEC_ANNOTATION]: JSON.stringify({
+            containers: (pod.spec?.containers ?? []).map((c) => c.name),
+            restartPolicy: pod.spec?.restartPolicy ?? "Always",
+          }),
         },
       },
       spec: { restartPolicy: pod.spec?.restartPolicy ?? "Always", containers },

@@ -48,6 +48,8 @@ export class ZunCapsules implements RemoteBackend {
   readonly #o: ZunCapsulesOptions;
   /** The capsule of each pod, by pod uid. */
   readonly #uuids = new Map<string, string>();
+  /** Removals under way, by pod uid. */
+  readonly #removing = new Map<string, Promise<void>>();
 
   constructor(options: ZunCapsulesOptions) {
     this.#o = options;
@@ -93,6 +95,7 @@ export class ZunCapsules implements RemoteBackend {
       nodeName: this.#o.nodeName,
       exposePorts: this.#o.exposePorts,
     });
+    await this.#removing.get(pod.metadata?.uid ?? "");
     const startedMs = this.#o.now();
     try {
       const { body: made } = await this.#o.api.call<ZunCapsule>("POST", "/capsules", {
@@ -112,32 +115,61 @@ export class ZunCapsules implements RemoteBackend {
     }
   }
 
-  async remove(pod: Pod, signal?: AbortSignal): Promise<void> {
+  /**
+   * Deletes the pod's capsules that exist now; a make for the same pod waits for it (the kit
+   * removes an ended run and makes the next without waiting in between).
+   */
+  remove(pod: Pod, signal?: AbortSignal): Promise<void> {
+    const uid = pod.metadata?.uid ?? "";
+    const removal = this.#targets(pod, signal).then(async (uuids) => {
+      for (const uuid of uuids) await this.#deleteCapsule(pod, uuid, signal);
+      if (uuids.includes(this.#uuids.get(uid) ?? "")) this.#uuids.delete(uid);
+    });
+    const tracked = removal.catch(() => {}).finally(() => {
+      if (this.#removing.get(uid) === tracked) this.#removing.delete(uid);
+    });
+    this.#removing.set(uid, tracked);
+    return removal;
+  }
+
+  /** The pod's capsules: the one it was made as, and any other with its uid label. */
+  async #targets(pod: Pod, signal?: AbortSignal): Promise<string[]> {
+    const uid = pod.metadata?.uid ?? "";
+    const labelled = (await this.all(signal)).filter((c) => c.labels?.[LABELS.uid] === uid);
+    const known = this.#uuids.get(uid);
+    return [...new Set([...(known ? [known] : []), ...labelled.map((c) => c.uuid)])];
+  }
+
+  /**
+   * Deletes one capsule and waits until Zun answers 404: the first delete once Zun has made it
+   * (a delete during the create races it), a repeat when it fell to Error.
+   */
+  async #deleteCapsule(pod: Pod, uuid: string, signal?: AbortSignal): Promise<void> {
     const deadline = this.#o.now() + this.#o.deleteTimeoutMs;
     let deletes = 0;
     for (;;) {
-      const capsule = await this.#capsuleOf(pod, signal);
-      if (!capsule) break;
+      const capsule = await this.#o.api.call<ZunCapsule>("GET", `/capsules/${uuid}`, { signal })
+        .then((a) => a.body, (err) => {
+          if (isNotFound(err)) return undefined;
+          throw err;
+        });
+      if (!capsule) return;
       if (this.#o.now() > deadline) {
         throw new TransientError(
-          `capsule ${capsule.uuid} of ${podKeyOf(pod)} is still ${capsule.status} after ${
+          `capsule ${uuid} of ${podKeyOf(pod)} is still ${capsule.status} after ${
             this.#o.deleteTimeoutMs / 1000
           } s and ${deletes} deletes: ${capsule.status_reason ?? "no reason given by Zun"}`,
         );
       }
-      // A first delete waits until Zun has made the capsule; a repeat when it fell to Error.
       const due = deletes === 0 ? !MAKING.has(capsule.status) : capsule.status === "Error";
       if (due) {
         deletes++;
-        await this.#o.api.call("DELETE", `/capsules/${capsule.uuid}`, { signal }).catch(
-          (err) => {
-            if (!isNotFound(err) && !(err instanceof ZunApiError && err.status === 409)) throw err;
-          },
-        );
+        await this.#o.api.call("DELETE", `/capsules/${uuid}`, { signal }).catch((err) => {
+          if (!isNotFound(err) && !(err instanceof ZunApiError && err.status === 409)) throw err;
+        });
       }
       await this.#o.sleep(this.#o.pollMs ?? 500, signal);
     }
-    this.#uuids.delete(pod.metadata?.uid ?? "");
   }
 
   /** The pod's capsule now: by its known uuid, else by its uid label; undefined once gone. */
@@ -167,10 +199,10 @@ export class ZunCapsules implements RemoteBackend {
    */
   async #cleanUpFailedCreate(pod: Pod, startedMs: number): Promise<void> {
     const uid = pod.metadata?.uid ?? "";
+    const since = (c: ZunCapsule) => (parseZunTime(c.created_at) ?? 0) >= startedMs - 2_000;
     const left = (await this.all()).filter((c) =>
-      c.labels?.[LABELS.uid] === uid ||
-      (c.name === null && c.status === "Creating" &&
-        (parseZunTime(c.created_at) ?? 0) >= startedMs - 2_000)
+      since(c) &&
+      (c.labels?.[LABELS.uid] === uid || (c.name === null && c.status === "Creating"))
     );
     for (const capsule of left) {
       this.#o.log.info("deleting capsule {uuid} left by a failed create of {pod}", {

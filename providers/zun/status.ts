@@ -11,7 +11,7 @@
  */
 import type { Pod, PodCondition } from "kubernetes-types/core/v1.d.ts";
 import type { ContainerReport, ContainerStateReport, RemoteRun } from "../../provider/mod.ts";
-import { kubeContainerName, LABELS } from "./capsule.ts";
+import { LABELS, SPEC_ANNOTATION } from "./capsule.ts";
 
 /** A container of a capsule, as Zun shows it. */
 export interface ZunContainer {
@@ -32,6 +32,7 @@ export interface ZunCapsule {
   status: string;
   status_reason?: string | null;
   labels?: Record<string, string> | null;
+  annotations?: Record<string, string> | null;
   addresses?: Record<string, { addr: string; version?: number }[]> | null;
   containers?: ZunContainer[];
   created_at?: string | null;
@@ -50,7 +51,7 @@ export function parseZunTime(text: string | null | undefined): number | undefine
 
 /** The exit code in a docker status text (`Exited (3) 5 seconds ago`), if there is one. */
 function exitCodeOf(text: string | null | undefined): number | undefined {
-  const match = /Exited \((\d+)\)/.exec(text ?? "");
+  const match = /Exited ?\((\d+)\)/.exec(text ?? "");
   return match ? Number(match[1]) : undefined;
 }
 
@@ -91,12 +92,30 @@ function stateOf(
   }
 }
 
-/** The pod a capsule runs, from its labels; undefined for a capsule that is not a pod's. */
+/**
+ * The pod a capsule runs, from its labels and the container names and restart policy it keeps
+ * in an annotation; undefined for a capsule that is not a pod's.
+ */
 export function podOfCapsule(capsule: ZunCapsule): Pod | undefined {
   const labels = capsule.labels ?? {};
   const [namespace, name, uid] = [LABELS.namespace, LABELS.name, LABELS.uid].map((k) => labels[k]);
   if (!namespace || !name || !uid) return undefined;
-  return { apiVersion: "v1", kind: "Pod", metadata: { namespace, name, uid } };
+  let kept: { containers?: string[]; restartPolicy?: string } = {};
+  try {
+    kept = JSON.parse(capsule.annotations?.[SPEC_ANNOTATION] ?? "{}");
+  } catch {
+    // not written by this provider: no spec then
+  }
+  const images = (capsule.containers ?? []).map((c) => c.image ?? "");
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { namespace, name, uid },
+    spec: {
+      restartPolicy: kept.restartPolicy ?? "Always",
+      containers: (kept.containers ?? []).map((n, i) => ({ name: n, image: images[i] })),
+    },
+  };
 }
 
 /** The first IPv4 address Zun lists for the capsule. */
@@ -108,11 +127,18 @@ function podIPOf(capsule: ZunCapsule): string | undefined {
   return undefined;
 }
 
-/** The capsule as a run of `pod`'s (or of the pod in its labels). */
+/**
+ * The capsule as a run of `pod`'s (or of the pod in its labels). Zun names a capsule's
+ * containers itself (`capsule-<name>-<random>`, zun/api/controllers/v1/capsules.py
+ * `_generate_name_for_capsule_container`) and lists them in the order they were made, the
+ * template's: the pod's containers are matched by position.
+ */
 export function runOfCapsule(capsule: ZunCapsule, nowMs: number, pod?: Pod): RemoteRun {
   const containers: Record<string, ContainerReport> = {};
-  for (const c of capsule.containers ?? []) {
-    containers[kubeContainerName(c.name)] = {
+  const owner = pod ?? podOfCapsule(capsule);
+  const names = (owner?.spec?.containers ?? []).map((c) => c.name);
+  for (const [i, c] of (capsule.containers ?? []).entries()) {
+    containers[names[i] ?? c.name] = {
       state: stateOf(c, capsule, nowMs),
       ...(c.status === "Running" ? { containerID: `zun://${c.uuid}` } : {}),
     };
@@ -127,7 +153,7 @@ export function runOfCapsule(capsule: ZunCapsule, nowMs: number, pod?: Pod): Rem
       : `capsule ${capsule.uuid} is ${capsule.status}`,
   };
   return {
-    pod: pod ?? podOfCapsule(capsule)!,
+    pod: owner!,
     containers,
     podIP: podIPOf(capsule),
     conditions: [condition],

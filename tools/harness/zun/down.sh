@@ -21,7 +21,7 @@ done
 # rabbitmq-server's wrapper does not pass SIGTERM on to the Erlang node: ask the node to stop.
 if [ -f "$B/rabbit.env" ]; then
   # shellcheck disable=SC2046
-  env $(cat "$B/rabbit.env") rabbitmqctl -q shutdown >/dev/null 2>&1 || true
+  env $(cat "$B/rabbit.env") /usr/lib/rabbitmq/bin/rabbitmqctl -q shutdown >/dev/null 2>&1 || true
   f=$B/pids/rabbitmq.pid
   [ -f "$f" ] && { kill -- "-$(cat "$f")" 2>/dev/null || true; rm -f "$f"; }
   # the node's own epmd, on its own port

@@ -56,12 +56,14 @@ wait_for() { # wait_for WHAT SECONDS COMMAND...
   for _ in $(seq 1 "$limit"); do "$@" >/dev/null 2>&1 && return 0; sleep 1; done
   echo "zun harness: $what did not come up in ${limit}s; logs in $B/logs" >&2; exit 1
 }
-http_ok() { curl -s -m 3 -o /dev/null "$1"; }
+# A start that fails half-way stops what it started.
+trap '[ $? -eq 0 ] || "$H/down.sh" "$S" >/dev/null 2>&1' EXIT
 
 # --- RabbitMQ: its own node name, ports and files, loopback only ----------------------------
 echo "[]." > "$B/rabbit/enabled_plugins"
 echo "loopback_users.guest = true" > "$B/rabbit/rabbitmq.conf"
-start rabbitmq env "${RABBIT_ENV[@]}" /usr/sbin/rabbitmq-server
+# Not /usr/sbin/rabbitmq-server: that wrapper switches to the rabbitmq user (and its HOME).
+start rabbitmq env "${RABBIT_ENV[@]}" /usr/lib/rabbitmq/bin/rabbitmq-server
 
 # --- podman's Docker API. This machine lacks CAP_SYS_RESOURCE and has hybrid cgroups: lower
 # ulimits, runc and cgroupfs. -------------------------------------------------------------
