@@ -93,7 +93,7 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-async function stackOf(p: Record<string, string>, stop: () => Promise<void>): Promise<ZunStack> {
+function stackOf(p: Record<string, string>, stop: () => Promise<void>): ZunStack {
   const authUrl = `http://127.0.0.1:${p.ZUN_PORT_KEYSTONE}/v3`;
   return {
     authUrl,
