@@ -91,13 +91,15 @@ if ! podman image exists localhost/busybox:latest || ! podman image exists local
     localhost/kubernetes/pause:latest >/dev/null
 fi
 
+# sqlite's writers wait for each other up to 60 s (?timeout=60) instead of failing at once with
+# "database is locked" (placement did, at ten capsule creates at a time).
 # --- keystone -----------------------------------------------------------------------------
 KS=http://127.0.0.1:$P_KS/v3
 cat > "$B/ks/keystone.conf" <<C
 [DEFAULT]
 log_file = $B/logs/keystone.log
 [database]
-connection = sqlite:///$B/ks/keystone.db
+connection = sqlite:///$B/ks/keystone.db?timeout=60
 [fernet_tokens]
 key_repository = $B/ks/fernet
 [credential]
@@ -128,7 +130,7 @@ cat > "$B/pl/placement.conf" <<C
 [DEFAULT]
 log_file = $B/logs/placement.log
 [placement_database]
-connection = sqlite:///$B/pl/placement.db
+connection = sqlite:///$B/pl/placement.db?timeout=60
 sync_on_startup = True
 [api]
 auth_strategy = keystone
@@ -159,8 +161,9 @@ image_driver_list = docker
 default_image_driver = docker
 sandbox_image = localhost/kubernetes/pause:latest
 sandbox_image_pull_policy = never
+[compute]
 # placement claims a whole VCPU for each capsule (0.1 cpu rounds up, zun/scheduler/utils.py):
-# 2 cores x 16 (the default ratio) would hold 32 capsules; the bench runs 100
+# 2 cores x 16 (the default ratio) hold 32 capsules; the bench runs 100
 cpu_allocation_ratio = 128
 [api]
 host_ip = 127.0.0.1
@@ -168,7 +171,7 @@ port = $P_API
 workers = 1
 api_paste_config = $B/zun/api-paste.ini
 [database]
-connection = sqlite:///$B/zun/zun.db
+connection = sqlite:///$B/zun/zun.db?timeout=60
 [keystone_authtoken]
 $AUTH
 username = zun
