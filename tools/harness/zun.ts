@@ -105,10 +105,29 @@ function stackOf(p: Record<string, string>, stop: () => Promise<void>): ZunStack
   };
 }
 
+/** Waits while another process's up.sh is starting the stack (its pid in starting.pid). */
+async function startedElsewhere(): Promise<void> {
+  for (let i = 0; i < 900; i++) {
+    let pid: number;
+    try {
+      pid = Number(await Deno.readTextFile(`${ZUN_STATE}/stack/starting.pid`));
+    } catch {
+      return;
+    }
+    try {
+      Deno.kill(pid, "SIGCONT"); // a signal that changes nothing: is it alive?
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
+}
+
 /** The running stack, started (after installing) if none answers; throws why it cannot. */
 export async function useZun(): Promise<ZunStack> {
   const problem = await installZun();
   if (problem) throw new Error(problem);
+  await startedElsewhere();
   const running = await ports();
   if (
     running && await answers(`http://127.0.0.1:${running.ZUN_PORT_API}/v1`) &&

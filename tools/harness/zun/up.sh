@@ -56,8 +56,10 @@ wait_for() { # wait_for WHAT SECONDS COMMAND...
   for _ in $(seq 1 "$limit"); do "$@" >/dev/null 2>&1 && return 0; sleep 1; done
   echo "zun harness: $what did not come up in ${limit}s; logs in $B/logs" >&2; exit 1
 }
-# A start that fails half-way stops what it started.
-trap '[ $? -eq 0 ] || "$H/down.sh" "$S" >/dev/null 2>&1' EXIT
+# A start that fails half-way stops what it started. starting.pid tells tools/harness/zun.ts
+# that a stack is on its way (wait for it, do not stop it).
+echo $$ > "$B/starting.pid"
+trap 'rc=$?; rm -f "$B/starting.pid"; [ $rc -eq 0 ] || "$H/down.sh" "$S" >/dev/null 2>&1' EXIT
 
 # --- RabbitMQ: its own node name, ports and files, loopback only ----------------------------
 echo "[]." > "$B/rabbit/enabled_plugins"
