@@ -64,6 +64,7 @@ async function floor(api: ZunApi, pods: number, intervalMs: number, concurrency:
   const node = `floor-${crypto.randomUUID().slice(0, 6)}`;
   const started = performance.now();
   let retries = 0;
+  let replaced = 0;
   // A 5xx (sqlite busy in placement, under load) is retried, as the core retries the provider.
   const create = async (i: number): Promise<void> => {
     for (let attempt = 0;; attempt++) {
@@ -86,6 +87,13 @@ async function floor(api: ZunApi, pods: number, intervalMs: number, concurrency:
   }
   await until("floor capsules Running", async () => {
     const now = await capsulesOf(api, node);
+    // A capsule Zun failed (sqlite busy, placement conflicts under load) is replaced, as the
+    // provider replaces a run that ended in Error.
+    for (const failed of now.filter((c) => c.status === "Error")) {
+      replaced++;
+      await api.call("DELETE", `/capsules/${failed.uuid}`).catch(() => {});
+      await create(Number(failed.labels?.[LABELS.name]?.replace("floor-", "")));
+    }
     return now.filter((c) => c.status === "Running").length === pods;
   }, intervalMs);
   const running = performance.now() - started;
@@ -102,7 +110,7 @@ async function floor(api: ZunApi, pods: number, intervalMs: number, concurrency:
     async () => (await capsulesOf(api, node)).length === 0,
     intervalMs,
   );
-  return { running, gone: performance.now() - deleting, retries };
+  return { running, gone: performance.now() - deleting, retries, replaced };
 }
 
 /** The same through vkubelet: a Deployment of `pods` replicas, then deleted. */
@@ -214,7 +222,7 @@ if (import.meta.main) {
       `floor (zun-api directly): create → all Running ${(f.running / 1000).toFixed(1)} s; ` +
         `delete → all gone ${
           (f.gone / 1000).toFixed(1)
-        } s; ${f.retries} creates retried after a 5xx`,
+        } s; ${f.retries} creates retried after a 5xx, ${f.replaced} capsules in Error replaced`,
     );
     const v = await throughVkubelet(zun, api, pods, values.interval!, intervalMs, concurrency);
     say(
