@@ -28,6 +28,7 @@ export const BUILTIN_PROVIDERS: Readonly<Record<string, () => Promise<ProviderMo
   aci: () => import("../providers/aci/mod.ts"),
   eci: () => import("../providers/eci/mod.ts"),
   slurm: () => import("../providers/slurm/mod.ts"),
+  zun: () => import("../providers/zun/mod.ts"),
 };
 
 /** Names of the built-in providers, sorted. */

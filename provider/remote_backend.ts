@@ -5,7 +5,7 @@
  * optional; a backend that leaves it out gets the kit's default.
  * @module
  */
-import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import type { Pod, PodCondition } from "kubernetes-types/core/v1.d.ts";
 import type { ContainerLogOptions } from "./contract.ts";
 import type { ContainerReport, TerminatedReport } from "./pod_status.ts";
 
@@ -26,6 +26,8 @@ export interface RemoteRun<H = unknown> {
   initContainers?: Record<string, ContainerReport>;
   /** The pod's IP, once it has one. */
   podIP?: string;
+  /** Conditions of the backend's own (types of its own), shown on the pod as they are. */
+  conditions?: PodCondition[];
   /**
    * The backend's own reference to this run (a task ARN, a job id, the last answer it gave):
    * kept with the pod's record and handed back to read, remove, logs and the hooks.

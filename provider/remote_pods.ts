@@ -409,6 +409,7 @@ export class RemotePods<H = unknown> {
       podIP: record.run?.podIP ?? keptIP,
       hostIP: this.#o.hostIP,
       sandboxReady: record.run?.sandboxReady,
+      extraConditions: record.run?.conditions,
       terminal: terminal || record.finished !== undefined,
     });
   }

@@ -56,7 +56,7 @@ export const OPTIONS = [
     value: "NAME|PATH",
     group: "General",
     help:
-      "Required. A built-in provider (mock, process, kubernetes, fargate, interlink, aci, eci, slurm), or the path of a module exporting createProvider.",
+      "Required. A built-in provider (mock, process, kubernetes, fargate, interlink, aci, eci, slurm, zun), or the path of a module exporting createProvider.",
   }),
   o({
     key: "providerConfig",

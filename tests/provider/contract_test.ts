@@ -56,6 +56,7 @@ Deno.test("the mock is a built-in provider, loaded by name", async () => {
     "mock",
     "process",
     "slurm",
+    "zun",
   ]);
   const provider = await loadProvider({
     provider: "mock",
@@ -69,7 +70,7 @@ Deno.test("an unknown provider name lists the built-ins", async () => {
   const message = await loadError({ provider: "mokc" });
   assert.match(
     message,
-    /unknown provider "mokc"; use a built-in provider \(aci, eci, fargate, interlink, kubernetes, mock, process, slurm\)/,
+    /unknown provider "mokc"; use a built-in provider \(aci, eci, fargate, interlink, kubernetes, mock, process, slurm, zun\)/,
   );
 });
 

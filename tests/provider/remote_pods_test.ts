@@ -133,6 +133,26 @@ Deno.test("deletePod removes the run and pushes a terminal status, then forgets 
   assert.equal(await pods.getPod("ns", "web"), undefined);
 });
 
+Deno.test("a run that is gone while deletePod still removes it is not made again", async () => {
+  const { backend, pods } = setup();
+  const p = pod("web");
+  await pods.createPod(p, { signal });
+  // A backend whose removal takes a while (Zun waits for the capsule to be gone): the run
+  // reads as gone before remove resolves.
+  let release!: () => void;
+  backend.remove = (gone: Pod) => {
+    backend.runs.delete(gone.metadata!.uid!);
+    return new Promise<void>((resolve) => release = resolve);
+  };
+  const deleting = pods.deletePod(p, { signal });
+  await new Promise((resolve) => setTimeout(resolve, 0)); // deletePod reaches remove
+  await pods.poll(signal);
+  assert.equal(backend.made, 1, "the pod being deleted was made again");
+  release();
+  await deleting;
+  assert.equal(await pods.getPod("ns", "web"), undefined);
+});
+
 Deno.test("a backend that restarts containers itself: only a run that is gone is made again", async () => {
   const clock = new FakeClock();
   const backend = new FakeBackend(clock);

@@ -1,0 +1,31 @@
+/**
+ * The zun provider (`--provider zun`): every pod bound to the node runs as one capsule on
+ * OpenStack Zun, authenticated with keystone v3 from clouds.yaml or the `OS_*` variables
+ * (./credentials.ts), at the newest container API microversion both sides speak
+ * (./zun_api.ts). The pod → capsule mapping is in ./capsule.ts, status in ./status.ts, the
+ * capsules' life in ./capsules.ts on the kit's RemotePods. See README.md.
+ * @module
+ */
+import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
+import { parseZunConfig } from "./config.ts";
+import { loadCredentials } from "./credentials.ts";
+import { ZunProvider } from "./provider.ts";
+import { ZunApi } from "./zun_api.ts";
+
+export { parseZunConfig, type ZunConfig } from "./config.ts";
+export { ZunProvider } from "./provider.ts";
+
+/** Builds the provider from its parsed config file; every config problem at once. */
+export function createProvider(config: unknown, deps: ProviderDeps): ZunProvider {
+  const parsed = parseZunConfig(config);
+  if (!parsed.ok) {
+    throw new InvalidInputError(`invalid zun provider config: ${parsed.errors.join("; ")}`);
+  }
+  const api = new ZunApi({
+    credentials: loadCredentials(parsed.config.cloud),
+    serviceType: parsed.config.serviceType,
+    requestTimeoutMs: parsed.config.requestTimeout,
+    apiVersion: parsed.config.apiVersion,
+  });
+  return new ZunProvider(parsed.config, deps, api);
+}

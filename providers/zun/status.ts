@@ -1,0 +1,161 @@
+/**
+ * A capsule as Zun reports it (`GET /v1/capsules/<uuid>`, zun/api/controllers/v1/views/
+ * capsules_view.py) as the kit's {@link RemoteRun}: each container's state from its Zun status,
+ * the pod IP from `addresses`, and the pod's identity from the capsule's labels.
+ *
+ * Zun 18.0.0 never re-reads a capsule's containers after they start
+ * (zun/compute/manager.py `sync_container_state` lists containers and capsules, not capsule
+ * containers): a container that exits while its capsule runs is still reported Running. That
+ * is all Zun exposes, so the pod says so in a condition of its own rather than pretend.
+ * @module
+ */
+import type { Pod, PodCondition } from "kubernetes-types/core/v1.d.ts";
+import type { ContainerReport, ContainerStateReport, RemoteRun } from "../../provider/mod.ts";
+import { LABELS, SPEC_ANNOTATION } from "./capsule.ts";
+
+/** A container of a capsule, as Zun shows it. */
+export interface ZunContainer {
+  uuid: string;
+  name: string;
+  status: string;
+  status_reason?: string | null;
+  status_detail?: string | null;
+  image?: string;
+  created_at?: string | null;
+  updated_at?: string | null;
+}
+
+/** A capsule, as Zun shows it (microversion ≥ 1.32). */
+export interface ZunCapsule {
+  uuid: string;
+  name: string | null;
+  status: string;
+  status_reason?: string | null;
+  labels?: Record<string, string> | null;
+  annotations?: Record<string, string> | null;
+  addresses?: Record<string, { addr: string; version?: number }[]> | null;
+  containers?: ZunContainer[];
+  created_at?: string | null;
+}
+
+/** The condition that says what Zun cannot tell about a running capsule's containers. */
+export const SYNC_CONDITION = "zun.vkubelet.io/ContainerStatusSynced";
+
+/** Zun's times look like `2026-12-06 03:00:43.801960`, UTC without a zone. */
+export function parseZunTime(text: string | null | undefined): number | undefined {
+  if (!text) return undefined;
+  const iso = text.includes("T") ? text : text.replace(" ", "T");
+  const ms = Date.parse(/[zZ]|[+-]\d\d:?\d\d$/.test(iso) ? iso : `${iso}Z`);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+/** The exit code in a docker status text (`Exited (3) 5 seconds ago`), if there is one. */
+function exitCodeOf(text: string | null | undefined): number | undefined {
+  const match = /Exited ?\((\d+)\)/.exec(text ?? "");
+  return match ? Number(match[1]) : undefined;
+}
+
+function stateOf(
+  container: ZunContainer,
+  capsule: ZunCapsule,
+  nowMs: number,
+): ContainerStateReport {
+  const startedAtMs = parseZunTime(container.created_at) ?? nowMs;
+  const detail = container.status_reason || capsule.status_reason || undefined;
+  // A capsule that failed as a whole (no host, image, network) fails every container.
+  const status = capsule.status === "Error" ? "Error" : container.status;
+  switch (status) {
+    case "Running":
+    case "Paused":
+      return { running: { startedAtMs } };
+    case "Stopped":
+    case "Error":
+    case "Dead": {
+      const exitCode = exitCodeOf(container.status_detail) ?? (status === "Stopped" ? 0 : 1);
+      return {
+        terminated: {
+          exitCode,
+          ...(status === "Stopped" ? {} : { reason: "Error" }),
+          ...(detail ? { message: `Zun: ${status}: ${detail}` } : {}),
+          startedAtMs,
+          finishedAtMs: parseZunTime(container.updated_at) ?? nowMs,
+        },
+      };
+    }
+    default: // Creating, Created, Restarting, Rebuilding, Deleting, Unknown
+      return {
+        waiting: {
+          reason: "ContainerCreating",
+          message: `Zun reports the container ${status}${detail ? `: ${detail}` : ""}`,
+        },
+      };
+  }
+}
+
+/**
+ * The pod a capsule runs, from its labels and the container names and restart policy it keeps
+ * in an annotation; undefined for a capsule that is not a pod's.
+ */
+export function podOfCapsule(capsule: ZunCapsule): Pod | undefined {
+  const labels = capsule.labels ?? {};
+  const [namespace, name, uid] = [LABELS.namespace, LABELS.name, LABELS.uid].map((k) => labels[k]);
+  if (!namespace || !name || !uid) return undefined;
+  let kept: { containers?: string[]; restartPolicy?: string } = {};
+  try {
+    kept = JSON.parse(capsule.annotations?.[SPEC_ANNOTATION] ?? "{}");
+  } catch {
+    // not written by this provider: no spec then
+  }
+  const images = (capsule.containers ?? []).map((c) => c.image ?? "");
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { namespace, name, uid },
+    spec: {
+      restartPolicy: kept.restartPolicy ?? "Always",
+      containers: (kept.containers ?? []).map((n, i) => ({ name: n, image: images[i] })),
+    },
+  };
+}
+
+/** The first IPv4 address Zun lists for the capsule. */
+function podIPOf(capsule: ZunCapsule): string | undefined {
+  for (const entries of Object.values(capsule.addresses ?? {})) {
+    const v4 = entries.find((e) => e.version === 4 || /^\d+\.\d+\.\d+\.\d+$/.test(e.addr));
+    if (v4) return v4.addr;
+  }
+  return undefined;
+}
+
+/**
+ * The capsule as a run of `pod`'s (or of the pod in its labels). Zun names a capsule's
+ * containers itself (`capsule-<name>-<random>`, zun/api/controllers/v1/capsules.py
+ * `_generate_name_for_capsule_container`) and lists them in the order they were made, the
+ * template's: the pod's containers are matched by position.
+ */
+export function runOfCapsule(capsule: ZunCapsule, nowMs: number, pod?: Pod): RemoteRun {
+  const containers: Record<string, ContainerReport> = {};
+  const owner = pod ?? podOfCapsule(capsule);
+  const names = (owner?.spec?.containers ?? []).map((c) => c.name);
+  for (const [i, c] of (capsule.containers ?? []).entries()) {
+    containers[names[i] ?? c.name] = {
+      state: stateOf(c, capsule, nowMs),
+      ...(c.status === "Running" ? { containerID: `zun://${c.uuid}` } : {}),
+    };
+  }
+  const running = capsule.status === "Running";
+  const condition: PodCondition = {
+    type: SYNC_CONDITION,
+    status: running ? "False" : "True",
+    reason: running ? "NotResyncedByZun" : "CapsuleNotRunning",
+    message: running
+      ? "Zun does not re-read a running capsule's containers: one that has exited is still reported Running until the capsule stops"
+      : `capsule ${capsule.uuid} is ${capsule.status}`,
+  };
+  return {
+    pod: owner!,
+    containers,
+    podIP: podIPOf(capsule),
+    conditions: [condition],
+  };
+}

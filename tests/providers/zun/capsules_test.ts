@@ -1,0 +1,94 @@
+/**
+ * The zun backend's deletion and failed-create rules on a scripted Zun (what only the real
+ * server showed, tools/harness/zun/ and the provider's README): a delete waits for the capsule
+ * to leave Creating, deletes again when it fell to Error or when an accepted delete was not
+ * acted on, and a failed create deletes the capsules it left behind.
+ */
+import assert from "node:assert/strict";
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import { getLogger } from "../../../base/log.ts";
+import { NotFoundError } from "../../../provider/mod.ts";
+import { ZunCapsules } from "../../../providers/zun/capsules.ts";
+import { LABELS } from "../../../providers/zun/capsule.ts";
+import type { ZunCapsule } from "../../../providers/zun/status.ts";
+import { type ZunApi, ZunApiError } from "../../../providers/zun/zun_api.ts";
+
+const pod: Pod = {
+  metadata: { namespace: "ns", name: "web", uid: "uid-1" },
+  spec: { containers: [{ name: "main", image: "busybox" }] },
+};
+
+/** A Zun whose capsule goes through `statuses` (one per GET), recording every call. */
+function scripted(statuses: (string | undefined)[], options: { failCreate?: boolean } = {}) {
+  const calls: string[] = [];
+  let t = 1_000_000;
+  const capsule = (status: string): ZunCapsule => ({
+    uuid: "c-1",
+    name: "ns.web",
+    status,
+    labels: { [LABELS.node]: "vk", [LABELS.uid]: "uid-1" },
+    created_at: new Date(t).toISOString().replace("T", " ").replace("Z", ""),
+  });
+  let reads = 0;
+  const api = {
+    call(method: string, path: string) {
+      calls.push(`${method} ${path}`);
+      if (method === "POST") {
+        if (options.failCreate) return Promise.reject(new ZunApiError(500, "Zun POST failed"));
+        return Promise.resolve({ status: 202, body: capsule("Creating") });
+      }
+      if (method === "DELETE") return Promise.resolve({ status: 204, body: undefined });
+      if (path.startsWith("/capsules/?")) {
+        const status = statuses[Math.min(reads, statuses.length - 1)];
+        return Promise.resolve({
+          status: 200,
+          body: { capsules: status ? [capsule(status)] : [] },
+        });
+      }
+      const status = statuses[Math.min(reads++, statuses.length - 1)];
+      if (!status) return Promise.reject(new NotFoundError("404"));
+      return Promise.resolve({ status: 200, body: capsule(status) });
+    },
+  } as unknown as ZunApi;
+  const capsules = new ZunCapsules({
+    api,
+    nodeName: "vk",
+    log: getLogger(["test"]),
+    exposePorts: false,
+    deleteTimeoutMs: 600_000,
+    pollMs: 1_000,
+    sleep: (ms) => {
+      t += ms;
+      return Promise.resolve();
+    },
+    now: () => t,
+  });
+  const deletes = () => calls.filter((c) => c.startsWith("DELETE")).length;
+  return { capsules, calls, deletes };
+}
+
+Deno.test("a delete waits until Zun has made the capsule, then waits for the 404", async () => {
+  const zun = scripted(["Creating", "Creating", "Created", "Running", "Deleting", undefined]);
+  await zun.capsules.remove(pod);
+  assert.equal(zun.deletes(), 1);
+  const order = zun.calls.filter((c) => c.startsWith("GET /capsules/c-1") || c.startsWith("DEL"));
+  assert.equal(order.indexOf("DELETE /capsules/c-1"), 4, "deleted only once it was Running");
+});
+
+Deno.test("a capsule that fell to Error after the delete is deleted again", async () => {
+  const zun = scripted(["Running", "Deleting", "Error", "Error", undefined]);
+  await zun.capsules.remove(pod);
+  assert.equal(zun.deletes(), 2);
+});
+
+Deno.test("an accepted delete that Zun did not act on is sent again after 15 s", async () => {
+  const zun = scripted([...Array(40).fill("Running"), undefined]);
+  await zun.capsules.remove(pod);
+  assert.equal(zun.deletes(), 3, "at 0 s, 15 s and 30 s");
+});
+
+Deno.test("a create that fails deletes the capsule Zun left for the pod", async () => {
+  const zun = scripted(["Error"], { failCreate: true });
+  await assert.rejects(zun.capsules.make(pod), /creating the capsule of ns\/web failed/);
+  assert.ok(zun.calls.includes("DELETE /capsules/c-1"), zun.calls.join(", "));
+});

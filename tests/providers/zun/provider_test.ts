@@ -1,0 +1,175 @@
+/**
+ * The zun provider against the real stack (tools/harness/zun.ts) for what the conformance suite
+ * does not cover: an application credential made in keystone authenticates it; a ping's error
+ * names the endpoint that failed; logs and exec answer 501 saying why; the node's capacity comes
+ * from the project's quotas (the demo user may not list Zun's hosts); a pod Zun refuses fails
+ * with Zun's reason.
+ */
+import assert from "node:assert/strict";
+import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
+import { realClock } from "../../../base/clock.ts";
+import { getLogger } from "../../../base/log.ts";
+import { isInvalidInput, isNotSupported, type ProviderDeps } from "../../../provider/mod.ts";
+import { freePort } from "../../../tools/cluster/ports.ts";
+import { createProvider, type ZunProvider } from "../../../providers/zun/mod.ts";
+import { useZun, zunSkipReason, type ZunStack } from "../../../tools/harness/zun.ts";
+import { withEnv } from "./_env.ts";
+
+const skip = await zunSkipReason();
+
+function deps(signal: AbortSignal): ProviderDeps {
+  return {
+    nodeName: `vk-zun-${crypto.randomUUID().slice(0, 6)}`,
+    log: getLogger(["test"]),
+    clock: realClock,
+    internalIp: "127.0.0.1",
+    daemonPort: 10250,
+    signal,
+  };
+}
+
+async function withProvider(
+  env: Record<string, string>,
+  fn: (p: ZunProvider) => Promise<void>,
+): Promise<void> {
+  const restore = withEnv(env);
+  const stop = new AbortController();
+  const provider = createProvider({ statusInterval: "1s", exposePorts: false }, deps(stop.signal));
+  try {
+    await fn(provider);
+  } finally {
+    stop.abort();
+    await provider.close();
+    restore();
+  }
+}
+
+async function applicationCredential(zun: ZunStack): Promise<Record<string, string>> {
+  const auth = await fetch(`${zun.authUrl}/auth/tokens`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({
+      auth: {
+        identity: {
+          methods: ["password"],
+          password: { user: { name: "demo", domain: { id: "default" }, password: "secret" } },
+        },
+        scope: { project: { name: "demo", domain: { id: "default" } } },
+      },
+    }),
+  });
+  const token = auth.headers.get("X-Subject-Token")!;
+  const user = (await auth.json()).token.user.id;
+  const made = await fetch(`${zun.authUrl}/users/${user}/application_credentials`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "X-Auth-Token": token },
+    body: JSON.stringify({ application_credential: { name: `vk-${crypto.randomUUID()}` } }),
+  });
+  assert.equal(made.status, 201, await made.clone().text());
+  const credential = (await made.json()).application_credential;
+  return {
+    OS_AUTH_URL: zun.authUrl,
+    OS_AUTH_TYPE: "v3applicationcredential",
+    OS_APPLICATION_CREDENTIAL_ID: credential.id,
+    OS_APPLICATION_CREDENTIAL_SECRET: credential.secret,
+    OS_REGION_NAME: "RegionOne",
+  };
+}
+
+Deno.test({
+  name: "zun provider on zun-api 18.0.0: credentials, ping, capacity, 501s and refusals",
+  ignore: skip !== undefined,
+  async fn(t) {
+    const zun = await useZun();
+    try {
+      await t.step("an application credential authenticates it (ping reaches Zun)", async () => {
+        await withProvider(await applicationCredential(zun), (p) => p.ping({}));
+      });
+
+      await t.step("a ping that cannot reach keystone names the URL it tried", async () => {
+        const port = freePort();
+        await withProvider(
+          { ...zun.env, OS_AUTH_URL: `http://127.0.0.1:${port}/v3` },
+          async (p) => {
+            const err = await p.ping({}).then(() => undefined, (e) => e as Error);
+            assert.match(
+              err?.message ?? "",
+              new RegExp(`keystone at http://127\\.0\\.0\\.1:${port}/v3/auth/tokens`),
+            );
+          },
+        );
+      });
+
+      await t.step(
+        "capacity from the project's quotas; logs and exec answer 501 saying why",
+        async () => {
+          await withProvider(zun.env, async (p) => {
+            await p.ping({});
+            const node: Node = { metadata: { name: "n" }, status: {} };
+            p.configureNode(node);
+            assert.ok(Number(node.status?.capacity?.pods) > 0, JSON.stringify(node.status));
+            const pod: Pod = {
+              metadata: {
+                namespace: "default",
+                name: `logs-${Date.now()}`,
+                uid: crypto.randomUUID(),
+              },
+              spec: {
+                containers: [{
+                  name: "main",
+                  image: "localhost/busybox:latest",
+                  command: ["sleep", "600"],
+                }],
+              },
+            };
+            await p.createPod(pod, { signal: AbortSignal.timeout(60_000) });
+            try {
+              const ref = { namespace: "default", pod: pod.metadata!.name!, container: "main" };
+              const logs = await p.getContainerLogs(ref, {}).then(() => undefined, (e) => e);
+              assert.ok(isNotSupported(logs), String(logs));
+              assert.match(logs.message, /Zun keeps no logs/);
+              const exec = await p.runInContainer(ref, {
+                command: ["true"],
+                io: {} as never,
+              }).then(() => undefined, (e) => e);
+              assert.ok(isNotSupported(exec), String(exec));
+              assert.match(exec.message, /exec is not supported by this node's provider: Zun/);
+            } finally {
+              await p.deletePod(pod, { signal: AbortSignal.timeout(180_000) });
+            }
+          });
+        },
+      );
+
+      await t.step(
+        "a pod Zun refuses (memory above its maximum) fails with Zun's reason",
+        async () => {
+          await withProvider(zun.env, async (p) => {
+            const pod: Pod = {
+              metadata: {
+                namespace: "default",
+                name: `big-${Date.now()}`,
+                uid: crypto.randomUUID(),
+              },
+              spec: {
+                containers: [{
+                  name: "main",
+                  image: "localhost/busybox:latest",
+                  resources: { limits: { memory: "64Gi" } },
+                }],
+              },
+            };
+            const err = await p.createPod(pod, { signal: AbortSignal.timeout(60_000) }).then(
+              () => undefined,
+              (e) => e,
+            );
+            assert.ok(isInvalidInput(err), String(err));
+            assert.match(err.message, /Zun refused the capsule of default\/big-.*memory/);
+          });
+        },
+      );
+    } finally {
+      await zun.stop();
+    }
+  },
+});
