@@ -6,6 +6,7 @@
  */
 import { InvalidInputError, TransientError } from "../../provider/mod.ts";
 import {
+  addGres,
   type JobInfo,
   type JobRequest,
   parseJobs,
@@ -93,11 +94,16 @@ export class CliBackend implements SlurmBackend {
   }
 
   async partitions(options: { signal?: AbortSignal }): Promise<PartitionInfo[]> {
-    const out = await this.#run("sinfo", ["--noheader", "--all", "--format=%R|%D|%C|%m"], options);
+    const out = await this.#run(
+      "sinfo",
+      ["--noheader", "--all", "--format=%R|%D|%C|%m|%G"],
+      options,
+    );
     const byName = new Map<string, PartitionInfo>();
     for (const line of out.split("\n").filter(Boolean)) {
-      const [name, nodes, cpus, memory] = line.trim().split("|");
-      const p = byName.get(name) ?? { name, cpus: 0, memoryMiB: 0, nodes: 0 };
+      const [name, nodes, cpus, memory, gres = ""] = line.trim().split("|");
+      const p = byName.get(name) ?? { name, cpus: 0, memoryMiB: 0, nodes: 0, gres: {} };
+      addGres(p.gres!, gres, Number(nodes) || 0);
       p.nodes += Number(nodes) || 0;
       p.cpus += Number(cpus.split("/")[3]) || 0;
       p.memoryMiB += (Number(memory) || 0) * (Number(nodes) || 0);

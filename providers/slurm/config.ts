@@ -16,6 +16,7 @@
  * qos: normal
  * sbatchOptions: { exclusive: "" }       # extra options for every job
  * podAnnotations: [partition, qos]       # which slurm.vkubelet.io/<option> annotations pods may set
+ * extendedResources: { nvidia.com/gpu: gpu } # pod resource → SLURM GRES (`--gres=gpu:N`)
  * runtime: none                          # none (commands run on the node) | apptainer
  * imageCommands: { nginx:1.27: [nginx, -g, "daemon off;"] }
  * runAsUsers:                            # namespace → the SLURM user its jobs run as (cli as root)
@@ -95,6 +96,14 @@ export const slurmConfigSchema = z.strictObject({
   podAnnotations: z.array(optionName.refine((o) => !FORBIDDEN.includes(o), {
     error: `may not be one of ${FORBIDDEN.join(", ")}: they decide what runs and as whom`,
   })).default([]),
+  extendedResources: z.record(
+    z.string().regex(/^[a-z0-9.-]+\/[A-Za-z0-9._-]+$/, {
+      error: "must be an extended resource name such as nvidia.com/gpu",
+    }),
+    z.string().regex(/^[a-z][a-z0-9_]*(:[A-Za-z0-9_.-]+)?$/, {
+      error: "must be a GRES name, optionally with its type, such as gpu or gpu:a100",
+    }),
+  ).default({ "nvidia.com/gpu": "gpu" }),
   runtime: z.enum(["none", "apptainer"]).default("none"),
   imageCommands: z.record(z.string().min(1), z.array(z.string()).min(1)).default({}),
   runAsUsers: z.record(z.string().regex(NAMESPACE), namespaceUser, {

@@ -46,12 +46,17 @@ export function jobRequestFor(
   };
 }
 
-/** The config's options, then the pod's allowlisted annotations, then the namespace's user. */
+/**
+ * The config's options, the pod's extended resources as GRES, then the pod's allowlisted
+ * annotations, then the namespace's user.
+ */
 function jobOptions(pod: Pod, config: SlurmConfig): Record<string, string> {
   const options: Record<string, string> = { ...config.sbatchOptions };
   if (config.partition) options.partition = config.partition;
   if (config.account) options.account = config.account;
   if (config.qos) options.qos = config.qos;
+  const gres = gresOf(pod, config);
+  if (gres) options.gres = gres;
   for (const [key, value] of Object.entries(pod.metadata?.annotations ?? {})) {
     if (!key.startsWith(ANNOTATION_PREFIX)) continue;
     const option = key.slice(ANNOTATION_PREFIX.length);
@@ -103,8 +108,34 @@ function runAsUser(pod: Pod): number | undefined {
   return [...asked][0];
 }
 
-/** The pod's effective cpu (cores) or memory (bytes): limits where set, else requests. */
-function effective(pod: Pod, resource: "cpu" | "memory"): number {
+/**
+ * `--gres` for the pod's extended resources the config maps (`nvidia.com/gpu: 2` → `gpu:2`), or
+ * undefined. One the config does not map is refused: the job would run without it.
+ */
+function gresOf(pod: Pod, config: SlurmConfig): string | undefined {
+  const names = new Set<string>();
+  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+    for (const r of [c.resources?.limits, c.resources?.requests]) {
+      for (const name of Object.keys(r ?? {})) if (name.includes("/")) names.add(name);
+    }
+  }
+  const gres: string[] = [];
+  for (const name of [...names].sort()) {
+    if (name.startsWith("hugepages-")) continue;
+    const gresName = config.extendedResources[name];
+    if (gresName === undefined) {
+      throw new InvalidInputError(
+        `resource ${name}: the slurm provider config maps no SLURM GRES to it; add ${name}: <gres name> under extendedResources in the provider config, or remove the request`,
+      );
+    }
+    const count = Math.ceil(effective(pod, name) - 1e-9);
+    if (count > 0) gres.push(`${gresName}:${count}`);
+  }
+  return gres.length > 0 ? gres.join(",") : undefined;
+}
+
+/** The pod's effective amount of a resource (cores, bytes, devices): limits, else requests. */
+function effective(pod: Pod, resource: string): number {
   const of = (c: Container) => {
     const q = c.resources?.limits?.[resource] ?? c.resources?.requests?.[resource];
     return q === undefined ? 0 : quantityToNumber(String(q)) ?? 0;

@@ -161,10 +161,17 @@ export class SlurmProvider implements Provider {
     );
     const cpus = chosen.reduce((s, p) => s + p.cpus, 0);
     const memory = chosen.reduce((s, p) => s + p.memoryMiB, 0);
+    // Extended resources the partitions have as GRES, so that the scheduler places GPU pods here.
+    const extended: Record<string, string> = {};
+    for (const [resource, gres] of Object.entries(this.#config.extendedResources)) {
+      const count = chosen.reduce((s, p) => s + (p.gres?.[gres] ?? 0), 0);
+      if (count > 0) extended[resource] = String(count);
+    }
     applyProviderNode(node, {
       capacity: {
         ...(cpus ? { cpu: String(cpus) } : {}),
         ...(memory ? { memory: `${memory}Mi` } : {}),
+        ...extended,
         pods: "110",
         ...this.#config.capacity,
       },

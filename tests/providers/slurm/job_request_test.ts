@@ -162,3 +162,30 @@ Deno.test("a container without a command and no imageCommands entry is refused, 
     /image nginx:1.27 has no command/,
   );
 });
+
+Deno.test("extended resources become --gres by the config's map; an unmapped one is refused", () => {
+  const gpus = (resources: Record<string, string>) =>
+    pod({
+      containers: [
+        { name: "a", image: "b", command: ["true"], resources: { limits: resources } },
+        { name: "c", image: "b", command: ["true"], resources: { limits: resources } },
+      ],
+    });
+  const job = jobRequestFor(gpus({ "nvidia.com/gpu": "2" }), config(), "n", 0);
+  assert.equal(job.options.gres, "gpu:4");
+  assert.ok(sbatchArgs(job).includes("--gres=gpu:4"));
+  assert.equal(jobFields(job).gres, "gpu:4");
+  const typed = config({
+    extendedResources: { "nvidia.com/gpu": "gpu:a100", "example.com/fpga": "fpga" },
+  });
+  assert.equal(
+    jobRequestFor(gpus({ "nvidia.com/gpu": "1", "example.com/fpga": "1" }), typed, "n", 0).options
+      .gres,
+    "fpga:2,gpu:a100:2",
+  );
+  assert.throws(
+    () => jobRequestFor(gpus({ "example.com/fpga": "1" }), config(), "n", 0),
+    /resource example.com\/fpga: .*add example.com\/fpga: <gres name> under extendedResources/,
+  );
+  assert.equal(jobRequestFor(pod(), config(), "n", 0).options.gres, undefined);
+});

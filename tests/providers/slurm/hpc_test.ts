@@ -1,0 +1,96 @@
+/**
+ * What HPC users of the slurm provider start with (issue 55), against a real single-node SLURM
+ * through its commands, vkubelet as root: GPUs (`nvidia.com/gpu` → `--gres=gpu:N`, the node
+ * declaring two as a GRES).
+ */
+import assert from "node:assert/strict";
+import type { Container, Node, Pod } from "kubernetes-types/core/v1.d.ts";
+import { realClock } from "../../../base/clock.ts";
+import { getLogger } from "../../../base/log.ts";
+import { createProvider } from "../../../providers/slurm/mod.ts";
+import { NOBODY, startSlurm } from "../../../tools/harness/slurm.ts";
+import { eventually } from "../../../tools/harness/wait.ts";
+
+const isRoot = Deno.statSync("/proc/self").uid === 0;
+
+function pod(name: string, containers: Container[]): Pod {
+  return {
+    metadata: { namespace: "hpc", name, uid: crypto.randomUUID() },
+    spec: { restartPolicy: "Never", containers },
+  };
+}
+
+Deno.test({
+  name: "slurm provider: GPUs, tasks and shared paths reach SLURM",
+  ignore: !isRoot,
+  fn: async (t) => {
+    const slurm = await startSlurm({ gpus: 2 });
+    Deno.env.set("SLURM_CONF", slurm.conf);
+    const stop = new AbortController();
+    const provider = createProvider({
+      cli: {},
+      sharedDir: slurm.sharedDir,
+      fileOwner: NOBODY,
+      statusInterval: "300ms",
+    }, {
+      nodeName: "vk-hpc",
+      log: getLogger(["vkubelet", "provider", "test"]),
+      clock: realClock,
+      internalIp: "127.0.0.1",
+      daemonPort: 10250,
+      signal: stop.signal,
+    });
+    const created: Pod[] = [];
+    const create = async (p: Pod) => {
+      created.push(p);
+      await provider.createPod(p, {});
+    };
+    const logs = async (name: string, container = "main") =>
+      await new Response(
+        await provider.getContainerLogs({ namespace: "hpc", pod: name, container }, {}),
+      ).text().catch(() => "");
+    const status = async (name: string) => (await provider.getPod("hpc", name, {}))?.status;
+    try {
+      await t.step("the node offers the partition's GPUs as nvidia.com/gpu", async () => {
+        const node: Node = { metadata: { name: "vk-hpc" }, status: {} };
+        await provider.configureNode(node);
+        assert.equal(node.status?.capacity?.["nvidia.com/gpu"], "2");
+      });
+
+      await t.step("a pod asking for GPUs gets them; one asking for more waits", async () => {
+        const gpu = (name: string, count: string) =>
+          pod(name, [{
+            name: "main",
+            image: "busybox",
+            command: ["sh", "-c", 'echo "gpus=$CUDA_VISIBLE_DEVICES"; exec sleep 300'],
+            resources: { limits: { "nvidia.com/gpu": count } },
+          }]);
+        await create(gpu("both-gpus", "2"));
+        await eventually(
+          "both-gpus to log",
+          async () => /gpus=/.test(await logs("both-gpus")),
+          60_000,
+        );
+        assert.equal(await logs("both-gpus"), "gpus=0,1\n");
+        await create(gpu("one-more", "1"));
+        const waiting = await eventually("one-more to wait for a GPU", async () => {
+          const w = (await status("one-more"))?.containerStatuses?.[0]?.state?.waiting;
+          return w?.message?.includes("Resources") && w;
+        }, 30_000);
+        assert.equal((await status("one-more"))?.phase, "Pending");
+        assert.match(waiting.message!, /PENDING.*Resources|Resources/);
+        await assert.rejects(
+          create(gpu("too-many", "3")),
+          /Requested node configuration is not available/,
+          "a pod asking for more GPUs than any node has is refused by sbatch, its reason given",
+        );
+      });
+    } finally {
+      for (const p of created) await provider.deletePod(p, {}).catch(() => {});
+      await provider.close();
+      stop.abort();
+      Deno.env.delete("SLURM_CONF");
+      await slurm.stop();
+    }
+  },
+});
