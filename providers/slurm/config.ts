@@ -16,6 +16,7 @@
  * qos: normal
  * sbatchOptions: { exclusive: "" }       # extra options for every job
  * podAnnotations: [partition, qos]       # which slurm.vkubelet.io/<option> annotations pods may set
+ * tasks: { nodes: 1, ntasks: 1, ntasksPerNode: 1, mpi: pmi2 } # the main container's step
  * extendedResources: { nvidia.com/gpu: gpu } # pod resource → SLURM GRES (`--gres=gpu:N`)
  * runtime: none                          # none (commands run on the node) | apptainer
  * imageCommands: { nginx:1.27: [nginx, -g, "daemon off;"] }
@@ -96,6 +97,14 @@ export const slurmConfigSchema = z.strictObject({
   podAnnotations: z.array(optionName.refine((o) => !FORBIDDEN.includes(o), {
     error: `may not be one of ${FORBIDDEN.join(", ")}: they decide what runs and as whom`,
   })).default([]),
+  tasks: z.strictObject({
+    nodes: z.number().int().min(1).optional(),
+    ntasks: z.number().int().min(1).optional(),
+    ntasksPerNode: z.number().int().min(1).optional(),
+    mpi: z.string().regex(/^[a-z][a-z0-9_]*$/, {
+      error: "must be an MPI plugin name such as pmi2 or none",
+    }).optional(),
+  }).default({}),
   extendedResources: z.record(
     z.string().regex(/^[a-z0-9.-]+\/[A-Za-z0-9._-]+$/, {
       error: "must be an extended resource name such as nvidia.com/gpu",

@@ -12,6 +12,7 @@ import type { JobRequest } from "./backend.ts";
 import { ANNOTATION_PREFIX, type SlurmConfig } from "./config.ts";
 import { hostUser } from "./identity.ts";
 import { batchScript, jobComment, launcherScript, podDirName } from "./script.ts";
+import { allocationOptions, TASK_OPTIONS, taskLayout } from "./tasks.ts";
 
 /** Everything but the script's run number is fixed per pod; `run` counts submissions. */
 export function jobRequestFor(
@@ -31,7 +32,7 @@ export function jobRequestFor(
     launcherScript(pod, c, podDir, config);
   }
   return {
-    script: batchScript(pod, podDir, run),
+    script: batchScript(pod, podDir, run, taskLayout(pod, config)),
     name: `vk_${namespace}_${name}`,
     comment: jobComment(node, pod, run),
     // The pod directory is vkubelet's: the job's own files go in its subdirectories.
@@ -57,9 +58,12 @@ function jobOptions(pod: Pod, config: SlurmConfig): Record<string, string> {
   if (config.qos) options.qos = config.qos;
   const gres = gresOf(pod, config);
   if (gres) options.gres = gres;
+  Object.assign(options, allocationOptions(taskLayout(pod, config)));
   for (const [key, value] of Object.entries(pod.metadata?.annotations ?? {})) {
     if (!key.startsWith(ANNOTATION_PREFIX)) continue;
     const option = key.slice(ANNOTATION_PREFIX.length);
+    // The task layout is always the pod's to choose (./tasks.ts), within the partition's limits.
+    if ((TASK_OPTIONS as readonly string[]).includes(option)) continue;
     if (!config.podAnnotations.includes(option)) {
       throw new InvalidInputError(
         `annotation ${key}: the slurm provider config does not let pods set --${option}; remove the annotation or add ${option} to podAnnotations in the provider config`,

@@ -25,6 +25,7 @@ const FIELD_NAMES: Record<string, string> = {
   "mem-per-cpu": "memory_per_cpu",
   nodelist: "required_nodes",
   ntasks: "tasks",
+  "ntasks-per-node": "tasks_per_node",
   time: "time_limit",
 };
 
@@ -175,6 +176,11 @@ export function jobFields(job: JobRequest): Record<string, unknown> {
   for (const [option, value] of Object.entries(job.options)) {
     const field = FIELD_NAMES[option] ?? option.replaceAll("-", "_");
     fields[field] = value === "" ? true : /^\d+$/.test(value) ? Number(value) : value;
+    // `nodes` is a [min, max] pair in the API; `2` or `1-2` in sbatch.
+    if (option === "nodes") {
+      const [min, max = min] = value.split("-").map(Number);
+      fields.nodes = [min, max];
+    }
   }
   return fields;
 }

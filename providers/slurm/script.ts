@@ -15,6 +15,7 @@
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError, isSidecar } from "../../provider/mod.ts";
 import type { SlurmConfig } from "./config.ts";
+import { mainContainer, stepLayoutArgs, type TaskLayout } from "./tasks.ts";
 
 /** Quotes `text` for sh. */
 export function shellQuote(text: string): string {
@@ -105,13 +106,21 @@ function volumePaths(container: Container, podDir: string) {
   return { env, binds };
 }
 
-/** `step`'s arguments: the container's name, and `stdin` when it keeps its stdin open. */
-function stepArgs(c: Container): string {
-  return c.stdin ? `${shellQuote(c.name)} stdin` : shellQuote(c.name);
+/**
+ * `step`'s arguments: the container's name, `stdin` when it keeps its stdin open (else `-`), and
+ * its srun layout (one task on one node but for the main container).
+ */
+function stepArgs(c: Container, layout: string[] = ["--nodes=1", "--ntasks=1"]): string {
+  return [c.name, c.stdin ? "stdin" : "-", ...layout].map(shellQuote).join(" ");
 }
 
 /** The batch script for one run (submission) of the pod. */
-export function batchScript(pod: Pod, podDir: string, run: number): string {
+export function batchScript(
+  pod: Pod,
+  podDir: string,
+  run: number,
+  layout: TaskLayout = {},
+): string {
   const init = pod.spec?.initContainers ?? [];
   const lines = [
     "#!/bin/bash",
@@ -134,12 +143,13 @@ export function batchScript(pod: Pod, podDir: string, run: number): string {
     "}",
     // Each step writes its step ID (for sstat) before it becomes the container's command.
     "run() {",
-    '  srun --overlap --ntasks=1 --nodes=1 bash -c \'echo "$SLURM_STEP_ID" > "$1"; exec "$0" 2>&1\' \\',
-    '    "$D/c/$1.sh" "$D/state/$1.$R.step"',
+    "  local n=$1; shift 2",
+    '  srun --overlap "$@" bash -c \'echo "$SLURM_STEP_ID" > "$1"; exec "$0" 2>&1\' \\',
+    '    "$D/c/$n.sh" "$D/state/$n.$R.step"',
     "}",
     "step() {",
     '  ms > "$D/state/$1.$R.started"',
-    '  if [ "$2" = stdin ]; then run "$1" < <(feed "$1"); else run "$1" < /dev/null; fi \\',
+    '  if [ "$2" = stdin ]; then run "$@" < <(feed "$1"); else run "$@" < /dev/null; fi \\',
     '    | stamp >> "$D/logs/$1.$R.log"',
     "  local rc=${PIPESTATUS[0]}",
     '  echo "$rc $(ms)" > "$D/state/$1.$R.exit"',
@@ -155,8 +165,11 @@ export function batchScript(pod: Pod, podDir: string, run: number): string {
     }
   }
   lines.push("mains=()");
+  const main = mainContainer(pod);
   for (const c of pod.spec?.containers ?? []) {
-    lines.push(`step ${stepArgs(c)} & mains+=($!)`);
+    lines.push(
+      `step ${stepArgs(c, c === main ? stepLayoutArgs(layout) : undefined)} & mains+=($!)`,
+    );
   }
   lines.push(
     "rc=0",

@@ -1,7 +1,7 @@
 /**
  * What HPC users of the slurm provider start with (issue 55), against a real single-node SLURM
  * through its commands, vkubelet as root: GPUs (`nvidia.com/gpu` → `--gres=gpu:N`, the node
- * declaring two as a GRES).
+ * declaring two as a GRES); the main container as several tasks (`slurm.vkubelet.io/ntasks`).
  */
 import assert from "node:assert/strict";
 import type { Container, Node, Pod } from "kubernetes-types/core/v1.d.ts";
@@ -84,6 +84,33 @@ Deno.test({
           /Requested node configuration is not available/,
           "a pod asking for more GPUs than any node has is refused by sbatch, its reason given",
         );
+        for (const p of created.splice(0)) await provider.deletePod(p, {});
+      });
+
+      await t.step("the main container runs as two tasks; a sidecar as one", async () => {
+        const mpi = pod("two-tasks", [
+          {
+            name: "side",
+            image: "busybox",
+            command: ["sh", "-c", 'echo "side $SLURM_PROCID of $SLURM_NTASKS"'],
+          },
+          {
+            name: "main",
+            image: "busybox",
+            command: ["sh", "-c", 'echo "task $SLURM_PROCID of $SLURM_NTASKS"'],
+          },
+        ]);
+        mpi.metadata!.annotations = {
+          "slurm.vkubelet.io/ntasks": "2",
+          "kubectl.kubernetes.io/default-container": "main",
+        };
+        await create(mpi);
+        await eventually("two-tasks to succeed", async () => {
+          return (await status("two-tasks"))?.phase === "Succeeded";
+        }, 60_000);
+        const lines = (await logs("two-tasks")).trim().split("\n").sort();
+        assert.deepEqual(lines, ["task 0 of 2", "task 1 of 2"]);
+        assert.equal(await logs("two-tasks", "side"), "side 0 of 1\n");
       });
     } finally {
       for (const p of created) await provider.deletePod(p, {}).catch(() => {});
