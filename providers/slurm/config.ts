@@ -18,6 +18,7 @@
  * podAnnotations: [partition, qos]       # which slurm.vkubelet.io/<option> annotations pods may set
  * tasks: { nodes: 1, ntasks: 1, ntasksPerNode: 1, mpi: pmi2 } # the main container's step
  * extendedResources: { nvidia.com/gpu: gpu } # pod resource → SLURM GRES (`--gres=gpu:N`)
+ * hostPaths: [/scratch, /home]          # hostPath volumes allowed at or under these paths
  * runtime: none                          # none (commands run on the node) | apptainer
  * imageCommands: { nginx:1.27: [nginx, -g, "daemon off;"] }
  * runAsUsers:                            # namespace → the SLURM user its jobs run as (cli as root)
@@ -113,6 +114,9 @@ export const slurmConfigSchema = z.strictObject({
       error: "must be a GRES name, optionally with its type, such as gpu or gpu:a100",
     }),
   ).default({ "nvidia.com/gpu": "gpu" }),
+  hostPaths: z.array(absolutePath.refine((p) => !p.split("/").includes(".."), {
+    error: "must not contain ..",
+  })).default([]),
   runtime: z.enum(["none", "apptainer"]).default("none"),
   imageCommands: z.record(z.string().min(1), z.array(z.string()).min(1)).default({}),
   runAsUsers: z.record(z.string().regex(NAMESPACE), namespaceUser, {

@@ -57,7 +57,7 @@ export function launcherScript(
   const argv = containerArgv(container, config);
   const lines = ["#!/bin/sh", `export HOSTNAME=${shellQuote(pod.metadata?.name ?? "")}`];
   lines.push(`export HOME=${shellQuote(`${podDir}/home`)}`);
-  const volumes = volumePaths(container, podDir);
+  const volumes = volumePaths(pod, container, podDir, config);
   for (const [name, path] of Object.entries(volumes.env)) {
     lines.push(`export ${name}=${shellQuote(path)}`);
   }
@@ -66,7 +66,10 @@ export function launcherScript(
     lines.push(`export ${e.name}=${shellQuote(e.value)}`);
   }
   if (config.runtime === "apptainer") {
-    const binds = volumes.binds.flatMap(([from, to]) => ["--bind", `${from}:${to}`]);
+    const binds = volumes.binds.flatMap(([from, to, ro]) => [
+      "--bind",
+      `${from}:${to}${ro ? ":ro" : ""}`,
+    ]);
     const pwd = container.workingDir ? ["--pwd", container.workingDir] : [];
     const image = `docker://${container.image ?? ""}`;
     const run = ["apptainer", "exec", "--cleanenv", ...binds, ...pwd, image, ...argv];
@@ -94,16 +97,57 @@ function containerArgv(container: Container, config: SlurmConfig): string[] {
   return [...(base ?? []), ...(container.args ?? [])].map(expand);
 }
 
-/** Where each mounted volume is: env vars (runtime none) and binds (apptainer). */
-function volumePaths(container: Container, podDir: string) {
+/**
+ * Where each mounted volume is: env vars (runtime none) and binds (apptainer). A hostPath volume
+ * is its own path on the node (checked by {@link hostPathOf}); the others are in the pod directory.
+ */
+function volumePaths(pod: Pod, container: Container, podDir: string, config: SlurmConfig) {
   const env: Record<string, string> = {};
-  const binds: [string, string][] = [];
+  const binds: [string, string, boolean][] = [];
+  const volumes = new Map((pod.spec?.volumes ?? []).map((v) => [v.name, v]));
   for (const m of container.volumeMounts ?? []) {
-    const source = `${podDir}/volumes/${m.name}${m.subPath ? `/${m.subPath}` : ""}`;
+    const volume = volumes.get(m.name);
+    const host = volume ? hostPathOf(volume, config) : undefined;
+    const base = host ?? `${podDir}/volumes/${m.name}`;
+    const source = `${base}${m.subPath ? `/${m.subPath}` : ""}`;
+    if (
+      host !== undefined && config.runtime === "none" && m.mountPath.replace(/\/+$/, "") !== source
+    ) {
+      throw new InvalidInputError(
+        `container ${container.name}: volume ${m.name} is mounted at ${m.mountPath}, but with runtime none a container reaches a hostPath only at its own path; set mountPath to ${source}`,
+      );
+    }
     env[volumeEnvName(m.name)] = source;
-    binds.push([source, m.mountPath]);
+    binds.push([source, m.mountPath, m.readOnly === true]);
   }
   return { env, binds };
+}
+
+/**
+ * A hostPath volume's path when it is one of the config's `hostPaths` or under one (a shared
+ * filesystem every node mounts at the same path, such as /scratch); undefined for another kind
+ * of volume. Any other path is refused, naming the key: a compute node's own paths are not the
+ * pod's to reach.
+ */
+export function hostPathOf(
+  volume: { name: string; hostPath?: { path: string } },
+  config: SlurmConfig,
+): string | undefined {
+  if (!volume.hostPath) return undefined;
+  const path = volume.hostPath.path.replace(/\/+$/, "") || "/";
+  const clean = path.startsWith("/") && !path.split("/").some((p) => p === ".." || p === ".");
+  const under = config.hostPaths.some((prefix) => {
+    const p = prefix.replace(/\/+$/, "");
+    return path === p || path.startsWith(`${p}/`);
+  });
+  if (!clean || !under) {
+    throw new InvalidInputError(
+      `volume ${volume.name}: hostPath ${volume.hostPath.path} is not under a path the slurm provider config shares with the nodes (hostPaths: ${
+        config.hostPaths.length ? config.hostPaths.join(", ") : "none"
+      }); add its shared filesystem to hostPaths in the provider config, or use another volume`,
+    );
+  }
+  return path;
 }
 
 /**

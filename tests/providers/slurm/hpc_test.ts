@@ -25,6 +25,10 @@ Deno.test({
   ignore: !isRoot,
   fn: async (t) => {
     const slurm = await startSlurm({ gpus: 2 });
+    const scratch = `${slurm.dir}/scratch`;
+    await Deno.mkdir(`${scratch}/project`, { recursive: true });
+    await Deno.chown(`${scratch}/project`, NOBODY.uid, NOBODY.gid);
+    await Deno.writeTextFile(`${scratch}/project/input.txt`, "shared input\n");
     Deno.env.set("SLURM_CONF", slurm.conf);
     const stop = new AbortController();
     const provider = createProvider({
@@ -32,6 +36,7 @@ Deno.test({
       sharedDir: slurm.sharedDir,
       fileOwner: NOBODY,
       statusInterval: "300ms",
+      hostPaths: [`${slurm.dir}/scratch/`],
     }, {
       nodeName: "vk-hpc",
       log: getLogger(["vkubelet", "provider", "test"]),
@@ -112,6 +117,51 @@ Deno.test({
         assert.deepEqual(lines, ["task 0 of 2", "task 1 of 2"]);
         assert.equal(await logs("two-tasks", "side"), "side 0 of 1\n");
       });
+
+      await t.step(
+        "a hostPath under hostPaths is reached at its path; another is refused",
+        async () => {
+          const project = `${scratch}/project`;
+          const shared = pod("scratch", [{
+            name: "main",
+            image: "busybox",
+            command: [
+              "sh",
+              "-c",
+              `cat ${project}/input.txt; echo "$VKUBELET_VOLUME_WORK"; echo out > ${project}/output.txt`,
+            ],
+            volumeMounts: [{ name: "work", mountPath: project }],
+          }]);
+          shared.spec!.volumes = [{ name: "work", hostPath: { path: project } }];
+          await create(shared);
+          await eventually(
+            "scratch to succeed",
+            async () => (await status("scratch"))?.phase === "Succeeded",
+            60_000,
+          );
+          assert.equal(await logs("scratch"), `shared input\n${project}\n`);
+          assert.equal(await Deno.readTextFile(`${project}/output.txt`), "out\n");
+          const etc = pod("etc", [{
+            name: "main",
+            image: "busybox",
+            command: ["cat", "/etc/shadow"],
+            volumeMounts: [{ name: "etc", mountPath: "/etc" }],
+          }]);
+          etc.spec!.volumes = [{ name: "etc", hostPath: { path: "/etc" } }];
+          await assert.rejects(
+            create(etc),
+            /hostPath \/etc is not under .*add its shared filesystem to hostPaths/,
+          );
+          const escape = structuredClone(etc);
+          escape.metadata!.name = "escape";
+          escape.spec!.volumes = [{ name: "etc", hostPath: { path: `${project}/../../../etc` } }];
+          await assert.rejects(create(escape), /hostPaths/);
+          const elsewhere = structuredClone(shared);
+          elsewhere.metadata!.name = "elsewhere";
+          elsewhere.spec!.containers[0].volumeMounts = [{ name: "work", mountPath: "/work" }];
+          await assert.rejects(create(elsewhere), /set mountPath to /);
+        },
+      );
     } finally {
       for (const p of created) await provider.deletePod(p, {}).catch(() => {});
       await provider.close();
