@@ -19,7 +19,9 @@
  * tasks: { nodes: 1, ntasks: 1, ntasksPerNode: 1, mpi: pmi2 } # the main container's step
  * extendedResources: { nvidia.com/gpu: gpu } # pod resource → SLURM GRES (`--gres=gpu:N`)
  * hostPaths: [/scratch, /home]          # hostPath volumes allowed at or under these paths
+ * flavors: { gpu: { partition: gpu } }  # slurm-job.vk.io/flavor (interLink's): sbatch options
  * runtime: none                          # none (commands run on the node) | apptainer
+ * imagePrefix: docker://                 # for images without a scheme or an absolute .sif path
  * imageCommands: { nginx:1.27: [nginx, -g, "daemon off;"] }
  * runAsUsers:                            # namespace → the SLURM user its jobs run as (cli as root)
  *   team-a: { user: alice, uid: 1001, gid: 1001 }
@@ -55,7 +57,20 @@ const optionName = z.string().regex(/^[a-z][a-z0-9-]*$/, {
 });
 
 /** Options a pod may never set through an annotation: they decide what runs and as whom. */
-const FORBIDDEN = ["uid", "gid", "chdir", "output", "error", "input", "wrap", "export", "comment"];
+const FORBIDDEN = [
+  "uid",
+  "gid",
+  "chdir",
+  "output",
+  "error",
+  "input",
+  "wrap",
+  "export",
+  "get-user-env",
+  "container",
+  "comment",
+  "job-name",
+];
 
 /** A namespace name (DNS-1123 label). */
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -117,7 +132,20 @@ export const slurmConfigSchema = z.strictObject({
   hostPaths: z.array(absolutePath.refine((p) => !p.split("/").includes(".."), {
     error: "must not contain ..",
   })).default([]),
+  flavors: z.record(
+    z.string().min(1),
+    z.record(optionName, z.string()).superRefine((options, ctx) => {
+      for (const option of Object.keys(options).filter((o) => FORBIDDEN.includes(o))) {
+        ctx.addIssue({
+          code: "custom",
+          path: [option],
+          message: `may not be one of ${FORBIDDEN.join(", ")}: they decide what runs and as whom`,
+        });
+      }
+    }),
+  ).default({}),
   runtime: z.enum(["none", "apptainer"]).default("none"),
+  imagePrefix: z.string().default("docker://"),
   imageCommands: z.record(z.string().min(1), z.array(z.string()).min(1)).default({}),
   runAsUsers: z.record(z.string().regex(NAMESPACE), namespaceUser, {
     error: (issue) =>

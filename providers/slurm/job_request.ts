@@ -12,6 +12,7 @@ import type { JobRequest } from "./backend.ts";
 import { ANNOTATION_PREFIX, type SlurmConfig } from "./config.ts";
 import { hostUser } from "./identity.ts";
 import { batchScript, jobComment, launcherScript, podDirName } from "./script.ts";
+import { interlinkRequest } from "./interlink.ts";
 import { allocationOptions, TASK_OPTIONS, taskLayout } from "./tasks.ts";
 
 /** Everything but the script's run number is fixed per pod; `run` counts submissions. */
@@ -71,6 +72,8 @@ function jobOptions(pod: Pod, config: SlurmConfig): Record<string, string> {
     }
     options[option] = value;
   }
+  // interLink's annotations, through the same allowlist (./interlink.ts).
+  Object.assign(options, interlinkRequest(pod, config).options);
   const ns = pod.metadata?.namespace ?? "";
   const mapped = config.runAsUsers[ns];
   const uid = runAsUser(pod);

@@ -15,6 +15,7 @@
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError, isSidecar } from "../../provider/mod.ts";
 import type { SlurmConfig } from "./config.ts";
+import { interlinkRequest } from "./interlink.ts";
 import { mainContainer, stepLayoutArgs, type TaskLayout } from "./tasks.ts";
 
 /** Quotes `text` for sh. */
@@ -65,20 +66,39 @@ export function launcherScript(
     if (e.value === undefined || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(e.name)) continue;
     lines.push(`export ${e.name}=${shellQuote(e.value)}`);
   }
+  const interlink = interlinkRequest(pod, config);
+  // slurm-job.vk.io/mpi-flags (interLink's): mpiexec over the job's tasks runs the container.
+  const mpi = interlink.mpiFlags
+    ? `mpiexec -np "$VK_JOB_NTASKS" ${interlink.mpiFlags.map(shellQuote).join(" ")} `
+    : "";
   if (config.runtime === "apptainer") {
     const binds = volumes.binds.flatMap(([from, to, ro]) => [
       "--bind",
       `${from}:${to}${ro ? ":ro" : ""}`,
     ]);
     const pwd = container.workingDir ? ["--pwd", container.workingDir] : [];
-    const image = `docker://${container.image ?? ""}`;
-    const run = ["apptainer", "exec", "--cleanenv", ...binds, ...pwd, image, ...argv];
-    lines.push(`exec ${run.map(shellQuote).join(" ")}`);
+    const image = imageRef(container.image ?? "", interlink.imageRoot ?? config.imagePrefix);
+    const extra = [
+      ...interlink.apptainerOptions,
+      ...interlink.binds.flatMap((b) => ["--bind", b]),
+    ];
+    const run = ["apptainer", "exec", "--cleanenv", ...binds, ...extra, ...pwd, image, ...argv];
+    lines.push(`exec ${mpi}${run.map(shellQuote).join(" ")}`);
   } else {
     lines.push(`cd ${shellQuote(container.workingDir ?? `${podDir}/home`)} || exit 1`);
-    lines.push(`exec ${argv.map(shellQuote).join(" ")}`);
+    lines.push(`exec ${mpi}${argv.map(shellQuote).join(" ")}`);
   }
   return lines.join("\n") + "\n";
+}
+
+/**
+ * The image as apptainer takes it: as given with a scheme (`docker://`, `oras://`) or as an
+ * absolute path (a `.sif` file), else behind the prefix (interLink's `image-root`, or the config's
+ * `imagePrefix`), as interLink's `prepareImage` (pkg/slurm/prepare.go) does.
+ */
+export function imageRef(image: string, prefix: string): string {
+  if (image.startsWith("/") || /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(image)) return image;
+  return `${prefix}${image}`;
 }
 
 /** The container's argv: `command` + `args`, or the config's command for its image. */
@@ -173,6 +193,8 @@ export function batchScript(
     // srun would take over for its steps.
     'export PATH="${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}"',
     "unset SLURM_EXPORT_ENV",
+    // The job's task count, for mpiexec in a step (where srun sets SLURM_NTASKS to the step's).
+    'export VK_JOB_NTASKS="${SLURM_NTASKS:-1}"',
     `D=${shellQuote(podDir)}; R=${run}`,
     'ms() { local t=$EPOCHREALTIME; echo "${t%.*}${t#*.}" | cut -c1-13; }',
     'stamp() { while IFS= read -r l || [ -n "$l" ]; do printf \'%s %s\\n\' "$EPOCHREALTIME" "$l"; done; }',

@@ -1,7 +1,8 @@
 /**
  * What HPC users of the slurm provider start with (issue 55), against a real single-node SLURM
  * through its commands, vkubelet as root: GPUs (`nvidia.com/gpu` → `--gres=gpu:N`, the node
- * declaring two as a GRES); the main container as several tasks (`slurm.vkubelet.io/ntasks`).
+ * declaring two as a GRES); the main container as several tasks (`slurm.vkubelet.io/ntasks`);
+ * hostPath volumes under `hostPaths`; interLink's `slurm-job.vk.io/flags`.
  */
 import assert from "node:assert/strict";
 import type { Container, Node, Pod } from "kubernetes-types/core/v1.d.ts";
@@ -37,6 +38,7 @@ Deno.test({
       fileOwner: NOBODY,
       statusInterval: "300ms",
       hostPaths: [`${slurm.dir}/scratch/`],
+      podAnnotations: ["time"],
     }, {
       nodeName: "vk-hpc",
       log: getLogger(["vkubelet", "provider", "test"]),
@@ -162,6 +164,31 @@ Deno.test({
           await assert.rejects(create(elsewhere), /set mountPath to /);
         },
       );
+
+      await t.step("interLink's slurm-job.vk.io/flags size the job; --uid is refused", async () => {
+        const p = pod("interlink", [{
+          name: "main",
+          image: "busybox",
+          command: ["sh", "-c", 'echo "job tasks $VK_JOB_NTASKS"; exec sleep 300'],
+        }]);
+        p.metadata!.annotations = { "slurm-job.vk.io/flags": "-n 2 --time 10" };
+        await create(p);
+        await eventually(
+          "interlink to log",
+          async () => /tasks/.test(await logs("interlink")),
+          60_000,
+        );
+        assert.equal(await logs("interlink"), "job tasks 2\n");
+        const id =
+          (await slurm.run("squeue", ["--noheader", "--format=%i", "--name=vk_hpc_interlink"]))
+            .trim();
+        const shown = await slurm.run("scontrol", ["show", "job", id]);
+        assert.match(shown, /TimeLimit=00:10:00/);
+        assert.match(shown, /NumTasks=2 /);
+        const root = pod("as-root", [{ name: "main", image: "busybox", command: ["id"] }]);
+        root.metadata!.annotations = { "slurm-job.vk.io/flags": "--time=5 --uid=0" };
+        await assert.rejects(create(root), /does not let pods set --uid/);
+      });
     } finally {
       for (const p of created) await provider.deletePod(p, {}).catch(() => {});
       await provider.close();
