@@ -42,7 +42,14 @@ export class RestBackend implements SlurmBackend {
     return `rest ${this.#version ?? "(version not yet known)"}`;
   }
 
-  constructor(options: RestOptions) {
+  readonly #lister?: Pick<SlurmBackend, "jobs">;
+
+  /**
+   * `lister`: lists the jobs instead of `GET /jobs` (which has no filter in v0.0.38 and answers
+   * with the whole cluster): the CLI's squeue filtered to this node's users, when configured.
+   */
+  constructor(options: RestOptions, lister?: Pick<SlurmBackend, "jobs">) {
+    this.#lister = lister;
     this.#version = options.version;
     if (options.socket) {
       this.#client = Deno.createHttpClient({ proxy: { transport: "unix", path: options.socket } });
@@ -67,6 +74,7 @@ export class RestBackend implements SlurmBackend {
   }
 
   async jobs(options: { signal?: AbortSignal }): Promise<JobInfo[]> {
+    if (this.#lister) return await this.#lister.jobs(options);
     return parseJobs(await this.#call("GET", "jobs", options.signal));
   }
 

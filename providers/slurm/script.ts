@@ -56,7 +56,13 @@ export function launcherScript(
   config: SlurmConfig,
 ): string {
   const argv = containerArgv(container, config);
-  const lines = ["#!/bin/sh", `export HOSTNAME=${shellQuote(pod.metadata?.name ?? "")}`];
+  const lines = [
+    "#!/bin/sh",
+    // From the batch script: the file for the step's ID (sstat reads the step), by task 0.
+    '[ -z "$1" ] || [ "${SLURM_PROCID:-0}" != 0 ] || echo "$SLURM_STEP_ID" > "$1"',
+    "exec 2>&1",
+    `export HOSTNAME=${shellQuote(pod.metadata?.name ?? "")}`,
+  ];
   lines.push(`export HOME=${shellQuote(`${podDir}/home`)}`);
   const volumes = volumePaths(pod, container, podDir, config);
   for (const [name, path] of Object.entries(volumes.env)) {
@@ -196,7 +202,8 @@ export function batchScript(
     // The job's task count, for mpiexec in a step (where srun sets SLURM_NTASKS to the step's).
     'export VK_JOB_NTASKS="${SLURM_NTASKS:-1}"',
     `D=${shellQuote(podDir)}; R=${run}`,
-    'ms() { local t=$EPOCHREALTIME; echo "${t%.*}${t#*.}" | cut -c1-13; }',
+    // No process for a time: `$EPOCHREALTIME` (bash 5) without its decimal point, to the ms.
+    'ms() { local t=${EPOCHREALTIME/[.,]/}; echo "${t:0:13}"; }',
     'stamp() { while IFS= read -r l || [ -n "$l" ]; do printf \'%s %s\\n\' "$EPOCHREALTIME" "$l"; done; }',
     // A container's stdin (`stdin: true`): the file vkubelet appends attach sessions' input to,
     // passed on by tail until `.closed` appears (stdinOnce) or the step has exited. A file, not
@@ -207,18 +214,20 @@ export function batchScript(
     '  ( while [ ! -e "$f.closed" ] && [ ! -e "$D/state/$1.$R.exit" ]; do sleep 0.2; done ) &',
     '  tail -c +1 -f -s 0.2 --pid=$! "$f" 2>/dev/null',
     "}",
-    // Each step writes its step ID (for sstat) before it becomes the container's command.
-    "run() {",
-    "  local n=$1; shift 2",
-    '  srun --overlap "$@" bash -c \'echo "$SLURM_STEP_ID" > "$1"; exec "$0" 2>&1\' \\',
-    '    "$D/c/$n.sh" "$D/state/$n.$R.step"',
-    "}",
+    // One bash process per container at most, none for the last: srun is forked straight from
+    // the step (no function or compound command around it in the pipeline), and `lastpipe`
+    // stamps the output in the step's own shell. The launcher writes the step ID (for sstat).
+    "shopt -s lastpipe",
     "step() {",
     '  ms > "$D/state/$1.$R.started"',
-    '  if [ "$2" = stdin ]; then run "$@" < <(feed "$1"); else run "$@" < /dev/null; fi \\',
-    '    | stamp >> "$D/logs/$1.$R.log"',
-    "  local rc=${PIPESTATUS[0]}",
-    '  echo "$rc $(ms)" > "$D/state/$1.$R.exit"',
+    '  local c=("$D/c/$1.sh" "$D/state/$1.$R.step") log="$D/logs/$1.$R.log"',
+    '  if [ "$2" = stdin ]; then',
+    '    srun --overlap "${@:3}" "${c[@]}" < <(feed "$1") | stamp >> "$log"',
+    "  else",
+    '    srun --overlap "${@:3}" "${c[@]}" < /dev/null | stamp >> "$log"',
+    "  fi",
+    "  local rc=${PIPESTATUS[0]} t=${EPOCHREALTIME/[.,]/}",
+    '  echo "$rc ${t:0:13}" > "$D/state/$1.$R.exit"',
     "  return $rc",
     "}",
     "sidecars=()",
@@ -232,14 +241,18 @@ export function batchScript(
   }
   lines.push("mains=()");
   const main = mainContainer(pod);
-  for (const c of pod.spec?.containers ?? []) {
+  const containers = pod.spec?.containers ?? [];
+  containers.forEach((c, i) => {
+    const args = stepArgs(c, c === main ? stepLayoutArgs(layout) : undefined);
+    // The last container runs in the batch shell itself: a one-container pod forks no shell.
     lines.push(
-      `step ${stepArgs(c, c === main ? stepLayoutArgs(layout) : undefined)} & mains+=($!)`,
+      i === containers.length - 1 ? `step ${args}; last=$?` : `step ${args} & mains+=($!)`,
     );
-  }
+  });
   lines.push(
     "rc=0",
     'for p in "${mains[@]}"; do wait "$p" || { s=$?; [ $rc -eq 0 ] && rc=$s; }; done',
+    "[ $rc -eq 0 ] && rc=${last:-0}",
     // Sidecars still running end with the job: slurmd stops every step of a finished job.
     "exit $rc",
   );

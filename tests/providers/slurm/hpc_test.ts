@@ -2,7 +2,7 @@
  * What HPC users of the slurm provider start with (issue 55), against a real single-node SLURM
  * through its commands, vkubelet as root: GPUs (`nvidia.com/gpu` → `--gres=gpu:N`, the node
  * declaring two as a GRES); the main container as several tasks (`slurm.vkubelet.io/ntasks`);
- * hostPath volumes under `hostPaths`; interLink's `slurm-job.vk.io/flags`.
+ * hostPath volumes under `hostPaths`; interLink's `slurm-job.vk.io/flags`; one shell per job.
  */
 import assert from "node:assert/strict";
 import type { Container, Node, Pod } from "kubernetes-types/core/v1.d.ts";
@@ -13,6 +13,22 @@ import { NOBODY, startSlurm } from "../../../tools/harness/slurm.ts";
 import { eventually } from "../../../tools/harness/wait.ts";
 
 const isRoot = Deno.statSync("/proc/self").uid === 0;
+
+/** The command names of the processes of a SLURM job (by `SLURM_JOB_ID` in their environment). */
+async function jobProcesses(jobId: string): Promise<string[]> {
+  const names: string[] = [];
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const environ = await Deno.readTextFile(`/proc/${entry.name}/environ`);
+      if (!environ.split("\0").includes(`SLURM_JOB_ID=${jobId}`)) continue;
+      names.push((await Deno.readTextFile(`/proc/${entry.name}/comm`)).trim());
+    } catch {
+      // Gone, or a kernel thread.
+    }
+  }
+  return names.sort();
+}
 
 function pod(name: string, containers: Container[]): Pod {
   return {
@@ -189,6 +205,35 @@ Deno.test({
         root.metadata!.annotations = { "slurm-job.vk.io/flags": "--time=5 --uid=0" };
         await assert.rejects(create(root), /does not let pods set --uid/);
       });
+
+      await t.step(
+        "a running one-container job costs the batch shell and srun, no other shell",
+        async () => {
+          await create(pod("one-shell", [{
+            name: "main",
+            image: "busybox",
+            command: ["sleep", "300"],
+          }]));
+          await eventually(
+            "one-shell running",
+            async () =>
+              (await status("one-shell"))?.containerStatuses?.[0]?.state?.running !== undefined,
+            60_000,
+          );
+          const id =
+            (await slurm.run("squeue", ["--noheader", "--format=%i", "--name=vk_hpc_one-shell"]))
+              .trim();
+          // A moment for the step to have become the container (srun → launcher → sleep).
+          await eventually(
+            "the container to be sleep",
+            async () => (await jobProcesses(id)).includes("sleep"),
+            30_000,
+          );
+          const names = await jobProcesses(id);
+          // The batch shell (slurm_script), srun and its helper, the container: no shell of ours.
+          assert.deepEqual(names, ["sleep", "slurm_script", "srun", "srun"]);
+        },
+      );
     } finally {
       for (const p of created) await provider.deletePod(p, {}).catch(() => {});
       await provider.close();

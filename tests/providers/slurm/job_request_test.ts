@@ -209,7 +209,7 @@ Deno.test("the task layout goes to the allocation and to the main container's st
   );
   assert.match(
     job.script,
-    /step 'solver' '-' '--nodes=2' '--ntasks=8' '--ntasks-per-node=4' '--mpi=pmi2' &/,
+    /step 'solver' '-' '--nodes=2' '--ntasks=8' '--ntasks-per-node=4' '--mpi=pmi2'; last=\$\?/,
   );
   assert.match(job.script, /step 'helper' '-' '--nodes=1' '--ntasks=1' &/);
   assert.deepEqual(jobFields(job).nodes, [2, 2]);
