@@ -22,6 +22,7 @@
  * flavors: { gpu: { partition: gpu } }  # slurm-job.vk.io/flavor (interLink's): sbatch options
  * runtime: none                          # none (commands run on the node) | apptainer
  * imagePrefix: docker://                 # for images without a scheme or an absolute .sif path
+ * apptainerBin: apptainer                # apptainer on the compute nodes (PATH or a path)
  * imageCommands: { nginx:1.27: [nginx, -g, "daemon off;"] }
  * runAsUsers:                            # namespace → the SLURM user its jobs run as (cli as root)
  *   team-a: { user: alice, uid: 1001, gid: 1001 }
@@ -146,6 +147,7 @@ export const slurmConfigSchema = z.strictObject({
   ).default({}),
   runtime: z.enum(["none", "apptainer"]).default("none"),
   imagePrefix: z.string().default("docker://"),
+  apptainerBin: z.string().min(1).default("apptainer"),
   imageCommands: z.record(z.string().min(1), z.array(z.string()).min(1)).default({}),
   runAsUsers: z.record(z.string().regex(NAMESPACE), namespaceUser, {
     error: (issue) =>

@@ -26,6 +26,7 @@ import {
   type ProviderDeps,
   type StatsSummary,
 } from "../../provider/mod.ts";
+import { apptainerExecShell } from "./apptainer.ts";
 import type { PartitionInfo, SlurmBackend } from "./backend.ts";
 import type { SlurmConfig } from "./config.ts";
 import { attachToStep, stepTarget } from "./attach.ts";
@@ -246,6 +247,10 @@ export class SlurmProvider implements Provider {
       jobId: record.jobId,
       launcher: `${podDirOf(this.#config, record.pod)}/c/${ref.container}.sh`,
       command: options.command,
+      // In the container's apptainer instance, not beside it.
+      run: this.#config.runtime === "apptainer"
+        ? apptainerExecShell(this.#config, ref.container)
+        : undefined,
       io: options.io,
       signal: options.signal,
       // SLURM lets only the job's user add a step to it: vkubelet (root, since the pods'

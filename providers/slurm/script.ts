@@ -15,6 +15,7 @@
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError, isSidecar } from "../../provider/mod.ts";
 import type { SlurmConfig } from "./config.ts";
+import { apptainerLines } from "./apptainer.ts";
 import { interlinkRequest } from "./interlink.ts";
 import { mainContainer, stepLayoutArgs, type TaskLayout } from "./tasks.ts";
 
@@ -78,18 +79,16 @@ export function launcherScript(
     ? `mpiexec -np "$VK_JOB_NTASKS" ${interlink.mpiFlags.map(shellQuote).join(" ")} `
     : "";
   if (config.runtime === "apptainer") {
-    const binds = volumes.binds.flatMap(([from, to, ro]) => [
-      "--bind",
-      `${from}:${to}${ro ? ":ro" : ""}`,
-    ]);
-    const pwd = container.workingDir ? ["--pwd", container.workingDir] : [];
-    const image = imageRef(container.image ?? "", interlink.imageRoot ?? config.imagePrefix);
-    const extra = [
-      ...interlink.apptainerOptions,
-      ...interlink.binds.flatMap((b) => ["--bind", b]),
-    ];
-    const run = ["apptainer", "exec", "--cleanenv", ...binds, ...extra, ...pwd, image, ...argv];
-    lines.push(`exec ${mpi}${run.map(shellQuote).join(" ")}`);
+    const hasCommand = container.command !== undefined ||
+      imageCommand(container, config) !== undefined;
+    lines.push(...apptainerLines(container, config, {
+      podDir,
+      argv,
+      hasCommand,
+      binds: volumes.binds,
+      interlink,
+      mpi,
+    }, shellQuote));
   } else {
     lines.push(`cd ${shellQuote(container.workingDir ?? `${podDir}/home`)} || exit 1`);
     lines.push(`exec ${mpi}${argv.map(shellQuote).join(" ")}`);
@@ -97,30 +96,24 @@ export function launcherScript(
   return lines.join("\n") + "\n";
 }
 
-/**
- * The image as apptainer takes it: as given with a scheme (`docker://`, `oras://`) or as an
- * absolute path (a `.sif` file), else behind the prefix (interLink's `image-root`, or the config's
- * `imagePrefix`), as interLink's `prepareImage` (pkg/slurm/prepare.go) does.
- */
-export function imageRef(image: string, prefix: string): string {
-  if (image.startsWith("/") || /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(image)) return image;
-  return `${prefix}${image}`;
-}
-
 /** The container's argv: `command` + `args`, or the config's command for its image. */
 function containerArgv(container: Container, config: SlurmConfig): string[] {
   const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value ?? ""]));
   const expand = (t: string) =>
     t.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (m, n) => m === "$$" ? "$" : env[n] ?? m);
-  const bare = (container.image ?? "").replace(/@.*$/, "").replace(/:[^:/]+$/, "");
-  const base = container.command ??
-    config.imageCommands[container.image ?? ""] ?? config.imageCommands[bare];
+  const base = container.command ?? imageCommand(container, config);
   if (!base && config.runtime === "none") {
     throw new InvalidInputError(
       `container ${container.name}: image ${container.image} has no command in the provider config; set command in the pod spec, or map the image under imageCommands`,
     );
   }
   return [...(base ?? []), ...(container.args ?? [])].map(expand);
+}
+
+/** The config's command for the container's image (with or without its tag), or undefined. */
+function imageCommand(container: Container, config: SlurmConfig): string[] | undefined {
+  const bare = (container.image ?? "").replace(/@.*$/, "").replace(/:[^:/]+$/, "");
+  return config.imageCommands[container.image ?? ""] ?? config.imageCommands[bare];
 }
 
 /**
