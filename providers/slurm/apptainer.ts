@@ -73,10 +73,12 @@ export function apptainerLines(
   lines.push(
     `I=${instanceName(container.name)}`,
     `${quote(bin)} -q ${q(start)} "$I" >/dev/null || exit 125`,
-    // The instance outlives its starter: stop it whichever way the container ends.
-    `trap '${quote(bin).replaceAll("'", "'\\''")} -q instance stop "$I" >/dev/null 2>&1' EXIT`,
-    "trap 'exit 143' TERM",
-    "trap 'exit 130' INT",
+    // The instance outlives its starter (a daemon, out of reach of proctrack/linuxproc): stop it
+    // whichever way the container ends; on a signal at once (-F), before slurmstepd's KillWait.
+    `stop() { ${quote(bin)} -q instance stop "$@" "$I" >/dev/null 2>&1; }`,
+    "trap stop EXIT",
+    "trap 'stop -F; trap - EXIT; exit 143' TERM",
+    "trap 'stop -F; trap - EXIT; exit 130' INT",
     `${launch.mpi}${quote(bin)} ${q([verb, ...pwd])} "instance://$I" ${q(launch.argv)}`,
     "exit $?",
   );

@@ -4,7 +4,7 @@
  * tools/harness/apptainer/build.ts`), a busybox sandbox image, a single-node SLURM, jobs as
  * nobody (unprivileged apptainer through user namespaces). The pod's env wins over the image's,
  * a hostPath is bound, `run` gives the image's runscript the pod's args, and `kubectl exec` runs
- * inside the container's instance.
+ * inside the container's instance, and a deleted pod's instance is stopped.
  */
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
@@ -16,10 +16,25 @@ import {
   busyboxSandbox,
   haveApptainer,
 } from "../../../tools/harness/apptainer/apptainer.ts";
+import { killMarkedProcesses } from "../../../tools/harness/processes.ts";
 import { NOBODY, startSlurm } from "../../../tools/harness/slurm.ts";
 import { eventually } from "../../../tools/harness/wait.ts";
 
 const isRoot = Deno.statSync("/proc/self").uid === 0;
+
+/** How an apptainer instance of this provider shows in `ps`. */
+const INSTANCE = "Apptainer instance: nobody [vk-";
+
+/** The running instances of this provider's pods. */
+async function instances(): Promise<string[]> {
+  const found: string[] = [];
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    const cmdline = await Deno.readTextFile(`/proc/${entry.name}/cmdline`).catch(() => "");
+    if (cmdline.startsWith(INSTANCE)) found.push(cmdline);
+  }
+  return found;
+}
 
 Deno.test({
   name: "slurm provider with apptainer: env, binds, run and exec in the instance",
@@ -105,6 +120,7 @@ Deno.test({
         "kubectl exec runs in the container",
       );
     } finally {
+      await killMarkedProcesses({ cmdline: INSTANCE });
       await provider.deletePod(main, {}).catch(() => {});
       await provider.deletePod(runscript, {}).catch(() => {});
       await provider.close();

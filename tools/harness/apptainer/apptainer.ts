@@ -52,7 +52,12 @@ export async function ensureApptainer(progress?: (line: string) => void): Promis
   await Deno.mkdir(root, { recursive: true });
   // Go takes the working directory from PWD: the physical path, or it finds the module twice.
   const real = await Deno.realPath(root);
-  const env = { GOMODCACHE: `${real}/gomod`, GOFLAGS: "-modcacherw -buildvcs=false" };
+  // Its own build cache: apptainer's Makefile runs `go clean -cache` before building starter.
+  const env = {
+    GOMODCACHE: `${real}/gomod`,
+    GOCACHE: `${real}/gocache`,
+    GOFLAGS: "-modcacherw -buildvcs=false",
+  };
   const module = JSON.parse(
     await run("go", [
       "mod",
@@ -84,47 +89,44 @@ export async function ensureApptainer(progress?: (line: string) => void): Promis
 }
 
 /**
- * A sandbox image (a root directory apptainer runs as is) in `dir`: busybox and the libraries it
- * links, `/bin/sh` and the applets the tests use, a runscript that echoes its arguments, and
- * `/etc/image-marker` (only the image has it), readable by everyone.
+ * A sandbox image (a root directory apptainer runs as is) at `dir`: busybox and the libraries it
+ * links, `/bin/sh` and the applets the tests use, `/etc/passwd`, a runscript that echoes its
+ * arguments, an environment file setting `FROM_IMAGE` and `OVERRIDE`, and `/etc/image-marker`
+ * (only the image has it); turned into a sandbox by `apptainer build --sandbox` (which adds its
+ * `/.singularity.d/actions`), readable by everyone.
  */
 export async function busyboxSandbox(dir: string): Promise<string> {
-  for (
-    const sub of [
-      "bin",
-      "etc",
-      "lib",
-      "lib64",
-      "tmp",
-      "proc",
-      "sys",
-      "dev",
-      "root",
-      "home",
-      ".singularity.d",
-    ]
-  ) {
-    await Deno.mkdir(`${dir}/${sub}`, { recursive: true });
+  const rootfs = `${dir}.rootfs`;
+  for (const sub of ["bin", "etc", "tmp", "var/tmp", "proc", "sys", "dev", "root", "home"]) {
+    await Deno.mkdir(`${rootfs}/${sub}`, { recursive: true });
   }
   const busybox = (await run("sh", ["-c", "command -v busybox"])).trim();
-  await Deno.copyFile(busybox, `${dir}/bin/busybox`);
-  const libs = (await run("ldd", [busybox])).matchAll(/(\/\S+\.so[.\d]*)/g);
-  for (const [lib] of libs) {
-    await Deno.mkdir(`${dir}${lib.slice(0, lib.lastIndexOf("/"))}`, { recursive: true });
-    await Deno.copyFile(lib, `${dir}${lib}`);
+  await Deno.copyFile(busybox, `${rootfs}/bin/busybox`);
+  // A static busybox (Debian's) links nothing: ldd says so and fails.
+  const linked = await run("ldd", [busybox]).catch(() => "");
+  for (const [lib] of linked.matchAll(/(\/\S+\.so[.\d]*)/g)) {
+    await Deno.mkdir(`${rootfs}${lib.slice(0, lib.lastIndexOf("/"))}`, { recursive: true });
+    await Deno.copyFile(lib, `${rootfs}${lib}`);
   }
   for (const applet of ["sh", "echo", "cat", "ls", "sleep", "env", "id", "printf"]) {
-    await Deno.symlink("busybox", `${dir}/bin/${applet}`);
+    await Deno.symlink("busybox", `${rootfs}/bin/${applet}`);
   }
-  await Deno.writeTextFile(`${dir}/etc/image-marker`, "from the image\n");
-  await Deno.writeTextFile(`${dir}/.singularity.d/runscript`, '#!/bin/sh\necho "runscript: $*"\n');
-  await Deno.symlink(".singularity.d/runscript", `${dir}/singularity`);
-  await Deno.mkdir(`${dir}/.singularity.d/env`, { recursive: true });
+  await Deno.writeTextFile(`${rootfs}/etc/passwd`, "root:x:0:0:root:/root:/bin/sh\n");
+  await Deno.writeTextFile(`${rootfs}/etc/group`, "root:x:0:\n");
+  await Deno.writeTextFile(`${rootfs}/etc/image-marker`, "from the image\n");
+  await Deno.mkdir(`${rootfs}/.singularity.d/env`, { recursive: true });
   await Deno.writeTextFile(
-    `${dir}/.singularity.d/env/90-environment.sh`,
+    `${rootfs}/.singularity.d/runscript`,
+    '#!/bin/sh\necho "runscript: $*"\n',
+    {
+      mode: 0o755,
+    },
+  );
+  await Deno.writeTextFile(
+    `${rootfs}/.singularity.d/env/90-environment.sh`,
     "export FROM_IMAGE=image\nexport OVERRIDE=image\n",
   );
+  await run(apptainerBin, ["-q", "build", "--sandbox", dir, rootfs]);
   await run("chmod", ["-R", "a+rX", dir]);
-  await run("chmod", ["a+x", `${dir}/.singularity.d/runscript`]);
   return dir;
 }
