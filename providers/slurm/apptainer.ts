@@ -74,8 +74,15 @@ export function apptainerLines(
     `I=${instanceName(container.name)}`,
     `${quote(bin)} -q ${q(start)} "$I" >/dev/null || exit 125`,
     // The instance outlives its starter (a daemon, out of reach of proctrack/linuxproc): stop it
-    // whichever way the container ends; on a signal at once (-F), before slurmstepd's KillWait.
-    `stop() { ${quote(bin)} -q instance stop "$@" "$I" >/dev/null 2>&1; }`,
+    // whichever way the container ends; on a signal at once (-F), before slurmstepd's KillWait,
+    // and by its PID when its record in HOME is gone (vkubelet removes the pod's directory as
+    // soon as it has cancelled the job).
+    `P=$(${
+      quote(bin)
+    } instance list --json "$I" 2>/dev/null | sed -n 's/.*"pid": *\\([0-9]*\\).*/\\1/p')`,
+    `stop() { ${
+      quote(bin)
+    } -q instance stop "$@" "$I" >/dev/null 2>&1 || kill -9 $P 2>/dev/null; }`,
     "trap stop EXIT",
     "trap 'stop -F; trap - EXIT; exit 143' TERM",
     "trap 'stop -F; trap - EXIT; exit 130' INT",

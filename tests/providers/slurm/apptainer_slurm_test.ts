@@ -119,6 +119,14 @@ Deno.test({
         [0, "from the image\npod\n"],
         "kubectl exec runs in the container",
       );
+      assert.equal((await instances()).length, 1, "the running pod's instance");
+      // A deleted pod's instance (a daemon outside the step's processes) is stopped with it.
+      await provider.deletePod(main, {});
+      await eventually(
+        "the instance to be stopped",
+        async () => !(await instances()).length,
+        30_000,
+      );
     } finally {
       await killMarkedProcesses({ cmdline: INSTANCE });
       await provider.deletePod(main, {}).catch(() => {});

@@ -64,7 +64,8 @@ Deno.test("a pod with a command runs `exec` in its instance, env given, the inst
   const { code, calls, step } = await launch(pod(c), c);
   assert.equal(code, 0);
   assert.equal(step, "0\n", "the launcher wrote the step ID");
-  const [start, exec, stop] = calls;
+  const [start, list, exec, stop] = calls;
+  assert.deepEqual(list.slice(0, 4), ["instance", "list", "--json", "vk-7-main-0"]);
   assert.deepEqual(start.slice(0, 5), ["-q", "instance", "start", "--home", "/shared/pd/home"]);
   assert.deepEqual(start.slice(5, 7), ["docker://busybox:1.36", "vk-7-main-0"]);
   assert.deepEqual(exec.slice(0, 7), [
@@ -89,12 +90,12 @@ Deno.test("without a command the image's runscript runs (`run`) with the pod's a
   };
   const { calls } = await launch(pod(c), c);
   assert.equal(calls[0][5], "oras://registry.example/app:1");
-  assert.deepEqual(calls[1].slice(0, 4), ["run", "instance://vk-7-web-0", "--port", "80"]);
+  assert.deepEqual(calls[2].slice(0, 4), ["run", "instance://vk-7-web-0", "--port", "80"]);
   // imageCommands names a command: exec it.
   const mapped = await launch(pod(c), c, {
     imageCommands: { "oras://registry.example/app": ["serve"] },
   });
-  assert.deepEqual(mapped.calls[1].slice(0, 5), [
+  assert.deepEqual(mapped.calls[2].slice(0, 5), [
     "exec",
     "instance://vk-7-web-0",
     "serve",
