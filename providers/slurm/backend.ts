@@ -55,6 +55,8 @@ export interface PartitionInfo {
   cpus: number;
   memoryMiB: number;
   nodes: number;
+  /** Generic resources by name (`gpu`, `gpu:a100`), summed over the partition's nodes. */
+  gres?: Record<string, number>;
 }
 
 /** The calls the provider makes; each one takes `{ signal }`. */
@@ -106,6 +108,20 @@ export function parsePartitions(body: unknown): PartitionInfo[] {
       nodes: numberOf(p.total_nodes),
     };
   });
+}
+
+/**
+ * Adds one node's `sinfo %G` (`gpu:2`, `gpu:a100:4(S:0-1),mps:100`) times `nodes` to `into`,
+ * counted under the plain name and under name:type.
+ */
+export function addGres(into: Record<string, number>, text: string, nodes: number): void {
+  for (const item of text.split(/,(?![^(]*\))/)) {
+    const m = /^([a-z][a-z0-9_]*)(?::([^:(]+))?:(\d+)/.exec(item.trim());
+    if (!m) continue;
+    const count = Number(m[3]) * nodes;
+    into[m[1]] = (into[m[1]] ?? 0) + count;
+    if (m[2]) into[`${m[1]}:${m[2]}`] = (into[`${m[1]}:${m[2]}`] ?? 0) + count;
+  }
 }
 
 /** `2000M`, `4G`, `1T` (SLURM's TRES memory) in MiB. */

@@ -6,6 +6,7 @@
  */
 import { InvalidInputError, TransientError } from "../../provider/mod.ts";
 import {
+  addGres,
   type JobInfo,
   type JobRequest,
   parseJobs,
@@ -17,12 +18,12 @@ import {
 export type CommandRunner = (
   command: string,
   args: string[],
-  options: { stdin?: string; signal?: AbortSignal },
+  options: { stdin?: string; signal?: AbortSignal; env?: Record<string, string> },
 ) => Promise<string>;
 
 /** Runs the command from `bin` (or PATH when empty) with Deno.Command. */
 export function commandRunner(bin: string): CommandRunner {
-  return async (command, args, { stdin, signal }) => {
+  return async (command, args, { stdin, signal, env }) => {
     const path = bin ? `${bin.replace(/\/$/, "")}/${command}` : command;
     let child: Deno.ChildProcess;
     try {
@@ -32,6 +33,7 @@ export function commandRunner(bin: string): CommandRunner {
         stdout: "piped",
         stderr: "piped",
         signal,
+        env,
       }).spawn();
     } catch (err) {
       throw new InvalidInputError(
@@ -56,13 +58,25 @@ export function commandRunner(bin: string): CommandRunner {
   };
 }
 
+/**
+ * squeue's fields for a {@link JobInfo}, `|` after each, the comment last (it may hold a `|`).
+ * With `SLURM_TIME_FORMAT=%s` the times are epoch seconds.
+ */
+const SQUEUE_FIELDS =
+  "JobID:|,State:|,Reason:|,UserID:|,ExitCode:|,StartTime:|,EndTime:|,Comment:|";
+
 /** Talks to SLURM through its commands; see the module doc. */
 export class CliBackend implements SlurmBackend {
   readonly kind = "cli";
   readonly #run: CommandRunner;
+  readonly #users: number[];
 
-  constructor(run: CommandRunner) {
+  /**
+   * `users`: the uids this node's jobs run as; the job list is only theirs (empty: every job).
+   */
+  constructor(run: CommandRunner, options: { users?: number[] } = {}) {
     this.#run = run;
+    this.#users = [...new Set(options.users ?? [])].sort((a, b) => a - b);
   }
 
   async submit(job: JobRequest, options: { signal?: AbortSignal }): Promise<number> {
@@ -74,8 +88,24 @@ export class CliBackend implements SlurmBackend {
     return id;
   }
 
+  /**
+   * The jobs of this node's users, ended ones too (until slurmctld purges them after
+   * `MinJobAge`): squeue's text output, because 22.05's `--json` ignores every filter and
+   * lists the whole cluster. With one user, slurmctld itself selects the jobs.
+   */
   async jobs(options: { signal?: AbortSignal }): Promise<JobInfo[]> {
-    return parseJobs(JSON.parse(await this.#run("squeue", ["--all", "--json"], options)));
+    if (this.#users.length === 0) {
+      return parseJobs(JSON.parse(await this.#run("squeue", ["--all", "--json"], options)));
+    }
+    const out = await this.#run("squeue", [
+      "--noheader",
+      "--all",
+      "--states=all",
+      `--user=${this.#users.join(",")}`,
+      "--Format",
+      SQUEUE_FIELDS,
+    ], { ...options, env: { SLURM_TIME_FORMAT: "%s" } });
+    return out.split("\n").filter((line) => line.trim()).map(parseSqueueLine);
   }
 
   async cancel(id: number, options: { signal?: AbortSignal }): Promise<void> {
@@ -93,11 +123,16 @@ export class CliBackend implements SlurmBackend {
   }
 
   async partitions(options: { signal?: AbortSignal }): Promise<PartitionInfo[]> {
-    const out = await this.#run("sinfo", ["--noheader", "--all", "--format=%R|%D|%C|%m"], options);
+    const out = await this.#run(
+      "sinfo",
+      ["--noheader", "--all", "--format=%R|%D|%C|%m|%G"],
+      options,
+    );
     const byName = new Map<string, PartitionInfo>();
     for (const line of out.split("\n").filter(Boolean)) {
-      const [name, nodes, cpus, memory] = line.trim().split("|");
-      const p = byName.get(name) ?? { name, cpus: 0, memoryMiB: 0, nodes: 0 };
+      const [name, nodes, cpus, memory, gres = ""] = line.trim().split("|");
+      const p = byName.get(name) ?? { name, cpus: 0, memoryMiB: 0, nodes: 0, gres: {} };
+      addGres(p.gres!, gres, Number(nodes) || 0);
       p.nodes += Number(nodes) || 0;
       p.cpus += Number(cpus.split("/")[3]) || 0;
       p.memoryMiB += (Number(memory) || 0) * (Number(nodes) || 0);
@@ -107,6 +142,23 @@ export class CliBackend implements SlurmBackend {
   }
 
   close(): void {}
+}
+
+/** One line of squeue with {@link SQUEUE_FIELDS}. */
+export function parseSqueueLine(line: string): JobInfo {
+  const [id, state, reason, user, exit, start, end, ...comment] = line.split("|");
+  const time = (text: string | undefined) => /^\d+$/.test(text ?? "") ? Number(text) * 1000 : 0;
+  return {
+    id: Number(id),
+    state: (state ?? "UNKNOWN").trim(),
+    reason: (reason ?? "None").trim(),
+    // The last field's own `|` is the end of the line.
+    comment: comment.slice(0, -1).join("|").replace(/^\(null\)$/, ""),
+    userId: /^\d+$/.test(user ?? "") ? Number(user) : undefined,
+    exitStatus: Number(exit) || 0,
+    startMs: time(start),
+    endMs: time(end),
+  };
 }
 
 /** sbatch's arguments for a job (the script comes on stdin). */

@@ -16,7 +16,13 @@
  * qos: normal
  * sbatchOptions: { exclusive: "" }       # extra options for every job
  * podAnnotations: [partition, qos]       # which slurm.vkubelet.io/<option> annotations pods may set
+ * tasks: { nodes: 1, ntasks: 1, ntasksPerNode: 1, mpi: pmi2 } # the main container's step
+ * extendedResources: { nvidia.com/gpu: gpu } # pod resource → SLURM GRES (`--gres=gpu:N`)
+ * hostPaths: [/scratch, /home]          # hostPath volumes allowed at or under these paths
+ * flavors: { gpu: { partition: gpu } }  # slurm-job.vk.io/flavor (interLink's): sbatch options
  * runtime: none                          # none (commands run on the node) | apptainer
+ * imagePrefix: docker://                 # for images without a scheme or an absolute .sif path
+ * apptainerBin: apptainer                # apptainer on the compute nodes (PATH or a path)
  * imageCommands: { nginx:1.27: [nginx, -g, "daemon off;"] }
  * runAsUsers:                            # namespace → the SLURM user its jobs run as (cli as root)
  *   team-a: { user: alice, uid: 1001, gid: 1001 }
@@ -52,7 +58,20 @@ const optionName = z.string().regex(/^[a-z][a-z0-9-]*$/, {
 });
 
 /** Options a pod may never set through an annotation: they decide what runs and as whom. */
-const FORBIDDEN = ["uid", "gid", "chdir", "output", "error", "input", "wrap", "export", "comment"];
+const FORBIDDEN = [
+  "uid",
+  "gid",
+  "chdir",
+  "output",
+  "error",
+  "input",
+  "wrap",
+  "export",
+  "get-user-env",
+  "container",
+  "comment",
+  "job-name",
+];
 
 /** A namespace name (DNS-1123 label). */
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -95,7 +114,40 @@ export const slurmConfigSchema = z.strictObject({
   podAnnotations: z.array(optionName.refine((o) => !FORBIDDEN.includes(o), {
     error: `may not be one of ${FORBIDDEN.join(", ")}: they decide what runs and as whom`,
   })).default([]),
+  tasks: z.strictObject({
+    nodes: z.number().int().min(1).optional(),
+    ntasks: z.number().int().min(1).optional(),
+    ntasksPerNode: z.number().int().min(1).optional(),
+    mpi: z.string().regex(/^[a-z][a-z0-9_]*$/, {
+      error: "must be an MPI plugin name such as pmi2 or none",
+    }).optional(),
+  }).default({}),
+  extendedResources: z.record(
+    z.string().regex(/^[a-z0-9.-]+\/[A-Za-z0-9._-]+$/, {
+      error: "must be an extended resource name such as nvidia.com/gpu",
+    }),
+    z.string().regex(/^[a-z][a-z0-9_]*(:[A-Za-z0-9_.-]+)?$/, {
+      error: "must be a GRES name, optionally with its type, such as gpu or gpu:a100",
+    }),
+  ).default({ "nvidia.com/gpu": "gpu" }),
+  hostPaths: z.array(absolutePath.refine((p) => !p.split("/").includes(".."), {
+    error: "must not contain ..",
+  })).default([]),
+  flavors: z.record(
+    z.string().min(1),
+    z.record(optionName, z.string()).superRefine((options, ctx) => {
+      for (const option of Object.keys(options).filter((o) => FORBIDDEN.includes(o))) {
+        ctx.addIssue({
+          code: "custom",
+          path: [option],
+          message: `may not be one of ${FORBIDDEN.join(", ")}: they decide what runs and as whom`,
+        });
+      }
+    }),
+  ).default({}),
   runtime: z.enum(["none", "apptainer"]).default("none"),
+  imagePrefix: z.string().default("docker://"),
+  apptainerBin: z.string().min(1).default("apptainer"),
   imageCommands: z.record(z.string().min(1), z.array(z.string()).min(1)).default({}),
   runAsUsers: z.record(z.string().regex(NAMESPACE), namespaceUser, {
     error: (issue) =>

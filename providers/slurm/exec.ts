@@ -19,6 +19,8 @@ export interface ExecTarget {
   command: string[];
   io: AttachIO;
   signal?: AbortSignal;
+  /** What runs the command once the env is set (`"$@"` is it); default `exec "$@"`. */
+  run?: string;
   /** Run srun as this user (`setpriv`), when vkubelet is root and jobs run as another user. */
   runAs?: { uid: number; gid: number };
 }
@@ -47,7 +49,7 @@ export async function execInJob(target: ExecTarget): Promise<number> {
     ...(io.tty ? ["--pty"] : []),
     "/bin/sh",
     "-c",
-    `export PATH=${DEFAULT_PATH}; eval "$(grep "^export " "$0")"; exec "$@"`,
+    `export PATH=${DEFAULT_PATH}; eval "$(grep "^export " "$0")"; ${target.run ?? 'exec "$@"'}`,
     target.launcher,
     ...target.command,
   ];

@@ -12,6 +12,8 @@ import type { JobRequest } from "./backend.ts";
 import { ANNOTATION_PREFIX, type SlurmConfig } from "./config.ts";
 import { hostUser } from "./identity.ts";
 import { batchScript, jobComment, launcherScript, podDirName } from "./script.ts";
+import { interlinkRequest } from "./interlink.ts";
+import { allocationOptions, TASK_OPTIONS, taskLayout } from "./tasks.ts";
 
 /** Everything but the script's run number is fixed per pod; `run` counts submissions. */
 export function jobRequestFor(
@@ -31,7 +33,7 @@ export function jobRequestFor(
     launcherScript(pod, c, podDir, config);
   }
   return {
-    script: batchScript(pod, podDir, run),
+    script: batchScript(pod, podDir, run, taskLayout(pod, config)),
     name: `vk_${namespace}_${name}`,
     comment: jobComment(node, pod, run),
     // The pod directory is vkubelet's: the job's own files go in its subdirectories.
@@ -46,15 +48,23 @@ export function jobRequestFor(
   };
 }
 
-/** The config's options, then the pod's allowlisted annotations, then the namespace's user. */
+/**
+ * The config's options, the pod's extended resources as GRES, then the pod's allowlisted
+ * annotations, then the namespace's user.
+ */
 function jobOptions(pod: Pod, config: SlurmConfig): Record<string, string> {
   const options: Record<string, string> = { ...config.sbatchOptions };
   if (config.partition) options.partition = config.partition;
   if (config.account) options.account = config.account;
   if (config.qos) options.qos = config.qos;
+  const gres = gresOf(pod, config);
+  if (gres) options.gres = gres;
+  Object.assign(options, allocationOptions(taskLayout(pod, config)));
   for (const [key, value] of Object.entries(pod.metadata?.annotations ?? {})) {
     if (!key.startsWith(ANNOTATION_PREFIX)) continue;
     const option = key.slice(ANNOTATION_PREFIX.length);
+    // The task layout is always the pod's to choose (./tasks.ts), within the partition's limits.
+    if ((TASK_OPTIONS as readonly string[]).includes(option)) continue;
     if (!config.podAnnotations.includes(option)) {
       throw new InvalidInputError(
         `annotation ${key}: the slurm provider config does not let pods set --${option}; remove the annotation or add ${option} to podAnnotations in the provider config`,
@@ -62,6 +72,8 @@ function jobOptions(pod: Pod, config: SlurmConfig): Record<string, string> {
     }
     options[option] = value;
   }
+  // interLink's annotations, through the same allowlist (./interlink.ts).
+  Object.assign(options, interlinkRequest(pod, config).options);
   const ns = pod.metadata?.namespace ?? "";
   const mapped = config.runAsUsers[ns];
   const uid = runAsUser(pod);
@@ -103,8 +115,34 @@ function runAsUser(pod: Pod): number | undefined {
   return [...asked][0];
 }
 
-/** The pod's effective cpu (cores) or memory (bytes): limits where set, else requests. */
-function effective(pod: Pod, resource: "cpu" | "memory"): number {
+/**
+ * `--gres` for the pod's extended resources the config maps (`nvidia.com/gpu: 2` → `gpu:2`), or
+ * undefined. One the config does not map is refused: the job would run without it.
+ */
+function gresOf(pod: Pod, config: SlurmConfig): string | undefined {
+  const names = new Set<string>();
+  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+    for (const r of [c.resources?.limits, c.resources?.requests]) {
+      for (const name of Object.keys(r ?? {})) if (name.includes("/")) names.add(name);
+    }
+  }
+  const gres: string[] = [];
+  for (const name of [...names].sort()) {
+    if (name.startsWith("hugepages-")) continue;
+    const gresName = config.extendedResources[name];
+    if (gresName === undefined) {
+      throw new InvalidInputError(
+        `resource ${name}: the slurm provider config maps no SLURM GRES to it; add ${name}: <gres name> under extendedResources in the provider config, or remove the request`,
+      );
+    }
+    const count = Math.ceil(effective(pod, name) - 1e-9);
+    if (count > 0) gres.push(`${gresName}:${count}`);
+  }
+  return gres.length > 0 ? gres.join(",") : undefined;
+}
+
+/** The pod's effective amount of a resource (cores, bytes, devices): limits, else requests. */
+function effective(pod: Pod, resource: string): number {
   const of = (c: Container) => {
     const q = c.resources?.limits?.[resource] ?? c.resources?.requests?.[resource];
     return q === undefined ? 0 : quantityToNumber(String(q)) ?? 0;

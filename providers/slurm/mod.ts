@@ -9,7 +9,7 @@ import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
 import type { SlurmBackend } from "./backend.ts";
 import { CliBackend, commandRunner } from "./cli.ts";
 import { parseSlurmConfig, type SlurmConfig } from "./config.ts";
-import { checkCanMapUsers } from "./identity.ts";
+import { checkCanMapUsers, jobUserOf } from "./identity.ts";
 import { RestBackend } from "./rest.ts";
 import { SlurmProvider } from "./provider.ts";
 
@@ -28,8 +28,14 @@ export function createProvider(config: unknown, deps: ProviderDeps): SlurmProvid
   return new SlurmProvider(parsed.config, deps, backendFor(parsed.config));
 }
 
-/** slurmrestd when configured, else the commands. */
+/**
+ * slurmrestd when configured, else the commands. The commands, when there, list the jobs: squeue
+ * filtered to the users this node's jobs run as, not the whole cluster.
+ */
 export function backendFor(config: SlurmConfig): SlurmBackend {
-  if (config.rest) return new RestBackend(config.rest);
-  return new CliBackend(commandRunner(config.cli?.bin ?? ""));
+  const users = [jobUserOf(config, undefined), ...Object.values(config.runAsUsers)];
+  const cli = config.cli &&
+    new CliBackend(commandRunner(config.cli.bin), { users: users.map((u) => u.uid) });
+  if (config.rest) return new RestBackend(config.rest, cli);
+  return cli!;
 }

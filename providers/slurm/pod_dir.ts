@@ -25,7 +25,7 @@ import {
 import type { SlurmConfig } from "./config.ts";
 import { hostUser, jobUserOf } from "./identity.ts";
 import { type Owner, readJobFile } from "./job_files.ts";
-import { launcherScript, podDirName } from "./script.ts";
+import { hostPathOf, launcherScript, podDirName } from "./script.ts";
 
 /** The pod directory's subdirectories, which belong to the job's user. */
 const JOB_DIRS = ["c", "logs", "state", "stdin", "home", "volumes"];
@@ -147,6 +147,8 @@ async function volumeFiles(
   signal?: AbortSignal,
 ): Promise<Files | undefined> {
   if (volume.emptyDir) return [];
+  // A shared filesystem's path: nothing to write, only to check.
+  if (hostPathOf(volume, deps.config) !== undefined) return undefined;
   if (volume.configMap || volume.secret || volume.downwardAPI) {
     return await projectionFiles(pod, volume as VolumeProjection, deps, signal);
   }
@@ -159,7 +161,7 @@ async function volumeFiles(
   }
   const kind = Object.keys(volume).find((k) => k !== "name") ?? "unknown";
   throw new InvalidInputError(
-    `volume ${volume.name}: ${kind} volumes are not supported by the slurm provider (only configMap, secret, downwardAPI, emptyDir and projected); use a path of the shared filesystem through the job's own setup instead`,
+    `volume ${volume.name}: ${kind} volumes are not supported by the slurm provider (only configMap, secret, downwardAPI, emptyDir, projected and hostPath under the config's hostPaths); use a hostPath of a shared filesystem listed in hostPaths instead`,
   );
 }
 

@@ -26,6 +26,7 @@ import {
   type ProviderDeps,
   type StatsSummary,
 } from "../../provider/mod.ts";
+import { apptainerExecShell } from "./apptainer.ts";
 import type { PartitionInfo, SlurmBackend } from "./backend.ts";
 import type { SlurmConfig } from "./config.ts";
 import { attachToStep, stepTarget } from "./attach.ts";
@@ -161,10 +162,17 @@ export class SlurmProvider implements Provider {
     );
     const cpus = chosen.reduce((s, p) => s + p.cpus, 0);
     const memory = chosen.reduce((s, p) => s + p.memoryMiB, 0);
+    // Extended resources the partitions have as GRES, so that the scheduler places GPU pods here.
+    const extended: Record<string, string> = {};
+    for (const [resource, gres] of Object.entries(this.#config.extendedResources)) {
+      const count = chosen.reduce((s, p) => s + (p.gres?.[gres] ?? 0), 0);
+      if (count > 0) extended[resource] = String(count);
+    }
     applyProviderNode(node, {
       capacity: {
         ...(cpus ? { cpu: String(cpus) } : {}),
         ...(memory ? { memory: `${memory}Mi` } : {}),
+        ...extended,
         pods: "110",
         ...this.#config.capacity,
       },
@@ -239,6 +247,10 @@ export class SlurmProvider implements Provider {
       jobId: record.jobId,
       launcher: `${podDirOf(this.#config, record.pod)}/c/${ref.container}.sh`,
       command: options.command,
+      // In the container's apptainer instance, not beside it.
+      run: this.#config.runtime === "apptainer"
+        ? apptainerExecShell(this.#config, ref.container)
+        : undefined,
       io: options.io,
       signal: options.signal,
       // SLURM lets only the job's user add a step to it: vkubelet (root, since the pods'

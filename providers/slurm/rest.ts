@@ -25,6 +25,7 @@ const FIELD_NAMES: Record<string, string> = {
   "mem-per-cpu": "memory_per_cpu",
   nodelist: "required_nodes",
   ntasks: "tasks",
+  "ntasks-per-node": "tasks_per_node",
   time: "time_limit",
 };
 
@@ -41,7 +42,14 @@ export class RestBackend implements SlurmBackend {
     return `rest ${this.#version ?? "(version not yet known)"}`;
   }
 
-  constructor(options: RestOptions) {
+  readonly #lister?: Pick<SlurmBackend, "jobs">;
+
+  /**
+   * `lister`: lists the jobs instead of `GET /jobs` (which has no filter in v0.0.38 and answers
+   * with the whole cluster): the CLI's squeue filtered to this node's users, when configured.
+   */
+  constructor(options: RestOptions, lister?: Pick<SlurmBackend, "jobs">) {
+    this.#lister = lister;
     this.#version = options.version;
     if (options.socket) {
       this.#client = Deno.createHttpClient({ proxy: { transport: "unix", path: options.socket } });
@@ -66,6 +74,7 @@ export class RestBackend implements SlurmBackend {
   }
 
   async jobs(options: { signal?: AbortSignal }): Promise<JobInfo[]> {
+    if (this.#lister) return await this.#lister.jobs(options);
     return parseJobs(await this.#call("GET", "jobs", options.signal));
   }
 
@@ -175,6 +184,11 @@ export function jobFields(job: JobRequest): Record<string, unknown> {
   for (const [option, value] of Object.entries(job.options)) {
     const field = FIELD_NAMES[option] ?? option.replaceAll("-", "_");
     fields[field] = value === "" ? true : /^\d+$/.test(value) ? Number(value) : value;
+    // `nodes` is a [min, max] pair in the API; `2` or `1-2` in sbatch.
+    if (option === "nodes") {
+      const [min, max = min] = value.split("-").map(Number);
+      fields.nodes = [min, max];
+    }
   }
   return fields;
 }

@@ -87,6 +87,12 @@ export interface SlurmSize {
   memoryMiB?: number;
   /** Extra slurm.conf lines (a bench's launch throttles), appended before the node line. */
   extraConf?: string[];
+  /**
+   * GPUs the node declares as the generic resource `gpu`: gres.conf's `File=` names links to
+   * /dev/null (22.05's slurmd counts a `Count=` line without `File=` as no GPU, and a device file
+   * must be a character or block device). SLURM schedules them and sets `CUDA_VISIBLE_DEVICES`.
+   */
+  gpus?: number;
 }
 
 function slurmConf(
@@ -125,11 +131,11 @@ ReturnToService=2
 MinJobAge=300
 KillWait=2
 MaxJobCount=20000
-${
+${size.gpus ? "GresTypes=gpu\n" : ""}${
     (size.extraConf ?? []).map((line) => `${line}\n`).join("")
   }NodeName=${host} NodeAddr=127.0.0.1 CPUs=${size.cpus ?? 64} RealMemory=${
     size.memoryMiB ?? 64000
-  } State=UNKNOWN
+  }${size.gpus ? ` Gres=gpu:${size.gpus}` : ""} State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 `;
 }
@@ -155,6 +161,14 @@ export async function startSlurm(size: SlurmSize = {}): Promise<Slurm> {
     conf,
     slurmConf(dir, host, { ctld: freePort(), slurmd: freePort() }, size),
   );
+  if (size.gpus) {
+    await Deno.mkdir(`${dir}/dev`);
+    for (let i = 0; i < size.gpus; i++) await Deno.symlink("/dev/null", `${dir}/dev/gpu${i}`);
+    await Deno.writeTextFile(
+      `${dir}/gres.conf`,
+      `Name=gpu File=${dir}/dev/gpu[0-${size.gpus - 1}]\n`,
+    );
+  }
   const env = { SLURM_CONF: conf };
   const children: Deno.ChildProcess[] = [];
   const spawn = (cmd: string, args: string[]) => {
@@ -220,8 +234,17 @@ export async function startSlurm(size: SlurmSize = {}): Promise<Slurm> {
       200,
     );
   } catch (err) {
+    // What the daemons said is why: gone with the directory otherwise.
+    const logs = await Promise.all(
+      ["slurmctld", "slurmd"].map((d) =>
+        Deno.readTextFile(`${dir}/log/${d}.log`).then(
+          (text) => `${d}.log:\n${text.split("\n").slice(-15).join("\n")}`,
+          () => "",
+        )
+      ),
+    );
     await stop();
-    throw err;
+    throw new Error(`${(err as Error).message}\n${logs.join("\n")}`, { cause: err });
   }
   return { dir, conf, socket: `${dir}/rest/rest.sock`, sharedDir: `${dir}/shared`, env, run, stop };
 }

@@ -1,11 +1,13 @@
 /**
  * The slurm provider on a login node: no slurmrestd, only SLURM's commands (sbatch, squeue
- * --json, scancel, sinfo, scontrol ping), against a real single-node SLURM.
+ * --json, scancel, sinfo, scontrol ping), against a real single-node SLURM; the job list holds
+ * only the jobs of this node's users.
  */
 import assert from "node:assert/strict";
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../../base/clock.ts";
 import { getLogger } from "../../../base/log.ts";
+import { CliBackend, commandRunner } from "../../../providers/slurm/cli.ts";
 import { createProvider } from "../../../providers/slurm/mod.ts";
 import { startSlurm } from "../../../tools/harness/slurm.ts";
 
@@ -65,6 +67,21 @@ Deno.test("through the CLI a pod runs as a job, its log is read and the node siz
     }
     assert.equal(job?.name, "vk_ns_hello");
     assert.equal(job?.job_state, "FAILED");
+    // The status loop lists only the jobs of this node's users: not another user's job.
+    await slurm.run("sbatch", [
+      "--uid=1",
+      "--job-name=vk_ns_hello",
+      "--comment=vkubelet node=login-1 pod=ns/hello uid=x run=0",
+      "--chdir=/tmp",
+      "--output=/dev/null",
+      "--wrap=sleep 30",
+    ]);
+    const listed = await new CliBackend(commandRunner(""), { users: [0] }).jobs({});
+    assert.deepEqual(
+      listed.map((j) => [j.state, j.reason, j.userId, j.comment.split(" uid=")[0]]),
+      [["FAILED", "NonZeroExitCode", 0, "vkubelet node=login-1 pod=ns/hello"]],
+    );
+    assert.ok(listed[0].startMs > Date.now() - 120_000 && listed[0].endMs >= listed[0].startMs);
     await provider.deletePod(pod, {});
   } finally {
     await provider.close();

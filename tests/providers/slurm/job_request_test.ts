@@ -162,3 +162,60 @@ Deno.test("a container without a command and no imageCommands entry is refused, 
     /image nginx:1.27 has no command/,
   );
 });
+
+Deno.test("extended resources become --gres by the config's map; an unmapped one is refused", () => {
+  const gpus = (resources: Record<string, string>) =>
+    pod({
+      containers: [
+        { name: "a", image: "b", command: ["true"], resources: { limits: resources } },
+        { name: "c", image: "b", command: ["true"], resources: { limits: resources } },
+      ],
+    });
+  const job = jobRequestFor(gpus({ "nvidia.com/gpu": "2" }), config(), "n", 0);
+  assert.equal(job.options.gres, "gpu:4");
+  assert.ok(sbatchArgs(job).includes("--gres=gpu:4"));
+  assert.equal(jobFields(job).gres, "gpu:4");
+  const typed = config({
+    extendedResources: { "nvidia.com/gpu": "gpu:a100", "example.com/fpga": "fpga" },
+  });
+  assert.equal(
+    jobRequestFor(gpus({ "nvidia.com/gpu": "1", "example.com/fpga": "1" }), typed, "n", 0).options
+      .gres,
+    "fpga:2,gpu:a100:2",
+  );
+  assert.throws(
+    () => jobRequestFor(gpus({ "example.com/fpga": "1" }), config(), "n", 0),
+    /resource example.com\/fpga: .*add example.com\/fpga: <gres name> under extendedResources/,
+  );
+  assert.equal(jobRequestFor(pod(), config(), "n", 0).options.gres, undefined);
+});
+
+Deno.test("the task layout goes to the allocation and to the main container's step alone", () => {
+  const p = pod({
+    containers: [
+      { name: "helper", image: "b", command: ["true"] },
+      { name: "solver", image: "b", command: ["true"] },
+    ],
+  }, {
+    "slurm.vkubelet.io/nodes": "2",
+    "slurm.vkubelet.io/ntasks-per-node": "4",
+    "slurm.vkubelet.io/mpi": "pmi2",
+    "kubectl.kubernetes.io/default-container": "solver",
+  });
+  const job = jobRequestFor(p, config({ tasks: { ntasks: 8, mpi: "none" } }), "n", 0);
+  assert.deepEqual(
+    [job.options.nodes, job.options.ntasks, job.options["ntasks-per-node"], job.options.mpi],
+    ["2", "8", "4", undefined],
+  );
+  assert.match(
+    job.script,
+    /step 'solver' '-' '--nodes=2' '--ntasks=8' '--ntasks-per-node=4' '--mpi=pmi2'; last=\$\?/,
+  );
+  assert.match(job.script, /step 'helper' '-' '--nodes=1' '--ntasks=1' &/);
+  assert.deepEqual(jobFields(job).nodes, [2, 2]);
+  assert.equal(jobFields(job).tasks_per_node, 4);
+  assert.throws(
+    () => jobRequestFor(pod({}, { "slurm.vkubelet.io/ntasks": "two" }), config(), "n", 0),
+    /slurm.vkubelet.io\/ntasks: "two" is not a positive count/,
+  );
+});
