@@ -95,6 +95,7 @@ export {
   type RemoteRead,
   type RemoteRun,
 } from "./remote_pods.ts";
+export { type RemotePodCalls, RemotePodsProvider } from "./remote_provider.ts";
 export { qosClass } from "./qos.ts";
 export { formatTime } from "../k8s/micro_time.ts";
 export type { Clock } from "../base/clock.ts";

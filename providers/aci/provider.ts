@@ -25,6 +25,7 @@ import {
   type ProviderDeps,
   refuseStreaming,
   RemotePods,
+  RemotePodsProvider,
   type StatsSummary,
 } from "../../provider/mod.ts";
 import type { ContainerGroup } from "./azure.ts";
@@ -36,12 +37,12 @@ import { readContainerLog } from "./logs.ts";
 import { NodeCapacity } from "./capacity.ts";
 
 /** Runs the virtual node's pods as ACI container groups; see the module doc. */
-export class AciProvider implements Provider {
+export class AciProvider extends RemotePodsProvider<ContainerGroup> implements Provider {
   readonly #config: AciConfig;
   readonly #deps: ProviderDeps;
   readonly #groups: AciGroups;
   readonly #backend: AciBackend;
-  readonly #pods: RemotePods<ContainerGroup>;
+  protected readonly pods: RemotePods<ContainerGroup>;
   readonly #capacity: NodeCapacity;
   readonly #stop = new AbortController();
   readonly #signal: AbortSignal;
@@ -55,6 +56,7 @@ export class AciProvider implements Provider {
     groups: AciGroups,
     options: { kubeProxyKubeconfig?: string } = {},
   ) {
+    super();
     this.#config = config;
     this.#deps = deps;
     this.#groups = groups;
@@ -72,7 +74,7 @@ export class AciProvider implements Provider {
       fence: deps.fence,
       kubeProxyKubeconfig: options.kubeProxyKubeconfig,
     });
-    this.#pods = new RemotePods({
+    this.pods = new RemotePods({
       backend: this.#backend,
       clock: deps.clock,
       log: deps.log,
@@ -85,34 +87,9 @@ export class AciProvider implements Provider {
       keepPodIP: true,
     });
     this.#running = Promise.all([
-      this.#pods.run(this.#signal),
+      this.pods.run(this.#signal),
       this.#capacity.check(this.#signal),
     ]).then(() => {});
-  }
-
-  createPod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.#pods.createPod(pod, options);
-  }
-
-  /** A group's containers cannot change in place; labels and annotations are taken over. */
-  updatePod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.#pods.updatePod(pod, options);
-  }
-
-  deletePod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.#pods.deletePod(pod, options);
-  }
-
-  getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined> {
-    return this.#pods.getPod(namespace, name, options);
-  }
-
-  listPods(options: CallOptions): Promise<Pod[]> {
-    return this.#pods.listPods(options);
-  }
-
-  notifyPods(callback: (pod: Pod) => void): () => void {
-    return this.#pods.notifyPods(callback);
   }
 
   configureNode(node: Node): void {
@@ -213,7 +190,7 @@ export class AciProvider implements Provider {
 
   /** The pod (with `container`, its init containers' too) on this node, or NotFoundError. */
   #known(namespace: string, name: string, container?: string): Pod {
-    const pod = this.#pods.knownPod(namespace, name);
+    const pod = this.pods.knownPod(namespace, name);
     const names = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])]
       .map((c) => c.name);
     if (container !== undefined && !names.includes(container)) {

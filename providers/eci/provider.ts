@@ -8,7 +8,7 @@
  * backend in `./backend.ts`. This file adds exec, stats and the node.
  * @module
  */
-import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
+import type { Node } from "kubernetes-types/core/v1.d.ts";
 import {
   applyProviderNode,
   backendUnreachable,
@@ -23,6 +23,7 @@ import {
   type ProviderDeps,
   refuseStreaming,
   RemotePods,
+  RemotePodsProvider,
   type StatsSummary,
 } from "../../provider/mod.ts";
 import type { ContainerGroup, EciApi } from "./api.ts";
@@ -32,11 +33,11 @@ import { runExecSession } from "./exec.ts";
 import { podStatsOf, statsSummary } from "./stats.ts";
 
 /** Runs the virtual node's pods as ECI container groups; see the module doc. */
-export class EciProvider implements Provider {
+export class EciProvider extends RemotePodsProvider<ContainerGroup> implements Provider {
   readonly #config: EciConfig;
   readonly #deps: ProviderDeps;
   readonly #api: EciApi;
-  readonly #pods: RemotePods<ContainerGroup>;
+  protected readonly pods: RemotePods<ContainerGroup>;
   readonly #stop = new AbortController();
   readonly #running: Promise<void>;
   readonly #startMs: number;
@@ -44,6 +45,7 @@ export class EciProvider implements Provider {
   readonly deferredFieldPaths = ["status.podIP"] as const;
 
   constructor(config: EciConfig, deps: ProviderDeps, api: EciApi) {
+    super();
     this.#config = config;
     this.#deps = deps;
     this.#api = api;
@@ -60,7 +62,7 @@ export class EciProvider implements Provider {
       kube: deps.kube,
       signal,
     });
-    this.#pods = new RemotePods({
+    this.pods = new RemotePods({
       backend,
       clock: deps.clock,
       log: deps.log,
@@ -72,32 +74,7 @@ export class EciProvider implements Provider {
       retryList: true,
       keepPodIP: true,
     });
-    this.#running = this.#pods.run(signal);
-  }
-
-  createPod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.#pods.createPod(pod, options);
-  }
-
-  /** A running group's containers cannot change here; labels and annotations are taken over. */
-  updatePod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.#pods.updatePod(pod, options);
-  }
-
-  deletePod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.#pods.deletePod(pod, options);
-  }
-
-  getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined> {
-    return this.#pods.getPod(namespace, name, options);
-  }
-
-  listPods(options: CallOptions): Promise<Pod[]> {
-    return this.#pods.listPods(options);
-  }
-
-  notifyPods(callback: (pod: Pod) => void): () => void {
-    return this.#pods.notifyPods(callback);
+    this.#running = this.pods.run(signal);
   }
 
   configureNode(node: Node): void {
@@ -127,12 +104,12 @@ export class EciProvider implements Provider {
     ref: ContainerRef,
     options: ContainerLogOptions,
   ): Promise<ReadableStream<Uint8Array>> {
-    return this.#pods.getContainerLogs(ref, options);
+    return this.pods.getContainerLogs(ref, options);
   }
 
   async runInContainer(ref: ContainerRef, options: ExecOptions): Promise<number> {
-    this.#pods.knownPod(ref.namespace, ref.pod, ref.container);
-    const groupId = this.#pods.runOf(ref.namespace, ref.pod)?.handle?.containerGroupId;
+    this.pods.knownPod(ref.namespace, ref.pod, ref.container);
+    const groupId = this.pods.runOf(ref.namespace, ref.pod)?.handle?.containerGroupId;
     if (!groupId) throw new NotFoundError(`container ${ref.container} is not running`);
     const url = await this.#api.exec(groupId, ref.container, options.command, {
       stdin: options.io.stdin !== undefined,
@@ -146,7 +123,7 @@ export class EciProvider implements Provider {
     return refuseStreaming(
       "attach",
       "ECI's API has no attach call",
-      () => this.#pods.knownPod(ref.namespace, ref.pod, ref.container),
+      () => this.pods.knownPod(ref.namespace, ref.pod, ref.container),
     );
   }
 
@@ -154,14 +131,14 @@ export class EciProvider implements Provider {
     return refuseStreaming(
       "portForward",
       "ECI's API has no port-forward call",
-      () => this.#pods.knownPod(ref.namespace, ref.name),
+      () => this.pods.knownPod(ref.namespace, ref.name),
     );
   }
 
   /** Each running group's newest DescribeContainerGroupMetric sample; the node is their sum. */
   async getStatsSummary(options: CallOptions): Promise<StatsSummary> {
     const pods = [];
-    for (const { pod, run, startTimeMs } of this.#pods.running()) {
+    for (const { pod, run, startTimeMs } of this.pods.running()) {
       const id = run.handle?.containerGroupId;
       if (!id) continue;
       const samples = await this.#api.metric(id, options.signal).catch(() => []);

@@ -21,6 +21,7 @@ import {
   type ProviderDeps,
   refuseStreaming,
   RemotePods,
+  RemotePodsProvider,
 } from "../../provider/mod.ts";
 import type { AwsClients } from "./aws.ts";
 import { FargateBackend } from "./backend.ts";
@@ -29,19 +30,20 @@ import { PodSecrets } from "./pod_secrets.ts";
 import { EcsTasks } from "./tasks.ts";
 
 /** Runs the virtual node's pods as Fargate tasks; see the module doc. */
-export class FargateProvider implements Provider {
+export class FargateProvider extends RemotePodsProvider<Task> implements Provider {
   readonly #config: FargateConfig;
   readonly #deps: ProviderDeps;
   readonly #aws: AwsClients;
   readonly #ecs: EcsTasks;
   readonly #backend: FargateBackend;
-  readonly #pods: RemotePods<Task>;
+  protected readonly pods: RemotePods<Task>;
   readonly #stop = new AbortController();
   readonly #running: Promise<void>;
   /** Secret-sourced env values come marked, and go to Secrets Manager (`./pod_secrets.ts`). */
   readonly secretEnvRefs = true;
 
   constructor(config: FargateConfig, deps: ProviderDeps, aws: AwsClients) {
+    super();
     this.#config = config;
     this.#deps = deps;
     this.#aws = aws;
@@ -58,7 +60,7 @@ export class FargateProvider implements Provider {
       kube: deps.kube,
       signal,
     });
-    this.#pods = new RemotePods({
+    this.pods = new RemotePods({
       backend: this.#backend,
       clock: deps.clock,
       log: deps.log,
@@ -68,34 +70,13 @@ export class FargateProvider implements Provider {
       retryList: true,
       keepPodIP: true,
     });
-    this.#running = this.#pods.run(signal);
+    this.#running = this.pods.run(signal);
   }
 
-  createPod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.#pods.createPod(pod, options);
-  }
-
-  /** A task's definition cannot change: metadata is taken over, Secret values written. */
-  updatePod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.#pods.updatePod(pod, options);
-  }
-
-  async deletePod(pod: Pod, options: CallOptions): Promise<void> {
-    await this.#pods.deletePod(pod, options);
+  override async deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    await super.deletePod(pod, options);
     // A pod whose first RunTask failed has no task, but may have a definition and a secret.
     await this.#backend.release(pod, options.signal);
-  }
-
-  getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined> {
-    return this.#pods.getPod(namespace, name, options);
-  }
-
-  listPods(options: CallOptions): Promise<Pod[]> {
-    return this.#pods.listPods(options);
-  }
-
-  notifyPods(callback: (pod: Pod) => void): () => void {
-    return this.#pods.notifyPods(callback);
   }
 
   configureNode(node: Node): void {
@@ -123,7 +104,7 @@ export class FargateProvider implements Provider {
     ref: ContainerRef,
     options: ContainerLogOptions,
   ): Promise<ReadableStream<Uint8Array>> {
-    return this.#pods.getContainerLogs(ref, options);
+    return this.pods.getContainerLogs(ref, options);
   }
 
   runInContainer(ref: ContainerRef): Promise<number> {
@@ -135,7 +116,7 @@ export class FargateProvider implements Provider {
   }
 
   portForward(ref: PodRef): Promise<void> {
-    const known = () => this.#pods.knownPod(ref.namespace, ref.name);
+    const known = () => this.pods.knownPod(ref.namespace, ref.name);
     return refuseStreaming("portForward", NO_SESSION_MANAGER, known);
   }
 
@@ -148,7 +129,7 @@ export class FargateProvider implements Provider {
   }
 
   #known(ref: ContainerRef): Pod {
-    return this.#pods.knownPod(ref.namespace, ref.pod, ref.container);
+    return this.pods.knownPod(ref.namespace, ref.pod, ref.container);
   }
 }
 

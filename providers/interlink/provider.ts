@@ -22,6 +22,7 @@ import {
   type ProviderDeps,
   refuseStreaming,
   RemotePods,
+  RemotePodsProvider,
 } from "../../provider/mod.ts";
 import { InterlinkApi } from "./api.ts";
 import { InterlinkBackend } from "./backend.ts";
@@ -33,23 +34,24 @@ import type { Job } from "./status.ts";
 import type { PingResponse } from "./wire.ts";
 
 /** Runs the virtual node's pods as interLink jobs; see the module doc. */
-export class InterlinkProvider implements Provider {
+export class InterlinkProvider extends RemotePodsProvider<Job> implements Provider {
   readonly #config: InterlinkConfig;
   readonly #deps: ProviderDeps;
   readonly #client: InterlinkClient;
   readonly #api: InterlinkApi;
-  readonly #pods: RemotePods<Job>;
+  protected readonly pods: RemotePods<Job>;
   readonly #nodeCallbacks = new Set<() => void>();
   readonly #stop = new AbortController();
   readonly #running: Promise<void>;
   #ping?: PingResponse;
 
   constructor(config: InterlinkConfig, deps: ProviderDeps) {
+    super();
     this.#config = config;
     this.#deps = deps;
     this.#client = new InterlinkClient(config, { log: deps.log, nodeName: deps.nodeName });
     this.#api = new InterlinkApi(this.#client, config);
-    this.#pods = new RemotePods({
+    this.pods = new RemotePods({
       backend: new InterlinkBackend({
         api: this.#api,
         config,
@@ -69,32 +71,7 @@ export class InterlinkProvider implements Provider {
       // interlink-hq/interLink f632175701d78b604138ce2e1e38af13d1f7546b), one call for all pods.
       pollBackoff: true,
     });
-    this.#running = this.#pods.run(AbortSignal.any([deps.signal, this.#stop.signal]));
-  }
-
-  createPod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.#pods.createPod(pod, options);
-  }
-
-  /** A job cannot change; labels and annotations are taken over for the API's copy. */
-  updatePod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.#pods.updatePod(pod, options);
-  }
-
-  deletePod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.#pods.deletePod(pod, options);
-  }
-
-  getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined> {
-    return this.#pods.getPod(namespace, name, options);
-  }
-
-  listPods(options: CallOptions): Promise<Pod[]> {
-    return this.#pods.listPods(options);
-  }
-
-  notifyPods(callback: (pod: Pod) => void): () => void {
-    return this.#pods.notifyPods(callback);
+    this.#running = this.pods.run(AbortSignal.any([deps.signal, this.#stop.signal]));
   }
 
   configureNode(node: Node): void {
@@ -168,7 +145,7 @@ export class InterlinkProvider implements Provider {
 
   /** The pod (with the container, init containers included) on this node, or NotFoundError. */
   #known(namespace: string, name: string, container?: string): Pod {
-    const pod = this.#pods.knownPod(namespace, name);
+    const pod = this.pods.knownPod(namespace, name);
     const spec = pod.spec;
     const names = [...spec?.containers ?? [], ...spec?.initContainers ?? []].map((c) => c.name);
     if (container !== undefined && !names.includes(container)) {

@@ -20,6 +20,7 @@ import {
   type ProviderNodeFields,
   refuseStreaming,
   RemotePods,
+  RemotePodsProvider,
 } from "../../provider/mod.ts";
 import { ZunCapsules } from "./capsules.ts";
 import type { ZunConfig } from "./config.ts";
@@ -68,8 +69,8 @@ async function zunCapacity(
 }
 
 /** The provider; see the module doc. */
-export class ZunProvider implements Provider {
-  readonly #pods: RemotePods;
+export class ZunProvider extends RemotePodsProvider implements Provider {
+  protected readonly pods: RemotePods;
   readonly #api: ZunApi;
   readonly #config: ZunConfig;
   readonly #deps: ProviderDeps;
@@ -78,6 +79,7 @@ export class ZunProvider implements Provider {
   #capacity: Awaited<ReturnType<typeof zunCapacity>>;
 
   constructor(config: ZunConfig, deps: ProviderDeps, api: ZunApi) {
+    super();
     this.#config = config;
     this.#deps = deps;
     this.#api = api;
@@ -90,38 +92,14 @@ export class ZunProvider implements Provider {
       sleep: (ms, signal) => deps.clock.sleep(ms, signal),
       now: () => deps.clock.now(),
     });
-    this.#pods = new RemotePods({
+    this.pods = new RemotePods({
       backend,
       clock: deps.clock,
       log: deps.log,
       intervalMs: config.statusInterval,
       hostIP: deps.internalIp,
     });
-    this.#running = this.#pods.run(AbortSignal.any([this.#stop.signal, deps.signal]));
-  }
-
-  createPod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.#pods.createPod(pod, options);
-  }
-
-  updatePod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.#pods.updatePod(pod, options);
-  }
-
-  deletePod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.#pods.deletePod(pod, options);
-  }
-
-  getPod(namespace: string, name: string, options?: CallOptions): Promise<Pod | undefined> {
-    return this.#pods.getPod(namespace, name, options);
-  }
-
-  listPods(options: CallOptions): Promise<Pod[]> {
-    return this.#pods.listPods(options);
-  }
-
-  notifyPods(callback: (pod: Pod) => void): () => void {
-    return this.#pods.notifyPods(callback);
+    this.#running = this.pods.run(AbortSignal.any([this.#stop.signal, deps.signal]));
   }
 
   /** One capsule list call within pingTimeout; the error names the endpoint and Zun's answer. */
@@ -161,7 +139,7 @@ export class ZunProvider implements Provider {
   }
 
   async #known(ref: ContainerRef): Promise<void> {
-    const pod = await this.#pods.getPod(ref.namespace, ref.pod);
+    const pod = await this.pods.getPod(ref.namespace, ref.pod);
     if (!pod?.spec?.containers?.some((c) => c.name === ref.container)) {
       throw new NotFoundError(
         `container ${ref.container} of pod ${ref.namespace}/${ref.pod} is not on this node`,
