@@ -6,7 +6,7 @@
  * 404 for them, and capsules have no actions), so those answer 501 saying so.
  * @module
  */
-import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
+import type { Node } from "kubernetes-types/core/v1.d.ts";
 import {
   applyProviderNode,
   type CallOptions,
