@@ -207,14 +207,14 @@ export class ProcessProvider implements Provider {
   async runInContainer(ref: ContainerRef, options: ExecOptions): Promise<number> {
     const runner = this.#get(ref.namespace, ref.pod);
     this.#container(runner, ref);
-    const live = this.#live(runner, ref, "exec");
+    const live = await this.#live(runner, ref, "exec");
     return await runInteractive(live.exec, options.command, options.io, options.signal);
   }
 
   async attachToContainer(ref: ContainerRef, options: AttachOptions): Promise<void> {
     const runner = this.#get(ref.namespace, ref.pod);
     const container = this.#container(runner, ref);
-    const live = this.#live(runner, ref, "attach");
+    const live = await this.#live(runner, ref, "attach");
     const target = {
       container,
       instance: live.instance,
@@ -339,7 +339,8 @@ export class ProcessProvider implements Provider {
   }
 
   /** The running instance, or an error that says what state the container is in instead. */
-  #live(runner: PodRunner, ref: ContainerRef, what: "exec" | "attach") {
+  async #live(runner: PodRunner, ref: ContainerRef, what: "exec" | "attach") {
+    await runner.started(ref.container);
     const live = runner.live(ref.container);
     if (live) return live;
     const cr = runner.record.containers[ref.container];

@@ -58,6 +58,8 @@ export class PodRunner {
   readonly volumes: VolumeSet;
   readonly #deps: RunnerDeps;
   readonly #live = new Map<string, LiveContainer>();
+  /** Containers whose start is under way, settled when it has finished. */
+  readonly #starting = new Map<string, Promise<void>>();
   readonly #closed = new AbortController();
   readonly #volumeSync: VolumeSync;
   #kick = new AbortController();
@@ -92,6 +94,15 @@ export class PodRunner {
   /** The live instance of a container, for exec, attach, logs and stats. */
   live(name: string): { instance: Instance; exec: ExecContext } | undefined {
     return this.#live.get(name);
+  }
+
+  /**
+   * Settles once a start of the container that is under way has finished (at once when none
+   * is): its process may print before its view is finished and it is tracked, and an exec
+   * that read its output must not be told it has not started.
+   */
+  async started(name: string): Promise<void> {
+    await this.#starting.get(name);
   }
 
   /** The current status. */
@@ -317,6 +328,17 @@ export class PodRunner {
   }
 
   async #start(c: Container, cr: ContainerRecord): Promise<void> {
+    const done = Promise.withResolvers<void>();
+    this.#starting.set(c.name, done.promise);
+    try {
+      await this.#startNow(c, cr);
+    } finally {
+      this.#starting.delete(c.name);
+      done.resolve();
+    }
+  }
+
+  async #startNow(c: Container, cr: ContainerRecord): Promise<void> {
     const result = await startContainer(this.record.pod, c, cr.restartCount, {
       paths: this.paths,
       volumes: this.volumes,
