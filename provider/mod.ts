@@ -97,6 +97,7 @@ export {
 } from "./remote_pods.ts";
 export { type RemotePodCalls, RemotePodsProvider } from "./remote_provider.ts";
 export { qosClass } from "./qos.ts";
+export { effectiveSecurityContext } from "./security_context.ts";
 export { formatTime } from "../k8s/micro_time.ts";
 export type { Clock } from "../base/clock.ts";
 export type { Logger, LogProperties } from "./logger.ts";
@@ -131,3 +132,4 @@ export {
   type ParsedConfig,
   parseProviderConfig,
 } from "./config.ts";
+export { durationField, positiveQuantityField } from "./config_fields.ts";

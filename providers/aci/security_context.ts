@@ -10,8 +10,8 @@
  * image's user with a writable root.
  * @module
  */
-import type { Container, PodSecurityContext, SecurityContext } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError } from "../../provider/mod.ts";
+import type { Container, PodSecurityContext } from "kubernetes-types/core/v1.d.ts";
+import { effectiveSecurityContext, InvalidInputError } from "../../provider/mod.ts";
 
 /** ACI's `SecurityContextDefinition`. */
 export interface AciSecurityContext {
@@ -20,27 +20,6 @@ export interface AciSecurityContext {
   capabilities?: { add?: string[]; drop?: string[] };
   runAsUser?: number;
   runAsGroup?: number;
-}
-
-/** The fields of the pod's context a container inherits unless it sets them itself. */
-const INHERITED = [
-  "runAsUser",
-  "runAsGroup",
-  "runAsNonRoot",
-  "seccompProfile",
-  "seLinuxOptions",
-  "appArmorProfile",
-] as const;
-
-/** The pod's context with the container's over it (only the fields a container inherits). */
-function effective(pod: PodSecurityContext | undefined, c: SecurityContext | undefined) {
-  const merged: SecurityContext = { ...c };
-  for (const key of INHERITED) {
-    if (merged[key] === undefined && pod?.[key] !== undefined) {
-      (merged as Record<string, unknown>)[key] = pod[key];
-    }
-  }
-  return merged;
 }
 
 /**
@@ -52,7 +31,7 @@ export function aciSecurityContext(
   c: Container,
   where: string,
 ): AciSecurityContext | undefined {
-  const sc = effective(pod, c.securityContext);
+  const sc = effectiveSecurityContext(pod, c);
   const refuse = (field: string, why: string): never => {
     throw new InvalidInputError(`${where}.securityContext.${field}: ${why}`);
   };

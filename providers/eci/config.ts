@@ -19,33 +19,16 @@
  */
 import { z } from "zod";
 import {
+  durationField,
   type ParsedConfig,
-  parseDuration,
   parseProviderConfig,
-  quantityToNumber,
+  positiveQuantityField,
 } from "../../provider/mod.ts";
-
-const quantity = (fallback: string) =>
-  z.string().default(fallback).refine((q) => (quantityToNumber(q) ?? -1) > 0, {
-    error: (i) => `${JSON.stringify(i.input)} is not a positive Kubernetes quantity such as 64Gi`,
-  });
 
 const tagKey = z.string().min(1).max(128).refine(
   (k) => !/^(aliyun|acs:)/i.test(k) && !k.startsWith("vkubelet.io/"),
   { error: "tag keys starting with aliyun, acs: or vkubelet.io/ are reserved" },
 );
-
-const duration = (fallback: string, leastMs: number) =>
-  z.string().default(fallback).transform((text, ctx) => {
-    const ms = parseDuration(text);
-    if (ms === undefined || ms < leastMs) {
-      ctx.addIssue(
-        `expected a duration of at least ${leastMs}ms such as 5s, got ${JSON.stringify(text)}`,
-      );
-      return z.NEVER;
-    }
-    return ms;
-  });
 
 /** The eci provider's config schema. */
 export const eciConfigSchema = z.strictObject({
@@ -73,14 +56,14 @@ export const eciConfigSchema = z.strictObject({
     },
   ).default("cluster.local"),
   capacity: z.strictObject({
-    cpu: quantity("100"),
-    memory: quantity("400Gi"),
-    pods: quantity("200"),
+    cpu: positiveQuantityField("100"),
+    memory: positiveQuantityField("400Gi"),
+    pods: positiveQuantityField("200"),
   }).default({ cpu: "100", memory: "400Gi", pods: "200" }),
   tags: z.record(tagKey, z.string().max(128)).refine((t) => Object.keys(t).length <= 15, {
     error: "at most 15 tags (ECI allows 20 and vkubelet uses 5)",
   }).default({}),
-  statusInterval: duration("5s", 200),
+  statusInterval: durationField("5s", 200),
 });
 
 /** The validated config; `statusInterval` in milliseconds. */

@@ -1,9 +1,8 @@
 /**
  * A container's effective security context as ECI's CreateContainerGroup fields. The pod's
- * context is merged under the container's, as the kubelet does (kubernetes/kubernetes
- * pkg/securitycontext/util.go `DetermineEffectiveSecurityContext`). ECI's API (Alibaba's
- * published metadata for CreateContainerGroup, and `@alicloud/eci20180808`) has, for a container,
- * `SecurityContext.RunAsUser`, `SecurityContext.ReadOnlyRootFilesystem`,
+ * context is merged under the container's by the kit's `effectiveSecurityContext`. ECI's API
+ * (Alibaba's published metadata for CreateContainerGroup, and `@alicloud/eci20180808`) has, for a
+ * container, `SecurityContext.RunAsUser`, `SecurityContext.ReadOnlyRootFilesystem`,
  * `SecurityContext.Capability.Add`, `SecurityContextRunAsGroup` and `SecurityContextRunAsNonRoot`;
  * for an init container only the first three. Nothing drops capabilities or sets
  * no_new_privs. What the API cannot express and that would make the container run with more power
@@ -13,8 +12,8 @@
  * field, so the pod fails rather than running as the image's user with every default capability.
  * @module
  */
-import type { Container, PodSecurityContext, SecurityContext } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError } from "../../provider/mod.ts";
+import type { Container, PodSecurityContext } from "kubernetes-types/core/v1.d.ts";
+import { effectiveSecurityContext, InvalidInputError } from "../../provider/mod.ts";
 
 /** The container fields of the create request that carry the security context. */
 export interface EciSecurityFields {
@@ -27,26 +26,6 @@ export interface EciSecurityFields {
   securityContextRunAsNonRoot?: boolean;
 }
 
-/** The fields of the pod's context a container inherits unless it sets them itself. */
-const INHERITED = [
-  "runAsUser",
-  "runAsGroup",
-  "runAsNonRoot",
-  "seccompProfile",
-  "seLinuxOptions",
-  "appArmorProfile",
-] as const;
-
-function effective(pod: PodSecurityContext | undefined, c: SecurityContext | undefined) {
-  const merged: SecurityContext = { ...c };
-  for (const key of INHERITED) {
-    if (merged[key] === undefined && pod?.[key] !== undefined) {
-      (merged as Record<string, unknown>)[key] = pod[key];
-    }
-  }
-  return merged;
-}
-
 /**
  * The ECI fields for container `c` (`field` is its path in the pod; `regular` false for an init
  * container); throws {@link InvalidInputError} for what ECI cannot enforce.
@@ -57,7 +36,7 @@ export function eciSecurityFields(
   field: string,
   regular: boolean,
 ): EciSecurityFields {
-  const sc = effective(pod, c.securityContext);
+  const sc = effectiveSecurityContext(pod, c);
   const refuse = (path: string, why: string): never => {
     throw new InvalidInputError(`${field}.securityContext.${path}: ${why}`);
   };

@@ -26,13 +26,8 @@ import {
   type ParsedConfig,
   parseDuration,
   parseProviderConfig,
-  quantityToNumber,
+  positiveQuantityField,
 } from "../../provider/mod.ts";
-
-const quantity = (fallback: string) =>
-  z.string().default(fallback).refine((q) => (quantityToNumber(q) ?? -1) > 0, {
-    error: (i) => `${JSON.stringify(i.input)} is not a positive Kubernetes quantity such as 64Gi`,
-  });
 
 const tagKey = z.string().min(1).max(128).refine((k) => !k.toLowerCase().startsWith("aws:"), {
   error: "tag keys starting with aws: are reserved by AWS",
@@ -96,9 +91,9 @@ export const fargateConfigSchema = z.strictObject({
     error: "is not a CloudWatch Logs group name (letters, digits, _ - / . #)",
   }).default("/vkubelet/pods"),
   capacity: z.strictObject({
-    cpu: quantity("100"),
-    memory: quantity("400Gi"),
-    pods: quantity("200"),
+    cpu: positiveQuantityField("100"),
+    memory: positiveQuantityField("400Gi"),
+    pods: positiveQuantityField("200"),
   }).default({ cpu: "100", memory: "400Gi", pods: "200" }),
   tags: z.record(tagKey, z.string().max(256)).refine((t) => Object.keys(t).length <= 40, {
     error: "at most 40 tags (ECS allows 50 and vkubelet uses up to 10)",

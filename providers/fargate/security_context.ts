@@ -1,37 +1,19 @@
 /**
  * A container's effective security context as ECS container-definition fields: the pod's
- * `securityContext` under the container's own, as the kubelet merges them
- * (kubernetes/kubernetes pkg/securitycontext/util.go `DetermineEffectiveSecurityContext`), then
+ * `securityContext` under the container's own (the kit's `effectiveSecurityContext`), then
  * `runAsUser`/`runAsGroup` → `user`, `readOnlyRootFilesystem`, and capabilities → ECS
  * `linuxParameters.capabilities` (Fargate adds only `SYS_PTRACE`; any may be dropped).
  * @module
  */
 import type { ContainerDefinition } from "@aws-sdk/client-ecs";
-import type { Container, PodSecurityContext, SecurityContext } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError } from "../../provider/mod.ts";
+import type { Container, PodSecurityContext } from "kubernetes-types/core/v1.d.ts";
+import { effectiveSecurityContext, InvalidInputError } from "../../provider/mod.ts";
 
 /** The ECS fields that carry a container's security context. */
 export type ContainerSecurity = Pick<
   ContainerDefinition,
   "user" | "readonlyRootFilesystem" | "linuxParameters"
 >;
-
-/** The fields of the pod's context a container inherits unless it sets them itself. */
-const INHERITED = ["runAsUser", "runAsGroup", "runAsNonRoot"] as const;
-
-/** The pod's context with the container's over it (only the fields a container inherits). */
-export function effectiveSecurityContext(
-  pod: PodSecurityContext | undefined,
-  container: SecurityContext | undefined,
-): SecurityContext {
-  const merged: SecurityContext = { ...container };
-  for (const key of INHERITED) {
-    if (merged[key] === undefined && pod?.[key] !== undefined) {
-      (merged as Record<string, unknown>)[key] = pod[key];
-    }
-  }
-  return merged;
-}
 
 /** ECS capability names: no `CAP_` prefix, upper case (`ALL` stays `ALL`). */
 const capabilityName = (cap: string) => cap.toUpperCase().replace(/^CAP_/, "");
@@ -48,7 +30,7 @@ export function containerSecurity(
   const refuse = (path: string, why: string): never => {
     throw new InvalidInputError(`${field}.securityContext.${path}: ${why}`);
   };
-  const sc = effectiveSecurityContext(pod, c.securityContext);
+  const sc = effectiveSecurityContext(pod, c);
   if (sc.privileged) refuse("privileged", "Fargate runs no privileged containers");
   const added = (sc.capabilities?.add ?? []).map(capabilityName);
   const notPtrace = added.find((cap) => cap !== "SYS_PTRACE");

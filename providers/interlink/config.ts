@@ -25,30 +25,12 @@
  */
 import { z } from "zod";
 import {
+  durationField,
   type ParsedConfig,
-  parseDuration,
   parseProviderConfig,
+  positiveQuantityField,
   quantityToNumber,
 } from "../../provider/mod.ts";
-
-const quantity = (fallback: string) =>
-  z.string().default(fallback).refine((q) => (quantityToNumber(q) ?? -1) > 0, {
-    error: (i) => `${JSON.stringify(i.input)} is not a positive Kubernetes quantity such as 64Gi`,
-  });
-
-const duration = (fallback: string, minMs: number) =>
-  z.string().default(fallback).transform((text, ctx) => {
-    const ms = parseDuration(text);
-    if (ms === undefined || ms < minMs) {
-      ctx.addIssue(
-        `expected a duration of at least ${minMs}ms such as ${fallback}, got ${
-          JSON.stringify(text)
-        }`,
-      );
-      return z.NEVER;
-    }
-    return ms;
-  });
 
 const bytes = (fallback: string) =>
   z.string().default(fallback).transform((text, ctx) => {
@@ -83,23 +65,23 @@ export const interlinkConfigSchema = z.strictObject({
   caFile: z.string().min(1).optional(),
   certFile: z.string().min(1).optional(),
   keyFile: z.string().min(1).optional(),
-  statusInterval: duration("5s", 100),
-  requestTimeout: duration("30s", 100),
+  statusInterval: durationField("5s", 100),
+  requestTimeout: durationField("30s", 100),
   // Below the core's ping deadline (10 s, core/node/health_monitor.ts): a slow plugin's Ready
   // message is then this call's own, naming the endpoint, not the monitor's generic one.
-  pingTimeout: duration("8s", 100),
+  pingTimeout: durationField("8s", 100),
   maxRequestBytes: bytes("8Mi"),
   maxResponseBytes: bytes("16Mi"),
   capacity: z.strictObject({
-    cpu: quantity("100"),
-    memory: quantity("400Gi"),
-    pods: quantity("200"),
+    cpu: positiveQuantityField("100"),
+    memory: positiveQuantityField("400Gi"),
+    pods: positiveQuantityField("200"),
   }).default({ cpu: "100", memory: "400Gi", pods: "200" }),
   jobScriptBuilderURL: z.string().optional(),
   // The SLURM plugin answers /status from a copy up to 10 s old (interlink-hq/
   // interlink-slurm-plugin f8451d93, pkg/slurm/Status.go:133, 480-485): a pod may be left out of
   // answers for that long without being gone. 30 s covers it and a poll on either side.
-  statusCacheWindow: duration("30s", 0),
+  statusCacheWindow: durationField("30s", 0),
   createAttempts: z.int().min(1).max(100).default(3),
   // interLink's virtual kubelet asks 100 years whatever the pod says (interlink-hq/interLink
   // 9ed14a4e, pkg/virtualkubelet/execute.go:574-585): a job cannot be handed a new token.

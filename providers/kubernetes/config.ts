@@ -25,18 +25,8 @@
  * @module
  */
 import { z } from "zod";
-import { type ParsedConfig, parseDuration, parseProviderConfig } from "../../provider/mod.ts";
+import { durationField, type ParsedConfig, parseProviderConfig } from "../../provider/mod.ts";
 import { PROFILES } from "./cci/cci_profile.ts";
-
-const duration = (fallback: string) =>
-  z.string().default(fallback).transform((text, ctx) => {
-    const ms = parseDuration(text);
-    if (ms === undefined || ms <= 0) {
-      ctx.addIssue(`expected a duration above zero such as 5s, got ${JSON.stringify(text)}`);
-      return z.NEVER;
-    }
-    return ms;
-  });
 
 const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, {
   error: (i) =>
@@ -79,9 +69,9 @@ export const kubernetesConfigSchema = z.strictObject({
     protocol: /^https$/,
     error: "must be an https URL of cluster A's apiserver that B's pods can reach",
   }).optional(),
-  pingTimeout: duration("5s"),
+  pingTimeout: durationField("5s"),
   profile: z.enum(PROFILES).optional(),
-  unschedulableTimeout: duration("5m"),
+  unschedulableTimeout: durationField("5m"),
   syncServices: z.boolean().default(false),
 }).superRefine((config, ctx) => {
   if (config.syncServices && config.namespaces !== "same") {

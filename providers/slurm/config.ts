@@ -34,19 +34,7 @@
  * @module
  */
 import { z } from "zod";
-import { type ParsedConfig, parseDuration, parseProviderConfig } from "../../provider/mod.ts";
-
-const duration = (fallback: string, min = 1) =>
-  z.string().default(fallback).transform((text, ctx) => {
-    const ms = parseDuration(text);
-    if (ms === undefined || ms < min) {
-      ctx.addIssue(
-        `expected a duration of at least ${min}ms such as 2s, got ${JSON.stringify(text)}`,
-      );
-      return z.NEVER;
-    }
-    return ms;
-  });
+import { durationField, type ParsedConfig, parseProviderConfig } from "../../provider/mod.ts";
 
 const absolutePath = z.string().refine((p) => p.startsWith("/"), {
   error: "must be an absolute path",
@@ -153,11 +141,11 @@ export const slurmConfigSchema = z.strictObject({
     error: (issue) =>
       issue.code === "invalid_key" ? "must be a namespace name, such as team-a" : undefined,
   }).default({}),
-  statusInterval: duration("2s", 100),
-  statsInterval: duration("10s", 100),
+  statusInterval: durationField("2s", 100),
+  statsInterval: durationField("10s", 100),
   restartBackOff: z.strictObject({
-    initial: duration("10s"),
-    max: duration("5m"),
+    initial: durationField("10s"),
+    max: durationField("5m"),
   }).prefault({}),
   capacity: z.record(z.string(), z.string()).default({}),
   labels: z.record(z.string(), z.string()).default({}),

@@ -7,7 +7,12 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError, isSidecar, quantityToNumber } from "../../provider/mod.ts";
+import {
+  effectiveSecurityContext,
+  InvalidInputError,
+  isSidecar,
+  quantityToNumber,
+} from "../../provider/mod.ts";
 import type { JobRequest } from "./backend.ts";
 import { ANNOTATION_PREFIX, type SlurmConfig } from "./config.ts";
 import { hostUser } from "./identity.ts";
@@ -100,9 +105,8 @@ function jobOptions(pod: Pod, config: SlurmConfig): Record<string, string> {
 /** The one runAsUser the pod asks for (pod or container level), or undefined. */
 function runAsUser(pod: Pod): number | undefined {
   const asked = new Set<number>();
-  const podLevel = pod.spec?.securityContext?.runAsUser;
   for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
-    const uid = c.securityContext?.runAsUser ?? podLevel;
+    const uid = effectiveSecurityContext(pod.spec?.securityContext, c).runAsUser;
     if (uid !== undefined) asked.add(uid);
   }
   if (asked.size > 1) {

@@ -17,26 +17,7 @@
  * @module
  */
 import { z } from "zod";
-import { parseDuration, parseProviderConfig, quantityToNumber } from "../../provider/mod.ts";
-
-const duration = (fallback: string, minMs: number) =>
-  z.string().default(fallback).transform((text, ctx) => {
-    const ms = parseDuration(text);
-    if (ms === undefined || ms < minMs) {
-      ctx.addIssue(
-        `expected a duration of at least ${minMs}ms such as ${fallback}, got ${
-          JSON.stringify(text)
-        }`,
-      );
-      return z.NEVER;
-    }
-    return ms;
-  });
-
-const quantity = (fallback: string) =>
-  z.string().default(fallback).refine((q) => (quantityToNumber(q) ?? -1) > 0, {
-    error: (i) => `${JSON.stringify(i.input)} is not a positive Kubernetes quantity such as 64Gi`,
-  });
+import { durationField, parseProviderConfig, positiveQuantityField } from "../../provider/mod.ts";
 
 /** The zun provider's config schema. */
 export const zunConfigSchema = z.strictObject({
@@ -44,15 +25,15 @@ export const zunConfigSchema = z.strictObject({
   serviceType: z.string().min(1).default("container"),
   apiVersion: z.string().regex(/^1\.\d+$/, { error: "must be a microversion such as 1.40" })
     .optional(),
-  statusInterval: duration("5s", 100),
-  requestTimeout: duration("30s", 100),
-  pingTimeout: duration("8s", 100),
-  deleteTimeout: duration("3m", 1000),
+  statusInterval: durationField("5s", 100),
+  requestTimeout: durationField("30s", 100),
+  pingTimeout: durationField("8s", 100),
+  deleteTimeout: durationField("3m", 1000),
   exposePorts: z.boolean().default(true),
   capacity: z.strictObject({
-    cpu: quantity("20"),
-    memory: quantity("100Gi"),
-    pods: quantity("100"),
+    cpu: positiveQuantityField("20"),
+    memory: positiveQuantityField("100Gi"),
+    pods: positiveQuantityField("100"),
   }).default({ cpu: "20", memory: "100Gi", pods: "100" }),
 });
 

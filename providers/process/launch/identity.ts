@@ -22,6 +22,7 @@
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { toolPath } from "../host/host_tools.ts";
 import { readProcText } from "../host/proc.ts";
+import { effectiveSecurityContext } from "../../../provider/mod.ts";
 
 /** The containerd/Docker default capability set, without the `CAP_` prefix. */
 export const DEFAULT_CAPABILITIES: readonly string[] = [
@@ -115,10 +116,8 @@ export function resolveIdentity(
   passwd: (uid: number) => number | undefined = passwdGroup,
 ): IdentityResult {
   const podSc = pod.spec?.securityContext ?? {};
-  const sc = container.securityContext ?? {};
-  const runAsUser = sc.runAsUser ?? podSc.runAsUser;
-  const runAsGroup = sc.runAsGroup ?? podSc.runAsGroup;
-  const nonRoot = sc.runAsNonRoot ?? podSc.runAsNonRoot;
+  const sc = effectiveSecurityContext(podSc, container);
+  const { runAsUser, runAsGroup, runAsNonRoot: nonRoot } = sc;
   const uid = runAsUser ?? host.uid;
   if (nonRoot && uid === 0) {
     const { name, namespace, uid: podUid } = pod.metadata ?? {};
