@@ -1,19 +1,22 @@
 /**
  * The aci provider at scale: N pods (a Deployment on one virtual node) created until all are
  * Running, then deleted until every pod and container group is gone, against the ACI emulator
- * with Prism in the path (every request validated against Azure's specification). The floor
- * sends the same requests directly with the same SDK: a PUT per group, GETs until each group's
- * container runs, a DELETE per group, 16 at a time. Prints both times; no assertion.
+ * with Prism in the path (every request validated against Azure's specification). The floor is
+ * a kubelet that does the least (bench/tools/floor.ts with ./../tools/floor_aci.ts): the same
+ * Deployment on its node, a PUT per pod, GETs until its container runs, one status write; on
+ * deletion a DELETE of the group and of the pod — the apiserver path a kubelet must take and the
+ * ACI requests, so that the ratio compares the same work. "ACI alone" sends only the ACI requests,
+ * directly, 16 at a time. Prints the times; no assertion.
  * Run: `deno run -A bench/scenarios/aci_pods.ts [pods=1000] [statusInterval=2s]`.
  * @module
  */
-import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { useCluster } from "../../tools/cluster/harness.ts";
 import { startVkubelet } from "../../tools/cluster/vkubelet.ts";
 import { aciConfig, startBackend } from "../../tools/harness/aci/env.ts";
 import { parseAciConfig } from "../../providers/aci/config.ts";
 import { createAciClient } from "../../providers/aci/azure.ts";
 import { AciGroups } from "../../providers/aci/groups.ts";
+import { timeRollout } from "../tools/rollout.ts";
 
 const pods = Number(Deno.args[0] ?? 1000);
 const interval = Deno.args[1] ?? "2s";
@@ -26,7 +29,7 @@ async function pool(n: number, work: (i: number) => Promise<void>, width = 16) {
   }));
 }
 
-/** The floor: the same PUT, GET and DELETE requests, sent directly. */
+/** ACI alone: the same PUT, GET and DELETE requests, sent directly (no apiserver in the path). */
 async function floor(endpoint: string): Promise<{ upMs: number; downMs: number }> {
   const parsed = parseAciConfig(aciConfig(endpoint, { resourceGroup: "vk-floor" }));
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
@@ -58,90 +61,138 @@ async function floor(endpoint: string): Promise<{ upMs: number; downMs: number }
   return { upMs, downMs: performance.now() - deleting };
 }
 
+/** The floor kubelet (bench/tools/floor.ts with its ACI backend) as its own process. */
+async function startFloor(
+  cluster: Awaited<ReturnType<typeof useCluster>>,
+  endpoint: string,
+  nodeName: string,
+): Promise<{ stop(): Promise<void> }> {
+  const cert = await cluster.issueClientCert(`system:node:${nodeName}`, ["system:nodes"]);
+  const config = {
+    server: cluster.server,
+    ca: `${cluster.pkiDir}/ca.crt`,
+    cert: cert.certFile,
+    key: cert.keyFile,
+    nodeName,
+    capacity: { cpu: "2000", memory: "4000Gi", pods: String(pods + 10) },
+    concurrency: 16,
+    aci: { endpoint, resourceGroup: "vk-test", nodeName },
+  };
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("../tools/floor.ts", import.meta.url).pathname,
+      JSON.stringify(config),
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let seen = "";
+  while (!seen.includes("ready")) {
+    const { value, done } = await lines.read();
+    if (done) throw new Error("the floor exited before it was ready");
+    seen += value;
+  }
+  lines.releaseLock();
+  child.stdout.cancel().catch(() => {});
+  return {
+    async stop() {
+      child.kill("SIGTERM");
+      await child.status;
+    },
+  };
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
 if (import.meta.main) {
   const load = await Deno.readTextFile("/proc/loadavg").catch(() => "unknown");
   say(`aci_pods: ${pods} pods, statusInterval ${interval}, load average before: ${load.trim()}`);
   const cluster = await useCluster();
   const backend = await startBackend();
-  const nodeName = `vk-aci-bench-${crypto.randomUUID().slice(0, 6)}`;
-  const ns = await cluster.newNamespace("aci-bench");
-  const kubectl = cluster.kubectlIn(ns);
-  const node = await startVkubelet(cluster, {
-    nodeName,
-    provider: "aci",
-    providerConfig: JSON.stringify(
-      aciConfig(backend.prism.url, {
-        statusInterval: interval,
-        capacity: { cpu: "2000", memory: "4000Gi", pods: String(pods + 10) },
-      }),
-    ),
-  });
-  const listPods =
-    async () => (JSON.parse(await kubectl(["get", "pods", "-o", "json"])).items as Pod[]);
+  const suffix = crypto.randomUUID().slice(0, 6);
+  const groupsOf = (node: string) =>
+    [...backend.emu.groups.values()].filter((g) => g.body.tags?.["vkubelet-node"] === node)
+      .length;
+  const requests = { cpu: "100m", memory: "100M" };
+  const cleanups: (() => Promise<unknown>)[] = [];
   try {
-    const deployment = {
-      apiVersion: "apps/v1",
-      kind: "Deployment",
-      metadata: { name: "bench" },
-      spec: {
-        replicas: pods,
-        selector: { matchLabels: { app: "bench" } },
-        template: {
-          metadata: { labels: { app: "bench" } },
-          spec: {
-            nodeSelector: { "kubernetes.io/hostname": nodeName },
-            tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
-            automountServiceAccountToken: false,
-            containers: [{
-              name: "main",
-              image: "busybox",
-              command: ["sleep", "3600"],
-              resources: { requests: { cpu: "100m", memory: "100M" } },
-            }],
-          },
-        },
-      },
-    };
-    const started = performance.now();
-    await kubectl(["apply", "-f", "-"], JSON.stringify(deployment));
-    for (;;) {
-      const list = await listPods();
-      const running = list.filter((p) => p.status?.phase === "Running").length;
-      if (running === pods) break;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-    const upMs = performance.now() - started;
-    const deleting = performance.now();
-    await kubectl(["delete", "deployment", "bench", "--wait=false"]);
-    for (;;) {
-      const left = (await listPods()).length;
-      const groups = [...backend.emu.groups.values()].filter((g) =>
-        g.body.tags?.["vkubelet-node"] === nodeName
-      ).length;
-      if (left === 0 && groups === 0) break;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-    const downMs = performance.now() - deleting;
-    const requests = backend.emu.requests.length;
-    say(
-      `vkubelet: all Running after ${(upMs / 1000).toFixed(1)} s, all gone after ${
-        (downMs / 1000).toFixed(1)
-      } s; ${requests} ACI requests through Prism`,
+    // vkubelet with the aci provider.
+    const nodeName = `vk-aci-bench-${suffix}`;
+    const ns = await cluster.newNamespace("aci-bench");
+    const node = await startVkubelet(cluster, {
+      nodeName,
+      provider: "aci",
+      providerConfig: JSON.stringify(
+        aciConfig(backend.prism.url, {
+          statusInterval: interval,
+          capacity: { cpu: "2000", memory: "4000Gi", pods: String(pods + 10) },
+        }),
+      ),
+    });
+    cleanups.push(
+      () => node.stop(),
+      () => cluster.kubectl(["delete", "node", nodeName, "--wait=false"]),
+      () => cluster.kubectl(["delete", "namespace", ns, "--wait=false"]),
     );
-    const before = backend.emu.requests.length;
-    const f = await floor(backend.prism.url);
+    let before = backend.emu.requests.length;
+    const v = await timeRollout({
+      kubectl: cluster.kubectlIn(ns),
+      nodeName,
+      pods,
+      requests,
+      left: () => groupsOf(nodeName),
+    });
     say(
-      `floor:    all Running after ${(f.upMs / 1000).toFixed(1)} s, all gone after ${
-        (f.downMs / 1000).toFixed(1)
-      } s; ${backend.emu.requests.length - before} ACI requests through Prism`,
+      `vkubelet: all Running after ${seconds(v.upMs)}, all gone after ${seconds(v.downMs)}; ${
+        backend.emu.requests.length - before
+      } ACI requests through Prism`,
+    );
+    await node.stop();
+
+    // The floor: the apiserver path a kubelet must take, and the same ACI requests.
+    const floorNode = `vk-aci-floor-${suffix}`;
+    const floorNs = await cluster.newNamespace("aci-floor");
+    const floorKubelet = await startFloor(cluster, backend.prism.url, floorNode);
+    cleanups.push(
+      () => floorKubelet.stop(),
+      () => cluster.kubectl(["delete", "node", floorNode, "--wait=false"]),
+      () => cluster.kubectl(["delete", "namespace", floorNs, "--wait=false"]),
+    );
+    before = backend.emu.requests.length;
+    const f = await timeRollout({
+      kubectl: cluster.kubectlIn(floorNs),
+      nodeName: floorNode,
+      pods,
+      requests,
+      left: () => groupsOf(floorNode),
+    });
+    say(
+      `floor:    all Running after ${seconds(f.upMs)}, all gone after ${seconds(f.downMs)}; ${
+        backend.emu.requests.length - before
+      } ACI requests through Prism`,
+    );
+    say(
+      `ratio:    to Running ${(v.upMs / f.upMs).toFixed(2)}×, to gone ${
+        (v.downMs / f.downMs).toFixed(2)
+      }×`,
+    );
+
+    // ACI alone: the same requests sent directly, no apiserver (the earlier floor).
+    before = backend.emu.requests.length;
+    const direct = await floor(backend.prism.url);
+    say(
+      `ACI alone: all Running after ${seconds(direct.upMs)}, all gone after ${
+        seconds(direct.downMs)
+      }; ${backend.emu.requests.length - before} ACI requests through Prism`,
     );
     say(`Prism violations: ${backend.violations().length}`);
     const after = await Deno.readTextFile("/proc/loadavg").catch(() => "unknown");
     say(`load average after: ${after.trim()}`);
   } finally {
-    await node.stop();
-    await cluster.kubectl(["delete", "node", nodeName, "--wait=false"]);
-    await cluster.kubectl(["delete", "namespace", ns, "--wait=false"]);
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
     await backend.close();
   }
 }

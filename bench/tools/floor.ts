@@ -3,7 +3,8 @@
  * cache, so its times are the limit this machine's apiserver sets. It registers a Ready node,
  * renews its Lease every 10 s, watches the pods bound to it, writes a Running status for each
  * new pod (one merge patch) and, once a pod has a deletion timestamp, deletes it with grace 0
- * (one DELETE). Run as its own process by the bench:
+ * (one DELETE). With a backend (`aci`) it first runs the pod there and waits until the backend
+ * says it runs, and removes it there before the DELETE. Run as its own process by the bench:
  *
  *   deno run -A bench/tools/floor.ts CONFIG_JSON
  *
@@ -12,6 +13,7 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { Kube, KubeError } from "./kube.ts";
+import { aciFloorBackend, type AciFloorConfig } from "./floor_aci.ts";
 
 /** What the bench hands the floor. */
 export interface FloorConfig {
@@ -23,6 +25,19 @@ export interface FloorConfig {
   capacity: Record<string, string>;
   /** Status writes and deletes in flight at once. */
   concurrency: number;
+  /**
+   * Run each pod in a backend too, as a provider's kubelet must before it reports Running and
+   * after it is told to delete (./floor_aci.ts): the floor of a provider's bench.
+   */
+  aci?: AciFloorConfig;
+}
+
+/** The least a provider's kubelet asks of its backend for one pod. */
+export interface FloorBackend {
+  /** Runs the pod; resolves once the backend reports it running. */
+  run(pod: Pod): Promise<void>;
+  /** Removes what runs the pod; resolves once it is gone. */
+  remove(pod: Pod): Promise<void>;
 }
 
 const say = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
@@ -146,6 +161,7 @@ async function main(config: FloorConfig): Promise<void> {
   say("ready");
   const lease = setInterval(() => renewLease(kube, config, nodeUid).catch(() => {}), 10_000);
   const limiter = new Limiter(config.concurrency);
+  const backend = config.aci ? aciFloorBackend(config.aci, limiter) : undefined;
   const handled = new Map<string, "running" | "deleting">();
   const handle = (pod: Pod): Promise<void> | undefined => {
     const { namespace, name, uid, deletionTimestamp } = pod.metadata ?? {};
@@ -154,21 +170,30 @@ async function main(config: FloorConfig): Promise<void> {
     if (deletionTimestamp) {
       if (handled.get(key) === "deleting") return;
       handled.set(key, "deleting");
-      return limiter.run(() =>
-        kube.request("DELETE", path, {
-          body: { gracePeriodSeconds: 0, preconditions: { uid } },
-        }).then(() => {}, () => {})
+      return (backend ? backend.remove(pod) : Promise.resolve()).then(() =>
+        limiter.run(() =>
+          kube.request("DELETE", path, {
+            body: { gracePeriodSeconds: 0, preconditions: { uid } },
+          }).then(() => {}, () => {})
+        )
       );
     }
     if (pod.status?.phase === "Running" || handled.has(key)) return;
     handled.set(key, "running");
-    return limiter.run(() =>
-      kube.request("PATCH", `${path}/status`, {
-        contentType: "application/merge-patch+json",
-        body: runningStatus(pod, new Date().toISOString().replace(/\.\d+Z$/, "Z")),
-      }).then(() => {}, () => {
+    return (backend ? backend.run(pod) : Promise.resolve()).then(
+      () =>
+        limiter.run(() =>
+          kube.request("PATCH", `${path}/status`, {
+            contentType: "application/merge-patch+json",
+            body: runningStatus(pod, new Date().toISOString().replace(/\.\d+Z$/, "Z")),
+          }).then(() => {}, () => {
+            handled.delete(key);
+          })
+        ),
+      (err) => {
         handled.delete(key);
-      })
+        Deno.stderr.writeSync(new TextEncoder().encode(`floor: ${key}: ${err}\n`));
+      },
     );
   };
   const selector = `fieldSelector=spec.nodeName%3D${config.nodeName}`;
