@@ -31,7 +31,14 @@ import { jobRequestFor } from "./job_request.ts";
 import { readLogFile } from "./logs.ts";
 import { podDirOf, readSavedPod, removePodDir, writePodDir } from "./pod_dir.ts";
 import { parseJobComment } from "./script.ts";
-import { deletedEnds, jobEnded, type RunFiles, runOf, type SlurmHandle } from "./status.ts";
+import {
+  deletedEnds,
+  initEndsOf,
+  jobEnded,
+  type RunFiles,
+  runOf,
+  type SlurmHandle,
+} from "./status.ts";
 
 /** What {@link SlurmJobs} needs. */
 export interface SlurmJobsDeps {
@@ -55,6 +62,8 @@ export class SlurmJobs implements RemoteBackend<SlurmHandle> {
    * activeDeadlineSeconds (./job_request.ts).
    */
   readonly #started = new Map<string, number>();
+  /** Each pod's latest run, by uid: how its init containers ended, for the next run's status. */
+  readonly #latest = new Map<string, SlurmHandle>();
 
   constructor(deps: SlurmJobsDeps) {
     this.#d = deps;
@@ -89,6 +98,7 @@ export class SlurmJobs implements RemoteBackend<SlurmHandle> {
       const startedMs = job.startMs || clock.now();
       this.#started.set(id.uid, startedMs);
       const handle: SlurmHandle = { run: id.run, jobId: job.id, job, files: new Map() };
+      this.#latest.set(id.uid, handle);
       runs.push({ ...runOf(pod, handle, this.#d.hostIP, clock.now()), createdAtMs: startedMs });
     }
     return runs;
@@ -155,7 +165,15 @@ export class SlurmJobs implements RemoteBackend<SlurmHandle> {
       throw err;
     }
     this.#d.log.info("submitted SLURM job {job} for {pod}", { job: jobId, pod: podKeyOf(pod) });
-    return runOf(pod, { run, jobId, files: new Map() }, this.#d.hostIP, clock.now());
+    const before = run > 0 ? this.#latest.get(uid) : undefined;
+    const handle: SlurmHandle = {
+      run,
+      jobId,
+      files: new Map(),
+      ...(before ? { initEnds: initEndsOf(pod, before, clock.now()) } : {}),
+    };
+    this.#latest.set(uid, handle);
+    return runOf(pod, handle, this.#d.hostIP, clock.now());
   }
 
   /**
@@ -173,6 +191,7 @@ export class SlurmJobs implements RemoteBackend<SlurmHandle> {
     }
     if (handle) handle.deleted = true;
     this.#started.delete(pod.metadata?.uid ?? "");
+    this.#latest.delete(pod.metadata?.uid ?? "");
     await removePodDir(this.#d.config, pod).catch((err) => {
       this.#d.log.warn("removing {pod}'s directory failed: {err}", {
         pod: podKeyOf(pod),

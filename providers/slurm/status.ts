@@ -39,6 +39,8 @@ export interface SlurmHandle {
   refused?: Set<string>;
   /** The pod was deleted: its job is cancelled. */
   deleted?: boolean;
+  /** How each init container ended in the run before (the kit keeps the containers'). */
+  initEnds?: Map<string, TerminatedReport>;
 }
 
 /** How SLURM's end states read as a kubelet's terminated state when no exit file says more. */
@@ -116,22 +118,34 @@ export function deletedEnds(
   }));
 }
 
+/** How the run's init containers ended, by name: the next run's {@link SlurmHandle.initEnds}. */
+export function initEndsOf(pod: Pod, handle: SlurmHandle, nowMs: number) {
+  const ends = new Map<string, TerminatedReport>();
+  for (const { name } of pod.spec?.initContainers ?? []) {
+    const state = report(handle, name, nowMs).state;
+    if ("terminated" in state) ends.set(name, state.terminated);
+  }
+  return ends;
+}
+
 /** A container's state in the run. */
 function report(handle: SlurmHandle, name: string, nowMs: number): ContainerReport {
   const files = handle.files.get(name) ?? {};
   const job = handle.job;
+  const lastTerminated = handle.initEnds?.get(name);
   const containerID = `slurm://${handle.jobId}/${name}`;
-  if (files.exit) return { containerID, state: { terminated: terminated(handle, files, nowMs) } };
+  const common = { containerID, ...(lastTerminated ? { lastTerminated } : {}) };
+  if (files.exit) return { ...common, state: { terminated: terminated(handle, files, nowMs) } };
   if (handle.deleted || jobEnded(job)) {
-    return { containerID, state: { terminated: endedWithJob(handle, files, nowMs) } };
+    return { ...common, state: { terminated: endedWithJob(handle, files, nowMs) } };
   }
   if (files.startedMs !== undefined && job?.state === "RUNNING") {
-    return { containerID, state: { running: { startedAtMs: files.startedMs } } };
+    return { ...common, state: { running: { startedAtMs: files.startedMs } } };
   }
   const message = job?.state === "PENDING"
     ? `SLURM job ${handle.jobId} is pending: ${job.reason}`
     : `SLURM job ${handle.jobId} is ${job?.state ?? "submitted"}`;
-  return { containerID, state: { waiting: { reason: "ContainerCreating", message } } };
+  return { ...common, state: { waiting: { reason: "ContainerCreating", message } } };
 }
 
 function terminated(handle: SlurmHandle, files: RunFiles, nowMs: number): TerminatedReport {

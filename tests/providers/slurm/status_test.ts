@@ -174,3 +174,55 @@ Deno.test("log lines keep their step time to the microsecond", () => {
   assert.equal(rest, "part");
   assert.equal(formatLogTime(lines[0].micros), "2026-01-01T00:00:00.123456000Z");
 });
+
+Deno.test("after a resubmission each container's lastState says how it ended, init containers too", async () => {
+  const sharedDir = await Deno.makeTempDir();
+  await Deno.chmod(sharedDir, 0o711);
+  const parsed = parseSlurmConfig({ cli: {}, sharedDir });
+  if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+  const slurm = new FakeSlurmBackend({ user: hostUser().uid });
+  const clock = new FakeClock(NOW);
+  const log = getLogger(["test"]);
+  const stop = new AbortController();
+  const pods = new RemotePods({
+    backend: new SlurmJobs({
+      slurm,
+      config: parsed.config,
+      nodeName: "n",
+      hostIP: "127.0.0.1",
+      clock,
+      log,
+      signal: stop.signal,
+    }),
+    clock,
+    log,
+    intervalMs: 1000,
+  });
+  const pod: Pod = {
+    metadata: { namespace: "ns", name: "p", uid: "u" },
+    spec: {
+      restartPolicy: "OnFailure",
+      initContainers: [{ name: "setup", image: "b", command: ["true"] }],
+      containers: [{ name: "main", image: "b", command: ["false"] }],
+    },
+  };
+  try {
+    await pods.createPod(pod, {});
+    const state = `${podDirOf(parsed.config, pod)}/state`;
+    await Deno.writeTextFile(`${state}/setup.0.exit`, `0 ${NOW}`);
+    await Deno.writeTextFile(`${state}/main.0.exit`, `3 ${NOW}`);
+    slurm.jobsList[0].state = "FAILED";
+    await pods.poll(stop.signal); // ended: resubmitted at once (the first back-off is 0 s)
+    assert.equal(slurm.jobsList.length, 2);
+    const status = (await pods.getPod("ns", "p"))?.status;
+    const main = status?.containerStatuses?.[0];
+    assert.equal(main?.restartCount, 1);
+    assert.equal(main?.lastState?.terminated?.exitCode, 3);
+    const setup = status?.initContainerStatuses?.[0];
+    assert.equal(setup?.restartCount, 1);
+    assert.equal(setup?.lastState?.terminated?.reason, "Completed");
+  } finally {
+    stop.abort();
+    await Deno.remove(sharedDir, { recursive: true });
+  }
+});
