@@ -6,9 +6,9 @@ import assert from "node:assert/strict";
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import { getLogger } from "../../../base/log.ts";
 import { RemotePods } from "../../../provider/mod.ts";
-import type { JobInfo } from "../../../providers/slurm/backend.ts";
+import type { JobInfo, SlurmBackend } from "../../../providers/slurm/backend.ts";
 import { parseJobs } from "../../../providers/slurm/backend.ts";
-import { parseSlurmConfig } from "../../../providers/slurm/config.ts";
+import { parseSlurmConfig, type SlurmConfig } from "../../../providers/slurm/config.ts";
 import { hostUser } from "../../../providers/slurm/identity.ts";
 import { SlurmJobs } from "../../../providers/slurm/jobs.ts";
 import { podDirOf } from "../../../providers/slurm/pod_dir.ts";
@@ -17,6 +17,29 @@ import { FakeSlurmBackend } from "../../../tools/harness/slurm.ts";
 import { FakeClock } from "../../fakes/clock.ts";
 
 const NOW = Date.parse("2026-01-01T00:00:00Z");
+
+/** The kit's RemotePods over SlurmJobs on `slurm`, as the provider wires them, at NOW. */
+function podsOn(slurm: SlurmBackend, config: SlurmConfig, signal: AbortSignal) {
+  const clock = new FakeClock(NOW);
+  const log = getLogger(["test"]);
+  const backend = new SlurmJobs({
+    slurm,
+    config,
+    nodeName: "n",
+    hostIP: "127.0.0.1",
+    clock,
+    log,
+    signal,
+  });
+  return new RemotePods({
+    backend,
+    clock,
+    log,
+    intervalMs: 1000,
+    hostIP: "127.0.0.1",
+    keepPodIP: true,
+  });
+}
 
 /**
  * The status of pod ns/p whose job 7 (run 0) slurmctld lists as `job`, with these state files
@@ -54,25 +77,8 @@ async function statusOf(
       ...job,
     }],
   });
-  const clock = new FakeClock(NOW);
-  const log = getLogger(["test"]);
   const stop = new AbortController();
-  const pods = new RemotePods({
-    backend: new SlurmJobs({
-      slurm,
-      config: parsed.config,
-      nodeName: "n",
-      hostIP: "127.0.0.1",
-      clock,
-      log,
-      signal: stop.signal,
-    }),
-    clock,
-    log,
-    intervalMs: 1000,
-    hostIP: "127.0.0.1",
-    keepPodIP: true,
-  });
+  const pods = podsOn(slurm, parsed.config, stop.signal);
   const running = pods.run(stop.signal);
   try {
     await pods.listPods({});
@@ -181,23 +187,8 @@ Deno.test("after a resubmission each container's lastState says how it ended, in
   const parsed = parseSlurmConfig({ cli: {}, sharedDir });
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
   const slurm = new FakeSlurmBackend({ user: hostUser().uid });
-  const clock = new FakeClock(NOW);
-  const log = getLogger(["test"]);
   const stop = new AbortController();
-  const pods = new RemotePods({
-    backend: new SlurmJobs({
-      slurm,
-      config: parsed.config,
-      nodeName: "n",
-      hostIP: "127.0.0.1",
-      clock,
-      log,
-      signal: stop.signal,
-    }),
-    clock,
-    log,
-    intervalMs: 1000,
-  });
+  const pods = podsOn(slurm, parsed.config, stop.signal);
   const pod: Pod = {
     metadata: { namespace: "ns", name: "p", uid: "u" },
     spec: {
