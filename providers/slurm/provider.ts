@@ -191,7 +191,9 @@ export class SlurmProvider extends RemotePodsProvider<SlurmHandle> implements Pr
 
   async attachToContainer(ref: ContainerRef, options: AttachOptions): Promise<void> {
     const pod = this.#known(ref);
-    const handle = this.pods.runOf(ref.namespace, ref.pod)?.handle;
+    // The last run, ended too: a refusal says how its job is.
+    const runs = this.pods.logRunsOf(ref.namespace, ref.pod);
+    const handle = (runs.current ?? runs.previous)?.handle;
     const target = stepTarget(pod, handle, ref.container, this.#config, this.#deps.clock);
     const signal = AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]);
     await attachToStep(target, options.io, signal);
