@@ -43,6 +43,19 @@ export interface RemoteRun<H = unknown> {
   createdAtMs?: number;
   /** The run's sandbox (network) is ready for containers; default the status builder's (true). */
   sandboxReady?: boolean;
+  /**
+   * Every container has ended but the run has not yet (a batch job's script still winding down,
+   * its end state not yet known): the restart policy decides once the run has ended, on its
+   * final ends. Default false: the run ends with its last container.
+   */
+  ending?: boolean;
+  /**
+   * The run's end ends the pod whatever its restart policy, with this pod-level reason and
+   * message — as the kubelet fails a pod past its activeDeadlineSeconds with reason
+   * DeadlineExceeded and never restarts it (kubernetes/kubernetes pkg/kubelet/active_deadline.go).
+   * Default: the restart policy decides.
+   */
+  failsPod?: { reason: string; message: string };
 }
 
 /** What {@link RemoteBackend.make} is told of the run to make. */

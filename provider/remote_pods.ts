@@ -22,7 +22,7 @@ import {
   type TerminatedReport,
 } from "./pod_status.ts";
 import { podKeyOf, PodTable } from "./pod_table.ts";
-import type { RemoteBackend, RemoteRun } from "./remote_backend.ts";
+import type { RemoteBackend, RemoteLogRuns, RemoteRun } from "./remote_backend.ts";
 import {
   type BackoffEntry,
   type BackoffOptions,
@@ -233,7 +233,7 @@ export class RemotePods<H = unknown> {
     this.knownPod(ref.namespace, ref.pod, ref.container);
     const record = this.#table.get(ref.namespace, ref.pod)!;
     if (!this.#o.backend.logs) throw new NotFoundError("this backend keeps no logs");
-    const runs = { current: record.run, previous: record.previous };
+    const runs = this.logRunsOf(ref.namespace, ref.pod);
     return await this.#o.backend.logs(record.pod, ref.container, options, runs);
   }
 
@@ -258,6 +258,16 @@ export class RemotePods<H = unknown> {
   runOf(namespace: string, name: string): RemoteRun<H> | undefined {
     const record = this.#table.get(namespace, name);
     return record?.finished || record?.deleting ? undefined : record?.run;
+  }
+
+  /**
+   * The runs of the pod `namespace/name` a log may be read from (as {@link getContainerLogs}
+   * hands them to the backend), for a provider that checks the container itself (an init
+   * container's log); empty for a pod not on this node.
+   */
+  logRunsOf(namespace: string, name: string): RemoteLogRuns<H> {
+    const record = this.#table.get(namespace, name);
+    return { current: record?.run, previous: record?.previous };
   }
 
   /** The pods that have a run now, each with it and when the pod started (clock ms). */
@@ -349,13 +359,18 @@ export class RemotePods<H = unknown> {
     const names = (record.pod.spec?.containers ?? []).map((c) => c.name);
     const run = record.run;
     const gone = run === undefined;
-    if (run && (this.#o.backendRestarts || names.some((n) => !terminatedOf(run, n)))) return;
+    if (
+      run && (this.#o.backendRestarts || run.ending || names.some((n) => !terminatedOf(run, n)))
+    ) {
+      return;
+    }
     const ends = new Map(names.map((name): [string, TerminatedReport] => [
       name,
       terminatedOf(run ?? before, name) ??
         { exitCode: 137, reason: "ContainerStatusUnknown", finishedAtMs: now },
     ]));
-    const restart = shouldRestartPod(record.pod, [...ends.values()].map((e) => e.exitCode));
+    const restart = !(run ?? before)?.failsPod &&
+      shouldRestartPod(record.pod, [...ends.values()].map((e) => e.exitCode));
     this.#o.backend.ended?.(record.pod, run ?? before, restart);
     if (!restart) {
       record.finished = ends;
@@ -401,6 +416,7 @@ export class RemotePods<H = unknown> {
       ? this.#reportsOf(record, spec?.initContainers, record.run?.initContainers, now)
       : undefined;
     const keptIP = this.#o.keepPodIP ? record.pod.status?.podIP : undefined;
+    const fails = record.finished ? (record.run ?? record.previous)?.failsPod : undefined;
     return buildPodStatus(record.pod, {
       containers,
       initContainers: inits,
@@ -411,6 +427,8 @@ export class RemotePods<H = unknown> {
       sandboxReady: record.run?.sandboxReady,
       extraConditions: record.run?.conditions,
       terminal: terminal || record.finished !== undefined,
+      reason: fails?.reason,
+      message: fails?.message,
     });
   }
 

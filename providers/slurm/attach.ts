@@ -16,7 +16,7 @@
  * `./job_files.ts`, so a link the job put there is refused, never followed.
  * @module
  */
-import type { Container } from "kubernetes-types/core/v1.d.ts";
+import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   type AttachIO,
   type Clock,
@@ -28,7 +28,7 @@ import { hostUser, jobUserOf } from "./identity.ts";
 import { appendJobFile, createJobMarker, jobFileSize, type Owner, present } from "./job_files.ts";
 import { readLogFile } from "./logs.ts";
 import { podDirOf } from "./pod_dir.ts";
-import { jobEnded, type PodRecord } from "./status.ts";
+import { jobEnded, type SlurmHandle } from "./status.ts";
 
 /** What a session connects to. */
 export interface StepTarget {
@@ -44,30 +44,31 @@ export interface StepTarget {
   output: (signal: AbortSignal) => Promise<ReadableStream<Uint8Array>>;
 }
 
-/** The running step of `name` in the pod's current run; refuses a container not running. */
+/** The running step of `name` in the pod's run now (`handle`); refuses a container not running. */
 export function stepTarget(
-  record: PodRecord,
+  pod: Pod,
+  handle: SlurmHandle | undefined,
   name: string,
   config: SlurmConfig,
   clock: Clock,
 ): StepTarget {
-  const container = [...record.pod.spec?.initContainers ?? [], ...record.pod.spec?.containers ?? []]
+  const container = [...pod.spec?.initContainers ?? [], ...pod.spec?.containers ?? []]
     .find((c) => c.name === name)!;
-  const files = record.files.get(name);
-  if (record.job?.state !== "RUNNING" || files?.startedMs === undefined || files.exit) {
+  const files = handle?.files.get(name);
+  if (handle?.job?.state !== "RUNNING" || files?.startedMs === undefined || files.exit) {
     const state = files?.exit
       ? `its step exited with code ${files.exit.code}`
-      : `its job is ${record.job?.state ?? "not yet submitted"}`;
+      : `its job is ${handle?.job?.state ?? "not yet submitted"}`;
     throw new InvalidInputError(
       `container ${name} is not running; attach needs a running job step, and ${state}`,
     );
   }
-  const dir = podDirOf(config, record.pod);
-  const owner = jobUserOf(config, record.pod.metadata?.namespace);
-  const run = record.run;
+  const dir = podDirOf(config, pod);
+  const owner = jobUserOf(config, pod.metadata?.namespace);
+  const run = handle.run;
   const done = () =>
-    record.run !== run || record.deleting || record.finished === true ||
-    record.files.get(name)?.exit !== undefined || jobEnded(record.job);
+    handle.deleted === true || handle.files.get(name)?.exit !== undefined ||
+    jobEnded(handle.job);
   return {
     container,
     stdinFile: `${dir}/stdin/${name}.${run}`,

@@ -2,7 +2,7 @@
  * The slurm provider (`--provider slurm`): every pod bound to the node runs as one SLURM batch
  * job on a real SLURM cluster, submitted through slurmrestd (`./rest.ts`) or, on a login node,
  * SLURM's commands (`./cli.ts`). Config in `./config.ts`, the pod → job mapping in
- * `./script.ts` and `./job_request.ts`, status in `./status.ts`. See README.md.
+ * `./script.ts` and `./job_request.ts`, the kit backend in `./jobs.ts`, status in `./status.ts`. See README.md.
  * @module
  */
 import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";

@@ -1,11 +1,12 @@
 /**
  * The slurm provider: every pod bound to the node runs as one SLURM batch job (see
- * `./script.ts`), submitted through slurmrestd or sbatch; one loop lists the jobs for all pods
- * (`./supervisor.ts`) and pushes status. On start it adopts this node's jobs — those whose
- * comment names this node and that run as the pod's user (`./identity.ts`) — and lists them as
- * pods, so the core deletes (and this cancels) only those the API no longer
- * has, once its caches have synced; a pod created again adopts its job rather than submit a
- * second one.
+ * `./script.ts`), submitted through slurmrestd or sbatch. The kit's RemotePods owns the pods'
+ * life — adoption, one job listing per round for all pods, restarts with back-off — over
+ * `./jobs.ts`: on start it adopts this node's jobs (those whose comment names this node and that
+ * run as the pod's user, `./identity.ts`) and lists them as pods, so the core deletes (and this
+ * cancels) only those the API no longer has, once its caches have synced; a pod created again
+ * adopts its job rather than submit a second one. Here: the node, ping, logs, exec, attach and
+ * stats.
  * @module
  */
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
@@ -20,10 +21,10 @@ import {
   metricsText,
   NotFoundError,
   NotSupportedError,
-  podKeyOf,
-  PodTable,
   type Provider,
   type ProviderDeps,
+  RemotePods,
+  RemotePodsProvider,
   type StatsSummary,
 } from "../../provider/mod.ts";
 import { apptainerExecShell } from "./apptainer.ts";
@@ -33,30 +34,27 @@ import { attachToStep, stepTarget } from "./attach.ts";
 import { commandRunner } from "./cli.ts";
 import { execInJob } from "./exec.ts";
 import { hostUser, jobUserOf } from "./identity.ts";
-import { jobFileSize } from "./job_files.ts";
-import { jobRequestFor } from "./job_request.ts";
-import { readLogFile } from "./logs.ts";
-import { podDirOf, readSavedPod, removePodDir, writePodDir } from "./pod_dir.ts";
-import { parseJobComment } from "./script.ts";
-import { jobEnded, type PodRecord, podStatusOf } from "./status.ts";
+import { SlurmJobs } from "./jobs.ts";
+import { podDirOf } from "./pod_dir.ts";
+import type { SlurmHandle } from "./status.ts";
 import { runningPods, slurmStatsSummary, SstatSampler } from "./stats.ts";
-import { supervise } from "./supervisor.ts";
 
 /** Runs the node's pods as SLURM jobs; see the module doc. */
-export class SlurmProvider implements Provider {
+export class SlurmProvider extends RemotePodsProvider<SlurmHandle> implements Provider {
   readonly #config: SlurmConfig;
   readonly #deps: ProviderDeps;
   readonly #backend: SlurmBackend;
-  readonly #pods: PodTable<PodRecord>;
+  readonly #jobs: SlurmJobs;
+  protected readonly pods: RemotePods<SlurmHandle>;
   readonly #stop = new AbortController();
   readonly #signal: AbortSignal;
   readonly #running: Promise<void>;
   readonly #sstat?: SstatSampler;
   readonly #startMs: number;
-  #reachable = true;
   #partitions: PartitionInfo[] = [];
 
   constructor(config: SlurmConfig, deps: ProviderDeps, backend: SlurmBackend) {
+    super();
     this.#config = config;
     this.#deps = deps;
     this.#backend = backend;
@@ -69,86 +67,29 @@ export class SlurmProvider implements Provider {
         intervalMs: config.statsInterval,
       });
     }
-    this.#pods = new PodTable<PodRecord>({
-      statusOf: (record) => podStatusOf(record, deps.internalIp, deps.clock.now()),
+    this.#jobs = new SlurmJobs({
+      slurm: backend,
+      config,
+      kube: deps.kube,
+      nodeName: deps.nodeName,
+      hostIP: deps.internalIp,
+      clock: deps.clock,
       log: deps.log,
+      signal: this.#signal,
     });
-    const adopted = this.#adopt(this.#signal);
-    this.#pods.holdUntil(adopted);
-    this.#running = adopted.then(() =>
-      supervise({
-        backend,
-        config,
-        records: this.#pods.records,
-        clock: deps.clock,
-        log: deps.log,
-        submit: (record, signal) => this.#submit(record, signal),
-        changed: (record) => this.#pods.notify(record),
-        reachable: (ok) => void (this.#reachable = ok),
-      }, this.#signal)
-    );
-  }
-
-  async createPod(pod: Pod, options: CallOptions): Promise<void> {
-    await this.#pods.adopted(options.signal);
-    const k = podKeyOf(pod);
-    let record = this.#pods.records.get(k);
-    if (record && record.pod.metadata?.uid !== pod.metadata?.uid) {
-      await this.#finish(record, options.signal);
-      record = undefined;
-    }
-    if (record) {
-      // The same pod again, or one adopted from its job: keep its job.
-      record.pod = { ...structuredClone(pod), status: record.pod.status };
-      this.#pods.notify(record);
-      return;
-    }
-    jobRequestFor(pod, this.#config, this.#deps.nodeName, 0); // refuses before any write
-    record = {
-      pod: structuredClone(pod),
-      run: 0,
-      files: new Map(),
-      lastTerminated: new Map(),
-      deleting: false,
-      startTimeMs: this.#deps.clock.now(),
-    };
-    await writePodDir(pod, { config: this.#config, kube: this.#deps.kube }, options);
-    this.#pods.records.set(k, record);
-    try {
-      await this.#submit(record, options.signal);
-    } catch (err) {
-      this.#pods.records.delete(k);
-      await removePodDir(this.#config, pod).catch(() => {});
-      throw err;
-    }
-  }
-
-  updatePod(pod: Pod, _options: CallOptions): Promise<void> {
-    // A submitted job's script cannot change; labels and annotations are taken over.
-    const record = this.#pods.get(pod.metadata?.namespace, pod.metadata?.name);
-    if (record && record.pod.metadata?.uid === pod.metadata?.uid) {
-      record.pod = { ...structuredClone(pod), status: record.pod.status };
-      this.#pods.notify(record);
-    }
-    return Promise.resolve();
-  }
-
-  async deletePod(pod: Pod, options: CallOptions): Promise<void> {
-    const record = await this.#pods.ofPod(pod, options.signal);
-    if (!record) return;
-    await this.#finish(record, options.signal);
-  }
-
-  getPod(namespace: string, name: string, _options: CallOptions): Promise<Pod | undefined> {
-    return this.#pods.getPod(namespace, name);
-  }
-
-  listPods(options: CallOptions): Promise<Pod[]> {
-    return this.#pods.listPods(options.signal);
-  }
-
-  notifyPods(callback: (pod: Pod) => void): () => void {
-    return this.#pods.subscribe(callback);
+    this.pods = new RemotePods({
+      backend: this.#jobs,
+      clock: deps.clock,
+      log: deps.log,
+      intervalMs: config.statusInterval,
+      hostIP: deps.internalIp,
+      backoff: { initialMs: config.restartBackOff.initial, maxMs: config.restartBackOff.max },
+      // Until slurmctld lists the jobs, none is submitted again nor a pod listed as gone.
+      retryList: true,
+      // Every pod's IP is the node's, between runs too.
+      keepPodIP: true,
+    });
+    this.#running = this.pods.run(this.#signal);
   }
 
   async configureNode(node: Node): Promise<void> {
@@ -207,35 +148,24 @@ export class SlurmProvider implements Provider {
     ref: ContainerRef,
     options: ContainerLogOptions,
   ): Promise<ReadableStream<Uint8Array>> {
-    const record = this.#known(ref);
-    const run = options.previous ? record.run - 1 : record.run;
-    if (run < 0) {
-      throw new NotFoundError(
-        `container ${ref.container} has not been restarted; there is no previous log`,
-      );
-    }
-    const signal = AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]);
-    const path = `${podDirOf(this.#config, record.pod)}/logs/${ref.container}.${run}.log`;
-    const owner = jobUserOf(this.#config, ref.namespace);
-    await jobFileSize(path, owner); // refuses what is not the job's own file, before any answer
-    return readLogFile({
-      path,
-      owner,
-      clock: this.#deps.clock,
-      done: () =>
-        options.previous || record.deleting || record.finished === true ||
-        record.files.get(ref.container)?.exit !== undefined || jobEnded(record.job),
-    }, { ...options, signal });
+    const pod = this.#known(ref);
+    return await this.#jobs.logs(
+      pod,
+      ref.container,
+      options,
+      this.pods.logRunsOf(ref.namespace, ref.pod),
+    );
   }
 
   async runInContainer(ref: ContainerRef, options: ExecOptions): Promise<number> {
-    const record = this.#known(ref);
+    const pod = this.#known(ref);
     if (!this.#config.cli) {
       throw new NotSupportedError(
         "exec needs srun on vkubelet's host: add cli to the slurm provider config (it may sit beside rest)",
       );
     }
-    if (record.jobId === undefined || record.job?.state !== "RUNNING") {
+    const handle = this.pods.runOf(ref.namespace, ref.pod)?.handle;
+    if (handle?.job?.state !== "RUNNING") {
       throw new NotFoundError(
         `container ${ref.container} is not running; exec needs a running job`,
       );
@@ -244,8 +174,8 @@ export class SlurmProvider implements Provider {
     const user = jobUserOf(this.#config, ref.namespace);
     return await execInJob({
       srun: bin ? `${bin.replace(/\/$/, "")}/srun` : "srun",
-      jobId: record.jobId,
-      launcher: `${podDirOf(this.#config, record.pod)}/c/${ref.container}.sh`,
+      jobId: handle.jobId,
+      launcher: `${podDirOf(this.#config, pod)}/c/${ref.container}.sh`,
       command: options.command,
       // In the container's apptainer instance, not beside it.
       run: this.#config.runtime === "apptainer"
@@ -260,7 +190,11 @@ export class SlurmProvider implements Provider {
   }
 
   async attachToContainer(ref: ContainerRef, options: AttachOptions): Promise<void> {
-    const target = stepTarget(this.#known(ref), ref.container, this.#config, this.#deps.clock);
+    const pod = this.#known(ref);
+    // The last run, ended too: a refusal says how its job is.
+    const runs = this.pods.logRunsOf(ref.namespace, ref.pod);
+    const handle = (runs.current ?? runs.previous)?.handle;
+    const target = stepTarget(pod, handle, ref.container, this.#config, this.#deps.clock);
     const signal = AbortSignal.any([this.#signal, ...(options.signal ? [options.signal] : [])]);
     await attachToStep(target, options.io, signal);
   }
@@ -271,7 +205,7 @@ export class SlurmProvider implements Provider {
         "stats need sstat on vkubelet's host (slurmrestd has no step statistics): add cli to the slurm provider config (it may sit beside rest)",
       );
     }
-    const pods = runningPods(this.#pods.records.values());
+    const pods = runningPods(this.pods.running());
     const sample = await this.#sstat.sample(pods.map((p) => p.jobId), options.signal);
     return slurmStatsSummary({ name: this.#deps.nodeName, startMs: this.#startMs }, pods, sample);
   }
@@ -286,97 +220,13 @@ export class SlurmProvider implements Provider {
     this.#backend.close();
   }
 
-  /** Lists this node's jobs and makes a record of each pod's latest run. */
-  async #adopt(signal: AbortSignal): Promise<void> {
-    for (let attempt = 0;; attempt++) {
-      try {
-        const jobs = await this.#backend.jobs({ signal });
-        for (const job of jobs.sort((a, b) => a.id - b.id)) {
-          const id = parseJobComment(job.comment);
-          if (!id || id.node !== this.#deps.nodeName) continue;
-          // Anyone may comment a job as vkubelet does: only a job of the user vkubelet submits
-          // the pod's jobs as is its own.
-          const user = jobUserOf(this.#config, id.namespace);
-          if (job.userId !== user.uid) {
-            this.#deps.log.warn(
-              "not adopting SLURM job {job} whose comment names {pod} on this node: it runs as uid {uid}, not as the pod's user (uid {expected})",
-              {
-                job: job.id,
-                pod: `${id.namespace}/${id.name}`,
-                uid: job.userId,
-                expected: user.uid,
-              },
-            );
-            continue;
-          }
-          const identity = { metadata: { namespace: id.namespace, name: id.name, uid: id.uid } };
-          const saved = await readSavedPod(podDirOf(this.#config, identity));
-          const pod: Pod = saved?.metadata?.uid === id.uid
-            ? saved
-            : { ...identity, spec: { containers: [] } };
-          this.#pods.records.set(podKeyOf(pod), {
-            pod,
-            run: id.run,
-            jobId: job.id,
-            job,
-            files: new Map(),
-            lastTerminated: new Map(),
-            deleting: false,
-            startTimeMs: job.startMs || this.#deps.clock.now(),
-          });
-        }
-        return;
-      } catch (err) {
-        if (signal.aborted) return;
-        this.#deps.log.warn("listing SLURM jobs to adopt failed: {err}", { err: String(err) });
-        await this.#deps.clock.sleep(Math.min(30_000, 1000 * 2 ** attempt), signal).catch(() => {});
-      }
-    }
-  }
-
-  async #submit(record: PodRecord, signal?: AbortSignal): Promise<void> {
-    const elapsed = this.#deps.clock.now() - record.startTimeMs;
-    const request = jobRequestFor(
-      record.pod,
-      this.#config,
-      this.#deps.nodeName,
-      record.run,
-      elapsed,
-    );
-    record.jobId = await this.#backend.submit(request, { signal });
-    this.#deps.log.info("submitted SLURM job {job} for {pod}", {
-      job: record.jobId,
-      pod: podKeyOf(record.pod),
-    });
-    this.#pods.notify(record);
-  }
-
-  /** Cancels the pod's job, reports it terminated, forgets it and removes its directory. */
-  async #finish(record: PodRecord, signal?: AbortSignal): Promise<void> {
-    record.deleting = true;
-    if (record.jobId !== undefined && !jobEnded(record.job)) {
-      await this.#backend.cancel(record.jobId, { signal });
-    }
-    this.#pods.notify(record);
-    this.#pods.forget(record);
-    await removePodDir(this.#config, record.pod).catch((err) => {
-      this.#deps.log.warn("removing {pod}'s directory failed: {err}", {
-        pod: podKeyOf(record.pod),
-        err: String(err),
-      });
-    });
-  }
-
-  #known(ref: ContainerRef): PodRecord {
-    const record = this.#pods.get(ref.namespace, ref.pod);
-    if (!record) throw new NotFoundError(`pod ${ref.namespace}/${ref.pod} is not on this node`);
-    const names = [
-      ...(record.pod.spec?.initContainers ?? []),
-      ...(record.pod.spec?.containers ?? []),
-    ];
+  /** The pod, when it is on this node and has the container (an init container too). */
+  #known(ref: ContainerRef): Pod {
+    const pod = this.pods.knownPod(ref.namespace, ref.pod);
+    const names = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
     if (!names.some((c) => c.name === ref.container)) {
       throw new NotFoundError(`pod ${ref.namespace}/${ref.pod} has no container ${ref.container}`);
     }
-    return record;
+    return pod;
   }
 }

@@ -11,15 +11,17 @@
  * step statistics, so this needs the `cli` config (sstat on vkubelet's host).
  * @module
  */
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   type Clock,
   type ContainerStats,
   type PodStats,
   raceSignal,
+  type RemoteRun,
   type StatsSummary,
 } from "../../provider/mod.ts";
 import type { CommandRunner } from "./cli.ts";
-import type { PodRecord } from "./status.ts";
+import type { SlurmHandle } from "./status.ts";
 
 /** One step's usage in an sstat answer. */
 export interface StepUsage {
@@ -156,24 +158,22 @@ export interface ReportedPod {
 }
 
 /** The pods whose job runs, with their started, not yet exited containers and steps. */
-export function runningPods(records: Iterable<PodRecord>): ReportedPod[] {
+export function runningPods(
+  runs: Iterable<{ pod: Pod; run: RemoteRun<SlurmHandle>; startTimeMs: number }>,
+): ReportedPod[] {
   const out: ReportedPod[] = [];
-  for (const r of records) {
-    if (r.deleting || r.jobId === undefined || r.job?.state !== "RUNNING") continue;
+  for (const { pod, run, startTimeMs } of runs) {
+    const handle = run.handle;
+    if (!handle || handle.deleted || handle.job?.state !== "RUNNING") continue;
     const containers: ReportedContainer[] = [];
-    for (const c of [...r.pod.spec?.initContainers ?? [], ...r.pod.spec?.containers ?? []]) {
-      const files = r.files.get(c.name);
+    for (const c of [...pod.spec?.initContainers ?? [], ...pod.spec?.containers ?? []]) {
+      const files = handle.files.get(c.name);
       if (files?.startedMs === undefined || files.exit) continue;
-      const step = files.stepId === undefined ? undefined : `${r.jobId}.${files.stepId}`;
+      const step = files.stepId === undefined ? undefined : `${handle.jobId}.${files.stepId}`;
       containers.push({ name: c.name, startedMs: files.startedMs, step });
     }
-    const { name = "", namespace = "", uid = "" } = r.pod.metadata ?? {};
-    out.push({
-      jobId: r.jobId,
-      podRef: { name, namespace, uid },
-      startTimeMs: r.startTimeMs,
-      containers,
-    });
+    const { name = "", namespace = "", uid = "" } = pod.metadata ?? {};
+    out.push({ jobId: handle.jobId, podRef: { name, namespace, uid }, startTimeMs, containers });
   }
   return out;
 }

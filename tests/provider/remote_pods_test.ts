@@ -26,6 +26,8 @@ function pod(name: string, restartPolicy: "Always" | "Never" = "Always"): Pod {
 /** Runs by uid; `exit` ends a run's container with a code. */
 class FakeBackend implements RemoteBackend {
   readonly runs = new Map<string, { pod: Pod; state: ContainerStateReport }>();
+  /** What a run says besides its container, by uid. */
+  readonly extra = new Map<string, Partial<RemoteRun>>();
   made = 0;
   removed = 0;
   constructor(readonly clock: FakeClock) {}
@@ -53,7 +55,11 @@ class FakeBackend implements RemoteBackend {
     this.runs.get(p.metadata!.uid!)!.state = { terminated: { exitCode, finishedAtMs } };
   }
   #run(r: { pod: Pod; state: ContainerStateReport }): RemoteRun {
-    return { pod: r.pod, containers: { app: { state: r.state } } };
+    return {
+      pod: r.pod,
+      containers: { app: { state: r.state } },
+      ...this.extra.get(r.pod.metadata!.uid!),
+    };
   }
 }
 
@@ -188,4 +194,35 @@ Deno.test("a read that fails leaves the pod as it was: no restart, and the round
   await pods.poll(signal);
   assert.equal((await pods.getPod("ns", "a"))!.status!.phase, "Running");
   assert.equal(backend.made, 3, "b, read after a failed, was made again");
+});
+
+Deno.test("a run still ending after its containers ended is restarted only once it has ended", async () => {
+  const { backend, pods } = setup();
+  const p = pod("batch");
+  await pods.createPod(p, { signal });
+  backend.extra.set(p.metadata!.uid!, { ending: true });
+  backend.exit(p, 1);
+  await pods.poll(signal);
+  assert.equal(backend.made, 1, "not made again while the run is ending");
+  const ending = await pods.getPod("ns", "batch");
+  assert.equal(ending?.status?.containerStatuses?.[0].state?.terminated?.exitCode, 1);
+  assert.equal(ending?.status?.containerStatuses?.[0].restartCount, 0);
+  backend.extra.delete(p.metadata!.uid!);
+  await pods.poll(signal);
+  assert.equal(backend.made, 2, "made again (at once) once the run ended");
+});
+
+Deno.test("a run that fails the pod ends it whatever its restart policy, with the pod's reason", async () => {
+  const { backend, pods } = setup();
+  const p = pod("deadline", "Always");
+  await pods.createPod(p, { signal });
+  const failsPod = { reason: "DeadlineExceeded", message: "the deadline passed" };
+  backend.extra.set(p.metadata!.uid!, { failsPod });
+  backend.exit(p, 137);
+  for (let i = 0; i < 3; i++) await pods.poll(signal);
+  assert.equal(backend.made, 1, "never made again");
+  const status = (await pods.getPod("ns", "deadline"))?.status;
+  assert.equal(status?.phase, "Failed");
+  assert.equal(status?.reason, "DeadlineExceeded");
+  assert.equal(status?.message, "the deadline passed");
 });

@@ -23,9 +23,8 @@ import type { ContainerGroup as EciGroup } from "../../providers/eci/api.ts";
 import { EciBackend } from "../../providers/eci/backend.ts";
 import { parseEciConfig } from "../../providers/eci/config.ts";
 import { InterlinkBackend } from "../../providers/interlink/backend.ts";
-import { superviseOnce } from "../../providers/slurm/supervisor.ts";
-import type { PodRecord as SlurmRecord } from "../../providers/slurm/status.ts";
-import type { JobInfo } from "../../providers/slurm/backend.ts";
+import { SlurmJobs } from "../../providers/slurm/jobs.ts";
+import type { JobInfo, SlurmBackend } from "../../providers/slurm/backend.ts";
 import { parseSlurmConfig } from "../../providers/slurm/config.ts";
 
 /** The waits between a failure and the restart after it, in seconds: the kubelet's. */
@@ -74,27 +73,6 @@ async function schedule(driver: Driver, runsS: number[] = []): Promise<number[]>
   }
   await driver.close?.();
   return waits;
-}
-
-/** A provider whose status loop is polled: `fail` changes the backend, then the loop looks. */
-function polled(
-  clock: FakeClock,
-  poll: () => Promise<void>,
-  fail: () => void,
-  restarts: () => number,
-): Driver {
-  return {
-    clock,
-    fail: () => {
-      fail();
-      return poll();
-    },
-    tick: () => {
-      clock.jump(1_000);
-      return poll();
-    },
-    restarts: () => Promise.resolve(restarts()),
-  };
 }
 
 function mock(): Driver {
@@ -381,20 +359,14 @@ function interlink(): Driver {
 
 function slurm(): Driver {
   const clock = new FakeClock();
-  const parsed = parseSlurmConfig({ sharedDir: "/nonexistent/vkubelet-test", cli: {} });
+  const sharedDir = Deno.makeTempDirSync();
+  Deno.chmodSync(sharedDir, 0o711);
+  const parsed = parseSlurmConfig({ sharedDir, cli: {} });
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
-  const record: SlurmRecord = {
-    pod: pod(),
-    run: 0,
-    jobId: 1,
-    files: new Map(),
-    lastTerminated: new Map(),
-    deleting: false,
-    startTimeMs: clock.now(),
-  };
+  let jobs = 0;
   let state = "RUNNING";
   const job = (): JobInfo => ({
-    id: record.jobId ?? 0,
+    id: jobs,
     state,
     reason: "None",
     comment: "",
@@ -402,23 +374,48 @@ function slurm(): Driver {
     startMs: clock.now(),
     endMs: 0,
   });
-  const deps = {
-    backend: { jobs: () => Promise.resolve(record.jobId === undefined ? [] : [job()]) },
-    config: parsed.config,
-    records: new Map([["ns/p", record]]),
+  const slurm = {
+    kind: "fake",
+    submit: () => {
+      state = "RUNNING";
+      return Promise.resolve(++jobs);
+    },
+    jobs: () => Promise.resolve(jobs ? [job()] : []),
+    cancel: () => Promise.resolve(),
+  } as unknown as SlurmBackend;
+  const { restartBackOff } = parsed.config;
+  const pods = new RemotePods({
+    backend: new SlurmJobs({
+      slurm,
+      config: parsed.config,
+      nodeName: "n1",
+      hostIP: "127.0.0.1",
+      clock,
+      log,
+      signal,
+    }),
     clock,
     log,
-    submit: (r: SlurmRecord) => {
-      state = "RUNNING";
-      r.jobId = r.run + 1;
-      return Promise.resolve();
+    intervalMs: 1_000,
+    backoff: { initialMs: restartBackOff.initial, maxMs: restartBackOff.max },
+  });
+  const p = pod();
+  p.spec!.containers[0].command = ["false"]; // the slurm provider runs a command, not an image's
+  const created = pods.createPod(p, { signal });
+  return {
+    clock,
+    fail: async () => {
+      await created;
+      state = "FAILED";
+      await pods.poll(signal);
     },
-    changed: () => {},
-    reachable: () => {},
-  } as unknown as Parameters<typeof superviseOnce>[0];
-  return polled(clock, () => superviseOnce(deps, signal), () => {
-    state = "FAILED";
-  }, () => record.run);
+    tick: () => {
+      clock.jump(1_000);
+      return pods.poll(signal);
+    },
+    restarts: () => created.then(() => jobs - 1),
+    close: () => Deno.remove(sharedDir, { recursive: true }),
+  };
 }
 
 const drivers: Record<string, () => Driver> = {

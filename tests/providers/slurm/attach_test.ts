@@ -11,7 +11,7 @@ import { realClock } from "../../../base/clock.ts";
 import { attachToStep, stepTarget } from "../../../providers/slurm/attach.ts";
 import { parseSlurmConfig } from "../../../providers/slurm/config.ts";
 import { podDirOf } from "../../../providers/slurm/pod_dir.ts";
-import type { PodRecord } from "../../../providers/slurm/status.ts";
+import type { SlurmHandle } from "../../../providers/slurm/status.ts";
 
 Deno.test("an answer sent at once is the session's, never skipped as earlier output", async () => {
   const sharedDir = await Deno.makeTempDir();
@@ -22,9 +22,9 @@ Deno.test("an answer sent at once is the session's, never skipped as earlier out
     metadata: { namespace: "ns", name: "talk", uid: "u-1" },
     spec: { containers: [{ name: "echo", image: "busybox", stdin: true }] },
   };
-  const record: PodRecord = {
-    pod,
+  const handle: SlurmHandle = {
     run: 0,
+    jobId: 7,
     job: {
       id: 7,
       state: "RUNNING",
@@ -35,16 +35,13 @@ Deno.test("an answer sent at once is the session's, never skipped as earlier out
       endMs: 0,
     },
     files: new Map([["echo", { startedMs: Date.now() }]]),
-    lastTerminated: new Map(),
-    deleting: false,
-    startTimeMs: Date.now(),
   };
   const dir = podDirOf(config, pod);
   await Deno.mkdir(`${dir}/logs`, { recursive: true });
   await Deno.mkdir(`${dir}/stdin`, { recursive: true });
   const log = `${dir}/logs/echo.0.log`;
   const stdinFile = `${dir}/stdin/echo.0`;
-  await Deno.writeTextFile(log, `${Date.now() / 1000} earlier output\n`);
+  await Deno.writeTextFile(log, `${(Date.now() / 1000).toFixed(6)} earlier output\n`);
   // The fake step: every new line on its stdin is answered in the log at once.
   const stop = new AbortController();
   const step = (async () => {
@@ -52,7 +49,9 @@ Deno.test("an answer sent at once is the session's, never skipped as earlier out
     while (!stop.signal.aborted) {
       const text = await Deno.readTextFile(stdinFile).catch(() => "");
       for (const line of text.slice(seen).split("\n").slice(0, -1)) {
-        await Deno.writeTextFile(log, `${Date.now() / 1000} got ${line}\n`, { append: true });
+        await Deno.writeTextFile(log, `${(Date.now() / 1000).toFixed(6)} got ${line}\n`, {
+          append: true,
+        });
       }
       seen = text.lastIndexOf("\n") + 1; // an unfinished last line is read again
       await new Promise((r) => setTimeout(r, 1));
@@ -60,7 +59,7 @@ Deno.test("an answer sent at once is the session's, never skipped as earlier out
   })();
   try {
     for (let i = 0; i < 20; i++) {
-      const target = stepTarget(record, "echo", config, realClock);
+      const target = stepTarget(pod, handle, "echo", config, realClock);
       const chunks: string[] = [];
       const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
       const writer = writable.getWriter();
