@@ -1,6 +1,6 @@
 /**
  * What a remote backend supplies to the kit's {@link RemotePods} (./remote_pods.ts): list what
- * exists, read a run, make, remove, logs — and, where the backend has them, a batched read, a
+ * exists, read a run (one at a time, or many in one call), make, remove, logs — and, where the backend has them, a batched read, a
  * handle of its own per run, ends it knows better, events. Everything past the five calls is
  * optional; a backend that leaves it out gets the kit's default.
  * @module
@@ -86,8 +86,11 @@ export interface RemoteLogRuns<H = unknown> {
 export interface RemoteBackend<H = unknown> {
   /** The runs this node made that still exist (adopted on start). */
   list(signal: AbortSignal): Promise<RemoteRun<H>[]>;
-  /** The pod's run now (`last`: as last read); undefined once the backend no longer has it. */
-  read(pod: Pod, signal?: AbortSignal, last?: RemoteRun<H>): Promise<RemoteRun<H> | undefined>;
+  /**
+   * The pod's run now (`last`: as last read); undefined once the backend no longer has it.
+   * A backend with {@link readMany} may leave it out: one pod is then read as a batch of one.
+   */
+  read?(pod: Pod, signal?: AbortSignal, last?: RemoteRun<H>): Promise<RemoteRun<H> | undefined>;
   /**
    * Many pods' runs in one call, in the order asked (a backend with a batched API, as ECS
    * DescribeTasks); used instead of {@link read} by the poll when present. A failure says

@@ -101,6 +101,9 @@ export class RemotePods<H = unknown> {
 
   /** No pods yet; {@link run} adopts the backend's. */
   constructor(options: RemotePodsOptions<H>) {
+    if (!options.backend.read && !options.backend.readMany) {
+      throw new TypeError("a RemoteBackend supplies read, readMany or both");
+    }
     this.#o = options;
     this.#table = new PodTable({
       statusOf: (record, terminal) => this.#statusOf(record, terminal),
@@ -187,7 +190,7 @@ export class RemotePods<H = unknown> {
       if (old) await this.#remove(old, options.signal); // an older pod of the same name
       const made = await this.#o.backend.make(pod, options.signal, { restarts: 0 });
       const record = this.#record(structuredClone(pod));
-      record.run = made ? made : await this.#o.backend.read(pod, options.signal);
+      record.run = made ? made : await this.#readOne(pod, options.signal);
       this.#table.records.set(podKeyOf(pod), record);
     }
     this.#table.notify(this.#table.records.get(podKeyOf(pod))!);
@@ -326,6 +329,17 @@ export class RemotePods<H = unknown> {
       });
   }
 
+  /** One pod's run: the backend's `read`, or its batched read of one. */
+  async #readOne(pod: Pod, signal?: AbortSignal, last?: RemoteRun<H>) {
+    const { backend } = this.#o;
+    if (backend.read) return await backend.read(pod, signal, last);
+    const [run] = await backend.readMany!(
+      [{ pod, run: last }],
+      signal ?? new AbortController().signal,
+    );
+    return run;
+  }
+
   /** Each record's run now, by record; a record the backend did not answer for is left out. */
   async #readAll(
     records: RemoteRecord<H>[],
@@ -342,7 +356,7 @@ export class RemotePods<H = unknown> {
       return reads;
     }
     for (const record of records) {
-      await backend.read(record.pod, signal, record.run).then(
+      await backend.read!(record.pod, signal, record.run).then(
         (run) => void reads.set(record, { run }),
         (err) => void log.warning("cannot read {pod}: {err}", { pod: podKeyOf(record.pod), err }),
       );

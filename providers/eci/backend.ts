@@ -86,10 +86,6 @@ export class EciBackend implements RemoteBackend<ContainerGroup> {
     return runs;
   }
 
-  read(pod: Pod, signal?: AbortSignal, last?: RemoteRun<ContainerGroup>) {
-    return this.readMany([{ pod, run: last }], signal).then(([run]) => run);
-  }
-
   /**
    * DescribeContainerGroups of every pod's group, in batches (a group ECI no longer has is
    * gone), then ECI's events of those found, each told once as an event on the pod.

@@ -105,10 +105,6 @@ export class FargateBackend implements RemoteBackend<Task> {
     return runs;
   }
 
-  read(pod: Pod, signal?: AbortSignal, last?: RemoteRun<Task>) {
-    return this.readMany([{ pod, run: last }], signal).then(([run]) => run);
-  }
-
   /** DescribeTasks of every pod's task, 100 a call; a task ECS forgot has stopped. */
   async readMany(
     reads: RemoteRead<Task>[],

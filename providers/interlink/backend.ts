@@ -95,10 +95,6 @@ export class InterlinkBackend implements RemoteBackend<Job> {
     return runs;
   }
 
-  read(pod: Pod, signal?: AbortSignal, last?: RemoteRun<Job>) {
-    return this.readMany([{ pod, run: last }], signal).then(([run]) => run);
-  }
-
   /**
    * One `/status` call for every pod. A job the answer leaves out (or shows with empty states)
    * is lost only once it had been sighted, then missed by two answers in a row over more than

@@ -104,10 +104,6 @@ export class SlurmJobs implements RemoteBackend<SlurmHandle> {
     return runs;
   }
 
-  read(pod: Pod, signal?: AbortSignal, last?: RemoteRun<SlurmHandle>) {
-    return this.readMany([{ pod, run: last }], signal).then(([run]) => run);
-  }
-
   /**
    * One job listing for every pod, then the state files of each pod's run whose job has
    * started. A job slurmctld no longer lists (purged after MinJobAge, or lost) has ended.
