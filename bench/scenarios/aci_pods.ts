@@ -16,7 +16,7 @@ import { aciConfig, startBackend } from "../../tools/harness/aci/env.ts";
 import { parseAciConfig } from "../../providers/aci/config.ts";
 import { createAciClient } from "../../providers/aci/azure.ts";
 import { AciGroups } from "../../providers/aci/groups.ts";
-import { timeRollout } from "../tools/rollout.ts";
+import { startFloorKubelet, timeRollout } from "../tools/rollout.ts";
 
 const pods = Number(Deno.args[0] ?? 1000);
 const interval = Deno.args[1] ?? "2s";
@@ -59,50 +59,6 @@ async function floor(endpoint: string): Promise<{ upMs: number; downMs: number }
   const deleting = performance.now();
   await pool(pods, (i) => groups.delete(`floor-${i}`));
   return { upMs, downMs: performance.now() - deleting };
-}
-
-/** The floor kubelet (bench/tools/floor.ts with its ACI backend) as its own process. */
-async function startFloor(
-  cluster: Awaited<ReturnType<typeof useCluster>>,
-  endpoint: string,
-  nodeName: string,
-): Promise<{ stop(): Promise<void> }> {
-  const cert = await cluster.issueClientCert(`system:node:${nodeName}`, ["system:nodes"]);
-  const config = {
-    server: cluster.server,
-    ca: `${cluster.pkiDir}/ca.crt`,
-    cert: cert.certFile,
-    key: cert.keyFile,
-    nodeName,
-    capacity: { cpu: "2000", memory: "4000Gi", pods: String(pods + 10) },
-    concurrency: 16,
-    aci: { endpoint, resourceGroup: "vk-test", nodeName },
-  };
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      new URL("../tools/floor.ts", import.meta.url).pathname,
-      JSON.stringify(config),
-    ],
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let seen = "";
-  while (!seen.includes("ready")) {
-    const { value, done } = await lines.read();
-    if (done) throw new Error("the floor exited before it was ready");
-    seen += value;
-  }
-  lines.releaseLock();
-  child.stdout.cancel().catch(() => {});
-  return {
-    async stop() {
-      child.kill("SIGTERM");
-      await child.status;
-    },
-  };
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -155,7 +111,10 @@ if (import.meta.main) {
     // The floor: the apiserver path a kubelet must take, and the same ACI requests.
     const floorNode = `vk-aci-floor-${suffix}`;
     const floorNs = await cluster.newNamespace("aci-floor");
-    const floorKubelet = await startFloor(cluster, backend.prism.url, floorNode);
+    const floorKubelet = await startFloorKubelet(cluster, floorNode, {
+      capacity: { cpu: "2000", memory: "4000Gi", pods: String(pods + 10) },
+      aci: { endpoint: backend.prism.url, resourceGroup: "vk-test", nodeName: floorNode },
+    });
     cleanups.push(
       () => floorKubelet.stop(),
       () => cluster.kubectl(["delete", "node", floorNode, "--wait=false"]),

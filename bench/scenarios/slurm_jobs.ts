@@ -4,13 +4,16 @@
  * the local control plane. Measures, for a Deployment of `--pods` replicas, create → every pod
  * Running (its job RUNNING) and delete → every pod gone and every job ended; and the floor: the
  * same batch jobs (one `srun --overlap` step each) submitted, seen RUNNING, cancelled and seen
- * ended directly through slurmrestd, with the same listing interval. Needs root.
+ * ended directly through slurmrestd, with the same listing interval ("SLURM alone"); and the floor
+ * kubelet (bench/tools/floor.ts with ./../tools/floor_slurm.ts), which takes the apiserver path a
+ * kubelet must beside the same jobs, so that the ratio compares the same work. Needs root.
  * @module
  */
 import { parseArgs } from "node:util";
 import { useCluster } from "../../tools/cluster/harness.ts";
 import { startVkubelet } from "../../tools/cluster/vkubelet.ts";
 import { NOBODY, type Slurm, startSlurm } from "../../tools/harness/slurm.ts";
+import { startFloorKubelet, timeRollout } from "../tools/rollout.ts";
 
 const say = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
 const LIVE = ["PENDING", "RUNNING", "CONFIGURING", "COMPLETING"];
@@ -128,12 +131,6 @@ async function throughVkubelet(slurm: Slurm, pods: number, interval: string, int
     }),
     env: slurm.env,
   });
-  const count = async (phase: string) => {
-    const list = JSON.parse(await kubectl(["get", "pods", "-o", "json"])).items as {
-      status?: { phase?: string };
-    }[];
-    return { all: list.length, matching: list.filter((p) => p.status?.phase === phase).length };
-  };
   const live = async () =>
     (JSON.parse(await slurm.run("squeue", ["--json"])).jobs as {
       comment: string;
@@ -141,52 +138,59 @@ async function throughVkubelet(slurm: Slurm, pods: number, interval: string, int
     }[])
       .filter((j) => j.comment.includes(`node=${nodeName} `) && LIVE.includes(j.job_state)).length;
   try {
-    const started = performance.now();
-    await kubectl(
-      ["apply", "-f", "-"],
-      JSON.stringify({
-        apiVersion: "apps/v1",
-        kind: "Deployment",
-        metadata: { name: "bench" },
-        spec: {
-          replicas: pods,
-          selector: { matchLabels: { app: "bench" } },
-          template: {
-            metadata: { labels: { app: "bench" } },
-            spec: {
-              nodeSelector: { "kubernetes.io/hostname": nodeName },
-              tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
-              terminationGracePeriodSeconds: 0,
-              automountServiceAccountToken: false,
-              enableServiceLinks: false,
-              containers: [{
-                name: "main",
-                image: "busybox",
-                command: ["sleep", "3600"],
-                resources: { requests: { cpu: "1" } },
-              }],
-            },
-          },
-        },
-      }),
-    );
-    await until("pods Running", async () => (await count("Running")).matching === pods, intervalMs);
-    const running = performance.now() - started;
-    const deleting = performance.now();
-    await kubectl(["delete", "deployment", "bench", "--wait=false"]);
-    await until(
-      "pods gone and jobs ended",
-      async () => (await count("Running")).all === 0 && (await live()) === 0,
-      intervalMs,
-    );
-    const gone = performance.now() - deleting;
-    return { running, gone };
+    const t = await timeRollout({
+      kubectl,
+      nodeName,
+      pods,
+      requests: { cpu: "1" },
+      terminationGracePeriodSeconds: 0,
+      left: live,
+      everyMs: intervalMs,
+    });
+    return { running: t.upMs, gone: t.downMs };
   } finally {
     await node.stop();
     await cluster.kubectl(["delete", "node", nodeName, "--wait=false"]).catch(() => {});
     await cluster.kubectl(["delete", "namespace", ns, "--wait=false"]).catch(() => {});
   }
 }
+
+/**
+ * The floor kubelet (bench/tools/floor.ts with its SLURM backend): the apiserver path a kubelet
+ * must take (bound pod seen, status written, pod deleted) and the same jobs through slurmrestd.
+ */
+async function throughFloorKubelet(slurm: Slurm, pods: number, intervalMs: number) {
+  const cluster = await useCluster();
+  const nodeName = `vk-slurm-floor-${crypto.randomUUID().slice(0, 6)}`;
+  const ns = await cluster.newNamespace("slurm-floor");
+  const floorKubelet = await startFloorKubelet(cluster, nodeName, {
+    capacity: { cpu: String(pods + 10), memory: "4000Gi", pods: String(pods + 10) },
+    slurm: { socket: slurm.socket, intervalMs },
+  });
+  const live = async () =>
+    (JSON.parse(await slurm.run("squeue", ["--json"])).jobs as {
+      comment: string;
+      job_state: string;
+    }[]).filter((j) => j.comment === "floor-kubelet" && LIVE.includes(j.job_state)).length;
+  try {
+    const t = await timeRollout({
+      kubectl: cluster.kubectlIn(ns),
+      nodeName,
+      pods,
+      requests: { cpu: "1" },
+      terminationGracePeriodSeconds: 0,
+      left: live,
+      everyMs: intervalMs,
+    });
+    return { running: t.upMs, gone: t.downMs };
+  } finally {
+    await floorKubelet.stop();
+    await cluster.kubectl(["delete", "node", nodeName, "--wait=false"]).catch(() => {});
+    await cluster.kubectl(["delete", "namespace", ns, "--wait=false"]).catch(() => {});
+  }
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 if (import.meta.main) {
   const { values } = parseArgs({
@@ -208,15 +212,26 @@ if (import.meta.main) {
     say(`slurm_jobs: ${pods} pods, listing every ${values.interval}; load average before: ${load}`);
     const f = await floor(slurm, pods, intervalMs);
     say(
-      `floor (slurmrestd directly): submit → all RUNNING ${
-        (f.running / 1000).toFixed(1)
-      } s; cancel → all ended ${(f.gone / 1000).toFixed(1)} s`,
+      `SLURM alone (slurmrestd directly): submit → all RUNNING ${
+        seconds(f.running)
+      }; cancel → all ended ${seconds(f.gone)}`,
+    );
+    const k = await throughFloorKubelet(slurm, pods, intervalMs);
+    say(
+      `floor kubelet (apiserver path + the same jobs): create → all Running ${
+        seconds(k.running)
+      }; delete → all gone, jobs ended ${seconds(k.gone)}`,
     );
     const v = await throughVkubelet(slurm, pods, values.interval!, intervalMs);
     say(
       `vkubelet --provider slurm: create → all Running ${
-        (v.running / 1000).toFixed(1)
-      } s; delete → all gone, jobs ended ${(v.gone / 1000).toFixed(1)} s`,
+        seconds(v.running)
+      }; delete → all gone, jobs ended ${seconds(v.gone)}`,
+    );
+    say(
+      `ratio to the floor kubelet: to Running ${(v.running / k.running).toFixed(2)}×, to gone ${
+        (v.gone / k.gone).toFixed(2)
+      }×`,
     );
     const after = (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
     say(`load average after: ${after}`);

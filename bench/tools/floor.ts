@@ -3,7 +3,7 @@
  * cache, so its times are the limit this machine's apiserver sets. It registers a Ready node,
  * renews its Lease every 10 s, watches the pods bound to it, writes a Running status for each
  * new pod (one merge patch) and, once a pod has a deletion timestamp, deletes it with grace 0
- * (one DELETE). With a backend (`aci`) it first runs the pod there and waits until the backend
+ * (one DELETE). With a backend (`aci`, `slurm`) it first runs the pod there and waits until the backend
  * says it runs, and removes it there before the DELETE. Run as its own process by the bench:
  *
  *   deno run -A bench/tools/floor.ts CONFIG_JSON
@@ -14,6 +14,7 @@
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { Kube, KubeError } from "./kube.ts";
 import { aciFloorBackend, type AciFloorConfig } from "./floor_aci.ts";
+import { slurmFloorBackend, type SlurmFloorConfig } from "./floor_slurm.ts";
 
 /** What the bench hands the floor. */
 export interface FloorConfig {
@@ -30,6 +31,8 @@ export interface FloorConfig {
    * after it is told to delete (./floor_aci.ts): the floor of a provider's bench.
    */
   aci?: AciFloorConfig;
+  /** Run each pod as a SLURM job too (./floor_slurm.ts). */
+  slurm?: SlurmFloorConfig;
 }
 
 /** The least a provider's kubelet asks of its backend for one pod. */
@@ -161,7 +164,11 @@ async function main(config: FloorConfig): Promise<void> {
   say("ready");
   const lease = setInterval(() => renewLease(kube, config, nodeUid).catch(() => {}), 10_000);
   const limiter = new Limiter(config.concurrency);
-  const backend = config.aci ? aciFloorBackend(config.aci, limiter) : undefined;
+  const backend = config.aci
+    ? aciFloorBackend(config.aci, limiter)
+    : config.slurm
+    ? slurmFloorBackend(config.slurm, limiter)
+    : undefined;
   const handled = new Map<string, "running" | "deleting">();
   const handle = (pod: Pod): Promise<void> | undefined => {
     const { namespace, name, uid, deletionTimestamp } = pod.metadata ?? {};
@@ -190,7 +197,7 @@ async function main(config: FloorConfig): Promise<void> {
             handled.delete(key);
           })
         ),
-      (err) => {
+      (err: unknown) => {
         handled.delete(key);
         Deno.stderr.writeSync(new TextEncoder().encode(`floor: ${key}: ${err}\n`));
       },

@@ -6,6 +6,8 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import type { TestCluster } from "../../tools/cluster/harness.ts";
+import type { FloorConfig } from "./floor.ts";
 
 /** What {@link timeRollout} needs. */
 export interface RolloutOptions {
@@ -21,6 +23,8 @@ export interface RolloutOptions {
   everyMs?: number;
   /** The Deployment's name (default `bench`). */
   name?: string;
+  /** The pods' grace period on deletion, in seconds (default the API's, 30). */
+  terminationGracePeriodSeconds?: number;
 }
 
 /** Times to all Running and to all gone, in ms. */
@@ -44,6 +48,9 @@ export async function timeRollout(o: RolloutOptions): Promise<{ upMs: number; do
           tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
           automountServiceAccountToken: false,
           enableServiceLinks: false,
+          ...(o.terminationGracePeriodSeconds === undefined
+            ? {}
+            : { terminationGracePeriodSeconds: o.terminationGracePeriodSeconds }),
           containers: [{
             name: "main",
             image: "busybox",
@@ -66,4 +73,47 @@ export async function timeRollout(o: RolloutOptions): Promise<{ upMs: number; do
     await new Promise((r) => setTimeout(r, everyMs));
   }
   return { upMs, downMs: performance.now() - deleting };
+}
+
+/**
+ * The floor kubelet (./floor.ts, with the backend `backend` names) on node `nodeName` as its own
+ * process, with a node client certificate; resolves once its node is registered.
+ */
+export async function startFloorKubelet(
+  cluster: TestCluster,
+  nodeName: string,
+  backend: Pick<FloorConfig, "capacity" | "aci" | "slurm">,
+): Promise<{ stop(): Promise<void> }> {
+  const cert = await cluster.issueClientCert(`system:node:${nodeName}`, ["system:nodes"]);
+  const config = {
+    server: cluster.server,
+    ca: `${cluster.pkiDir}/ca.crt`,
+    cert: cert.certFile,
+    key: cert.keyFile,
+    nodeName,
+    concurrency: 16,
+    ...backend,
+  };
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("./floor.ts", import.meta.url).pathname, JSON.stringify(config)],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let seen = "";
+  while (!seen.includes("ready")) {
+    const { value, done } = await lines.read();
+    if (done) throw new Error("the floor kubelet exited before its node was registered");
+    seen += value;
+  }
+  // Keep reading (and dropping) what it prints, so that its pipe never fills.
+  (async () => {
+    while (!(await lines.read()).done);
+  })().catch(() => {});
+  return {
+    async stop() {
+      child.kill("SIGTERM");
+      await child.status;
+    },
+  };
 }
