@@ -98,6 +98,7 @@ export {
 export { type RemotePodCalls, RemotePodsProvider } from "./remote_provider.ts";
 export { qosClass } from "./qos.ts";
 export { effectiveSecurityContext } from "./security_context.ts";
+export { formatLogTime, linesToStream } from "./log_stream.ts";
 export { formatTime } from "../k8s/micro_time.ts";
 export type { Clock } from "../base/clock.ts";
 export type { Logger, LogProperties } from "./logger.ts";

@@ -7,7 +7,12 @@
  * log of a previous container run, so `previous` is refused.
  * @module
  */
-import { type Clock, type ContainerLogOptions, NotSupportedError } from "../../provider/mod.ts";
+import {
+  type Clock,
+  type ContainerLogOptions,
+  linesToStream,
+  NotSupportedError,
+} from "../../provider/mod.ts";
 import type { AciGroups } from "./groups.ts";
 
 /** Where a container's log is and how to poll it. */
@@ -38,34 +43,7 @@ export function readContainerLog(
       "ACI keeps no log of a container's previous run; drop --previous (the current run's log is there)",
     );
   }
-  const encoder = new TextEncoder();
-  let left = options.limitBytes ?? Infinity;
-  const lines = logLines(source, options);
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const next = await lines.next().catch((err) => {
-        controller.error(err);
-        return undefined;
-      });
-      if (!next) return;
-      if (next.done || left <= 0) {
-        controller.close();
-        await lines.return(undefined);
-        return;
-      }
-      let bytes = encoder.encode(next.value);
-      if (bytes.length > left) bytes = bytes.subarray(0, left);
-      left -= bytes.length;
-      controller.enqueue(bytes);
-      if (left <= 0) {
-        controller.close();
-        await lines.return(undefined);
-      }
-    },
-    async cancel() {
-      await lines.return(undefined);
-    },
-  });
+  return linesToStream(logLines(source, options), options.limitBytes);
 }
 
 async function* logLines(source: LogSource, options: ContainerLogOptions) {

@@ -10,7 +10,12 @@ import {
   type GetLogEventsCommandOutput,
   type OutputLogEvent,
 } from "@aws-sdk/client-cloudwatch-logs";
-import type { Clock, ContainerLogOptions } from "../../provider/mod.ts";
+import {
+  type Clock,
+  type ContainerLogOptions,
+  formatLogTime,
+  linesToStream,
+} from "../../provider/mod.ts";
 import { awsError, awsErrorName } from "./aws.ts";
 
 /** Where a container's log is and how to poll it. */
@@ -23,44 +28,12 @@ export interface LogSource {
   pollMs?: number;
 }
 
-/** A line's time as the kubelet writes it: RFC 3339 with nanoseconds. */
-export function formatLogTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000000Z");
-}
-
 /** The container's log as bytes; with `follow`, open until `options.signal` aborts. */
 export function readContainerLog(
   source: LogSource,
   options: ContainerLogOptions,
 ): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder();
-  let left = options.limitBytes ?? Infinity;
-  const lines = logLines(source, options);
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const next = await lines.next().catch((err) => {
-        controller.error(err);
-        return undefined;
-      });
-      if (!next) return;
-      if (next.done || left <= 0) {
-        controller.close();
-        await lines.return(undefined);
-        return;
-      }
-      let bytes = encoder.encode(next.value);
-      if (bytes.length > left) bytes = bytes.subarray(0, left);
-      left -= bytes.length;
-      controller.enqueue(bytes);
-      if (left <= 0) {
-        controller.close();
-        await lines.return(undefined);
-      }
-    },
-    async cancel() {
-      await lines.return(undefined);
-    },
-  });
+  return linesToStream(logLines(source, options), options.limitBytes);
 }
 
 async function* logLines(

@@ -8,7 +8,12 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { type Clock, type ContainerLogOptions, InvalidInputError } from "../../provider/mod.ts";
+import {
+  type Clock,
+  type ContainerLogOptions,
+  formatLogTime,
+  InvalidInputError,
+} from "../../provider/mod.ts";
 import type { ContainerRun } from "./status.ts";
 
 const START_LINES = 3;
@@ -59,11 +64,6 @@ export function lineText(source: LogSource, index: number): string {
   }
 }
 
-/** RFC 3339 with nine fractional digits, as the kubelet prefixes log lines. */
-export function logTimestamp(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000000Z");
-}
-
 /** The index of the first line to send, after sinceTime/sinceSeconds and tailLines. */
 function firstLine(source: LogSource, options: ContainerLogOptions, count: number): number {
   const now = source.clock.now();
@@ -112,7 +112,7 @@ export function containerLogStream(
       if (next >= count || budget <= 0) return controller.close();
       let text = "";
       for (; next < count && text.length < 16_384; next++) {
-        const stamp = options.timestamps ? `${logTimestamp(lineTime(source, next))} ` : "";
+        const stamp = options.timestamps ? `${formatLogTime(lineTime(source, next))} ` : "";
         text += `${stamp}${lineText(source, next)}\n`;
       }
       let bytes = encoder.encode(text);

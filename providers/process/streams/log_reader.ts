@@ -6,8 +6,7 @@
  * file is drained, or the caller aborts.
  * @module
  */
-import type { ContainerLogOptions } from "../../../provider/mod.ts";
-import { logTimestamp } from "./log_writer.ts";
+import { type ContainerLogOptions, formatLogTime } from "../../../provider/mod.ts";
 
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
@@ -83,7 +82,7 @@ function sinceTimestamp(options: ContainerLogOptions, now: number): string | und
     ? now - options.sinceSeconds * 1000
     : undefined;
   if (ms === undefined || Number.isNaN(ms)) return undefined;
-  return logTimestamp(Math.min(Math.max(0, ms), 8.64e15));
+  return formatLogTime(Math.min(Math.max(0, ms), 8.64e15));
 }
 
 /** The log stream for `options` (see the module doc). */

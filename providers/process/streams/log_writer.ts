@@ -6,18 +6,13 @@
  * and stderr FIFOs into `<instance>.log`, rotating to `.log.1`, `.log.2`... past the size cap.
  * @module
  */
-import type { Clock } from "../../../provider/mod.ts";
+import { type Clock, formatLogTime } from "../../../provider/mod.ts";
 import { hostCommand } from "../host/host_tools.ts";
 
 const NEWLINE = 10;
 /** A line longer than this is written in parts tagged `P`, as CRI runtimes do. */
 const MAX_LINE = 16 * 1024;
 const encoder = new TextEncoder();
-
-/** RFC 3339 with nine fractional digits (UTC), as CRI log lines carry. */
-export function logTimestamp(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000000Z");
-}
 
 /** Options for {@link LogWriter}. */
 export interface LogWriterOptions {
@@ -42,7 +37,7 @@ export class LogWriter {
 
   /** Appends `text` (one line, without newline) as `stream`; writes are serialised. */
   write(stream: "stdout" | "stderr", text: Uint8Array, partial = false): Promise<void> {
-    const stamp = logTimestamp(this.#options.clock.now());
+    const stamp = formatLogTime(this.#options.clock.now());
     const head = encoder.encode(`${stamp} ${stream} ${partial ? "P" : "F"} `);
     const line = new Uint8Array(head.length + text.length + 1);
     line.set(head);
