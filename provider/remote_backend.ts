@@ -1,8 +1,8 @@
 /**
  * What a remote backend supplies to the kit's {@link RemotePods} (./remote_pods.ts): list what
- * exists, read a run (one at a time, or many in one call), make, remove, logs — and, where the backend has them, a batched read, a
- * handle of its own per run, ends it knows better, events. Everything past the five calls is
- * optional; a backend that leaves it out gets the kit's default.
+ * exists, read runs (one at a time, many in one call, or both), make, remove, logs — and, where
+ * the backend has them, a handle of its own per run, ends it knows better, events. Everything past
+ * those five is optional; a backend that leaves it out gets the kit's default.
  * @module
  */
 import type { Pod, PodCondition } from "kubernetes-types/core/v1.d.ts";
