@@ -111,7 +111,7 @@ export class RemotePods<H = unknown> {
     });
   }
 
-  /** Adopts the backend's runs of this node, then reads them every interval until `signal` aborts. */
+  /** Adopts the backend's runs of this node, then reads them every interval until `signal` ends. */
   async run(signal: AbortSignal): Promise<void> {
     let adopted!: () => void;
     this.#table.holdUntil(new Promise<void>((resolve) => adopted = resolve));

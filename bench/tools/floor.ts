@@ -3,8 +3,9 @@
  * cache, so its times are the limit this machine's apiserver sets. It registers a Ready node,
  * renews its Lease every 10 s, watches the pods bound to it, writes a Running status for each
  * new pod (one merge patch) and, once a pod has a deletion timestamp, deletes it with grace 0
- * (one DELETE). With a backend (`aci`, `slurm`) it first runs the pod there and waits until the backend
- * says it runs, and removes it there before the DELETE. Run as its own process by the bench:
+ * (one DELETE). With a backend (`aci`, `slurm`) it first runs the pod there and waits until the
+ * backend says it runs, and removes it there before the DELETE. Run as its own process by the
+ * bench:
  *
  *   deno run -A bench/tools/floor.ts CONFIG_JSON
  *
