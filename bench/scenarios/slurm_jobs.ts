@@ -10,7 +10,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { useCluster } from "../../tools/cluster/harness.ts";
+import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 import { startVkubelet } from "../../tools/cluster/vkubelet.ts";
 import { NOBODY, type Slurm, startSlurm } from "../../tools/harness/slurm.ts";
 import { startFloorKubelet, timeRollout } from "../tools/rollout.ts";
@@ -112,34 +112,26 @@ async function floor(slurm: Slurm, pods: number, intervalMs: number) {
   return { running, gone };
 }
 
-/** The same through vkubelet: a Deployment of `pods` replicas, then deleted. */
-async function throughVkubelet(slurm: Slurm, pods: number, interval: string, intervalMs: number) {
+/** Who runs the node: it is started on `nodeName`; `owns` picks its jobs by their comment. */
+interface Kubelet {
+  start(cluster: TestCluster, nodeName: string): Promise<{ stop(): Promise<unknown> }>;
+  owns(comment: string, nodeName: string): boolean;
+}
+
+/** A Deployment of `pods` replicas on a node `kubelet` runs, then deleted; the two times. */
+async function throughNode(slurm: Slurm, pods: number, intervalMs: number, kubelet: Kubelet) {
   const cluster = await useCluster();
   const nodeName = `vk-slurm-bench-${crypto.randomUUID().slice(0, 6)}`;
   const ns = await cluster.newNamespace("slurm-bench");
-  const kubectl = cluster.kubectlIn(ns);
-  const node = await startVkubelet(cluster, {
-    nodeName,
-    provider: "slurm",
-    providerConfig: JSON.stringify({
-      rest: { socket: slurm.socket },
-      cli: {},
-      sharedDir: slurm.sharedDir,
-      fileOwner: NOBODY,
-      statusInterval: interval,
-      capacity: { pods: String(pods + 10) },
-    }),
-    env: slurm.env,
-  });
+  const node = await kubelet.start(cluster, nodeName);
   const live = async () =>
     (JSON.parse(await slurm.run("squeue", ["--json"])).jobs as {
       comment: string;
       job_state: string;
-    }[])
-      .filter((j) => j.comment.includes(`node=${nodeName} `) && LIVE.includes(j.job_state)).length;
+    }[]).filter((j) => kubelet.owns(j.comment, nodeName) && LIVE.includes(j.job_state)).length;
   try {
     const t = await timeRollout({
-      kubectl,
+      kubectl: cluster.kubectlIn(ns),
       nodeName,
       pods,
       requests: { cpu: "1" },
@@ -155,40 +147,37 @@ async function throughVkubelet(slurm: Slurm, pods: number, interval: string, int
   }
 }
 
+/** vkubelet with the slurm provider. */
+const vkubelet = (slurm: Slurm, pods: number, interval: string): Kubelet => ({
+  start: (cluster, nodeName) =>
+    startVkubelet(cluster, {
+      nodeName,
+      provider: "slurm",
+      providerConfig: JSON.stringify({
+        rest: { socket: slurm.socket },
+        cli: {},
+        sharedDir: slurm.sharedDir,
+        fileOwner: NOBODY,
+        statusInterval: interval,
+        capacity: { pods: String(pods + 10) },
+      }),
+      env: slurm.env,
+    }),
+  owns: (comment, nodeName) => comment.includes(`node=${nodeName} `),
+});
+
 /**
  * The floor kubelet (bench/tools/floor.ts with its SLURM backend): the apiserver path a kubelet
  * must take (bound pod seen, status written, pod deleted) and the same jobs through slurmrestd.
  */
-async function throughFloorKubelet(slurm: Slurm, pods: number, intervalMs: number) {
-  const cluster = await useCluster();
-  const nodeName = `vk-slurm-floor-${crypto.randomUUID().slice(0, 6)}`;
-  const ns = await cluster.newNamespace("slurm-floor");
-  const floorKubelet = await startFloorKubelet(cluster, nodeName, {
-    capacity: { cpu: String(pods + 10), memory: "4000Gi", pods: String(pods + 10) },
-    slurm: { socket: slurm.socket, intervalMs },
-  });
-  const live = async () =>
-    (JSON.parse(await slurm.run("squeue", ["--json"])).jobs as {
-      comment: string;
-      job_state: string;
-    }[]).filter((j) => j.comment === "floor-kubelet" && LIVE.includes(j.job_state)).length;
-  try {
-    const t = await timeRollout({
-      kubectl: cluster.kubectlIn(ns),
-      nodeName,
-      pods,
-      requests: { cpu: "1" },
-      terminationGracePeriodSeconds: 0,
-      left: live,
-      everyMs: intervalMs,
-    });
-    return { running: t.upMs, gone: t.downMs };
-  } finally {
-    await floorKubelet.stop();
-    await cluster.kubectl(["delete", "node", nodeName, "--wait=false"]).catch(() => {});
-    await cluster.kubectl(["delete", "namespace", ns, "--wait=false"]).catch(() => {});
-  }
-}
+const floorKubelet = (slurm: Slurm, pods: number, intervalMs: number): Kubelet => ({
+  start: (cluster, nodeName) =>
+    startFloorKubelet(cluster, nodeName, {
+      capacity: { cpu: String(pods + 10), memory: "4000Gi", pods: String(pods + 10) },
+      slurm: { socket: slurm.socket, intervalMs },
+    }),
+  owns: (comment) => comment === "floor-kubelet",
+});
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
@@ -216,13 +205,13 @@ if (import.meta.main) {
         seconds(f.running)
       }; cancel → all ended ${seconds(f.gone)}`,
     );
-    const k = await throughFloorKubelet(slurm, pods, intervalMs);
+    const k = await throughNode(slurm, pods, intervalMs, floorKubelet(slurm, pods, intervalMs));
     say(
       `floor kubelet (apiserver path + the same jobs): create → all Running ${
         seconds(k.running)
       }; delete → all gone, jobs ended ${seconds(k.gone)}`,
     );
-    const v = await throughVkubelet(slurm, pods, values.interval!, intervalMs);
+    const v = await throughNode(slurm, pods, intervalMs, vkubelet(slurm, pods, values.interval!));
     say(
       `vkubelet --provider slurm: create → all Running ${
         seconds(v.running)
