@@ -1,7 +1,7 @@
 /**
  * A real Zun for the zun provider's tests, the bench and `.ci/run`: `tools/harness/zun/*.sh`
  * install (Debian packages and two pinned venvs under `.cache/zun`, idempotent), start and
- * stop zun-api and zun-compute 18.0.0 with keystone, placement, RabbitMQ and podman, every
+ * stop zun-api and zun-compute 18.0.0 with keystone, placement, MariaDB, RabbitMQ and podman, every
  * listener on 127.0.0.1. A stack that is already up (started by `.ci/run` or another test)
  * is used as it is and left running; one started here stops with `stop()` unless
  * `VKUBELET_KEEP_ZUN=1`.
@@ -20,6 +20,8 @@ export interface ZunStack {
   authUrl: string;
   /** zun-api's endpoint (`…/v1`). */
   endpoint: string;
+  /** The Neutron stand-in's endpoint (networks and security groups). */
+  neutron: string;
   /** `OS_*` variables of the `demo` user (member of project demo). */
   env: Record<string, string>;
   /** `OS_*` variables of the `admin` user. */
@@ -98,6 +100,7 @@ function stackOf(p: Record<string, string>, stop: () => Promise<void>): ZunStack
   return {
     authUrl,
     endpoint: `http://127.0.0.1:${p.ZUN_PORT_API}/v1`,
+    neutron: `http://127.0.0.1:${p.ZUN_PORT_NEUTRON}`,
     env: osEnv(authUrl, "demo", "demo"),
     adminEnv: osEnv(authUrl, "admin", "admin"),
     venv: `${ZUN_STATE}/venv`,

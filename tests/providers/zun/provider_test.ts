@@ -3,7 +3,8 @@
  * does not cover: an application credential made in keystone authenticates it; a ping's error
  * names the endpoint that failed; logs and exec answer 501 saying why; the node's capacity comes
  * from the project's quotas (the demo user may not list Zun's hosts); a pod Zun refuses fails
- * with Zun's reason.
+ * with Zun's reason; a pod's ports are opened by a security group Zun makes in Neutron (the
+ * harness's stand-in) and removed with the pod.
  */
 import assert from "node:assert/strict";
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
@@ -31,10 +32,11 @@ function deps(signal: AbortSignal): ProviderDeps {
 async function withProvider(
   env: Record<string, string>,
   fn: (p: ZunProvider) => Promise<void>,
+  exposePorts = false,
 ): Promise<void> {
   const restore = withEnv(env);
   const stop = new AbortController();
-  const provider = createProvider({ statusInterval: "1s", exposePorts: false }, deps(stop.signal));
+  const provider = createProvider({ statusInterval: "1s", exposePorts }, deps(stop.signal));
   try {
     await fn(provider);
   } finally {
@@ -44,7 +46,8 @@ async function withProvider(
   }
 }
 
-async function applicationCredential(zun: ZunStack): Promise<Record<string, string>> {
+/** A token of the demo user in project demo, and the user's id. */
+async function demoToken(zun: ZunStack): Promise<{ token: string; user: string }> {
   const auth = await fetch(`${zun.authUrl}/auth/tokens`, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
@@ -58,8 +61,25 @@ async function applicationCredential(zun: ZunStack): Promise<Record<string, stri
       },
     }),
   });
-  const token = auth.headers.get("X-Subject-Token")!;
-  const user = (await auth.json()).token.user.id;
+  assert.equal(auth.status, 201);
+  return { token: auth.headers.get("X-Subject-Token")!, user: (await auth.json()).token.user.id };
+}
+
+interface SecurityGroup {
+  name: string;
+  security_group_rules: { direction: string; protocol: string; port_range_min: unknown }[];
+}
+
+async function securityGroups(zun: ZunStack, token: string): Promise<SecurityGroup[]> {
+  const listed = await fetch(`${zun.neutron}/v2.0/security-groups`, {
+    headers: { "X-Auth-Token": token },
+  });
+  assert.equal(listed.status, 200);
+  return (await listed.json()).security_groups;
+}
+
+async function applicationCredential(zun: ZunStack): Promise<Record<string, string>> {
+  const { token, user } = await demoToken(zun);
   const made = await fetch(`${zun.authUrl}/users/${user}/application_credentials`, {
     method: "POST",
     headers: { "Content-Type": "application/json", "X-Auth-Token": token },
@@ -77,7 +97,7 @@ async function applicationCredential(zun: ZunStack): Promise<Record<string, stri
 }
 
 Deno.test({
-  name: "zun provider on zun-api 18.0.0: credentials, ping, capacity, 501s and refusals",
+  name: "zun provider on zun-api 18.0.0: credentials, ping, capacity, 501s, refusals, ports",
   ignore: skip !== undefined,
   async fn(t) {
     const zun = await useZun();
@@ -166,6 +186,53 @@ Deno.test({
             assert.ok(isInvalidInput(err), String(err));
             assert.match(err.message, /Zun refused the capsule of default\/big-.*memory/);
           });
+        },
+      );
+
+      await t.step(
+        "a pod's ports: Zun opens them in a security group of the pod's own, gone with the pod",
+        async () => {
+          const { token } = await demoToken(zun);
+          const before = new Set((await securityGroups(zun, token)).map((g) => g.name));
+          await withProvider(zun.env, async (p) => {
+            const pod: Pod = {
+              metadata: {
+                namespace: "default",
+                name: `web-${Date.now()}`,
+                uid: crypto.randomUUID(),
+              },
+              spec: {
+                containers: [{
+                  name: "main",
+                  image: "localhost/busybox:latest",
+                  command: ["sleep", "600"],
+                  ports: [{ containerPort: 8080 }, { containerPort: 5353, protocol: "UDP" }],
+                }],
+              },
+            };
+            const { namespace, name } = pod.metadata as { namespace: string; name: string };
+            await p.createPod(pod, { signal: AbortSignal.timeout(60_000) });
+            try {
+              const deadline = Date.now() + 120_000;
+              let phase: string | undefined;
+              while (phase !== "Running" && Date.now() < deadline) {
+                await new Promise((r) => setTimeout(r, 1_000));
+                phase = (await p.getPod(namespace, name, {}))?.status?.phase;
+              }
+              assert.equal(phase, "Running");
+              const made = (await securityGroups(zun, token)).filter((g) => !before.has(g.name));
+              assert.equal(made.length, 1, JSON.stringify(made));
+              assert.match(made[0].name, /^zun-/);
+              const rules = made[0].security_group_rules.map((r) =>
+                `${r.direction} ${r.protocol} ${r.port_range_min}`
+              ).sort();
+              assert.deepEqual(rules, ["ingress tcp 8080", "ingress udp 5353"]);
+            } finally {
+              await p.deletePod(pod, { signal: AbortSignal.timeout(180_000) });
+            }
+          }, true);
+          const left = (await securityGroups(zun, token)).filter((g) => !before.has(g.name));
+          assert.deepEqual(left, []);
         },
       );
     } finally {

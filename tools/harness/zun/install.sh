@@ -1,6 +1,7 @@
 #!/bin/bash
 # Installs what the Zun test stack needs, pinned and idempotent:
-#   - Debian 12 packages: RabbitMQ, podman (with runc, conmon, the CNI plugins), busybox-static
+#   - Debian 12 packages: RabbitMQ, MariaDB (every service's database, as in a production
+#     OpenStack), podman (with runc, conmon, the CNI plugins), busybox-static
 #     (the images are built from it: no registry is reachable) and pciutils (zun-compute's PCI
 #     tracker runs lspci and reports no compute node without it);
 #   - two Python venvs from PyPI, every package pinned (requirements-*.txt beside this file):
@@ -17,6 +18,7 @@ mkdir -p "$S"
 
 APT_PACKAGES=(
   "rabbitmq-server=3.10.8-1.1+deb12u1"
+  "mariadb-server=1:10.11.19-0+deb12u1"
   "podman=4.3.1+ds1-8+deb12u1+b3"
   "runc=1.1.5+ds1-1+deb12u1"
   "conmon=2.1.6+ds1-1"
@@ -36,10 +38,12 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "zun harness: apt-get install ${missing[*]}"
   apt-get update -qq
-  # RabbitMQ's postinst would start the service: the harness starts its own, on loopback
+  # RabbitMQ's and MariaDB's postinst would start their services: the harness starts its own,
+  # on loopback
   DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-install-recommends "${missing[@]}"
   # stop a rabbitmq the package may have started anyway (the harness runs its own node)
   command -v rabbitmqctl >/dev/null && rabbitmqctl -q shutdown >/dev/null 2>&1 || true
+  command -v mariadb-admin >/dev/null && mariadb-admin shutdown >/dev/null 2>&1 || true
 fi
 
 venv() { # venv DIR REQUIREMENTS [EXTRA...]

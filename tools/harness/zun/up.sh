@@ -1,11 +1,13 @@
 #!/bin/bash
 # Starts a real Zun on this machine, every listener on 127.0.0.1, state under $S/stack:
-#   RabbitMQ, podman's Docker-compatible API (the container engine), keystone 30.0.0,
+#   RabbitMQ, MariaDB, podman's Docker-compatible API (the container engine), keystone 30.0.0,
 #   placement 16.0.0, a Neutron stand-in answering the one call zun-api makes
 #   (GET /v2.0/networks), zun-api and zun-compute 18.0.0 (Zun's docker driver on podman, the
-#   zun_podmannet network driver). All databases are sqlite. Run install.sh first.
+#   zun_podmannet network driver). Every database is MariaDB's, as in a production OpenStack
+#   (on sqlite, writers under eventlet block each other and Zun loses capsules at a hundred).
+#   Run install.sh first.
 # Usage: up.sh [STATE_DIR]   (default <repo>/.cache/zun). Ports come from the environment
-#   (ZUN_PORT_KEYSTONE, _PLACEMENT, _NEUTRON, _API, _AMQP, _AMQP_DIST, _EPMD) or defaults; they
+#   (ZUN_PORT_KEYSTONE, _PLACEMENT, _NEUTRON, _API, _AMQP, _AMQP_DIST, _EPMD, _DB) or defaults; they
 #   are written to $S/stack/ports.env. The stack is fresh on every start (databases recreated).
 # Users: admin/secret (project admin), demo/secret (member of project demo), region RegionOne.
 set -euo pipefail
@@ -27,8 +29,9 @@ P_API=${ZUN_PORT_API:-39517}
 P_AMQP=${ZUN_PORT_AMQP:-35672}
 P_DIST=${ZUN_PORT_AMQP_DIST:-35673}
 P_EPMD=${ZUN_PORT_EPMD:-34369}
-rm -rf "$B/ks" "$B/pl" "$B/zun" "$B/rabbit" "$B/logs" "$B/pids"
-mkdir -p "$B"/{logs,pids,ks/fernet,ks/cred,pl,zun/state,zun/locks,rabbit,img}
+P_DB=${ZUN_PORT_DB:-33306}
+rm -rf "$B/ks" "$B/pl" "$B/zun" "$B/rabbit" "$B/db" "$B/logs" "$B/pids"
+mkdir -p "$B"/{logs,pids,ks/fernet,ks/cred,pl,zun/state,zun/locks,rabbit,db,img}
 cat > "$B/ports.env" <<E
 ZUN_PORT_KEYSTONE=$P_KS
 ZUN_PORT_PLACEMENT=$P_PL
@@ -37,6 +40,7 @@ ZUN_PORT_API=$P_API
 ZUN_PORT_AMQP=$P_AMQP
 ZUN_PORT_AMQP_DIST=$P_DIST
 ZUN_PORT_EPMD=$P_EPMD
+ZUN_PORT_DB=$P_DB
 E
 export CONTAINERS_CONF=$B/containers.conf
 RABBIT_ENV=(RABBITMQ_NODENAME=vkzun@localhost RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
@@ -67,6 +71,23 @@ echo "loopback_users.guest = true" > "$B/rabbit/rabbitmq.conf"
 # Not /usr/sbin/rabbitmq-server: that wrapper switches to the rabbitmq user (and its HOME).
 start rabbitmq env "${RABBIT_ENV[@]}" /usr/lib/rabbitmq/bin/rabbitmq-server
 
+# --- MariaDB: its own data directory, socket and port, no option files read --------------
+DB_SOCK=$B/db/mysqld.sock
+mariadb-install-db --no-defaults --user=root --datadir="$B/db/data" --skip-test-db \
+  --auth-root-authentication-method=socket > "$B/logs/mariadb-install.out" 2>&1
+start mariadb mariadbd --no-defaults --user=root --datadir="$B/db/data" --socket="$DB_SOCK" \
+  --pid-file="$B/db/mariadbd.pid" --port="$P_DB" --bind-address=127.0.0.1 --skip-name-resolve \
+  --log-error="$B/logs/mariadb.log" --max-connections=1000
+wait_for mariadb 60 mariadb --no-defaults --socket="$DB_SOCK" -uroot -e 'SELECT 1'
+mariadb --no-defaults --socket="$DB_SOCK" -uroot <<'SQL'
+CREATE DATABASE keystone; CREATE DATABASE placement; CREATE DATABASE zun;
+CREATE USER 'openstack'@'127.0.0.1' IDENTIFIED BY 'secret';
+GRANT ALL ON keystone.* TO 'openstack'@'127.0.0.1';
+GRANT ALL ON placement.* TO 'openstack'@'127.0.0.1';
+GRANT ALL ON zun.* TO 'openstack'@'127.0.0.1';
+SQL
+DB=mysql+pymysql://openstack:secret@127.0.0.1:$P_DB
+
 # --- podman's Docker API. This machine lacks CAP_SYS_RESOURCE and has hybrid cgroups: lower
 # ulimits, runc and cgroupfs. -------------------------------------------------------------
 cat > "$CONTAINERS_CONF" <<'C'
@@ -93,15 +114,13 @@ if ! podman image exists localhost/busybox:latest || ! podman image exists local
     localhost/kubernetes/pause:latest >/dev/null
 fi
 
-# sqlite's writers wait for each other up to 60 s (?timeout=60) instead of failing at once with
-# "database is locked" (placement did, at ten capsule creates at a time).
 # --- keystone -----------------------------------------------------------------------------
 KS=http://127.0.0.1:$P_KS/v3
 cat > "$B/ks/keystone.conf" <<C
 [DEFAULT]
 log_file = $B/logs/keystone.log
 [database]
-connection = sqlite:///$B/ks/keystone.db?timeout=60
+connection = $DB/keystone
 [fernet_tokens]
 key_repository = $B/ks/fernet
 [credential]
@@ -132,7 +151,7 @@ cat > "$B/pl/placement.conf" <<C
 [DEFAULT]
 log_file = $B/logs/placement.log
 [placement_database]
-connection = sqlite:///$B/pl/placement.db?timeout=60
+connection = $DB/placement
 sync_on_startup = True
 [api]
 auth_strategy = keystone
@@ -143,8 +162,8 @@ C
 OS_PLACEMENT_CONFIG_DIR=$B/pl start placement \
   "$KV/bin/python" "$H/serve.py" placement.wsgi.api:application "$P_PL"
 
-# --- the Neutron stand-in -----------------------------------------------------------------
-start neutron "$ZV/bin/python" "$H/fake_neutron.py" "$P_NET"
+# --- the Neutron stand-in: networks, and security groups for capsules with ports ----------
+start neutron "$ZV/bin/python" "$H/fake_neutron.py" "$P_NET" "$KS"
 
 # --- zun ----------------------------------------------------------------------------------
 cp "$H/api-paste.ini" "$B/zun/api-paste.ini"
@@ -173,7 +192,7 @@ port = $P_API
 workers = 1
 api_paste_config = $B/zun/api-paste.ini
 [database]
-connection = sqlite:///$B/zun/zun.db?timeout=60
+connection = $DB/zun
 [keystone_authtoken]
 $AUTH
 username = zun
@@ -193,7 +212,7 @@ endpoint_type = public
 [neutron_client]
 endpoint_type = public
 C
-"$ZV/bin/python" "$H/zun_create_schema.py" "$B/zun/zun.conf" > "$B/logs/zun-schema.out" 2>&1
+"$ZV/bin/zun-db-manage" --config-file "$B/zun/zun.conf" upgrade > "$B/logs/zun-db-manage.out" 2>&1
 wait_for placement 90 curl -sf -m 3 "http://127.0.0.1:$P_PL/"
 wait_for rabbitmq 120 bash -c "echo > /dev/tcp/127.0.0.1/$P_AMQP"
 start zun-api "$ZV/bin/zun-api" --config-file "$B/zun/zun.conf"

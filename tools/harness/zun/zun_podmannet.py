@@ -5,12 +5,15 @@ agent, which a test machine does not have. This driver puts every container (a c
 on one podman network instead (ZUN_PODMAN_NETWORK, default "zunnet", which up.sh creates on a
 198.19.x.0/24 subnet) and, once the container runs, writes the address podman gave it into
 container.addresses under the Neutron network zun-api chose, the shape Kuryr would produce.
-It creates no Neutron ports and no security groups: Zun's port exposure is unavailable.
+It creates no Neutron ports. Security groups are Neutron's (the harness's stand-in): the docker
+driver makes one for a capsule with ports through `neutron_api` and deletes it with the capsule;
+with no ports to attach them to, they are not enforced here.
 """
 import os
 
 from oslo_log import log as logging
 from zun.network import network
+from zun.network import neutron
 
 LOG = logging.getLogger(__name__)
 
@@ -19,7 +22,7 @@ class PodmanNetwork(network.Network):
     def init(self, context, docker_api, **kwargs):
         self.context = context
         self.docker = docker_api
-        self.neutron_api = None
+        self.neutron_api = neutron.NeutronAPI(context)
 
     def get_or_create_network(self, context, neutron_net_id):
         return None
