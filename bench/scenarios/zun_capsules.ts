@@ -1,36 +1,27 @@
 /**
- * `deno run -A bench/scenarios/zun_capsules.ts [--pods=100] [--interval=1s]`: the zun provider on
- * a real Zun (zun-api and zun-compute 18.0.0 on podman, tools/harness/zun.ts) against the local
- * control plane. Measures, for a Deployment of `--pods` replicas (`sleep 3600`, 0.1 cpu and 16 Mi
- * each): create → every pod Running (its capsule Running), and delete → every pod gone and every
- * capsule gone; and the floor: the same capsule bodies (the provider's own builder) sent straight
- * to zun-api, listed until all Running, deleted and listed until none is left, with the same
- * interval. Lifts the demo project's quotas (40 containers by default) as admin first.
+ * `deno run -A bench/scenarios/zun_capsules.ts [--pods=100] [--interval=1s] [--concurrency=10]`:
+ * the zun provider on a real Zun (zun-api and zun-compute 18.0.0 on podman, MariaDB,
+ * tools/harness/zun.ts) against the local control plane. Three runs of the same work, one after
+ * the other: the floor, the same capsule bodies (the provider's own builder) sent straight to
+ * zun-api `--concurrency` at a time, listed until all Running, deleted and listed until none is
+ * left; the floor kubelet (bench/tools/floor_zun.ts: the apiserver path plus the same capsule
+ * requests, as few as a kubelet can make); and vkubelet with `--pod-sync-workers` the same. Each
+ * kubelet run is a Deployment of `--pods` replicas (`sleep 3600`, 0.1 cpu and 16 Mi each) timed
+ * from apply to every pod Running, and from delete to every pod and capsule gone. Lifts the demo
+ * project's quotas (40 containers by default) as admin first.
  * @module
  */
 import { parseArgs } from "node:util";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { useCluster } from "../../tools/cluster/harness.ts";
+import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 import { startVkubelet } from "../../tools/cluster/vkubelet.ts";
 import { useZun, type ZunStack } from "../../tools/harness/zun.ts";
 import { capsuleCreateBody, LABELS } from "../../providers/zun/capsule.ts";
-import { loadCredentials } from "../../providers/zun/credentials.ts";
-import type { ZunCapsule } from "../../providers/zun/status.ts";
-import { ZunApi, ZunApiError } from "../../providers/zun/zun_api.ts";
+import { type ZunApi, ZunApiError } from "../../providers/zun/zun_api.ts";
+import { capsulesOf, zunApiOf } from "../tools/floor_zun.ts";
+import { startFloorKubelet, timeRollout } from "../tools/rollout.ts";
 
 const say = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
-
-function apiAs(env: Record<string, string>): ZunApi {
-  return new ZunApi({
-    credentials: loadCredentials(undefined, {
-      env: (n) => env[n],
-      readFile: () => undefined,
-      cwd: "/",
-    }),
-    serviceType: "container",
-    requestTimeoutMs: 120_000,
-  });
-}
 
 async function until(what: string, check: () => Promise<boolean>, intervalMs: number) {
   const deadline = Date.now() + 30 * 60_000;
@@ -38,11 +29,6 @@ async function until(what: string, check: () => Promise<boolean>, intervalMs: nu
     if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
     await new Promise((r) => setTimeout(r, intervalMs));
   }
-}
-
-async function capsulesOf(api: ZunApi, node: string): Promise<ZunCapsule[]> {
-  const { body } = await api.call<{ capsules: ZunCapsule[] }>("GET", "/capsules/?limit=1000");
-  return body.capsules.filter((c) => c.labels?.[LABELS.node] === node);
 }
 
 function benchPod(i: number, namespace: string): Pod {
@@ -69,7 +55,7 @@ async function floor(api: ZunApi, pods: number, intervalMs: number, concurrency:
   const create = async (i: number): Promise<void> => {
     for (let attempt = 0;; attempt++) {
       try {
-        await api.call<ZunCapsule>("POST", "/capsules", {
+        await api.call("POST", "/capsules", {
           body: capsuleCreateBody(benchPod(i, "bench"), { nodeName: node, exposePorts: false }),
         });
         return;
@@ -113,75 +99,58 @@ async function floor(api: ZunApi, pods: number, intervalMs: number, concurrency:
   return { running, gone: performance.now() - deleting, retries, replaced };
 }
 
-/** The same through vkubelet: a Deployment of `pods` replicas, then deleted. */
-async function throughVkubelet(
+/** Who runs the node (vkubelet or the floor kubelet): started on `nodeName`. */
+interface Kubelet {
+  start(cluster: TestCluster, nodeName: string): Promise<{ stop(): Promise<unknown> }>;
+}
+
+const vkubelet = (zun: ZunStack, pods: number, interval: string, workers: number): Kubelet => ({
+  start: (cluster, nodeName) =>
+    startVkubelet(cluster, {
+      nodeName,
+      provider: "zun",
+      args: [`--pod-sync-workers=${workers}`],
+      providerConfig: JSON.stringify({
+        statusInterval: interval,
+        exposePorts: false,
+        capacity: { pods: String(pods + 10) },
+      }),
+      env: zun.env,
+    }),
+});
+
+const floorKubelet = (
   zun: ZunStack,
-  api: ZunApi,
   pods: number,
-  interval: string,
   intervalMs: number,
-  concurrency: number,
-) {
+  workers: number,
+): Kubelet => ({
+  start: (cluster: TestCluster, nodeName: string) =>
+    startFloorKubelet(cluster, nodeName, {
+      capacity: { cpu: String(pods), memory: `${16 * pods}Gi`, pods: String(pods + 10) },
+      concurrency: workers,
+      zun: { env: zun.env, nodeName, intervalMs },
+    }),
+});
+
+/** A Deployment of `pods` replicas on a node `kubelet` serves, to Running and deleted. */
+async function throughNode(api: ZunApi, pods: number, intervalMs: number, kubelet: Kubelet) {
   const cluster = await useCluster();
   const nodeName = `vk-zun-bench-${crypto.randomUUID().slice(0, 6)}`;
   const ns = await cluster.newNamespace("zun-bench");
-  const kubectl = cluster.kubectlIn(ns);
-  const node = await startVkubelet(cluster, {
-    nodeName,
-    provider: "zun",
-    args: [`--pod-sync-workers=${concurrency}`],
-    providerConfig: JSON.stringify({
-      statusInterval: interval,
-      exposePorts: false,
-      capacity: { pods: String(pods + 10) },
-    }),
-    env: zun.env,
-  });
-  const running = async () =>
-    (JSON.parse(await kubectl(["get", "pods", "-o", "json"])).items as Pod[])
-      .filter((p) => p.status?.phase === "Running").length;
-  const all = async () =>
-    (JSON.parse(await kubectl(["get", "pods", "-o", "json"])).items as Pod[]).length;
+  const node = await kubelet.start(cluster, nodeName);
   try {
-    const started = performance.now();
-    await kubectl(
-      ["apply", "-f", "-"],
-      JSON.stringify({
-        apiVersion: "apps/v1",
-        kind: "Deployment",
-        metadata: { name: "bench" },
-        spec: {
-          replicas: pods,
-          selector: { matchLabels: { app: "bench" } },
-          template: {
-            metadata: { labels: { app: "bench" } },
-            spec: {
-              nodeSelector: { "kubernetes.io/hostname": nodeName },
-              tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
-              terminationGracePeriodSeconds: 0,
-              automountServiceAccountToken: false,
-              enableServiceLinks: false,
-              containers: [{
-                name: "main",
-                image: "localhost/busybox:latest",
-                command: ["sleep", "3600"],
-                resources: { limits: { cpu: "100m", memory: "16Mi" } },
-              }],
-            },
-          },
-        },
-      }),
-    );
-    await until("pods Running", async () => (await running()) === pods, intervalMs);
-    const up = performance.now() - started;
-    const deleting = performance.now();
-    await kubectl(["delete", "deployment", "bench", "--wait=false"]);
-    await until(
-      "pods and capsules gone",
-      async () => (await all()) === 0 && (await capsulesOf(api, nodeName)).length === 0,
-      intervalMs,
-    );
-    return { running: up, gone: performance.now() - deleting };
+    const t = await timeRollout({
+      kubectl: cluster.kubectlIn(ns),
+      nodeName,
+      pods,
+      image: "localhost/busybox:latest",
+      requests: { cpu: "100m", memory: "16Mi" },
+      terminationGracePeriodSeconds: 0,
+      left: async () => (await capsulesOf(api, nodeName)).length,
+      everyMs: intervalMs,
+    });
+    return { running: t.upMs, gone: t.downMs };
   } finally {
     await node.stop();
     await cluster.kubectl(["delete", "node", nodeName, "--wait=false"]).catch(() => {});
@@ -192,15 +161,16 @@ async function throughVkubelet(
   }
 }
 
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
     options: {
       pods: { type: "string", default: "100" },
       interval: { type: "string", default: "1s" },
-      // sqlite under eventlet serialises Zun's writes: ten creates at once left a third of them in
-      // Error ("database is locked", placement conflicts); both sides send this many at a time.
-      concurrency: { type: "string", default: "2" },
+      // creates (floor) and pod sync workers (both kubelets) at once
+      concurrency: { type: "string", default: "10" },
     },
   });
   const pods = Number(values.pods);
@@ -208,9 +178,9 @@ if (import.meta.main) {
   const intervalMs = Number(/^(\d+)s$/.exec(values.interval!)?.[1] ?? 1) * 1000;
   const zun = await useZun();
   try {
-    const api = apiAs(zun.env);
+    const api = zunApiOf(zun.env);
     const project = await api.projectId();
-    await apiAs(zun.adminEnv).call("PUT", `/quotas/${project}`, {
+    await zunApiOf(zun.adminEnv).call("PUT", `/quotas/${project}`, {
       body: { containers: 10 * pods, cpu: 10 * pods, memory: 1024 * pods },
     });
     const load = (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
@@ -219,15 +189,38 @@ if (import.meta.main) {
     );
     const f = await floor(api, pods, intervalMs, concurrency);
     say(
-      `floor (zun-api directly): create → all Running ${(f.running / 1000).toFixed(1)} s; ` +
+      `floor (zun-api directly): create → all Running ${seconds(f.running)}; ` +
         `delete → all gone ${
-          (f.gone / 1000).toFixed(1)
-        } s; ${f.retries} creates retried after a 5xx, ${f.replaced} capsules in Error replaced`,
+          seconds(f.gone)
+        }; ${f.retries} creates retried after a 5xx, ${f.replaced} capsules in Error replaced`,
     );
-    const v = await throughVkubelet(zun, api, pods, values.interval!, intervalMs, concurrency);
+    const k = await throughNode(
+      api,
+      pods,
+      intervalMs,
+      floorKubelet(zun, pods, intervalMs, concurrency),
+    );
     say(
-      `vkubelet --provider zun: create → all Running ${(v.running / 1000).toFixed(1)} s; ` +
-        `delete → all gone, capsules gone ${(v.gone / 1000).toFixed(1)} s`,
+      `floor kubelet (apiserver path + the same capsules): create → all Running ${
+        seconds(k.running)
+      }; delete → all gone, capsules gone ${seconds(k.gone)}`,
+    );
+    const v = await throughNode(
+      api,
+      pods,
+      intervalMs,
+      vkubelet(zun, pods, values.interval!, concurrency),
+    );
+    say(
+      `vkubelet --provider zun: create → all Running ${seconds(v.running)}; ` +
+        `delete → all gone, capsules gone ${seconds(v.gone)}`,
+    );
+    say(
+      `ratio to zun-api directly: to Running ${(v.running / f.running).toFixed(2)}×, to gone ${
+        (v.gone / f.gone).toFixed(2)
+      }×; to the floor kubelet: ${(v.running / k.running).toFixed(2)}×, ${
+        (v.gone / k.gone).toFixed(2)
+      }×`,
     );
     const after = (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
     say(`load average after: ${after}`);

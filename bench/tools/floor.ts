@@ -3,7 +3,7 @@
  * cache, so its times are the limit this machine's apiserver sets. It registers a Ready node,
  * renews its Lease every 10 s, watches the pods bound to it, writes a Running status for each
  * new pod (one merge patch) and, once a pod has a deletion timestamp, deletes it with grace 0
- * (one DELETE). With a backend (`aci`, `slurm`) it first runs the pod there and waits until the
+ * (one DELETE). With a backend (`aci`, `slurm`, `zun`) it first runs the pod there and waits until the
  * backend says it runs, and removes it there before the DELETE. Run as its own process by the
  * bench:
  *
@@ -16,6 +16,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { Kube, KubeError } from "./kube.ts";
 import { aciFloorBackend, type AciFloorConfig } from "./floor_aci.ts";
 import { slurmFloorBackend, type SlurmFloorConfig } from "./floor_slurm.ts";
+import { zunFloorBackend, type ZunFloorConfig } from "./floor_zun.ts";
 
 /** What the bench hands the floor. */
 export interface FloorConfig {
@@ -34,6 +35,8 @@ export interface FloorConfig {
   aci?: AciFloorConfig;
   /** Run each pod as a SLURM job too (./floor_slurm.ts). */
   slurm?: SlurmFloorConfig;
+  /** Run each pod as a Zun capsule too (./floor_zun.ts). */
+  zun?: ZunFloorConfig;
 }
 
 /** The least a provider's kubelet asks of its backend for one pod. */
@@ -169,6 +172,8 @@ async function main(config: FloorConfig): Promise<void> {
     ? aciFloorBackend(config.aci, limiter)
     : config.slurm
     ? slurmFloorBackend(config.slurm, limiter)
+    : config.zun
+    ? zunFloorBackend(config.zun, limiter)
     : undefined;
   const handled = new Map<string, "running" | "deleting">();
   const handle = (pod: Pod): Promise<void> | undefined => {

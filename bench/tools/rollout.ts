@@ -17,6 +17,8 @@ export interface RolloutOptions {
   pods: number;
   /** The container's resource requests. */
   requests: Record<string, string>;
+  /** The container's image (default `busybox`). */
+  image?: string;
   /** What the backend still runs for the node (0 once all is gone). */
   left: () => number | Promise<number>;
   /** How often the pods are listed, in ms (default 1,000). */
@@ -53,7 +55,7 @@ export async function timeRollout(o: RolloutOptions): Promise<{ upMs: number; do
             : { terminationGracePeriodSeconds: o.terminationGracePeriodSeconds }),
           containers: [{
             name: "main",
-            image: "busybox",
+            image: o.image ?? "busybox",
             command: ["sleep", "3600"],
             resources: { requests: o.requests },
           }],
@@ -76,13 +78,14 @@ export async function timeRollout(o: RolloutOptions): Promise<{ upMs: number; do
 }
 
 /**
- * The floor kubelet (./floor.ts, with the backend `backend` names) on node `nodeName` as its own
- * process, with a node client certificate; resolves once its node is registered.
+ * The floor kubelet (./floor.ts, with the backend `backend` names, and at most `concurrency`
+ * writes in flight, 16 unless given) on node `nodeName` as its own process, with a node client
+ * certificate; resolves once its node is registered.
  */
 export async function startFloorKubelet(
   cluster: TestCluster,
   nodeName: string,
-  backend: Pick<FloorConfig, "capacity" | "aci" | "slurm">,
+  backend: Pick<FloorConfig, "capacity" | "aci" | "slurm" | "zun"> & { concurrency?: number },
 ): Promise<{ stop(): Promise<void> }> {
   const cert = await cluster.issueClientCert(`system:node:${nodeName}`, ["system:nodes"]);
   const config = {

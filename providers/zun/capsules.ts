@@ -19,6 +19,7 @@ import {
   type Logger,
   podKeyOf,
   type RemoteBackend,
+  type RemoteRead,
   type RemoteRun,
   TransientError,
 } from "../../provider/mod.ts";
@@ -58,13 +59,37 @@ export class ZunCapsules implements RemoteBackend {
   readonly #uuids = new Map<string, string>();
   /** Removals under way, by pod uid. */
   readonly #removing = new Map<string, Promise<void>>();
+  /** The listing in flight, which callers meanwhile share. */
+  #listing?: Promise<ZunCapsule[]>;
 
   constructor(options: ZunCapsulesOptions) {
     this.#o = options;
   }
 
-  /** Every capsule this project sees, following `next` pages. */
-  async all(signal?: AbortSignal): Promise<ZunCapsule[]> {
+  /**
+   * Every capsule this project sees, following `next` pages. Callers while a listing is in
+   * flight share it (zun-api builds each capsule of a listing with its containers: a hundred
+   * deletions listing at once kept its one worker busy). A caller whose signal aborts stops
+   * waiting; the listing itself is bounded by the API's request timeout.
+   */
+  all(signal?: AbortSignal): Promise<ZunCapsule[]> {
+    if (!this.#listing) {
+      const listing = this.#list().finally(() => {
+        if (this.#listing === listing) this.#listing = undefined;
+      });
+      this.#listing = listing;
+    }
+    const listing = this.#listing;
+    if (!signal) return listing;
+    return new Promise((resolve, reject) => {
+      const aborted = () => reject(signal.reason);
+      if (signal.aborted) return aborted();
+      signal.addEventListener("abort", aborted, { once: true });
+      listing.then(resolve, reject).finally(() => signal.removeEventListener("abort", aborted));
+    });
+  }
+
+  async #list(): Promise<ZunCapsule[]> {
     const capsules: ZunCapsule[] = [];
     let marker: string | undefined;
     for (;;) {
@@ -72,7 +97,6 @@ export class ZunCapsules implements RemoteBackend {
       const { body } = await this.#o.api.call<{ capsules: ZunCapsule[]; next?: string | null }>(
         "GET",
         `/capsules/${query}`,
-        { signal },
       );
       capsules.push(...body.capsules);
       if (!body.next || body.capsules.length === 0) return capsules;
@@ -96,6 +120,34 @@ export class ZunCapsules implements RemoteBackend {
   async read(pod: Pod, signal?: AbortSignal): Promise<RemoteRun | undefined> {
     const capsule = await this.#capsuleOf(pod, signal);
     return capsule && runOfCapsule(capsule, this.#o.now(), pod);
+  }
+
+  /**
+   * Every pod's capsule from one listing (which carries each capsule's containers, as a read of
+   * one does: zun/api/controllers/v1/capsules.py formats both with `format_capsule`), so the
+   * status poll costs zun-api one request an interval, not one a pod. A pod is found as
+   * {@link read} finds it: by its capsule's uuid, else by its uid label.
+   */
+  async readMany(reads: RemoteRead[], signal: AbortSignal): Promise<(RemoteRun | undefined)[]> {
+    const capsules = await this.all(signal);
+    const byUuid = new Map(capsules.map((c) => [c.uuid, c]));
+    const byUid = new Map<string, ZunCapsule>();
+    for (const c of capsules) {
+      const uid = c.labels?.[LABELS.uid];
+      if (uid) byUid.set(uid, c); // the listing is oldest first: the newest wins
+    }
+    const now = this.#o.now();
+    return reads.map(({ pod }) => {
+      const uid = pod.metadata?.uid ?? "";
+      const known = this.#uuids.get(uid);
+      const capsule = known ? byUuid.get(known) : byUid.get(uid);
+      if (!capsule) {
+        if (known) this.#uuids.delete(uid);
+        return undefined;
+      }
+      this.#uuids.set(uid, capsule.uuid);
+      return runOfCapsule(capsule, now, pod);
+    });
   }
 
   async make(pod: Pod, signal?: AbortSignal): Promise<void> {

@@ -92,3 +92,60 @@ Deno.test("a create that fails deletes the capsule Zun left for the pod", async 
   await assert.rejects(zun.capsules.make(pod), /creating the capsule of ns\/web failed/);
   assert.ok(zun.calls.includes("DELETE /capsules/c-1"), zun.calls.join(", "));
 });
+
+Deno.test("the status poll reads every pod from one listing, which callers at once share", async () => {
+  const made = (uuid: string, uid: string, status: string): ZunCapsule => ({
+    uuid,
+    name: `ns.${uid}`,
+    status,
+    labels: { [LABELS.node]: "vk", [LABELS.uid]: uid },
+    containers: [{ uuid: `${uuid}-c`, name: "x", status }],
+  } as ZunCapsule);
+  const calls: string[] = [];
+  let release = () => {};
+  const gate = new Promise<void>((r) => release = r);
+  const api = {
+    async call(method: string, path: string) {
+      calls.push(`${method} ${path}`);
+      await gate;
+      // oldest first, as Zun lists (sort_key id, asc): uid-2 was made twice
+      return {
+        status: 200,
+        body: {
+          capsules: [
+            made("a", "uid-1", "Running"),
+            made("b-old", "uid-2", "Error"),
+            made("b", "uid-2", "Creating"),
+          ],
+        },
+      };
+    },
+  } as unknown as ZunApi;
+  const capsules = new ZunCapsules({
+    api,
+    nodeName: "vk",
+    log: getLogger(["test"]),
+    exposePorts: false,
+    deleteTimeoutMs: 1_000,
+    sleep: () => Promise.resolve(),
+    now: () => 0,
+  });
+  const podOf = (uid: string): Pod => ({
+    metadata: { namespace: "ns", name: uid, uid },
+    spec: { containers: [{ name: "main", image: "busybox" }] },
+  });
+  const signal = new AbortController().signal;
+  const reads = [podOf("uid-1"), podOf("uid-2"), podOf("uid-3")].map((p) => ({ pod: p }));
+  const both = Promise.all([capsules.readMany(reads, signal), capsules.all()]);
+  release();
+  const [runs, listed] = await both;
+  assert.deepEqual(calls, ["GET /capsules/?limit=1000"], "one listing for the poll and all()");
+  assert.equal(listed.length, 3);
+  const stateOf = (i: number) => Object.keys(runs[i]?.containers.main.state ?? {});
+  assert.deepEqual(stateOf(0), ["running"]);
+  assert.ok(
+    !stateOf(1).includes("terminated"),
+    "uid-2's newest capsule (Creating), not the old one in Error",
+  );
+  assert.equal(runs[2], undefined, "a pod without a capsule is gone");
+});
