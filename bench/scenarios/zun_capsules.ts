@@ -51,7 +51,7 @@ async function floor(api: ZunApi, pods: number, intervalMs: number, concurrency:
   const started = performance.now();
   let retries = 0;
   let replaced = 0;
-  // A 5xx (sqlite busy in placement, under load) is retried, as the core retries the provider.
+  // A 5xx is retried, as the core retries the provider.
   const create = async (i: number): Promise<void> => {
     for (let attempt = 0;; attempt++) {
       try {
@@ -73,7 +73,7 @@ async function floor(api: ZunApi, pods: number, intervalMs: number, concurrency:
   }
   await until("floor capsules Running", async () => {
     const now = await capsulesOf(api, node);
-    // A capsule Zun failed (sqlite busy, placement conflicts under load) is replaced, as the
+    // A capsule Zun failed (no host, placement conflicts under load) is replaced, as the
     // provider replaces a run that ended in Error.
     for (const failed of now.filter((c) => c.status === "Error")) {
       replaced++;

@@ -7,7 +7,7 @@
  * cloud: mycloud            # the clouds.yaml entry (default: OS_CLOUD, else the OS_* variables)
  * serviceType: container    # Zun's type in keystone's catalog
  * apiVersion: "1.40"        # a fixed container API microversion (default: the newest both speak)
- * statusInterval: 5s        # each capsule is read this often
+ * statusInterval: 5s        # the capsules are read this often (one listing)
  * requestTimeout: 30s       # each call to keystone or Zun
  * pingTimeout: 8s           # the node's health check (under the core's 10 s)
  * deleteTimeout: 3m         # how long a deletion waits for the capsule to be gone

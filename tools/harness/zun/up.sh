@@ -1,8 +1,8 @@
 #!/bin/bash
 # Starts a real Zun on this machine, every listener on 127.0.0.1, state under $S/stack:
-#   RabbitMQ, MariaDB, podman's Docker-compatible API (the container engine), keystone 30.0.0,
-#   placement 16.0.0, a Neutron stand-in answering the one call zun-api makes
-#   (GET /v2.0/networks), zun-api and zun-compute 18.0.0 (Zun's docker driver on podman, the
+#   RabbitMQ, MariaDB, podman's Docker-compatible API (the container engine), keystone 30.0.0
+#   and placement 16.0.0 (gunicorn, serve.py), a Neutron stand-in (networks and security groups,
+#   fake_neutron.py), zun-api and zun-compute 18.0.0 (Zun's docker driver on podman, the
 #   zun_podmannet network driver). Every database is MariaDB's, as in a production OpenStack
 #   (on sqlite, writers under eventlet block each other and Zun loses capsules at a hundred).
 #   Run install.sh first.
