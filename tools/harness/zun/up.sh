@@ -159,7 +159,8 @@ $AUTH
 username = placement
 C
 # the schema once, before the workers start (sync_on_startup in each worker races)
-"$KV/bin/placement-manage" --config-file "$B/pl/placement.conf" db sync > "$B/logs/placement-db.out" 2>&1
+"$KV/bin/placement-manage" --config-file "$B/pl/placement.conf" db sync \
+  > "$B/logs/placement-db.out" 2>&1
 OS_PLACEMENT_CONFIG_DIR=$B/pl start placement \
   "$KV/bin/python" "$H/serve.py" placement.wsgi.api:application "$P_PL"
 
