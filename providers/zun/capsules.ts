@@ -59,27 +59,31 @@ export class ZunCapsules implements RemoteBackend {
   readonly #uuids = new Map<string, string>();
   /** Removals under way, by pod uid. */
   readonly #removing = new Map<string, Promise<void>>();
-  /** The listing in flight, which callers meanwhile share. */
+  /** The listing in flight. */
   #listing?: Promise<ZunCapsule[]>;
+  /** The listing to start once that one ends, shared by the callers that came meanwhile. */
+  #nextListing?: Promise<ZunCapsule[]>;
 
   constructor(options: ZunCapsulesOptions) {
     this.#o = options;
   }
 
   /**
-   * Every capsule this project sees, following `next` pages. Callers while a listing is in
-   * flight share it (zun-api builds each capsule of a listing with its containers: a hundred
-   * deletions listing at once kept its one worker busy). A caller whose signal aborts stops
-   * waiting; the listing itself is bounded by the API's request timeout.
+   * Every capsule this project sees, following `next` pages; always a listing that began after
+   * the call (one begun earlier may miss a capsule made since, which the status poll would read
+   * as lost). Callers that come while a listing is in flight share the next one (zun-api builds
+   * each capsule of a listing with its containers: a hundred deletions listing each on its own
+   * kept its one worker busy). A caller whose signal aborts stops waiting; the listing itself is
+   * bounded by the API's request timeout.
    */
   all(signal?: AbortSignal): Promise<ZunCapsule[]> {
-    if (!this.#listing) {
-      const listing = this.#list().finally(() => {
-        if (this.#listing === listing) this.#listing = undefined;
+    if (this.#listing && !this.#nextListing) {
+      this.#nextListing = this.#listing.catch(() => {}).then(() => {
+        this.#nextListing = undefined;
+        return this.#startListing();
       });
-      this.#listing = listing;
     }
-    const listing = this.#listing;
+    const listing = this.#nextListing ?? this.#startListing();
     if (!signal) return listing;
     return new Promise((resolve, reject) => {
       const aborted = () => reject(signal.reason);
@@ -87,6 +91,14 @@ export class ZunCapsules implements RemoteBackend {
       signal.addEventListener("abort", aborted, { once: true });
       listing.then(resolve, reject).finally(() => signal.removeEventListener("abort", aborted));
     });
+  }
+
+  #startListing(): Promise<ZunCapsule[]> {
+    const listing = this.#list().finally(() => {
+      if (this.#listing === listing) this.#listing = undefined;
+    });
+    this.#listing = listing;
+    return listing;
   }
 
   async #list(): Promise<ZunCapsule[]> {

@@ -93,7 +93,7 @@ Deno.test("a create that fails deletes the capsule Zun left for the pod", async 
   assert.ok(zun.calls.includes("DELETE /capsules/c-1"), zun.calls.join(", "));
 });
 
-Deno.test("the status poll reads every pod from one listing, which callers at once share", async () => {
+Deno.test("the status poll reads every pod from one listing, never one begun before it asked", async () => {
   const made = (uuid: string, uid: string, status: string): ZunCapsule => ({
     uuid,
     name: `ns.${uid}`,
@@ -101,24 +101,17 @@ Deno.test("the status poll reads every pod from one listing, which callers at on
     labels: { [LABELS.node]: "vk", [LABELS.uid]: uid },
     containers: [{ uuid: `${uuid}-c`, name: "x", status }],
   } as ZunCapsule);
-  const calls: string[] = [];
-  let release = () => {};
-  const gate = new Promise<void>((r) => release = r);
+  // oldest first, as Zun lists (sort_key id, asc): uid-2 was made twice
+  const stored = [made("a", "uid-1", "Running"), made("b-old", "uid-2", "Error")];
+  let listings = 0;
+  const gates: (() => void)[] = [];
   const api = {
     async call(method: string, path: string) {
-      calls.push(`${method} ${path}`);
-      await gate;
-      // oldest first, as Zun lists (sort_key id, asc): uid-2 was made twice
-      return {
-        status: 200,
-        body: {
-          capsules: [
-            made("a", "uid-1", "Running"),
-            made("b-old", "uid-2", "Error"),
-            made("b", "uid-2", "Creating"),
-          ],
-        },
-      };
+      assert.equal(`${method} ${path}`, "GET /capsules/?limit=1000");
+      listings++;
+      const snapshot = [...stored]; // what the database holds when the listing begins
+      await new Promise<void>((r) => gates.push(r));
+      return { status: 200, body: { capsules: snapshot } };
     },
   } as unknown as ZunApi;
   const capsules = new ZunCapsules({
@@ -135,17 +128,24 @@ Deno.test("the status poll reads every pod from one listing, which callers at on
     spec: { containers: [{ name: "main", image: "busybox" }] },
   });
   const signal = new AbortController().signal;
+  const early = capsules.all(); // e.g. a deletion's listing, in flight
+  stored.push(made("b", "uid-2", "Creating")); // a capsule made meanwhile
   const reads = [podOf("uid-1"), podOf("uid-2"), podOf("uid-3")].map((p) => ({ pod: p }));
-  const both = Promise.all([capsules.readMany(reads, signal), capsules.all()]);
-  release();
-  const [runs, listed] = await both;
-  assert.deepEqual(calls, ["GET /capsules/?limit=1000"], "one listing for the poll and all()");
-  assert.equal(listed.length, 3);
+  const poll = capsules.readMany(reads, signal);
+  const other = capsules.all();
+  const settled = Promise.all([early, poll, other]);
+  let done = false;
+  settled.finally(() => done = true);
+  while (!done) { // answer each listing in turn
+    gates.shift()?.();
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  const [first, runs, listed] = await settled;
+  assert.equal(first.length, 2);
+  assert.equal(listed.length, 3, "the listing the later callers got began after they asked");
+  assert.equal(listings, 2, "the two callers that came during the first listing shared the next");
   const stateOf = (i: number) => Object.keys(runs[i]?.containers.main.state ?? {});
   assert.deepEqual(stateOf(0), ["running"]);
-  assert.ok(
-    !stateOf(1).includes("terminated"),
-    "uid-2's newest capsule (Creating), not the old one in Error",
-  );
+  assert.ok(!stateOf(1).includes("terminated"), "uid-2's newest capsule, not the old one in Error");
   assert.equal(runs[2], undefined, "a pod without a capsule is gone");
 });
