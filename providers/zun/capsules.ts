@@ -59,6 +59,10 @@ export class ZunCapsules implements RemoteBackend {
   readonly #uuids = new Map<string, string>();
   /** Removals under way, by pod uid. */
   readonly #removing = new Map<string, Promise<void>>();
+  /** The capsules with each pod's uid label in the status poll's last listing, by pod uid. */
+  readonly #seen = new Map<string, string[]>();
+  /** Pods whose create failed: Zun may hold a capsule of theirs the provider never learnt of. */
+  readonly #doubtful = new Set<string>();
   /** The listing in flight. */
   #listing?: Promise<ZunCapsule[]>;
   /** The listing to start once that one ends, shared by the callers that came meanwhile. */
@@ -144,13 +148,17 @@ export class ZunCapsules implements RemoteBackend {
     const capsules = await this.all(signal);
     const byUuid = new Map(capsules.map((c) => [c.uuid, c]));
     const byUid = new Map<string, ZunCapsule>();
+    const labelled = new Map<string, string[]>();
     for (const c of capsules) {
       const uid = c.labels?.[LABELS.uid];
-      if (uid) byUid.set(uid, c); // the listing is oldest first: the newest wins
+      if (!uid) continue;
+      byUid.set(uid, c); // the listing is oldest first: the newest wins
+      labelled.set(uid, [...labelled.get(uid) ?? [], c.uuid]);
     }
     const now = this.#o.now();
     return reads.map(({ pod }) => {
       const uid = pod.metadata?.uid ?? "";
+      this.#seen.set(uid, labelled.get(uid) ?? []);
       const known = this.#uuids.get(uid);
       const capsule = known ? byUuid.get(known) : byUid.get(uid);
       if (!capsule) {
@@ -176,6 +184,7 @@ export class ZunCapsules implements RemoteBackend {
       });
       this.#uuids.set(pod.metadata!.uid!, made.uuid);
     } catch (err) {
+      this.#doubtful.add(pod.metadata!.uid!);
       if (signal?.aborted) throw err;
       await this.#cleanUpFailedCreate(pod, startedMs).catch((cleanup) =>
         this.#o.log.warning("cannot clean up after the failed create of {pod}: {err}", {
@@ -196,6 +205,8 @@ export class ZunCapsules implements RemoteBackend {
     const removal = this.#targets(pod, signal).then(async (uuids) => {
       for (const uuid of uuids) await this.#deleteCapsule(pod, uuid, signal);
       if (uuids.includes(this.#uuids.get(uid) ?? "")) this.#uuids.delete(uid);
+      this.#seen.delete(uid);
+      this.#doubtful.delete(uid);
     });
     const tracked = removal.catch(() => {}).finally(() => {
       if (this.#removing.get(uid) === tracked) this.#removing.delete(uid);
@@ -207,9 +218,16 @@ export class ZunCapsules implements RemoteBackend {
   /** The pod's capsules: the one it was made as, and any other with its uid label. */
   async #targets(pod: Pod, signal?: AbortSignal): Promise<string[]> {
     const uid = pod.metadata?.uid ?? "";
-    const labelled = (await this.all(signal)).filter((c) => c.labels?.[LABELS.uid] === uid);
     const known = this.#uuids.get(uid);
-    return [...new Set([...(known ? [known] : []), ...labelled.map((c) => c.uuid)])];
+    // Every capsule the provider makes is known by its uuid unless its create failed, so the
+    // poll's last listing tells the rest; after a failed create, or before any poll saw the pod,
+    // a listing of its own (zun-api takes about a second to list a hundred capsules: a hundred
+    // deletions listing each kept it busy).
+    const seen = this.#seen.get(uid);
+    const labelled = known && seen && !this.#doubtful.has(uid)
+      ? seen
+      : (await this.all(signal)).filter((c) => c.labels?.[LABELS.uid] === uid).map((c) => c.uuid);
+    return [...new Set([...(known ? [known] : []), ...labelled])];
   }
 
   /**

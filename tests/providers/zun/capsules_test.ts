@@ -149,3 +149,75 @@ Deno.test("the status poll reads every pod from one listing, never one begun bef
   assert.ok(!stateOf(1).includes("terminated"), "uid-2's newest capsule, not the old one in Error");
   assert.equal(runs[2], undefined, "a pod without a capsule is gone");
 });
+
+Deno.test("a delete takes the pod's capsules from the poll's listing, lists again after a failed create", async () => {
+  const calls: string[] = [];
+  let capsules: ZunCapsule[] = [];
+  let failCreate = false;
+  let made = 0;
+  const api = {
+    call(method: string, path: string) {
+      calls.push(`${method} ${path}`);
+      if (method === "POST") {
+        made++;
+        const capsule = {
+          uuid: `c-${made}`,
+          name: "ns.web",
+          status: "Running",
+          labels: { [LABELS.node]: "vk", [LABELS.uid]: "uid-1" },
+        } as ZunCapsule;
+        capsules.push(capsule); // Zun keeps it even when the answer is lost
+        if (failCreate) return Promise.reject(new ZunApiError(504, "gateway timeout"));
+        return Promise.resolve({ status: 202, body: capsule });
+      }
+      if (method === "DELETE") {
+        capsules = capsules.filter((c) => !path.endsWith(c.uuid));
+        return Promise.resolve({ status: 204, body: undefined });
+      }
+      if (path.startsWith("/capsules/?")) {
+        return Promise.resolve({ status: 200, body: { capsules } });
+      }
+      const found = capsules.find((c) => path.endsWith(c.uuid));
+      return found
+        ? Promise.resolve({ status: 200, body: found })
+        : Promise.reject(new NotFoundError("404"));
+    },
+  } as unknown as ZunApi;
+  const zun = new ZunCapsules({
+    api,
+    nodeName: "vk",
+    log: getLogger(["test"]),
+    exposePorts: false,
+    deleteTimeoutMs: 60_000,
+    sleep: () => Promise.resolve(),
+    now: () => 0,
+  });
+  const signal = new AbortController().signal;
+  const listings = () => calls.filter((c) => c.startsWith("GET /capsules/?")).length;
+  const uuids = () => capsules.map((c) => c.uuid);
+
+  await zun.make(pod, signal);
+  await zun.readMany([{ pod }], signal); // the status poll
+  const before = listings();
+  await zun.remove(pod, signal);
+  assert.equal(listings(), before, "no listing of its own: the poll's last one showed the pod");
+  assert.deepEqual(uuids(), []);
+
+  failCreate = true;
+  await zun.make(pod, signal).catch(() => {}); // Zun made c-2, the answer was lost
+  failCreate = false;
+  await zun.make(pod, signal); // c-3, known
+  await zun.readMany([{ pod }], signal);
+  const afterPoll = listings();
+  capsules.push(
+    {
+      uuid: "c-later",
+      name: "x",
+      status: "Running",
+      labels: { [LABELS.uid]: "uid-1" },
+    } as ZunCapsule,
+  );
+  await zun.remove(pod, signal);
+  assert.equal(listings(), afterPoll + 1, "after a failed create the delete lists for itself");
+  assert.deepEqual(uuids(), [], "every capsule of the pod deleted");
+});
