@@ -17,8 +17,8 @@ import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 import { startVkubelet } from "../../tools/cluster/vkubelet.ts";
 import { useZun, type ZunStack } from "../../tools/harness/zun.ts";
 import { capsuleCreateBody, LABELS } from "../../providers/zun/capsule.ts";
-import { type ZunApi, ZunApiError } from "../../providers/zun/zun_api.ts";
-import { capsulesOf, zunApiOf } from "../tools/floor_zun.ts";
+import type { ZunApi } from "../../providers/zun/zun_api.ts";
+import { capsulesOf, createCapsule, zunApiOf } from "../tools/floor_zun.ts";
 import { startFloorKubelet, timeRollout } from "../tools/rollout.ts";
 
 const say = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
@@ -51,21 +51,13 @@ async function floor(api: ZunApi, pods: number, intervalMs: number, concurrency:
   const started = performance.now();
   let retries = 0;
   let replaced = 0;
-  // A 5xx is retried, as the core retries the provider.
-  const create = async (i: number): Promise<void> => {
-    for (let attempt = 0;; attempt++) {
-      try {
-        await api.call("POST", "/capsules", {
-          body: capsuleCreateBody(benchPod(i, "bench"), { nodeName: node, exposePorts: false }),
-        });
-        return;
-      } catch (err) {
-        if (!(err instanceof ZunApiError) || err.status < 500 || attempt >= 5) throw err;
-        retries++;
-        await new Promise((r) => setTimeout(r, 1_000));
-      }
-    }
-  };
+  const create = (i: number) =>
+    createCapsule(
+      api,
+      capsuleCreateBody(benchPod(i, "bench"), { nodeName: node, exposePorts: false }),
+      undefined,
+      () => retries++,
+    );
   for (let i = 0; i < pods; i += concurrency) {
     await Promise.all(
       Array.from({ length: Math.min(concurrency, pods - i) }, (_, k) => create(i + k)),

@@ -47,22 +47,38 @@ export async function capsulesOf(api: ZunApi, node: string): Promise<ZunCapsule[
   return body.capsules.filter((c) => c.labels?.[LABELS.node] === node);
 }
 
+/**
+ * POSTs a capsule, sending again after a 5xx (up to 5 times, a second apart) as the core retries
+ * the provider; `send` wraps each POST (the floor kubelet's limiter), `onRetry` counts.
+ */
+export async function createCapsule(
+  api: ZunApi,
+  body: unknown,
+  send: (post: () => Promise<void>) => Promise<void> = (post) => post(),
+  onRetry: () => void = () => {},
+): Promise<void> {
+  for (let attempt = 0;; attempt++) {
+    try {
+      await send(() => api.call("POST", "/capsules", { body }).then(() => {}));
+      return;
+    } catch (err) {
+      if (!(err instanceof ZunApiError) || err.status < 500 || attempt >= 5) throw err;
+      onRetry();
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+  }
+}
+
 /** The floor's zun-api calls for one pod; see the module doc. */
 export function zunFloorBackend(floor: ZunFloorConfig, limit: Limit): FloorBackend {
   const api = zunApiOf(floor.env);
   const key = (pod: Pod) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
-  const create = async (pod: Pod): Promise<void> => {
-    const body = capsuleCreateBody(pod, { nodeName: floor.nodeName, exposePorts: false });
-    for (let attempt = 0;; attempt++) {
-      try {
-        await limit.run(() => api.call("POST", "/capsules", { body }).then(() => {}));
-        return;
-      } catch (err) {
-        if (!(err instanceof ZunApiError) || err.status < 500 || attempt >= 5) throw err;
-        await new Promise((r) => setTimeout(r, 1_000));
-      }
-    }
-  };
+  const create = (pod: Pod) =>
+    createCapsule(
+      api,
+      capsuleCreateBody(pod, { nodeName: floor.nodeName, exposePorts: false }),
+      (post) => limit.run(post),
+    );
   /** Waiters on a pod's capsule, settled by the one listing each interval. */
   const waiting = new Map<string, (capsule: ZunCapsule | undefined) => boolean>();
   let listing: Promise<void> | undefined;

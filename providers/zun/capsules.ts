@@ -147,20 +147,18 @@ export class ZunCapsules implements RemoteBackend {
   async readMany(reads: RemoteRead[], signal: AbortSignal): Promise<(RemoteRun | undefined)[]> {
     const capsules = await this.all(signal);
     const byUuid = new Map(capsules.map((c) => [c.uuid, c]));
-    const byUid = new Map<string, ZunCapsule>();
-    const labelled = new Map<string, string[]>();
+    const labelled = new Map<string, string[]>(); // pod uid → its capsules, oldest first
     for (const c of capsules) {
       const uid = c.labels?.[LABELS.uid];
-      if (!uid) continue;
-      byUid.set(uid, c); // the listing is oldest first: the newest wins
-      labelled.set(uid, [...labelled.get(uid) ?? [], c.uuid]);
+      if (uid) labelled.set(uid, [...labelled.get(uid) ?? [], c.uuid]);
     }
     const now = this.#o.now();
     return reads.map(({ pod }) => {
       const uid = pod.metadata?.uid ?? "";
-      this.#seen.set(uid, labelled.get(uid) ?? []);
+      const mine = labelled.get(uid) ?? [];
+      this.#seen.set(uid, mine);
       const known = this.#uuids.get(uid);
-      const capsule = known ? byUuid.get(known) : byUid.get(uid);
+      const capsule = byUuid.get(known ?? mine.at(-1) ?? ""); // the listing is oldest first
       if (!capsule) {
         if (known) this.#uuids.delete(uid);
         return undefined;

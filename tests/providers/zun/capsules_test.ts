@@ -18,6 +18,19 @@ const pod: Pod = {
   spec: { containers: [{ name: "main", image: "busybox" }] },
 };
 
+/** The backend on `api`, with a clock that stands still and sleeps that return at once. */
+function backendOn(api: ZunApi): ZunCapsules {
+  return new ZunCapsules({
+    api,
+    nodeName: "vk",
+    log: getLogger(["test"]),
+    exposePorts: false,
+    deleteTimeoutMs: 60_000,
+    sleep: () => Promise.resolve(),
+    now: () => 0,
+  });
+}
+
 /** A Zun whose capsule goes through `statuses` (one per GET), recording every call. */
 function scripted(statuses: (string | undefined)[], options: { failCreate?: boolean } = {}) {
   const calls: string[] = [];
@@ -114,15 +127,7 @@ Deno.test("the status poll reads every pod from one listing, never one begun bef
       return { status: 200, body: { capsules: snapshot } };
     },
   } as unknown as ZunApi;
-  const capsules = new ZunCapsules({
-    api,
-    nodeName: "vk",
-    log: getLogger(["test"]),
-    exposePorts: false,
-    deleteTimeoutMs: 1_000,
-    sleep: () => Promise.resolve(),
-    now: () => 0,
-  });
+  const capsules = backendOn(api);
   const podOf = (uid: string): Pod => ({
     metadata: { namespace: "ns", name: uid, uid },
     spec: { containers: [{ name: "main", image: "busybox" }] },
@@ -183,15 +188,7 @@ Deno.test("a delete takes the pod's capsules from the poll's listing, lists agai
         : Promise.reject(new NotFoundError("404"));
     },
   } as unknown as ZunApi;
-  const zun = new ZunCapsules({
-    api,
-    nodeName: "vk",
-    log: getLogger(["test"]),
-    exposePorts: false,
-    deleteTimeoutMs: 60_000,
-    sleep: () => Promise.resolve(),
-    now: () => 0,
-  });
+  const zun = backendOn(api);
   const signal = new AbortController().signal;
   const listings = () => calls.filter((c) => c.startsWith("GET /capsules/?")).length;
   const uuids = () => capsules.map((c) => c.uuid);

@@ -7,7 +7,7 @@
  * harness's stand-in) and removed with the pod.
  */
 import assert from "node:assert/strict";
-import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
+import type { ContainerPort, Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../../base/clock.ts";
 import { getLogger } from "../../../base/log.ts";
 import { isInvalidInput, isNotSupported, type ProviderDeps } from "../../../provider/mod.ts";
@@ -26,6 +26,21 @@ function deps(signal: AbortSignal): ProviderDeps {
     internalIp: "127.0.0.1",
     daemonPort: 10250,
     signal,
+  };
+}
+
+/** A pod in default that sleeps, its name `prefix` and a time, with `ports` if given. */
+function sleepingPod(prefix: string, ports?: ContainerPort[]): Pod {
+  return {
+    metadata: { namespace: "default", name: `${prefix}-${Date.now()}`, uid: crypto.randomUUID() },
+    spec: {
+      containers: [{
+        name: "main",
+        image: "localhost/busybox:latest",
+        command: ["sleep", "600"],
+        ...(ports ? { ports } : {}),
+      }],
+    },
   };
 }
 
@@ -128,20 +143,7 @@ Deno.test({
             const node: Node = { metadata: { name: "n" }, status: {} };
             p.configureNode(node);
             assert.ok(Number(node.status?.capacity?.pods) > 0, JSON.stringify(node.status));
-            const pod: Pod = {
-              metadata: {
-                namespace: "default",
-                name: `logs-${Date.now()}`,
-                uid: crypto.randomUUID(),
-              },
-              spec: {
-                containers: [{
-                  name: "main",
-                  image: "localhost/busybox:latest",
-                  command: ["sleep", "600"],
-                }],
-              },
-            };
+            const pod = sleepingPod("logs");
             await p.createPod(pod, { signal: AbortSignal.timeout(60_000) });
             try {
               const ref = { namespace: "default", pod: pod.metadata!.name!, container: "main" };
@@ -195,21 +197,10 @@ Deno.test({
           const { token } = await demoToken(zun);
           const before = new Set((await securityGroups(zun, token)).map((g) => g.name));
           await withProvider(zun.env, async (p) => {
-            const pod: Pod = {
-              metadata: {
-                namespace: "default",
-                name: `web-${Date.now()}`,
-                uid: crypto.randomUUID(),
-              },
-              spec: {
-                containers: [{
-                  name: "main",
-                  image: "localhost/busybox:latest",
-                  command: ["sleep", "600"],
-                  ports: [{ containerPort: 8080 }, { containerPort: 5353, protocol: "UDP" }],
-                }],
-              },
-            };
+            const pod = sleepingPod("web", [
+              { containerPort: 8080 },
+              { containerPort: 5353, protocol: "UDP" },
+            ]);
             const { namespace, name } = pod.metadata as { namespace: string; name: string };
             await p.createPod(pod, { signal: AbortSignal.timeout(60_000) });
             try {
