@@ -98,6 +98,8 @@ export {
 export { type RemotePodCalls, RemotePodsProvider } from "./remote_provider.ts";
 export { qosClass } from "./qos.ts";
 export { effectiveSecurityContext } from "./security_context.ts";
+/** Whether a URL is safe for a credential: https, or plain http to this machine only. */
+export { credentialUrlProblem } from "./credential_url.ts";
 export { formatLogTime, linesToStream } from "./log_stream.ts";
 export { formatTime } from "../k8s/micro_time.ts";
 export type { Clock } from "../base/clock.ts";

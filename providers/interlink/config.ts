@@ -25,6 +25,7 @@
  */
 import { z } from "zod";
 import {
+  credentialUrlProblem,
   durationField,
   type ParsedConfig,
   parseProviderConfig,
@@ -44,10 +45,15 @@ const bytes = (fallback: string) =>
     return Math.floor(n);
   });
 
-/** Whether `url`'s host is this machine: 127.0.0.0/8, ::1 or localhost. */
-function loopbackHost(url: string): boolean {
-  const host = new URL(url).hostname.toLowerCase();
-  return host === "localhost" || host === "[::1]" || /^127(\.\d{1,3}){3}$/.test(host);
+/** `url` with its scheme in lower case (`HTTP://` → `http://`), as the client and its log
+ * redaction compare it. */
+function lowerScheme(url: string): string {
+  return url.replace(/^[A-Za-z][A-Za-z0-9+.-]*:/, (scheme) => scheme.toLowerCase());
+}
+
+/** Whether `url` is https, read from the parsed URL (`HTTPS://` is https too). */
+function isHttps(url: string | undefined): boolean {
+  return url !== undefined && URL.parse(url)?.protocol === "https:";
 }
 
 /** The interlink provider's config schema. */
@@ -59,7 +65,7 @@ export const interlinkConfigSchema = z.strictObject({
   url: z.url({
     protocol: /^https?$/,
     error: "must be an http:// or https:// URL such as http://127.0.0.1:3000",
-  }).optional(),
+  }).transform(lowerScheme).optional(),
   socket: z.string().min(1, { error: "must be the path of a unix socket" }).optional(),
   tokenFile: z.string().min(1).optional(),
   caFile: z.string().min(1).optional(),
@@ -94,18 +100,24 @@ export const interlinkConfigSchema = z.strictObject({
       message: "give exactly one of url (http:// or https://) and socket (a unix socket path)",
     });
   }
-  // The token is a bearer credential: over plain http to another host anyone on the path reads
-  // it, and replays it against interLink. Loopback traffic never leaves the machine.
-  if (c.tokenFile && c.url?.startsWith("http:") && !loopbackHost(c.url)) {
+  // The token is a bearer credential, and so is a password in the url: over plain http to
+  // another host anyone on the path reads it, and replays it against interLink. Loopback traffic
+  // never leaves the machine. The parsed URL decides (zod accepts `HTTP://`).
+  const problem = c.url === undefined ? undefined : credentialUrlProblem(c.url);
+  const secret = c.tokenFile
+    ? "tokenFile is set: the bearer token"
+    : c.url && URL.parse(c.url)?.password
+    ? "the url has a password: it"
+    : undefined;
+  if (problem && secret) {
     ctx.addIssue({
       code: "custom",
       path: ["url"],
-      message: `is plain http to ${new URL(c.url).host}, which is not this machine, and ` +
-        "tokenFile is set: the bearer token would travel in clear; use an https:// url (with " +
+      message: `is ${problem}, and ${secret} would travel in clear; use an https:// url (with ` +
         "caFile if its CA is private), a socket, or an http:// url on 127.0.0.1 (a local proxy)",
     });
   }
-  if (c.caFile && !c.url?.startsWith("https:")) {
+  if (c.caFile && !isHttps(c.url)) {
     ctx.addIssue({
       code: "custom",
       path: ["caFile"],
@@ -120,7 +132,7 @@ export const interlinkConfigSchema = z.strictObject({
         ": mutual TLS takes the client certificate and its key",
     });
   }
-  if (c.certFile && !c.url?.startsWith("https:")) {
+  if (c.certFile && !isHttps(c.url)) {
     ctx.addIssue({
       code: "custom",
       path: ["certFile"],

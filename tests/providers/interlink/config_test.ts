@@ -55,3 +55,39 @@ Deno.test("the provider does not start with a token over plain http to another h
     (err: Error) => isInvalidInput(err) && /travel in clear/.test(err.message),
   );
 });
+
+Deno.test("a tokenFile with an upper-case HTTP:// url to another host is refused: the parsed scheme decides", () => {
+  // Strings only: config validation never dials them.
+  for (const url of ["HTTP://10.0.0.1:3000", "Http://interlink.example:3000"]) {
+    const parsed = parseInterlinkConfig({ ...TOKEN, url });
+    assert.ok(!parsed.ok, `${url} was accepted`);
+    assert.match(
+      parsed.errors.join("\n"),
+      /^url: is plain http to .*, which is not this machine, and tokenFile is set/m,
+    );
+  }
+  const loopback = parseInterlinkConfig({ ...TOKEN, url: "HTTP://127.0.0.1:3000" });
+  assert.ok(loopback.ok, !loopback.ok ? loopback.errors.join("; ") : "");
+});
+
+Deno.test("a password in a plain http url to another host is refused, with or without a tokenFile", () => {
+  const parsed = parseInterlinkConfig({ target: "plugin", url: "http://vk:s3cret@10.0.0.1:3000" });
+  assert.ok(!parsed.ok, "the password would go in clear");
+  assert.match(parsed.errors.join("\n"), /^url: is plain http to 10\.0\.0\.1:3000.*password/m);
+  for (const url of ["https://vk:s3cret@interlink.example", "http://vk:s3cret@127.0.0.1:3000"]) {
+    const ok = parseInterlinkConfig({ target: "plugin", url });
+    assert.ok(ok.ok, `${url}: ${!ok.ok && ok.errors}`);
+  }
+});
+
+Deno.test("an upper-case HTTPS:// url takes caFile and client certificates, and reaches the client in lower case", () => {
+  const parsed = parseInterlinkConfig({
+    ...TOKEN,
+    url: "HTTPS://interlink.example:3000",
+    caFile: "/etc/interlink/ca.pem",
+    certFile: "/etc/interlink/tls.crt",
+    keyFile: "/etc/interlink/tls.key",
+  });
+  assert.ok(parsed.ok, !parsed.ok ? parsed.errors.join("; ") : "");
+  assert.equal(parsed.config.url, "https://interlink.example:3000");
+});
