@@ -17,7 +17,12 @@ import type { KubeClient } from "../k8s/mod.ts";
 import type { Provider } from "../provider/mod.ts";
 import { podKeyOf } from "../provider/mod.ts";
 import type { CallSlots, HealthSource, NodeApi, NodeSide } from "../core/node/mod.ts";
-import { ConfigSources, type PodController, SharedPodInformer } from "../core/pods/mod.ts";
+import {
+  ConfigSources,
+  type EventRecorder,
+  type PodController,
+  SharedPodInformer,
+} from "../core/pods/mod.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
 import type { Tracer } from "../core/tracing.ts";
 import type { KubeletApiDeps } from "../core/kubelet_api/types.ts";
@@ -59,6 +64,8 @@ export interface NodeSetDeps {
   tracer?: Tracer;
   /** The provider of each node, by node name. */
   providers: Map<string, Provider>;
+  /** Each node's event recorder, shared with its provider; default: the controller's own. */
+  recorders?: Map<string, EventRecorder>;
   /** The kubelet API deps every node shares (authentication, streaming). */
   apiBase: Pick<KubeletApiDeps, "auth" | "streaming" | "clock" | "metrics" | "tracer">;
 }
@@ -254,6 +261,7 @@ export class NodeSet {
       pods: {
         configSources: this.#configSources,
         onUnsentEvents: (count) => this.#unsentEvents += count,
+        recorder: this.#deps.recorders?.get(entry.name),
       },
     });
     return { entry, provider, side, pods, stop: new AbortController() };

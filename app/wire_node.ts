@@ -32,7 +32,7 @@ export interface WireNodeDeps {
   /** The node side's extras (`--nodes`: renewal phase and shared call slots; a standby's health). */
   side?: Pick<NodeSideDeps, "leasePhase" | "slots" | "health">;
   /** The pod controller's extras (a standby's warm caches; shared watches and event counts). */
-  pods?: Pick<PodControllerDeps, "caches" | "configSources" | "onUnsentEvents">;
+  pods?: Pick<PodControllerDeps, "caches" | "configSources" | "onUnsentEvents" | "recorder">;
   /** Spans for the node's pod syncs; none when tracing is off. */
   tracer?: Tracer;
 }

@@ -283,6 +283,28 @@ export interface ProviderDeps {
    * createPod, updatePod and deletePod are fenced already). Absent without leader election.
    */
   fence?: WriteFence;
+  /**
+   * The node's event recorder, the one the core records its own pod events with: rate-limited
+   * per pod and aggregated as the kubelet's (client-go tools/record). Providers record through
+   * `podEventSink` (./events.ts) rather than calling it directly. Absent in unit tests that give none.
+   */
+  events?: PodEventRecorder;
+}
+
+/** One event on a pod, as a provider records it. */
+export interface ProviderPodEvent {
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
+  /** `spec.containers{name}` for a container's event. */
+  fieldPath?: string;
+  /** `source.component` when not the node's (`kubelet`): e.g. `vkubelet-aci` for relayed events. */
+  component?: string;
+}
+
+/** Records events on pods in the background; never throws, never waits. */
+export interface PodEventRecorder {
+  record(pod: Pod, event: ProviderPodEvent): void;
 }
 
 /** Builds a provider from its parsed config file (`undefined` without `--provider-config`). */

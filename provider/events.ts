@@ -1,10 +1,11 @@
 /**
- * Events a provider records on a pod (sizes rounded, backend events relayed, restarts), written
- * with vkubelet's own API client under the provider's own `source.component`. Best effort:
- * recording never throws and never delays the pod's work.
+ * Events a provider records on a pod (sizes rounded, backend events relayed, restarts), through
+ * the node's own recorder (`deps.events`): the same per-pod rate limit and aggregation as the
+ * core's events and the kubelet's (client-go tools/record), under the provider's own
+ * `source.component`. Best effort: recording never throws and never delays the pod's work.
  * @module
  */
-import type { Event, Pod } from "kubernetes-types/core/v1.d.ts";
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { ProviderDeps } from "./contract.ts";
 
 /** Records one event on a pod. */
@@ -16,8 +17,8 @@ export type PodEventSink = (
 ) => void;
 
 /**
- * An event sink on the typed client's events API (`deps.kube.events`), as `component`; without
- * one (unit tests) events are only logged.
+ * An event sink on the node's recorder (`deps.events`), as `component`; every event is also
+ * logged, and without a recorder (unit tests) only logged.
  *
  * @example Recording that a pod's size was rounded
  * ```ts ignore
@@ -26,36 +27,12 @@ export type PodEventSink = (
  * ```
  */
 export function podEventSink(
-  deps: Pick<ProviderDeps, "kube" | "nodeName" | "log" | "clock">,
+  deps: Pick<ProviderDeps, "events" | "log">,
   component: string,
 ): PodEventSink {
-  const events = deps.kube?.events;
-  let serial = 0;
   return (pod, type, reason, message) => {
     const { namespace = "", name = "", uid } = pod.metadata ?? {};
     deps.log.info("{pod}: {reason}: {message}", { pod: `${namespace}/${name}`, reason, message });
-    if (!events || !uid) return;
-    const now = new Date(deps.clock.now()).toISOString().replace(/\.\d+Z$/, "Z");
-    const event: Event = {
-      apiVersion: "v1",
-      kind: "Event",
-      metadata: {
-        name: `${name}.${(deps.clock.now() * 1000 + (++serial % 1000)).toString(16)}`,
-        namespace,
-      },
-      involvedObject: { apiVersion: "v1", kind: "Pod", namespace, name, uid },
-      type,
-      reason,
-      message,
-      source: { component, host: deps.nodeName },
-      reportingComponent: component,
-      reportingInstance: deps.nodeName,
-      firstTimestamp: now,
-      lastTimestamp: now,
-      count: 1,
-    };
-    events.create(namespace, event).catch((err) => {
-      deps.log.debug("event not recorded: {err}", { err: String(err) });
-    });
+    if (uid) deps.events?.record(pod, { type, reason, message, component });
   };
 }

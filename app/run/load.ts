@@ -11,6 +11,7 @@ import type { Provider } from "../../provider/mod.ts";
 import { isKubeConfigError, loadKubeConfig } from "../../k8s/mod.ts";
 import type { LeadershipFence } from "../../k8s/leader_election/mod.ts";
 import type { VkubeletMetrics } from "../../core/metrics.ts";
+import { EventRecorder } from "../../core/pods/mod.ts";
 import { loadProvider, ProviderLoadError } from "../provider_loader.ts";
 import { type NodeIdentity, startNodeIdentity } from "../node_identity.ts";
 import { highAvailabilityProblem } from "../leader_run.ts";
@@ -44,6 +45,8 @@ export interface LoadOptions {
 /** The clients, a provider per node (by name) and the TLS bootstrap identity, if any. */
 export interface Loaded extends Clients {
   providers: Map<string, Provider>;
+  /** Each node's event recorder, by node name: its provider's and its pod controller's. */
+  recorders: Map<string, EventRecorder>;
   identity?: NodeIdentity;
 }
 
@@ -91,14 +94,17 @@ export async function connectAndLoad(
     throw new StartupConfigError(problems, { transient });
   }
   const providers = new Map<string, Provider>();
+  const recorders = new Map(
+    options.entries.map((entry) => [entry.name, nodeRecorder(entry, deps, clients)]),
+  );
   try {
-    problems.push(...await loadProviders(config, deps, options, clients, providers));
+    problems.push(...await loadProviders(config, deps, options, clients, { providers, recorders }));
     const haProblem = problems.length === 0
       ? highAvailabilityProblem(config, providers.values().next().value!)
       : undefined;
     if (haProblem) problems.push(haProblem);
     if (problems.length > 0) throw new StartupConfigError(problems);
-    return { ...clients, providers, identity };
+    return { ...clients, providers, recorders, identity };
   } catch (err) {
     await Promise.all([...providers.values()].map((p) => p.close?.()));
     clients.close();
@@ -107,14 +113,28 @@ export async function connectAndLoad(
   }
 }
 
+/**
+ * The node's event recorder, made before its provider so that both record through it: one rate
+ * limit and one aggregation per pod, whoever records (the kubelet has one recorder per node).
+ */
+function nodeRecorder(entry: NodeEntry, deps: RunDeps, clients: Clients): EventRecorder {
+  return new EventRecorder({
+    api: clients.kube.events,
+    clock: deps.clock,
+    log: getLogger(["vkubelet", "pods"]).with({ node: entry.name }),
+    nodeName: entry.name,
+  });
+}
+
 /** Loads every node's provider into `providers`; the load problems, each once. */
 async function loadProviders(
   config: Config,
   deps: RunDeps,
   options: LoadOptions,
   clients: Clients,
-  providers: Map<string, Provider>,
+  nodes: Pick<Loaded, "providers" | "recorders">,
 ): Promise<string[]> {
+  const { providers, recorders } = nodes;
   const problems: string[] = [];
   const loaded = await Promise.allSettled(options.entries.map(async (entry) => {
     const provider = await (deps.loadProvider ?? loadProvider)({
@@ -130,6 +150,7 @@ async function loadProviders(
         kube: clients.kube,
         // The provider's own clients (a second cluster, a cloud API) write only while we lead.
         fence: options.fence,
+        events: recorders.get(entry.name),
       },
     });
     providers.set(entry.name, provider);

@@ -10,6 +10,7 @@ import { getLogger } from "../../base/log.ts";
 import type { Provider } from "../../provider/mod.ts";
 import type { KubeClient } from "../../k8s/mod.ts";
 import type { VkubeletMetrics } from "../../core/metrics.ts";
+import type { EventRecorder } from "../../core/pods/mod.ts";
 import { type CertificateSource, sharedCertificates } from "../../x509/mod.ts";
 import { wireNode } from "../wire_node.ts";
 import { observePodController, serveMetrics } from "../metrics_server.ts";
@@ -43,6 +44,7 @@ export async function serveOneNode(ctx: ServeContext): Promise<void> {
     internalIp,
     metrics,
     certificates: serving,
+    recorder: loaded.recorders.get(config.nodeName),
   };
   // ── Leader election (issue 21): a warm standby that runs the writers below (leadTerm)
   // only while it holds the lease; see app/leader_run.ts.
@@ -87,6 +89,8 @@ interface Parts {
   cleanups?: (() => void)[];
   /** The serving certificate started at start-up, if it comes from a CSR. */
   certificates?: CertificateSource;
+  /** The node's event recorder, shared with its provider (./load.ts). */
+  recorder?: EventRecorder;
 }
 
 /** Starts the kubelet API, the node side and the pods, in that order, each awaited ready. */
@@ -102,7 +106,7 @@ async function start(config: Config, deps: RunDeps, parts: Parts): Promise<void>
     metrics,
     internalIp,
     side: { health: warm?.health },
-    pods: { caches: warm?.caches },
+    pods: { caches: warm?.caches, recorder: parts.recorder },
     tracer,
   });
   const api = await createKubeletApiServer(config, {

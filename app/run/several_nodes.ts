@@ -26,7 +26,7 @@ const HEARTBEAT_CONCURRENCY = 64;
 /** Serves every node of `ctx.entries` until `ctx.deps.signal` aborts; see the module doc. */
 export async function serveNodeSet(ctx: ServeContext): Promise<void> {
   const { config, deps, entries, loaded, metrics, loops, log } = ctx;
-  const { kube, heartbeat, reviews, providers } = loaded;
+  const { kube, heartbeat, reviews, providers, recorders } = loaded;
   const { signal, clock } = deps;
   const auth = await authFor(config, kube, reviews);
   const nodes = heartbeat.nodes.informer({
@@ -43,6 +43,7 @@ export async function serveNodeSet(ctx: ServeContext): Promise<void> {
     metrics,
     tracer: deps.tracer,
     providers,
+    recorders,
     apiBase: {
       clock,
       metrics,

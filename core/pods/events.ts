@@ -30,6 +30,8 @@ export interface PodEvent {
   message: string;
   /** `spec.containers{name}` for container events. */
   fieldPath?: string;
+  /** `source.component` when not the recorder's (a provider's relayed events). */
+  component?: string;
 }
 
 /** Options for {@link EventRecorder}. */
@@ -126,6 +128,16 @@ export class EventRecorder {
     };
   }
 
+  /**
+   * Sets what the recorder learns only once its pod controller exists (the recorder is made
+   * before the provider, which records through it too): when to hold events back, and who is
+   * told of events a shutdown dropped.
+   */
+  attach(options: Pick<EventRecorderOptions, "holdWhile" | "onUnsent">): void {
+    if (options.holdWhile) this.#o.holdWhile = options.holdWhile;
+    if (options.onUnsent) this.#o.onUnsent = options.onUnsent;
+  }
+
   /** Events waiting to be sent. */
   get queued(): number {
     return this.#queue.length - this.#head;
@@ -185,7 +197,14 @@ export class EventRecorder {
       }
       return;
     }
-    const key = [event.fieldPath ?? "", event.type, event.reason, event.message].join("\0");
+    const key = [
+      event.component ?? "",
+      event.fieldPath ?? "",
+      event.type,
+      event.reason,
+      event.message,
+    ]
+      .join("\0");
     this.#queue.push({ pod: ref, event, key, now: this.#o.clock.now() });
     this.#draining ??= this.#drain().finally(() => this.#draining = undefined);
   }
@@ -362,8 +381,8 @@ export class EventRecorder {
       type: event.type,
       reason: event.reason,
       message: event.message,
-      source: { component: this.#o.component, host: this.#o.nodeName },
-      reportingComponent: this.#o.component,
+      source: { component: event.component ?? this.#o.component, host: this.#o.nodeName },
+      reportingComponent: event.component ?? this.#o.component,
       reportingInstance: this.#o.nodeName,
       firstTimestamp: timestamp,
       lastTimestamp: timestamp,

@@ -62,9 +62,9 @@ export interface PodControllerDeps {
   allocatable?: () => ResourceList;
   /** Pods of DaemonSets: `skip` (default) never hands them to the provider; `run` does. */
   daemonSetPods?: DaemonSetPodPolicy;
-  /** Defaults to a recorder writing through `api.events`. */
+  /** The node's recorder, shared with its provider; default: one writing through `api.events`. */
   recorder?: EventRecorder;
-  /** For that default recorder: see `EventRecorderOptions.onUnsent`. */
+  /** For the recorder: see `EventRecorderOptions.onUnsent`. */
   onUnsentEvents?: (count: number) => void;
   /**
    * Caches someone else runs (a `--leader-elect` standby's): the controller starts from them,
@@ -252,6 +252,28 @@ export class PodController {
     }
   }
 
+  /** The given recorder (shared with the provider) or one of its own, holding for `ctx`. */
+  #recorder(ctx: () => PodContext): EventRecorder {
+    const d = this.#deps;
+    const attached = {
+      // Status first: events wait while a backlog of pods (ten or more) wait for their sync
+      // or their status write; a single pod's events are not held back.
+      holdWhile: () => ctx().syncQueue.length + ctx().statusQueue.length >= EVENT_HOLD_BACKLOG,
+      ...(d.onUnsentEvents ? { onUnsent: d.onUnsentEvents } : {}),
+    };
+    if (d.recorder) {
+      d.recorder.attach(attached);
+      return d.recorder;
+    }
+    return new EventRecorder({
+      api: d.api.events,
+      clock: d.clock,
+      log: d.log,
+      nodeName: d.nodeName,
+      ...attached,
+    });
+  }
+
   #buildContext(pods: InformerLike<Pod>): PodContext {
     const d = this.#deps;
     const workers = d.workers ?? 10;
@@ -265,16 +287,7 @@ export class PodController {
       clock: d.clock,
       log: d.log,
       pods,
-      recorder: d.recorder ?? new EventRecorder({
-        api: d.api.events,
-        clock: d.clock,
-        log: d.log,
-        nodeName: d.nodeName,
-        // Status first: events wait while a backlog of pods (ten or more) wait for their sync
-        // or their status write; a single pod's events are not held back.
-        holdWhile: () => ctx.syncQueue.length + ctx.statusQueue.length >= EVENT_HOLD_BACKLOG,
-        ...(d.onUnsentEvents ? { onUnsent: d.onUnsentEvents } : {}),
-      }),
+      recorder: this.#recorder(() => ctx),
       configSources: this.#caches.configSources,
       envSources: this.#envSources(() => ctx.configSources),
       resolvedParts: new SharedParts(),

@@ -5,7 +5,7 @@
  */
 import { configure, getLogger, type Logger, type LogRecord, reset } from "@logtape/logtape";
 import type { Event } from "kubernetes-types/core/v1.d.ts";
-import type { ProviderKubeClient } from "../../../provider/mod.ts";
+import type { PodEventRecorder, ProviderKubeClient } from "../../../provider/mod.ts";
 import { eventually } from "../../../tools/harness/wait.ts";
 
 /** What {@link captureLogs} hands the test. */
@@ -39,19 +39,28 @@ export async function captureLogs<T>(fn: (captured: Captured) => Promise<T>): Pr
   }
 }
 
-/** A Kubernetes client whose only API is events, kept in `events`. */
-export function eventsKube(): { kube: ProviderKubeClient; events: Event[] } {
+/**
+ * The node's event recorder as the provider sees it (`deps.events`), keeping what it is given
+ * in `events` as Events; and a client with no API, for the deps that also want one.
+ */
+export function eventsKube(): {
+  kube: ProviderKubeClient;
+  recorder: PodEventRecorder;
+  events: Event[];
+} {
   const events: Event[] = [];
-  const kube = {
-    events: {
-      create: (_ns: string, event: Event) => {
-        events.push(event);
-        return Promise.resolve(event);
-      },
-      patch: () => Promise.reject(new Error("not in this fake")),
-    },
-  } as unknown as ProviderKubeClient;
-  return { kube, events };
+  const recorder: PodEventRecorder = {
+    record: (pod, e) =>
+      events.push({
+        metadata: { namespace: pod.metadata?.namespace },
+        involvedObject: { kind: "Pod", name: pod.metadata?.name, uid: pod.metadata?.uid },
+        type: e.type,
+        reason: e.reason,
+        message: e.message,
+        source: { component: e.component },
+      }),
+  };
+  return { kube: {} as ProviderKubeClient, recorder, events };
 }
 
 /** Waits (25 ms steps, up to 10 s) until `probe` answers; see {@link eventually}. */

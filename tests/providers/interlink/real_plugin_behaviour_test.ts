@@ -132,7 +132,7 @@ async function withProvider(
   }) => Promise<void>,
 ): Promise<void> {
   const plugin = await slurmLikePlugin();
-  const { kube, events } = eventsKube();
+  const { kube, recorder, events } = eventsKube();
   const clock = new FakeClock();
   const stop = new AbortController();
   await captureLogs(async ({ log }) => {
@@ -150,6 +150,7 @@ async function withProvider(
       daemonPort: 10250,
       signal: stop.signal,
       kube,
+      events: recorder,
     });
     try {
       await fn({ provider, plugin, clock, events });

@@ -71,7 +71,7 @@ const pod: Pod = {
 
 Deno.test("a plugin slower than requestTimeout: clear error, no duplicate job, status polls back off", async () => {
   const plugin = slowPlugin();
-  const { kube, events } = eventsKube();
+  const { kube, recorder, events } = eventsKube();
   const clock = new FakeClock();
   const stop = new AbortController();
   await captureLogs(async ({ log, records, text }) => {
@@ -88,6 +88,7 @@ Deno.test("a plugin slower than requestTimeout: clear error, no duplicate job, s
       daemonPort: 10250,
       signal: stop.signal,
       kube,
+      events: recorder,
     });
     try {
       plugin.state.slowCreate = true;
@@ -151,7 +152,7 @@ Deno.test("a plugin that stalls mid-log: the read fails within requestTimeout, n
       internalIp: "127.0.0.1",
       daemonPort: 10250,
       signal: stop.signal,
-      kube: eventsKube().kube,
+      events: eventsKube().recorder,
     });
     try {
       await provider.createPod(structuredClone(pod), {});

@@ -49,7 +49,7 @@ Deno.test("the bearer token appears in no log record, event or error, whatever t
   const dir = await Deno.makeTempDir();
   const tokenFile = `${dir}/token`;
   await Deno.writeTextFile(tokenFile, `${TOKEN}\n`);
-  const { kube, events } = eventsKube();
+  const { kube, recorder, events } = eventsKube();
   const clock = new FakeClock();
   const stop = new AbortController();
   const errors: string[] = [];
@@ -67,6 +67,7 @@ Deno.test("the bearer token appears in no log record, event or error, whatever t
       daemonPort: 10250,
       signal: stop.signal,
       kube,
+      events: recorder,
     };
     const providers: Provider[] = [];
     const make = (config: Record<string, unknown>) => {
