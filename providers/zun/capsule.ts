@@ -5,11 +5,14 @@
  * restart), and `spec` with the restart policy and one entry per container — image, command and
  * args (with `$(VAR)` expanded as the kubelet does), env (resolved by the core), working
  * directory, pull policy, ports, stdin/tty and `resources.requests` with cpu as a number of cores
- * and memory as an integer of MiB (the schema refuses fractions).
+ * and memory as an integer of MiB (the schema refuses fractions). What Zun cannot honour is
+ * refused, naming the field: init containers, a security context other than Zun's defaults
+ * (./security_context.ts), `hostPort`, and with `secretEnv: refuse` a Secret's value in the env.
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError, quantityToNumber } from "../../provider/mod.ts";
+import { checkPodSecurityContext, checkSecurityContext } from "./security_context.ts";
 
 /** The labels a capsule carries for its pod. */
 export const LABELS = {
@@ -68,17 +71,49 @@ const PULL_POLICY: Record<string, string> = {
   Never: "Never",
 };
 
-function containerOf(container: Container): Record<string, unknown> {
+/**
+ * With `secretEnv: refuse`, throws for an env var the core marked as a Secret's value
+ * (`secretEnvRefs`): Zun would keep it in its database (and a command or arg could expand it).
+ */
+function refuseSecretEnv(container: Container, field: string): void {
+  const secret = (container.env ?? []).find((e) => e.valueFrom?.secretKeyRef);
+  const ref = secret?.valueFrom?.secretKeyRef;
+  if (!secret || !ref) return;
+  throw new InvalidInputError(
+    `${field}.env ${secret.name} comes from Secret ${ref.name} key ${ref.key}: Zun keeps a ` +
+      "capsule's env, command and args in its database and shows them to whoever can read the " +
+      "capsule, and the provider config says secretEnv: refuse; remove the variable (Zun " +
+      "cannot mount a Secret as files: a capsule takes only Cinder volumes) or set " +
+      "secretEnv: env to accept that",
+  );
+}
+
+function portsOf(container: Container, field: string) {
+  const ports = container.ports ?? [];
+  // Zun 18.0.0 takes hostPort and drops it (zun/api/controllers/v1/capsules.py `_do_post`:
+  // `host_port = {}`): nothing binds a port of a host, so the pod would not get what it asks.
+  const withHostPort = ports.findIndex((p) => p.hostPort);
+  if (withHostPort >= 0) {
+    throw new InvalidInputError(
+      `${field}.ports[${withHostPort}].hostPort: Zun binds no port of its hosts for a capsule (it ignores hostPort); remove hostPort and reach the pod at its IP and containerPort`,
+    );
+  }
+  return ports.filter((p) => p.protocol !== "SCTP")
+    .map((p) => ({ containerPort: p.containerPort, protocol: p.protocol ?? "TCP" }));
+}
+
+function containerOf(
+  container: Container,
+  field: string,
+  options: TemplateOptions,
+): Record<string, unknown> {
   if (!container.image) {
     throw new InvalidInputError(`container ${container.name} has no image: Zun needs one`);
   }
+  if (options.secretEnv === "refuse") refuseSecretEnv(container, field);
   const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value ?? ""]));
   const requests = requestsOf(container);
-  const ports = (container.ports ?? []).filter((p) => p.protocol !== "SCTP").map((p) => ({
-    containerPort: p.containerPort,
-    protocol: p.protocol ?? "TCP",
-    ...(p.hostPort ? { hostPort: p.hostPort } : {}),
-  }));
+  const ports = portsOf(container, field);
   return {
     // No name: Zun replaces it with one of its own (see ./status.ts).
     image: container.image,
@@ -90,7 +125,7 @@ function containerOf(container: Container): Record<string, unknown> {
       ? { imagePullPolicy: PULL_POLICY[container.imagePullPolicy] }
       : {}),
     ...(Object.keys(requests).length ? { resources: { requests } } : {}),
-    ...(ports.length ? { ports } : {}),
+    ...(ports.length && options.exposePorts ? { ports } : {}),
     ...(container.stdin ? { stdin: true } : {}),
     ...(container.tty ? { tty: true } : {}),
   };
@@ -100,8 +135,13 @@ function containerOf(container: Container): Record<string, unknown> {
 export interface TemplateOptions {
   /** The node the pod is bound to, as a label for adoption. */
   nodeName: string;
-  /** Send the containers' ports (Zun then opens them through Neutron security groups). */
+  /**
+   * Send the containers' ports: Zun then opens each to every address, 0.0.0.0/0
+   * (zun/network/neutron.py `expose_ports`), which its API cannot narrow.
+   */
   exposePorts: boolean;
+  /** `refuse`: fail a pod whose env holds a Secret's value (default `env`: send it). */
+  secretEnv?: "env" | "refuse";
 }
 
 /** The body of `POST /v1/capsules` for `pod`. */
@@ -116,10 +156,11 @@ export function capsuleCreateBody(pod: Pod, options: TemplateOptions): { templat
       "the zun provider cannot run init containers: Zun's capsule template (18.0.0) has no initContainers field",
     );
   }
-  const containers = (pod.spec?.containers ?? []).map((c) => {
-    const body = containerOf(c);
-    if (!options.exposePorts) delete body.ports;
-    return body;
+  checkPodSecurityContext(pod.spec?.securityContext);
+  const containers = (pod.spec?.containers ?? []).map((c, i) => {
+    const field = `spec.containers[${i}]`;
+    checkSecurityContext(pod.spec?.securityContext, c, field);
+    return containerOf(c, field, options);
   });
   return {
     template: {

@@ -33,6 +33,8 @@ export interface ZunCapsulesOptions {
   nodeName: string;
   log: Logger;
   exposePorts: boolean;
+  /** `refuse`: a pod with a Secret's value in its env fails (./capsule.ts). */
+  secretEnv?: "env" | "refuse";
   /** How long a deletion waits for the capsule to be gone, ms. */
   deleteTimeoutMs: number;
   /** Between reads while waiting, ms. */
@@ -172,6 +174,7 @@ export class ZunCapsules implements RemoteBackend {
     const body = capsuleCreateBody(pod, {
       nodeName: this.#o.nodeName,
       exposePorts: this.#o.exposePorts,
+      secretEnv: this.#o.secretEnv,
     });
     await this.#removing.get(pod.metadata?.uid ?? "");
     const startedMs = this.#o.now();

@@ -11,7 +11,8 @@
  * requestTimeout: 30s       # each call to keystone or Zun
  * pingTimeout: 8s           # the node's health check (under the core's 10 s)
  * deleteTimeout: 3m         # how long a deletion waits for the capsule to be gone
- * exposePorts: true         # send containerPort entries (Zun opens them with security groups)
+ * exposePorts: false        # send containerPort entries: Zun opens each to 0.0.0.0/0
+ * secretEnv: env            # a Secret's value in the env: send it (env) or fail the pod (refuse)
  * capacity: { cpu: "20", memory: 100Gi, pods: "100" }  # when neither hosts nor quotas say
  * ```
  * @module
@@ -29,7 +30,15 @@ export const zunConfigSchema = z.strictObject({
   requestTimeout: durationField("30s", 100),
   pingTimeout: durationField("8s", 100),
   deleteTimeout: durationField("3m", 1000),
-  exposePorts: z.boolean().default(true),
+  // Zun opens every sent port to every address (zun/network/neutron.py `expose_ports`:
+  // remote_ip_prefix 0.0.0.0/0) and its capsule API takes no range or security group to narrow
+  // it, so ports are opened only when asked.
+  exposePorts: z.boolean().default(false),
+  // Zun stores a capsule's env in its database and shows it with the capsule
+  // (zun/api/controllers/v1/views/containers_view.py `environment`).
+  secretEnv: z.enum(["env", "refuse"], {
+    error: "must be env (send a Secret's value in the env) or refuse (fail such a pod)",
+  }).default("env"),
   capacity: z.strictObject({
     cpu: positiveQuantityField("20"),
     memory: positiveQuantityField("100Gi"),

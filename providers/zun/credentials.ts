@@ -10,7 +10,7 @@
  */
 import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
-import { InvalidInputError } from "../../provider/mod.ts";
+import { credentialUrlProblem, InvalidInputError } from "../../provider/mod.ts";
 
 /** Keystone v3 credentials and where to look in the catalog. */
 export interface Credentials {
@@ -190,4 +190,19 @@ function checkComplete(c: Credentials): void {
       }: set them (or OS_CLOUD naming a clouds.yaml entry)`,
     );
   }
+  checkAuthUrl(c);
+}
+
+/**
+ * Refuses a keystone URL that would carry the password or secret in clear: anything but https,
+ * or http to this machine (a local proxy). The parsed URL decides, so `HTTP://` is http.
+ */
+export function checkAuthUrl(c: Pick<Credentials, "authUrl" | "authType" | "source">): void {
+  const problem = credentialUrlProblem(c.authUrl);
+  if (!problem) return;
+  const secret = c.authType === "password" ? "password" : "application credential secret";
+  throw new InvalidInputError(
+    `OS_AUTH_URL (auth_url) from ${c.source} is ${problem}: the ${secret} would travel in clear; ` +
+      "use keystone's https:// URL, or an http:// URL on 127.0.0.1 (a local proxy)",
+  );
 }

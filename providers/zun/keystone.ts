@@ -6,8 +6,8 @@
  * catalog.
  * @module
  */
-import { InvalidInputError, TransientError } from "../../provider/mod.ts";
-import type { Credentials } from "./credentials.ts";
+import { credentialUrlProblem, InvalidInputError, TransientError } from "../../provider/mod.ts";
+import { checkAuthUrl, type Credentials } from "./credentials.ts";
 
 /** A token and the endpoint it was issued with. */
 export interface Session {
@@ -85,6 +85,13 @@ export function endpointOf(
         : `keystone's catalog has no ${serviceType} service (Zun) for this project: is Zun installed in this cloud, or is it registered under another type (set serviceType in the provider config)?`,
     );
   }
+  // Every call to Zun carries the token, a bearer credential: refused in clear as keystone's URL.
+  const problem = credentialUrlProblem(endpoint.url);
+  if (problem) {
+    throw new InvalidInputError(
+      `keystone's catalog gives the ${serviceType} service (Zun) at ${endpoint.url}, which is ${problem}: the token would travel in clear; register Zun's https:// endpoint, or pick another with OS_INTERFACE or OS_REGION_NAME`,
+    );
+  }
   return endpoint.url.replace(/\/+$/, "");
 }
 
@@ -94,6 +101,7 @@ export async function authenticate(
   serviceType: string,
   signal?: AbortSignal,
 ): Promise<Session> {
+  checkAuthUrl(c); // also for credentials not made by loadCredentials
   const url = `${identityBase(c.authUrl)}/auth/tokens`;
   let response: Response;
   try {

@@ -70,6 +70,8 @@ async function zunCapacity(
 
 /** The provider; see the module doc. */
 export class ZunProvider extends RemotePodsProvider implements Provider {
+  /** The core marks Secret-sourced env vars, for `secretEnv: refuse` (./capsule.ts). */
+  readonly secretEnvRefs = true;
   protected readonly pods: RemotePods;
   readonly #api: ZunApi;
   readonly #config: ZunConfig;
@@ -83,11 +85,16 @@ export class ZunProvider extends RemotePodsProvider implements Provider {
     this.#config = config;
     this.#deps = deps;
     this.#api = api;
+    if (config.exposePorts) {
+      // Zun's rule is remote_ip_prefix 0.0.0.0/0 (zun/network/neutron.py `expose_ports`).
+      deps.log.warn("exposePorts is on: Zun opens every pod's containerPorts to every address");
+    }
     const backend = new ZunCapsules({
       api,
       nodeName: deps.nodeName,
       log: deps.log,
       exposePorts: config.exposePorts,
+      secretEnv: config.secretEnv,
       deleteTimeoutMs: config.deleteTimeout,
       sleep: (ms, signal) => deps.clock.sleep(ms, signal),
       now: () => deps.clock.now(),

@@ -67,15 +67,24 @@ const PODS: [string, Pod][] = [
     }]),
   ],
   [
-    "ports TCP, UDP and a hostPort",
+    "ports TCP and UDP",
     pod([{
       name: "main",
       image: "busybox",
       ports: [
         { containerPort: 80 },
         { containerPort: 53, protocol: "UDP" },
-        { containerPort: 8080, hostPort: 18080 },
+        { containerPort: 8080 },
       ],
+    }]),
+  ],
+  [
+    "a security context of Zun's defaults, a Secret's value in the env (secretEnv: env)",
+    pod([{
+      name: "main",
+      image: "busybox",
+      env: [{ name: "TOKEN", value: "t0k", valueFrom: { secretKeyRef: { name: "s", key: "k" } } }],
+      securityContext: { privileged: false, seccompProfile: { type: "RuntimeDefault" } },
     }]),
   ],
   [
