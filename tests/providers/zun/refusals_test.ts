@@ -172,15 +172,14 @@ Deno.test("credentials with a plain http keystone URL are refused before anythin
     dialled.push(String(input instanceof Request ? input.url : input));
     return Promise.reject(new TypeError("this test dials nothing"));
   };
+  let err: Error | undefined;
   try {
-    await assert.rejects(
-      authenticate(credentials, "container"),
-      (err: Error) => isInvalidInput(err) && /password would travel in clear/.test(err.message),
-    );
+    await authenticate(credentials, "container").catch((e) => err = e);
   } finally {
     globalThis.fetch = realFetch;
   }
   assert.deepEqual(dialled, [], "the password was sent");
+  assert.ok(isInvalidInput(err) && /password would travel in clear/.test(err.message), `${err}`);
 });
 
 Deno.test("a catalog endpoint that would carry the token in clear is refused", () => {
@@ -225,7 +224,7 @@ Deno.test("with secretEnv: refuse a Secret's value never reaches Zun: the pod fa
 });
 
 Deno.test("the provider asks the core to mark Secret-sourced env vars, so secretEnv: refuse sees them", async () => {
-  const parsed = parseZunConfig({ secretEnv: "refuse" });
+  const parsed = parseZunConfig(undefined);
   assert.ok(parsed.ok);
   const api = {
     call: () => Promise.resolve({ status: 200, body: { capsules: [] } }),
