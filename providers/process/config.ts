@@ -14,6 +14,14 @@
  *                                      # container's mount namespace, as is the stateDir
  *                                      # (except the pod's own directory); put vkubelet's
  *                                      # config, kubeconfig and --cert-dir here
+ * allowedIds:                            # the host uids and gids pods may name (runAsUser,
+ *   uids: ["1000-65535"]                 # runAsGroup, supplementalGroups, fsGroup); default
+ *   gids: ["1000-65535", "65534"]        # 1000-65535 for both. An id the host's /etc/passwd or
+ *                                      # /etc/group names counts only when listed by itself,
+ *                                      # as 65534 (nogroup) here. Others: the container waits
+ *                                      # with CreateContainerConfigError. vkubelet's own uid
+ *                                      # (what a pod naming none runs as) is not checked
+ *                                      # (see launch/id_allowlist.ts)
  * hostPath: { enabled: false, allowedPrefixes: [/srv/data] }   # the prefixes also bound the
  *                                      # hostPath/local PersistentVolumes of claim volumes
  * cgroups: auto                          # auto | required | off (cgroup v2, or v1 memory/cpu/cpuacct)
@@ -34,6 +42,7 @@ import {
   parseProviderConfig,
   quantityToNumber,
 } from "../../provider/mod.ts";
+import { MAX_ID, parseIdRange } from "./launch/id_allowlist.ts";
 
 const quantity = z.union([z.string(), z.number()]).refine(
   (q) => quantityToNumber(q) !== undefined,
@@ -56,6 +65,19 @@ const absolutePath = z.string().refine((p) => p.startsWith("/"), {
 
 const mode = z.enum(["auto", "required", "off"]);
 
+/** A uid or gid, or a range of them: `1000`, `"1000"` or `"1000-65535"`. */
+const idRange = z.union([z.string(), z.number()]).transform(String).refine(
+  (text) => parseIdRange(text) !== undefined,
+  {
+    error: (i) =>
+      `${
+        JSON.stringify(i.input)
+      } is not an id or a range of ids; write "1000" or "1000-65535" (from 0 to ${MAX_ID})`,
+  },
+);
+
+const DEFAULT_ID_RANGES = ["1000-65535"];
+
 /** The process provider's config schema. */
 export const processConfigSchema = z.strictObject({
   stateDir: absolutePath.optional(),
@@ -63,6 +85,10 @@ export const processConfigSchema = z.strictObject({
   imageCommands: z.record(z.string().min(1), z.array(z.string()).min(1)).default({}),
   mountNamespace: mode.default("auto"),
   hiddenPaths: z.array(absolutePath).default(["/etc/vkubelet", "/var/lib/vkubelet"]),
+  allowedIds: z.strictObject({
+    uids: z.array(idRange).default(DEFAULT_ID_RANGES),
+    gids: z.array(idRange).default(DEFAULT_ID_RANGES),
+  }).default({ uids: DEFAULT_ID_RANGES, gids: DEFAULT_ID_RANGES }),
   hostPath: z.strictObject({
     enabled: z.boolean().default(false),
     allowedPrefixes: z.array(absolutePath).default([]),

@@ -24,6 +24,7 @@ import { kubeVolumeSource } from "./volumes/kube_source.ts";
 import { probeMountNamespace } from "./launch/mount_ns.ts";
 import { missingTools, requiredTools } from "./host/host_tools.ts";
 import { hostUser } from "./launch/identity.ts";
+import { closeInheritedOnExec } from "./launch/inherited_fds.ts";
 import { ProcessProvider, type ProcessProviderOptions } from "./provider.ts";
 
 export { parseProcessConfig, type ProcessConfig } from "./config.ts";
@@ -36,6 +37,9 @@ export async function createProvider(
   deps: ProviderDeps,
   overrides: Partial<ProcessProviderOptions> = {},
 ): Promise<ProcessProvider> {
+  // Before any container starts: inherited fds must not reach them (./launch/inherited_fds.ts).
+  const fds = closeInheritedOnExec();
+  if (fds.warning) deps.log.warn("{warning}", { warning: fds.warning });
   const parsed = parseProcessConfig(config);
   if (!parsed.ok) {
     throw new InvalidInputError(`invalid process provider config: ${parsed.errors.join("; ")}`);

@@ -121,7 +121,7 @@ function checkIdentity(
   deps: StartDeps,
   namespaced: boolean,
 ): { ok: true } | Exclude<StartResult, { kind: "started" }> {
-  const identity = containerIdentity(pod, container, deps.hostUser);
+  const identity = containerIdentity(pod, container, deps.hostUser, deps.config.allowedIds);
   if (!identity.ok) return { kind: "config-error", message: identity.message };
   if (container.securityContext?.readOnlyRootFilesystem) {
     return {

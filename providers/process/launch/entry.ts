@@ -39,10 +39,18 @@ eval "$_vk_env"
 exec "$@"`;
 
 /**
- * Opens the environment file `$1` on fd 9, then execs the rest (the root stage of exec
- * sessions, probes and hooks; the container's runner does the same itself).
+ * Closes the fds above stderr that sh can name (3 to 9; 9 is then the environment's): descriptors
+ * vkubelet inherited must not reach the container, and the higher ones are made close-on-exec
+ * at start-up (./inherited_fds.ts). Each root stage does it first.
  */
-export const OPEN_ENV = `exec ${ENV_FD}<"$1" || exit 126
+export const CLOSE_INHERITED = "exec 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- 9<&-";
+
+/**
+ * Closes inherited fds, opens the environment file `$1` on fd 9, then execs the rest (the root
+ * stage of exec sessions, probes and hooks; the container's runner does the same itself).
+ */
+export const OPEN_ENV = `${CLOSE_INHERITED}
+exec ${ENV_FD}<"$1" || exit 126
 shift
 exec "$@"`;
 

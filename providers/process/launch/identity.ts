@@ -8,7 +8,11 @@
  *   the pod's `supplementalGroups` and `fsGroup` are added to the groups
  *   (pkg/kubelet/kuberuntime/security_context.go).
  * - `runAsUser` without `runAsGroup` takes the user's group from the host's `/etc/passwd` (the
- *   host is the image here), else 0, as containerd does with an image's passwd file.
+ *   host is the image here), as containerd does with an image's passwd file; a uid the host
+ *   does not name gets the gid of the same number, not containerd's 0: here gid 0 is the
+ *   host's root group.
+ * - The uids and gids must be ones the node's config allows (./id_allowlist.ts), checked at a
+ *   container's start.
  * - `runAsNonRoot` is checked with the kubelet's messages
  *   (pkg/kubelet/kuberuntime/security_context_others.go `verifyRunAsNonRoot`).
  * - Capabilities: without `privileged: true` the bounding set is the container runtime's
@@ -23,6 +27,7 @@ import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { toolPath } from "../host/host_tools.ts";
 import { readProcText } from "../host/proc.ts";
 import { effectiveSecurityContext } from "../../../provider/mod.ts";
+import { type AllowedIds, checkAllowedIds, type HostIds, readHostIds } from "./id_allowlist.ts";
 
 /** The containerd/Docker default capability set, without the `CAP_` prefix. */
 export const DEFAULT_CAPABILITIES: readonly string[] = [
@@ -113,7 +118,7 @@ export function resolveIdentity(
   pod: Pod,
   container: Container,
   host: HostUser,
-  passwd: (uid: number) => number | undefined = passwdGroup,
+  hostIds: HostIds = readHostIds(),
 ): IdentityResult {
   const podSc = pod.spec?.securityContext ?? {};
   const sc = effectiveSecurityContext(podSc, container);
@@ -129,7 +134,8 @@ export function resolveIdentity(
         : `container's runAsUser breaks non-root policy (pod: ${who}, container: ${container.name})`,
     };
   }
-  const gid = runAsGroup ?? (runAsUser === undefined ? host.gid : passwd(uid) ?? 0);
+  const gid = runAsGroup ??
+    (runAsUser === undefined ? host.gid : hostIds.users.get(uid)?.gid ?? uid);
   const groups = [...podSc.supplementalGroups ?? []];
   if (podSc.fsGroup !== undefined) groups.push(podSc.fsGroup);
   const capabilities = sc.privileged ? "all" as const : boundingSet(sc.capabilities ?? {});
@@ -165,21 +171,6 @@ function boundingSet(caps: { add?: string[]; drop?: string[] }): string[] | "all
   for (const name of drop) set.delete(name);
   if (set.size === ALL_CAPABILITIES.length) return "all";
   return ALL_CAPABILITIES.filter((name) => set.has(name));
-}
-
-/** The group of `uid` in the host's /etc/passwd, if it has an entry. */
-function passwdGroup(uid: number): number | undefined {
-  try {
-    for (const line of Deno.readTextFileSync("/etc/passwd").split("\n")) {
-      const fields = line.split(":");
-      if (Number(fields[2]) === uid && fields[3] !== undefined && fields[2] !== "") {
-        return Number(fields[3]);
-      }
-    }
-  } catch {
-    // no passwd file: gid 0
-  }
-  return undefined;
 }
 
 /** True if the identity changes nothing for a process started by `host`. */
@@ -229,14 +220,31 @@ export function hostUser(): HostUser {
   return { uid: id("Uid"), gid: id("Gid") };
 }
 
-/** The identity of `container`, checked to be one this vkubelet can give, or why not. */
+/**
+ * The identity of `container`, checked to be one this vkubelet can give, or why not. With
+ * `allowed` (the config's `allowedIds`, given at a container's start) its ids are checked
+ * against it too; exec sessions of a running instance take the identity it started with.
+ */
 export function containerIdentity(
   pod: Pod,
   container: Container,
   host: HostUser,
+  allowed?: AllowedIds,
 ): IdentityResult {
-  const resolved = resolveIdentity(pod, container, host);
+  const hostIds = readHostIds();
+  const resolved = resolveIdentity(pod, container, host, hostIds);
   if (!resolved.ok) return resolved;
+  if (allowed) {
+    const { uid, gid } = resolved.identity;
+    const sc = effectiveSecurityContext(pod.spec?.securityContext ?? {}, container);
+    const derivedGid = sc.runAsGroup === undefined && sc.runAsUser !== undefined;
+    const why = checkAllowedIds(pod, container, { uid, gid, derivedGid }, {
+      host,
+      allowed,
+      hostIds,
+    });
+    if (why) return { ok: false, message: why };
+  }
   const prefix = setprivArgv(resolved.identity, host);
   return prefix.ok ? resolved : prefix;
 }

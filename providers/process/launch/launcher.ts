@@ -17,6 +17,7 @@
 import { type ProcStat, readProcStat } from "../host/proc.ts";
 import { type HiddenPaths, shellQuote, type ViewMount, viewScript } from "./mount_ns.ts";
 import { HELPER_ENV, hostCommand, toolPath } from "../host/host_tools.ts";
+import { CLOSE_INHERITED } from "./entry.ts";
 
 // The runner's arguments: exit file, stdout, stderr, stdin FIFO ("" = /dev/null), stdin
 // holder's PID file, cgroup.procs files separated by ":" ("" = none; cgroup v1 has one per
@@ -27,8 +28,10 @@ import { HELPER_ENV, hostCommand, toolPath } from "../host/host_tools.ts";
 // (stdinOnce) and no attach session writes any more; the holder is in the runner's process
 // group and goes with the instance. In a PID namespace, \`$$\` and \`$!\` are the namespace's
 // numbers: cgroup.procs reads them so, and vkubelet maps the holder's back (../host/proc.ts).
+// Descriptors vkubelet inherited are closed first, those sh can name (./inherited_fds.ts).
 const RUNNER = `exit_file=$1 out=$2 err=$3 in=$4 hold=$5 cg=$6 env=$7
 shift 7
+${CLOSE_INHERITED}
 if [ -n "$cg" ]; then IFS=:; for f in $cg; do echo $$ > "$f"; done; unset IFS; fi
 exec 1<>"$out" 2<>"$err"
 if [ -n "$in" ]; then

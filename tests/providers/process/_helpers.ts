@@ -32,7 +32,11 @@ export async function startProvider(options: TestProviderOptions = {}) {
     daemonPort: 10250,
     signal: shutdown.signal,
   };
-  const provider = await createProvider({ stateDir, cgroups: "off", ...options.config }, deps, {
+  // The tests' non-root pods run as uid and gid 1000, often a login user of a developer's
+  // machine: listed by itself, as an admin would list it (allowedIds, ../launch/id_allowlist.ts).
+  const allowedIds = { uids: ["1000-65535", "1000"], gids: ["1000-65535", "1000"] };
+  const config = { stateDir, cgroups: "off", allowedIds, ...options.config };
+  const provider = await createProvider(config, deps, {
     volumeSource: options.volumeSource,
   });
   return {

@@ -31,14 +31,13 @@ Deno.test("the container's runAsUser, runAsGroup and runAsNonRoot win over the p
     { uid: result.identity.uid, gid: result.identity.gid, groups: result.identity.groups },
     { uid: 2000, gid: 1000, groups: [5, 6] },
   );
-  // runAsUser without runAsGroup: the user's group from passwd, else 0.
-  const alone = resolveIdentity(
-    makePod([]),
-    { name: "c", securityContext: { runAsUser: 7 } },
-    root,
-    () => 70,
-  );
-  assert.ok(alone.ok && alone.identity.gid === 70);
+  // runAsUser without runAsGroup: the user's group from passwd, else the gid of its number.
+  const hostIds = { users: new Map([[7, { name: "seven", gid: 70 }]]), groups: new Map() };
+  const alone = (runAsUser: number) =>
+    resolveIdentity(makePod([]), { name: "c", securityContext: { runAsUser } }, root, hostIds);
+  const [known, unknown] = [alone(7), alone(2345)];
+  assert.ok(known.ok && known.identity.gid === 70);
+  assert.ok(unknown.ok && unknown.identity.gid === 2345, "not gid 0, the host's root group");
 });
 
 Deno.test("runAsNonRoot without a non-zero uid is refused with the kubelet's messages", () => {
