@@ -74,6 +74,7 @@ export function createKubeletApp(deps: KubeletApiDeps): Hono<KubeletEnv> {
         return;
       }
       c.set("user", who.user);
+      if (socket && who.user.groups.includes("system:authenticated")) deps.onAuthorized?.(socket);
       await next();
     } finally {
       done?.(routeLabel(c.req.path), c.res.status);

@@ -17,8 +17,15 @@ import type { CertificateSource, KeyPair } from "../../x509/certificate_source.t
 import type { KubeletApiDeps } from "./types.ts";
 import { handleUpgrade, writeResponse } from "./upgrade.ts";
 import { statusResponse } from "./status.ts";
-import type { KubeletEnv } from "./types.ts";
+import type { KubeletEnv, PeerSocket } from "./types.ts";
 import type { Hono } from "hono";
+import {
+  capConnections,
+  type ConnectionEnds,
+  ConnectionSlots,
+  unmapped,
+} from "./connection_slots.ts";
+import { certificateUser } from "./authn.ts";
 
 /** What {@link KubeletServer} needs: the app's deps plus where to listen and with what. */
 export interface KubeletServerDeps extends Omit<KubeletApiDeps, "signal"> {
@@ -30,12 +37,13 @@ export interface KubeletServerDeps extends Omit<KubeletApiDeps, "signal"> {
   /** How long open connections get to finish after the signal; default 5 s. */
   shutdownGraceMs?: number;
   /**
-   * Connections open at once across every listener, default {@link DEFAULT_MAX_CONNECTIONS};
-   * one more is closed as it arrives.
+   * Connections open at once across every listener, default {@link DEFAULT_MAX_CONNECTIONS}.
+   * When all are open, one more takes the slot of an unauthenticated connection
+   * (`./connection_slots.ts`), and is closed as it arrives only if every one is authenticated.
    */
   maxConnections?: number;
   /**
-   * Connections open at once from one client address, default
+   * Unauthenticated connections open at once from one client address, default
    * {@link DEFAULT_MAX_CONNECTIONS_PER_ADDRESS}; one more from that address is closed as it
    * arrives, while other addresses still get theirs.
    */
@@ -53,9 +61,11 @@ export interface KubeletServerDeps extends Omit<KubeletApiDeps, "signal"> {
 const DEFAULT_MAX_CONNECTIONS = 512;
 
 /**
- * The default cap per client address: half the global one, so that one address (a pod on the
- * node's network opening sockets and never finishing a handshake) cannot take the slots the
- * apiserver needs for `kubectl logs`, `exec` and `port-forward`, each a connection of its own.
+ * The default cap of unauthenticated connections per client address: half the global one, so
+ * that one address (a pod on the node's network opening sockets and never finishing a
+ * handshake) is closed as it arrives rather than closing other addresses' connections to make
+ * room. The apiserver's connections for `kubectl logs`, `exec` and `port-forward` are
+ * authenticated by their client certificate at the handshake and not counted here.
  */
 const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
 
@@ -128,20 +138,23 @@ export class KubeletServer {
       (err) => first.reject(err),
     );
     const sockets = new Set<Socket>();
-    const open = new OpenConnections(
+    const slots = new ConnectionSlots(
       this.#deps.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
       this.#deps.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
     );
     try {
       const pair = await Promise.race([first.promise, abortion(shutdown.signal)]);
       if (!pair) return;
-      const handlers = this.#handlers(shutdown.signal);
+      const handlers = this.#handlers(shutdown.signal, slots);
       let port = this.#deps.port;
       for (const hostname of this.#deps.hostnames) {
         const server = this.#createServer(pair, handlers);
         servers.push(server);
         trackSockets(server, sockets);
-        capConnections(server, open, this.#deps.log);
+        capConnections(server, slots, {
+          log: this.#deps.log,
+          verified: (socket) => certificateUser(socket as PeerSocket) !== undefined,
+        });
         await listen(server, hostname, port);
         const bound = server.address();
         if (bound && typeof bound === "object") {
@@ -184,14 +197,20 @@ export class KubeletServer {
     };
   }
 
-  /** The request and upgrade handlers, each routed to the app of the node at the address. */
-  #handlers(signal: AbortSignal): Handlers {
+  /**
+   * The request and upgrade handlers, each routed to the app of the node at the address. A
+   * request the app authenticates and authorizes makes its connection trusted in `slots`.
+   */
+  #handlers(signal: AbortSignal, slots: ConnectionSlots): Handlers {
     const apps = new Map<string, Hono<KubeletEnv>>();
     const appAt = (socket: { localAddress?: string } | undefined) => {
       const deps = this.#deps.nodeAt(unmapped(socket?.localAddress ?? ""));
       if (!deps) return undefined;
       let app = apps.get(deps.nodeName);
-      if (!app) apps.set(deps.nodeName, app = createKubeletApp({ ...deps, signal }));
+      if (!app) {
+        const onAuthorized = (socket: PeerSocket) => slots.trust(socket as ConnectionEnds);
+        apps.set(deps.nodeName, app = createKubeletApp({ ...deps, signal, onAuthorized }));
+      }
       return app;
     };
     const noNode = (socket: { localAddress?: string } | undefined) =>
@@ -244,65 +263,6 @@ function trackSockets(server: https.Server, sockets: Set<Socket>): void {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });
-}
-
-/**
- * The connections open across every listener, counted in total and per client address, with
- * the caps they are held to.
- */
-class OpenConnections {
-  readonly #byAddress = new Map<string, number>();
-  #total = 0;
-
-  constructor(readonly max: number, readonly maxPerAddress: number) {}
-
-  /** Counts a connection from `address` in, or says which cap it is beyond. */
-  admit(address: string): "total" | "address" | undefined {
-    if (this.#total >= this.max) return "total";
-    const fromAddress = this.#byAddress.get(address) ?? 0;
-    if (fromAddress >= this.maxPerAddress) return "address";
-    this.#total++;
-    this.#byAddress.set(address, fromAddress + 1);
-    return undefined;
-  }
-
-  /** Counts an admitted connection from `address` out. */
-  release(address: string): void {
-    this.#total--;
-    const left = (this.#byAddress.get(address) ?? 1) - 1;
-    if (left > 0) this.#byAddress.set(address, left);
-    else this.#byAddress.delete(address);
-  }
-}
-
-/**
- * Closes a connection that arrives while `open` holds the global cap, or the cap for its client
- * address, before its TLS handshake costs anything. A refusal is logged at debug level: a flood
- * would otherwise write a line per socket.
- */
-function capConnections(
-  server: https.Server,
-  open: OpenConnections,
-  log: KubeletServerDeps["log"],
-): void {
-  server.on("connection", (socket: Socket) => {
-    const address = unmapped(socket.remoteAddress ?? "");
-    const beyond = address === "" ? "address" : open.admit(address);
-    if (beyond) {
-      log.debug("closing a connection from {address}: {cap} connections are open", {
-        address,
-        cap: beyond === "total" ? `${open.max}` : `${open.maxPerAddress} of its`,
-      });
-      socket.destroy();
-      return;
-    }
-    socket.once("close", () => open.release(address));
-  });
-}
-
-/** `::ffff:127.1.0.2` (an IPv4 connection on a dual-stack socket) as `127.1.0.2`. */
-function unmapped(address: string): string {
-  return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
 }
 
 interface Handlers {

@@ -97,6 +97,11 @@ export interface KubeletApiDeps {
   streaming?: StreamingHandler;
   /** Aborts on shutdown; open log streams end with it. */
   signal?: AbortSignal;
+  /**
+   * Told the connection of each request authenticated as a user (not anonymous) and authorized;
+   * the listener then never closes that connection to make room for another.
+   */
+  onAuthorized?(socket: PeerSocket): void;
 }
 
 /** The part of a TLS socket authentication reads (a `node:tls` `TLSSocket`). */
