@@ -9,7 +9,10 @@
  * podIP: 127.0.0.1                       # default: the node's InternalIP
  * imageCommands:                         # images run without `command` use this argv
  *   nginx:1.27: [nginx, -g, "daemon off;"]
- * mountNamespace: auto                   # auto | required | off (see launch/mount_ns.ts)
+ * mountNamespace: auto                   # auto: each container in its own view (mount and PID
+ *                                      # namespaces), pods refused where none can be made;
+ *                                      # required: vkubelet does not start without; off: no
+ *                                      # isolation at all, an explicit opt-in (README.md)
  * hiddenPaths: [/etc/vkubelet, /var/lib/vkubelet]   # covered by an empty tmpfs in every
  *                                      # container's mount namespace, as is the stateDir
  *                                      # (except the pod's own directory); put vkubelet's

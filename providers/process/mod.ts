@@ -3,10 +3,11 @@
  * process, for hosts without a container runtime (edge boxes, HPC login nodes, CI runners,
  * laptops). Images are not pulled: a container runs its `command` + `args`, or the command the
  * config maps its image to. Pods share the host's network (pod IP = node IP unless
- * configured). Volumes are materialised under the pod's directory and, where the host allows
- * a private mount namespace (root and util-linux `unshare`), visible at their `mountPath`;
- * elsewhere through `VKUBELET_VOLUME_<NAME>` variables. Logs, exec (with TTY), attach
- * (stdout/stderr, and stdin for `stdin: true`; not to `tty: true` containers), port-forward,
+ * configured). Each container runs in its own view (a private mount namespace, root and
+ * util-linux `unshare`) with its own PID namespace, volumes at their `mountPath`; where the host
+ * cannot make one, pods are refused unless the config turns isolation off (`mountNamespace:
+ * off`; volumes then come through `VKUBELET_VOLUME_<NAME>` variables). Logs, exec (with TTY),
+ * attach (stdout/stderr, and stdin for `stdin: true`; not to `tty: true` containers), port-forward,
  * probes, hooks, restarts with back-off, stats from /proc or cgroups (v2 or v1), and re-adoption of
  * running processes after a vkubelet restart. Config: `./config.ts`.
  *
@@ -76,8 +77,16 @@ export async function createProvider(
   }
   const volumeSource = overrides.volumeSource ??
     (deps.kube ? kubeVolumeSource(deps.kube) : undefined);
-  if (!mountNamespace.ok) {
-    deps.log.warn("volumes will not appear at their mountPath: {reason}", mountNamespace);
+  if (cfg.mountNamespace === "off") {
+    deps.log.warn(
+      "ISOLATION IS OFF (mountNamespace: off): containers run without their own view or PID namespace; every pod can read other pods' environment through /proc, and any file its user may read, vkubelet's included; run only trusted pods here",
+    );
+  } else if (!mountNamespace.ok) {
+    // Fail closed: a pod without its view would see every other pod (./README.md).
+    deps.log.error(
+      "every pod will be refused: containers cannot get their own view on this host: {reason}; fix that, or set mountNamespace: off to run pods without isolation",
+      mountNamespace,
+    );
   }
   if (!cgroups.ok) deps.log.info("resource limits are not enforced: {reason}", cgroups);
   const provider = new ProcessProvider(cfg, deps, { mountNamespace, cgroups, volumeSource });

@@ -175,7 +175,13 @@ export class ProcessProvider implements Provider {
   }
 
   configureNode(node: Node): void {
-    configureProcessNode(node, this.#config, this.#capacity, this.#deps);
+    configureProcessNode(
+      node,
+      this.#config,
+      this.#capacity,
+      this.#deps,
+      this.#options.mountNamespace,
+    );
   }
 
   async ping(options: CallOptions): Promise<void> {

@@ -31,7 +31,7 @@ import type { VolumeSet } from "../volumes/volumes.ts";
 export interface StartDeps {
   clock: Clock;
   config: ProcessConfig;
-  /** `ok` if containers can get a private mount namespace here. */
+  /** `ok` if containers can get their view (mount and PID namespaces) here; else why not. */
   mountNamespace: { ok: boolean; reason?: string };
   cgroups: CgroupSupport;
   stopMarker: Uint8Array;
@@ -134,9 +134,7 @@ function checkIdentity(
     return {
       kind: "create-error",
       message:
-        `container ${container.name} runs as uid ${identity.identity.uid} and cannot reach its volumes without a private mount namespace (${
-          deps.mountNamespace.reason ?? "mountNamespace is off"
-        }); run vkubelet as root with util-linux unshare, or run the container as root`,
+        `container ${container.name} runs as uid ${identity.identity.uid} and cannot reach its volumes without a private mount namespace (mountNamespace is off); set mountNamespace: auto with vkubelet as root, or run the container as root`,
     };
   }
   return identity;
@@ -159,19 +157,13 @@ export async function startContainer(
     if (isInvalidInput(err)) return { kind: "config-error", message: err.message };
     throw err;
   }
-  // Every container gets a view where the host can give one, volumes or not: it hides
-  // vkubelet's files and other pods' (./mount_ns.ts).
-  const wantsView = deps.config.mountNamespace !== "off";
-  if (
-    mounts.length > 0 && !deps.mountNamespace.ok && deps.config.mountNamespace === "required"
-  ) {
-    return {
-      kind: "config-error",
-      message:
-        `volumes cannot be mounted at their paths on this host (${deps.mountNamespace.reason}); mountNamespace is "required"`,
-    };
+  // Every container gets a view, volumes or not: it hides vkubelet's files and other pods',
+  // and its PID namespace other pods' processes (./mount_ns.ts). Where none can be made the
+  // container is refused, never run without it, unless the config turned isolation off.
+  const namespaced = deps.config.mountNamespace !== "off";
+  if (namespaced && !deps.mountNamespace.ok) {
+    return { kind: "create-error", message: noViewMessage(container.name, deps.mountNamespace) };
   }
-  const namespaced = wantsView && deps.mountNamespace.ok;
   const identity = checkIdentity(pod, container, deps, namespaced);
   if ("kind" in identity) return identity;
   const env = containerEnv(pod, container);
@@ -241,6 +233,13 @@ export async function startContainer(
   );
   if (namespaced) await settled(instance.record.pid, instance.ended);
   return { kind: "started", instance, exec: { ...exec, pid: instance.record.pid } };
+}
+
+/** Why a container is refused where no view can be made, and the ways out. */
+function noViewMessage(container: string, support: { reason?: string }): string {
+  return `container ${container} cannot get its own view of the host (mount and PID namespaces) on this node: ${
+    support.reason ?? "the host cannot make one"
+  }. The process provider refuses to run it without one; fix the host, or set the provider's mountNamespace: off to run pods without isolation`;
 }
 
 /**

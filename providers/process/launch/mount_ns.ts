@@ -173,28 +173,70 @@ function isFileSource(path: string): boolean {
   }
 }
 
-/** Whether this host can give containers a private mount namespace, and if not, why. */
-export async function probeMountNamespace(): Promise<{ ok: true } | { ok: false; reason: string }> {
+/**
+ * Whether this host can give containers their view: a private mount namespace and a PID
+ * namespace with its own /proc, made as the launcher makes them (../launch/launcher.ts). If
+ * not, the reason names what is missing and how to get it; a systemd unit's
+ * `RestrictNamespaces=` that lacks `pid` or `mnt` is the usual cause.
+ */
+export async function probeMountNamespace(): Promise<
+  { ok: true } | { ok: false; reason: string }
+> {
+  const uid = Deno.uid();
+  if (uid !== 0) {
+    return {
+      ok: false,
+      reason:
+        `vkubelet runs as uid ${uid}, not root, and only root can give containers their own mount and PID namespaces; run vkubelet as root`,
+    };
+  }
   const dir = await Deno.makeTempDir({ prefix: "vkubelet-ns-probe-" });
   try {
-    const script = 'mount -t tmpfs vkubelet-probe "$1" && mount --bind "$1" "$1"';
-    const out = await hostCommand("unshare", {
-      args: [
-        ...["-m", "--propagation", "private", "--pid", "--fork", "--mount-proc"],
-        ...["--", toolPath("sh"), "-c", script, "sh", dir],
-      ],
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    if (out.success) return { ok: true };
-    const detail = new TextDecoder().decode(out.stderr).trim();
-    return { ok: false, reason: `unshare -m failed: ${detail || `exit ${out.code}`}` };
+    const full = await tryUnshare(["--pid", "--fork", "--mount-proc"], dir);
+    if (full === undefined) return { ok: true };
+    // Which one is missing: a mount namespace alone, then with the PID namespace.
+    const mountOnly = await tryUnshare([], dir);
+    const hint =
+      "; under systemd, allow both in the unit with RestrictNamespaces=mnt pid (deploy/systemd/vkubelet.service)";
+    if (mountOnly !== undefined) {
+      return {
+        ok: false,
+        reason: `a private mount namespace cannot be created (unshare -m: ${mountOnly})${
+          permissionDenied(mountOnly) ? hint : ""
+        }`,
+      };
+    }
+    return {
+      ok: false,
+      reason: `a PID namespace cannot be created (unshare --pid: ${full})${
+        permissionDenied(full) ? hint : ""
+      }`,
+    };
   } catch (err) {
     const why = err instanceof Deno.errors.NotFound
-      ? "unshare (util-linux) is not installed"
+      ? "unshare (util-linux) is not installed; install util-linux"
       : String(err);
     return { ok: false, reason: why };
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
+}
+
+/** Runs a mount test in a new mount namespace with `extra` unshare flags: undefined, or the error. */
+async function tryUnshare(extra: string[], dir: string): Promise<string | undefined> {
+  const script = 'mount -t tmpfs vkubelet-probe "$1" && mount --bind "$1" "$1"';
+  const out = await hostCommand("unshare", {
+    args: [
+      ...["-m", "--propagation", "private", ...extra],
+      ...["--", toolPath("sh"), "-c", script, "sh", dir],
+    ],
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  if (out.success) return undefined;
+  return new TextDecoder().decode(out.stderr).trim() || `exit ${out.code}`;
+}
+
+function permissionDenied(detail: string): boolean {
+  return /Operation not permitted|Permission denied/.test(detail);
 }

@@ -1,10 +1,11 @@
 /**
- * Pod conditions of vkubelet's own (`vkubelet.io/...`) that say where the host falls short of
- * what the pod asked: volumes not at their mountPath without a mount namespace, resource limits
- * reported but not enforced without usable cgroups (v2, or v1 memory and cpu hierarchies).
+ * Conditions of vkubelet's own (`vkubelet.io/...`) that say where the host falls short of what
+ * the pod asked: containers without their own view (refused, or run so because the config turned
+ * isolation off), volumes not at their mountPath, resource limits reported but not enforced
+ * without usable cgroups (v2, or v1 memory and cpu hierarchies). The node carries the first too.
  * @module
  */
-import type { PodCondition } from "kubernetes-types/core/v1.d.ts";
+import type { NodeCondition, PodCondition } from "kubernetes-types/core/v1.d.ts";
 import { formatTime } from "../../../provider/mod.ts";
 import { type CgroupSupport, hasLimits } from "../host/cgroups.ts";
 import type { ProcessConfig } from "../config.ts";
@@ -23,16 +24,15 @@ export function hostConditions(record: PodRecord, host: HostSupport): PodConditi
   const out: PodCondition[] = [];
   const containers = allContainers(record.pod);
   const at = formatTime(record.startTimeMs);
-  if (
-    containers.some((c) => c.volumeMounts?.length) &&
-    host.config.mountNamespace !== "off" && !host.mountNamespace.ok
-  ) {
+  const isolation = isolationCondition(host);
+  if (isolation.status === "False") out.push({ ...isolation, lastTransitionTime: at });
+  if (host.config.mountNamespace === "off" && containers.some((c) => c.volumeMounts?.length)) {
     out.push({
       type: "vkubelet.io/VolumesAtMountPath",
       status: "False",
-      reason: "NoMountNamespace",
+      reason: "MountNamespaceOff",
       message:
-        `volumes are not at their mountPath (${host.mountNamespace.reason}); containers find them through VKUBELET_VOLUME_<NAME> variables`,
+        "volumes are not at their mountPath (mountNamespace is off); containers find them through VKUBELET_VOLUME_<NAME> variables",
       lastTransitionTime: at,
     });
   }
@@ -46,4 +46,42 @@ export function hostConditions(record: PodRecord, host: HostSupport): PodConditi
     });
   }
   return out;
+}
+
+/** Condition type saying whether containers get their own view (mount and PID namespaces). */
+const ISOLATION_CONDITION = "vkubelet.io/ContainerIsolation";
+
+/**
+ * Whether containers on this host get their own view: True; False with reason `NoContainerView`
+ * (the host cannot make one, so pods are refused) or `IsolationOff` (the config's choice).
+ */
+export function isolationCondition(
+  host: Pick<HostSupport, "config" | "mountNamespace">,
+): NodeCondition {
+  const type = ISOLATION_CONDITION;
+  if (host.config.mountNamespace === "off") {
+    return {
+      type,
+      status: "False",
+      reason: "IsolationOff",
+      message:
+        "mountNamespace is off: containers run without their own view or PID namespace and can read other pods' environment through /proc",
+    };
+  }
+  if (!host.mountNamespace.ok) {
+    return {
+      type,
+      status: "False",
+      reason: "NoContainerView",
+      message: `pods are refused: containers cannot get their own view here: ${
+        host.mountNamespace.reason ?? "unknown reason"
+      }`.slice(0, 1024),
+    };
+  }
+  return {
+    type,
+    status: "True",
+    reason: "ContainerViews",
+    message: "each container runs in its own mount and PID namespaces",
+  };
 }
