@@ -10,7 +10,9 @@
  *   # tokenFile: /etc/vkubelet/slurm-jwt
  * cli: { bin: "" }                       # sbatch/squeue/scancel/sinfo/srun from PATH (or bin/)
  * sharedDir: /shared/vkubelet            # per-pod directories, seen by vkubelet and the nodes
- * fileOwner: { uid: 1000, gid: 1000 }    # optional: chown pod directories to the job user
+ * stateDir: /var/lib/vkubelet/slurm      # vkubelet's own (this host): the job comments' key
+ * fileOwner: { uid: 1000, gid: 1000 }    # the job user (chown, sbatch --uid); needed with runAsUsers
+ * allowRootNamespaces: [ops]             # namespaces whose jobs may run as root (uid 0)
  * partition: batch
  * account: proj1
  * qos: normal
@@ -93,6 +95,12 @@ export const slurmConfigSchema = z.strictObject({
     bin: z.string().default(""),
   }).optional(),
   sharedDir: absolutePath,
+  stateDir: absolutePath.optional(),
+  allowRootNamespaces: z.array(
+    z.string().regex(NAMESPACE, {
+      error: "must be a namespace name, such as team-a",
+    }),
+  ).default([]),
   fileOwner: z.strictObject({ uid: z.number().int().min(0), gid: z.number().int().min(0) })
     .optional(),
   partition: z.string().min(1).optional(),
@@ -149,6 +157,25 @@ export const slurmConfigSchema = z.strictObject({
   }).prefault({}),
   capacity: z.record(z.string(), z.string()).default({}),
   labels: z.record(z.string(), z.string()).default({}),
+}).superRefine((c, ctx) => {
+  if (Object.keys(c.runAsUsers).length > 0 && c.fileOwner === undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["fileOwner"],
+      message:
+        "fileOwner is required when runAsUsers is set: the pods of a namespace not listed there run as fileOwner, and without it as vkubelet's user, root; set fileOwner to an unprivileged user",
+    });
+  }
+  const shared = c.sharedDir.replace(/\/+$/, "");
+  const state = c.stateDir?.replace(/\/+$/, "");
+  if (state !== undefined && (state === shared || state.startsWith(`${shared}/`))) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["stateDir"],
+      message:
+        "must not be sharedDir or under it: it holds the key that signs the jobs' comments, which the compute nodes must not see; choose a directory on vkubelet's host only",
+    });
+  }
 }).refine((c) => c.rest !== undefined || c.cli !== undefined, {
   error: "needs rest (slurmrestd) or cli (sbatch and squeue on this host)",
 }).refine((c) => c.rest === undefined || Object.keys(c.runAsUsers).length === 0, {

@@ -15,12 +15,16 @@ import {
 } from "../../provider/mod.ts";
 import type { JobRequest } from "./backend.ts";
 import { ANNOTATION_PREFIX, type SlurmConfig } from "./config.ts";
-import { hostUser } from "./identity.ts";
-import { batchScript, jobComment, launcherScript, podDirName } from "./script.ts";
+import { checkJobUser, hostUser } from "./identity.ts";
+import { jobComment } from "./job_comment.ts";
+import { batchScript, launcherScript, podDirName } from "./script.ts";
 import { interlinkRequest } from "./interlink.ts";
 import { allocationOptions, TASK_OPTIONS, taskLayout } from "./tasks.ts";
 
-/** Everything but the script's run number is fixed per pod; `run` counts submissions. */
+/**
+ * Everything but the script's run number is fixed per pod; `run` counts submissions. The comment
+ * is not yet signed (`./jobs.ts` signs it). A pod whose job would run as root is refused.
+ */
 export function jobRequestFor(
   pod: Pod,
   config: SlurmConfig,
@@ -33,6 +37,7 @@ export function jobRequestFor(
   const cpu = effective(pod, "cpu");
   const memory = effective(pod, "memory");
   const deadline = pod.spec?.activeDeadlineSeconds;
+  checkJobUser(pod, config);
   // Each container's launcher refuses a container it cannot run, before anything is written.
   for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
     launcherScript(pod, c, podDir, config);

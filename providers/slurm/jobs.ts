@@ -2,7 +2,8 @@
  * SLURM as the kit's remote backend: a pod's run is one batch job (its handle, ./status.ts: the
  * job as last listed and the run's state files). The kit's RemotePods adopts, polls, restarts
  * with back-off and notifies; this file holds what is SLURM's: adoption only of a job whose
- * comment names this node and that runs as the pod's user (./identity.ts), one job listing per
+ * comment vkubelet signed (./job_comment.ts) for this node, that runs as the pod's user
+ * (./identity.ts) and whose saved `pod.json` (if any) is the pod the comment names; one job listing per
  * round for every pod (`squeue --json` or `GET /jobs`) with the state files of each pod's run —
  * the job's files, read only through ./job_files.ts — the pod directory written on the first
  * run, and the job submitted with the run's number, cancelled on deletion.
@@ -26,11 +27,11 @@ import {
 import type { JobInfo, SlurmBackend } from "./backend.ts";
 import type { SlurmConfig } from "./config.ts";
 import { jobUserOf } from "./identity.ts";
+import { JobCommentKey, type JobIdentity } from "./job_comment.ts";
 import { jobFileSize, readJobText } from "./job_files.ts";
 import { jobRequestFor } from "./job_request.ts";
 import { readLogFile } from "./logs.ts";
 import { podDirOf, readSavedPod, removePodDir, writePodDir } from "./pod_dir.ts";
-import { parseJobComment } from "./script.ts";
 import {
   deletedEnds,
   initEndsOf,
@@ -52,6 +53,12 @@ export interface SlurmJobsDeps {
   log: Logger;
   /** Ends log follows when vkubelet stops. */
   signal: AbortSignal;
+  /**
+   * The key that signs and checks job comments (./comment_key.ts `loadCommentKey`), asked for
+   * when first needed; a failure is asked again next time. Absent: a key of this instance alone
+   * (tests), so that no restarted instance adopts its jobs.
+   */
+  commentKey?: () => Promise<JobCommentKey>;
 }
 
 /** SLURM jobs for RemotePods; see the module doc. */
@@ -64,37 +71,26 @@ export class SlurmJobs implements RemoteBackend<SlurmHandle> {
   readonly #started = new Map<string, number>();
   /** Each pod's latest run, by uid: how its init containers ended, for the next run's status. */
   readonly #latest = new Map<string, SlurmHandle>();
+  #key?: Promise<JobCommentKey>;
 
   constructor(deps: SlurmJobsDeps) {
     this.#d = deps;
   }
 
   /**
-   * This node's jobs, oldest first: those whose comment names this node and that run as the
-   * pod's user. The pod is the one saved in its directory, when it is the same pod.
+   * This node's jobs, oldest first: those whose comment vkubelet signed for this node and that
+   * run as the pod's user; the pod is the one saved in its directory. Any other job commented for
+   * this node is logged and left alone: neither adopted nor, as an orphan, cancelled.
    */
   async list(signal: AbortSignal): Promise<RemoteRun<SlurmHandle>[]> {
-    const { config, log, clock } = this.#d;
+    const { clock } = this.#d;
     const runs: RemoteRun<SlurmHandle>[] = [];
     const jobs = await this.#d.slurm.jobs({ signal });
     for (const job of jobs.sort((a, b) => a.id - b.id)) {
-      const id = parseJobComment(job.comment);
-      if (!id || id.node !== this.#d.nodeName) continue;
-      // Anyone may comment a job as vkubelet does: only a job of the user vkubelet submits the
-      // pod's jobs as is its own.
-      const user = jobUserOf(config, id.namespace);
-      if (job.userId !== user.uid) {
-        log.warn(
-          "not adopting SLURM job {job} whose comment names {pod} on this node: it runs as uid {uid}, not as the pod's user (uid {expected})",
-          { job: job.id, pod: `${id.namespace}/${id.name}`, uid: job.userId, expected: user.uid },
-        );
-        continue;
-      }
-      const identity = { metadata: { namespace: id.namespace, name: id.name, uid: id.uid } };
-      const saved = await readSavedPod(podDirOf(config, identity));
-      const pod: Pod = saved?.metadata?.uid === id.uid
-        ? saved
-        : { ...identity, spec: { containers: [] } };
+      if (!job.comment.startsWith("vkubelet ")) continue;
+      const adopted = await this.#adoptable(job);
+      if (!adopted) continue;
+      const { id, pod } = adopted;
       const startedMs = job.startMs || clock.now();
       this.#started.set(id.uid, startedMs);
       const handle: SlurmHandle = { run: id.run, jobId: job.id, job, files: new Map() };
@@ -102,6 +98,64 @@ export class SlurmJobs implements RemoteBackend<SlurmHandle> {
       runs.push({ ...runOf(pod, handle, this.#d.hostIP, clock.now()), createdAtMs: startedMs });
     }
     return runs;
+  }
+
+  /** The job's pod when the job is this node's to adopt (see {@link list}); else logs why not. */
+  async #adoptable(job: JobInfo): Promise<{ id: JobIdentity; pod: Pod } | undefined> {
+    const { config, log, nodeName } = this.#d;
+    const checked = await (await this.#commentKey()).check(job.comment);
+    if (checked.kind === "malformed") {
+      if (job.comment.includes(` node=${nodeName} `)) {
+        log.warn(
+          "not adopting SLURM job {job}: its comment names this node but is not one vkubelet writes (names that are not DNS-1123 names, a uid that is not a UUID): forged, left alone",
+          { job: job.id, comment: job.comment },
+        );
+      }
+      return undefined;
+    }
+    const id = checked.id;
+    if (id.node !== nodeName) return undefined;
+    const pod = `${id.namespace}/${id.name}`;
+    if (checked.kind !== "signed") {
+      log.warn(
+        checked.kind === "unsigned"
+          ? "not adopting SLURM job {job} whose comment names {pod} on this node: it carries no MAC (submitted by a vkubelet before job comments were signed, or forged); left alone: cancel it (scancel {job}) if it is this node's"
+          : "not adopting SLURM job {job} whose comment names {pod} on this node: its MAC does not verify with this node's key (forged, or signed with a key vkubelet's stateDir no longer holds); left alone",
+        { job: job.id, pod },
+      );
+      return undefined;
+    }
+    // vkubelet signed it, yet only a job of the user vkubelet submits the pod's jobs as is its own.
+    const user = jobUserOf(config, id.namespace);
+    if (job.userId !== user.uid) {
+      log.warn(
+        "not adopting SLURM job {job} whose comment names {pod} on this node: it runs as uid {uid}, not as the pod's user (uid {expected})",
+        { job: job.id, pod, uid: job.userId, expected: user.uid },
+      );
+      return undefined;
+    }
+    const identity = { metadata: { namespace: id.namespace, name: id.name, uid: id.uid } };
+    const saved = await readSavedPod(podDirOf(config, identity));
+    const meta = saved?.metadata;
+    if (
+      saved && (meta?.namespace !== id.namespace || meta?.name !== id.name || meta?.uid !== id.uid)
+    ) {
+      log.warn(
+        "not adopting SLURM job {job} whose comment names {pod}: the pod.json in its directory is {saved}'s",
+        { job: job.id, pod, saved: `${meta?.namespace}/${meta?.name} (uid ${meta?.uid})` },
+      );
+      return undefined;
+    }
+    return { id, pod: saved ?? { ...identity, spec: { containers: [] } } };
+  }
+
+  /** The comment key, loaded once (again after a failure). */
+  async #commentKey(): Promise<JobCommentKey> {
+    this.#key ??= (this.#d.commentKey ?? JobCommentKey.random)().catch((err) => {
+      this.#key = undefined;
+      throw err;
+    });
+    return await this.#key;
   }
 
   /**
@@ -142,6 +196,7 @@ export class SlurmJobs implements RemoteBackend<SlurmHandle> {
     const { config, nodeName, clock } = this.#d;
     const run = options?.restarts ?? 0;
     const uid = pod.metadata?.uid ?? "";
+    const key = await this.#commentKey();
     if (run === 0) {
       jobRequestFor(pod, config, nodeName, 0); // refuses before any write
       await writePodDir(pod, { config, kube: this.#d.kube }, { signal });
@@ -150,9 +205,9 @@ export class SlurmJobs implements RemoteBackend<SlurmHandle> {
     const elapsed = clock.now() - (this.#started.get(uid) ?? clock.now());
     let jobId: number;
     try {
-      jobId = await this.#d.slurm.submit(jobRequestFor(pod, config, nodeName, run, elapsed), {
-        signal,
-      });
+      const request = jobRequestFor(pod, config, nodeName, run, elapsed);
+      request.comment = await key.sign(request.comment);
+      jobId = await this.#d.slurm.submit(request, { signal });
     } catch (err) {
       if (run === 0) {
         this.#started.delete(uid);

@@ -120,9 +120,13 @@ async function checkSharedDir(path: string, me: Owner): Promise<void> {
   }
 }
 
-/** The pod spec saved by {@link writePodDir}, or undefined (none, or not vkubelet's file). */
+/**
+ * The pod spec saved by {@link writePodDir}, or undefined (none, or not vkubelet's file in a
+ * directory of vkubelet's).
+ */
 export async function readSavedPod(dir: string): Promise<Pod | undefined> {
   try {
+    if (!await isPodDir(dir)) return undefined;
     const file = await readJobFile(`${dir}/pod.json`, hostUser(), { maxBytes: 8 << 20 });
     return file && JSON.parse(new TextDecoder().decode(file.bytes));
   } catch {
@@ -130,11 +134,33 @@ export async function readSavedPod(dir: string): Promise<Pod | undefined> {
   }
 }
 
-/** Removes the pod's directory (after its job ended). */
+/**
+ * Removes the pod's directory (after its job ended): only a directory of vkubelet's itself, a
+ * single name under sharedDir (./script.ts `podDirName`), never what a link there points to.
+ */
 export async function removePodDir(config: SlurmConfig, pod: Pod): Promise<void> {
-  await Deno.remove(podDirOf(config, pod), { recursive: true }).catch((err) => {
+  const dir = podDirOf(config, pod);
+  const info = await Deno.lstat(dir).catch((err) => {
+    if (err instanceof Deno.errors.NotFound) return undefined;
+    throw err;
+  });
+  if (!info) return;
+  if (!await isPodDir(dir)) {
+    throw new InvalidInputError(
+      `${dir} is not a pod directory of vkubelet's (uid ${hostUser().uid}): it is ${
+        info.isSymlink ? "a symbolic link" : `owned by uid ${info.uid}`
+      }; vkubelet leaves it alone, remove it by hand if it is not another's`,
+    );
+  }
+  await Deno.remove(dir, { recursive: true }).catch((err) => {
     if (!(err instanceof Deno.errors.NotFound)) throw err;
   });
+}
+
+/** True when `dir` itself (not a link's target) is a directory of vkubelet's. */
+async function isPodDir(dir: string): Promise<boolean> {
+  const info = await Deno.lstat(dir).catch(() => undefined);
+  return info !== undefined && info.isDirectory && info.uid === hostUser().uid;
 }
 
 type Files = [string, string | Uint8Array][];

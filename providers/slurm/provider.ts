@@ -2,8 +2,8 @@
  * The slurm provider: every pod bound to the node runs as one SLURM batch job (see
  * `./script.ts`), submitted through slurmrestd or sbatch. The kit's RemotePods owns the pods'
  * life — adoption, one job listing per round for all pods, restarts with back-off — over
- * `./jobs.ts`: on start it adopts this node's jobs (those whose comment names this node and that
- * run as the pod's user, `./identity.ts`) and lists them as pods, so the core deletes (and this
+ * `./jobs.ts`: on start it adopts this node's jobs (those whose comment vkubelet signed for this
+ * node, `./job_comment.ts`, and that run as the pod's user, `./identity.ts`) and lists them as pods, so the core deletes (and this
  * cancels) only those the API no longer has, once its caches have synced; a pod created again
  * adopts its job rather than submit a second one. Here: the node, ping, logs, exec, attach and
  * stats.
@@ -32,6 +32,7 @@ import type { PartitionInfo, SlurmBackend } from "./backend.ts";
 import type { SlurmConfig } from "./config.ts";
 import { attachToStep, stepTarget } from "./attach.ts";
 import { commandRunner } from "./cli.ts";
+import { loadCommentKey } from "./comment_key.ts";
 import { execInJob } from "./exec.ts";
 import { hostUser, jobUserOf } from "./identity.ts";
 import { SlurmJobs } from "./jobs.ts";
@@ -76,6 +77,7 @@ export class SlurmProvider extends RemotePodsProvider<SlurmHandle> implements Pr
       clock: deps.clock,
       log: deps.log,
       signal: this.#signal,
+      commentKey: () => loadCommentKey(config),
     });
     this.pods = new RemotePods({
       backend: this.#jobs,

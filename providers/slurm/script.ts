@@ -17,6 +17,7 @@ import { InvalidInputError, isSidecar } from "../../provider/mod.ts";
 import type { SlurmConfig } from "./config.ts";
 import { apptainerLines } from "./apptainer.ts";
 import { interlinkRequest } from "./interlink.ts";
+import { DNS_LABEL, isDnsSubdomain } from "./job_comment.ts";
 import { mainContainer, stepLayoutArgs, type TaskLayout } from "./tasks.ts";
 
 /** Quotes `text` for sh. */
@@ -24,24 +25,21 @@ export function shellQuote(text: string): string {
   return `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
-/** The pod's directory name under the shared directory. */
+/**
+ * The pod's directory name under the shared directory: one path component, whatever the pod's
+ * metadata says — a namespace that is a DNS-1123 label, a name that is a DNS-1123 subdomain, a
+ * uid of letters, digits and dashes (the apiserver's are UUIDs) — or an InvalidInputError.
+ */
 export function podDirName(pod: Pod): string {
   const { namespace = "", name = "", uid = "" } = pod.metadata ?? {};
+  if (!DNS_LABEL.test(namespace) || !isDnsSubdomain(name) || !/^[A-Za-z0-9-]{1,64}$/.test(uid)) {
+    throw new InvalidInputError(
+      `pod ${JSON.stringify(`${namespace}/${name}`)} with uid ${
+        JSON.stringify(uid)
+      } cannot name a directory under sharedDir: a namespace must be a DNS-1123 label, a name a DNS-1123 subdomain and a uid letters, digits and dashes`,
+    );
+  }
   return `${namespace}_${name}_${uid}`;
-}
-
-/** The job comment that names the pod: how a restarted vkubelet finds its jobs. */
-export function jobComment(node: string, pod: Pod, run: number): string {
-  const { namespace = "", name = "", uid = "" } = pod.metadata ?? {};
-  return `vkubelet node=${node} pod=${namespace}/${name} uid=${uid} run=${run}`;
-}
-
-/** The pod identity in a job comment written by {@link jobComment}, or undefined. */
-export function parseJobComment(
-  comment: string,
-): { node: string; namespace: string; name: string; uid: string; run: number } | undefined {
-  const m = /^vkubelet node=(\S+) pod=([^/\s]+)\/(\S+) uid=(\S+) run=(\d+)$/.exec(comment);
-  return m ? { node: m[1], namespace: m[2], name: m[3], uid: m[4], run: Number(m[5]) } : undefined;
 }
 
 /** The volume's env var for a runtime without mounts: `VKUBELET_VOLUME_<NAME>`. */

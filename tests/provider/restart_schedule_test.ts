@@ -361,7 +361,8 @@ function slurm(): Driver {
   const clock = new FakeClock();
   const sharedDir = Deno.makeTempDirSync();
   Deno.chmodSync(sharedDir, 0o711);
-  const parsed = parseSlurmConfig({ sharedDir, cli: {} });
+  // allowRootNamespaces: the test may run as root, with no fileOwner (jobs would be root's).
+  const parsed = parseSlurmConfig({ sharedDir, cli: {}, allowRootNamespaces: ["ns"] });
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
   let jobs = 0;
   let state = "RUNNING";

@@ -51,6 +51,7 @@ Deno.test({
     const provider = createProvider({
       cli: {},
       sharedDir: slurm.sharedDir,
+      stateDir: `${slurm.dir}/vk-state`,
       fileOwner: NOBODY,
       statusInterval: "300ms",
       runtime: "apptainer",

@@ -44,6 +44,7 @@ Deno.test("slurm provider: attach reaches a stdin step, and the summary shows ea
     rest: { socket: slurm.socket },
     cli: {},
     sharedDir: slurm.sharedDir,
+    stateDir: `${slurm.dir}/vk-state`,
     fileOwner: NOBODY,
     statusInterval: "300ms",
     statsInterval: "1s",

@@ -16,7 +16,14 @@ Deno.test("through the CLI a pod runs as a job, its log is read and the node siz
   Deno.env.set("SLURM_CONF", slurm.conf);
   const shutdown = new AbortController();
   const provider = createProvider(
-    { cli: {}, sharedDir: slurm.sharedDir, statusInterval: "200ms" },
+    {
+      cli: {},
+      sharedDir: slurm.sharedDir,
+      stateDir: `${slurm.dir}/vk-state`,
+      // vkubelet as root with no fileOwner: the jobs are root's, which the admin allows by name.
+      allowRootNamespaces: ["ns"],
+      statusInterval: "200ms",
+    },
     {
       nodeName: "login-1",
       log: getLogger(["vkubelet", "provider", "test"]),

@@ -16,6 +16,7 @@ Deno.test("the slurm provider keeps the provider contract", async (t) => {
     rest: { socket: slurm.socket },
     cli: {},
     sharedDir: slurm.sharedDir,
+    stateDir: `${slurm.dir}/vk-state`,
     fileOwner: NOBODY,
     statusInterval: "300ms",
   };

@@ -12,6 +12,8 @@ import { getLogger } from "../../../base/log.ts";
 import type { JobInfo } from "../../../providers/slurm/backend.ts";
 import { parseSlurmConfig } from "../../../providers/slurm/config.ts";
 import { createProvider, SlurmProvider } from "../../../providers/slurm/mod.ts";
+import { loadCommentKey } from "../../../providers/slurm/comment_key.ts";
+import { jobComment, type JobCommentKey } from "../../../providers/slurm/job_comment.ts";
 import { FakeSlurmBackend, NOBODY, startSlurm } from "../../../tools/harness/slurm.ts";
 import { eventually } from "../../../tools/harness/wait.ts";
 
@@ -30,12 +32,15 @@ function deps(signal: AbortSignal, nodeName = "vk-identity") {
   };
 }
 
-function job(id: number, userId: number, pod: string): JobInfo {
+/** A job commented for `pod` ("ns/name") and signed with `key`, as vkubelet submits it. */
+async function job(key: JobCommentKey, id: number, userId: number, pod: string): Promise<JobInfo> {
+  const [namespace, name] = pod.split("/");
+  const uid = `00000000-0000-4000-8000-${String(id).padStart(12, "0")}`;
   return {
     id,
     state: "RUNNING",
     reason: "None",
-    comment: `vkubelet node=vk-identity pod=${pod} uid=u-${id} run=0`,
+    comment: await key.sign(jobComment("vk-identity", { metadata: { namespace, name, uid } }, 0)),
     exitStatus: 0,
     startMs: Date.now(),
     endMs: 0,
@@ -45,20 +50,24 @@ function job(id: number, userId: number, pod: string): JobInfo {
 
 Deno.test("only jobs that run as the pod's user are adopted, whatever their comment says", async () => {
   const sharedDir = await Deno.makeTempDir();
+  const stateDir = `${sharedDir}.state`;
   const parsed = parseSlurmConfig({
     cli: {},
     sharedDir,
+    stateDir,
     fileOwner: NOBODY,
     runAsUsers: { "team-a": DAEMON },
   });
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+  // Signed with the node's own key: these comments are vkubelet's; only the user is wrong.
+  const key = await loadCommentKey(parsed.config);
   const backend = new FakeSlurmBackend({
     jobs: [
-      job(1, NOBODY.uid, "ns/mine"), // fileOwner's: vkubelet's own
-      job(2, 0, "ns/planted"), // root's, commented as vkubelet would
-      job(3, 1234, "ns/someone"), // another user's
-      job(4, NOBODY.uid, "team-a/wrong-user"), // team-a's pods run as daemon
-      job(5, DAEMON.uid, "team-a/theirs"),
+      await job(key, 1, NOBODY.uid, "ns/mine"), // fileOwner's: vkubelet's own
+      await job(key, 2, 0, "ns/planted"), // root's
+      await job(key, 3, 1234, "ns/someone"), // another user's
+      await job(key, 4, NOBODY.uid, "team-a/wrong-user"), // team-a's pods run as daemon
+      await job(key, 5, DAEMON.uid, "team-a/theirs"),
     ],
   });
   const stop = new AbortController();
@@ -72,6 +81,7 @@ Deno.test("only jobs that run as the pod's user are adopted, whatever their comm
     await provider.close();
     stop.abort();
     await Deno.remove(sharedDir, { recursive: true });
+    await Deno.remove(stateDir, { recursive: true });
   }
 });
 
@@ -85,6 +95,7 @@ Deno.test({
     const provider = createProvider({
       cli: {},
       sharedDir: slurm.sharedDir,
+      stateDir: `${slurm.dir}/vk-state`,
       statusInterval: "300ms",
       // team-b is not listed: its pods run as the default identity, fileOwner.
       fileOwner: NOBODY,

@@ -10,7 +10,12 @@ import { sbatchArgs } from "../../../providers/slurm/cli.ts";
 import { launcherScript } from "../../../providers/slurm/script.ts";
 
 function config(extra: Record<string, unknown> = {}): SlurmConfig {
-  const parsed = parseSlurmConfig({ cli: {}, sharedDir: "/shared", ...extra });
+  const parsed = parseSlurmConfig({
+    cli: {},
+    sharedDir: "/shared",
+    allowRootNamespaces: ["ns"], // the test may run as root, with no fileOwner
+    ...extra,
+  });
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
   return parsed.config;
 }

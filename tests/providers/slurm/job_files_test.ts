@@ -46,6 +46,7 @@ async function world(): Promise<World> {
   const parsed = parseSlurmConfig({
     cli: {},
     sharedDir,
+    stateDir: `${tmp}/state`,
     fileOwner: NOBODY,
     statusInterval: "100ms",
   });

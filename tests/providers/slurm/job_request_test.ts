@@ -5,21 +5,24 @@ import { parseSlurmConfig, type SlurmConfig } from "../../../providers/slurm/con
 import { jobRequestFor } from "../../../providers/slurm/job_request.ts";
 import { sbatchArgs } from "../../../providers/slurm/cli.ts";
 import { jobFields } from "../../../providers/slurm/rest.ts";
-import { parseJobComment } from "../../../providers/slurm/script.ts";
+import { parseJobComment } from "../../../providers/slurm/job_comment.ts";
 
 function config(extra: Record<string, unknown> = {}): SlurmConfig {
   const parsed = parseSlurmConfig({
     rest: { socket: "/run/rest.sock" },
     sharedDir: "/shared",
+    fileOwner: { uid: 65534, gid: 65534 }, // slurmrestd's user
     ...extra,
   });
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
   return parsed.config;
 }
 
+const UID = "5f0c1e8a-2b7d-4c3e-9a61-7d2e0b4f6a18";
+
 function pod(spec: Partial<Pod["spec"]> = {}, annotations: Record<string, string> = {}): Pod {
   return {
-    metadata: { namespace: "ns", name: "p", uid: "u-1", annotations },
+    metadata: { namespace: "ns", name: "p", uid: UID, annotations },
     spec: { containers: [{ name: "main", image: "busybox", command: ["true"] }], ...spec },
   };
 }
@@ -59,11 +62,8 @@ Deno.test("requests and limits become --cpus-per-task and --mem, the deadline --
   assert.deepEqual(job.options, { partition: "batch", account: "proj", qos: "low" });
   assert.equal(job.name, "vk_ns_p");
   assert.deepEqual(parseJobComment(job.comment), {
-    node: "node-1",
-    namespace: "ns",
-    name: "p",
-    uid: "u-1",
-    run: 0,
+    id: { node: "node-1", namespace: "ns", name: "p", uid: UID, run: 0 },
+    text: job.comment,
   });
   const args = sbatchArgs(job);
   assert.ok(args.includes("--cpus-per-task=3") && args.includes("--mem=1124M"));
@@ -94,6 +94,7 @@ Deno.test("a namespace's pods run as its runAsUsers user; another runAsUser is r
   const cli = parseSlurmConfig({
     cli: {},
     sharedDir: "/s",
+    fileOwner: { uid: 4321, gid: 99 },
     runAsUsers: { ns: { user: "alice", uid: 1000, gid: 100 }, other: { uid: 1001, gid: 100 } },
   });
   assert.ok(cli.ok);

@@ -32,6 +32,7 @@ Deno.test("slurm provider: pods run as SLURM jobs and follow the API through kub
     rest: { socket: slurm.socket },
     cli: {},
     sharedDir: slurm.sharedDir,
+    stateDir: `${slurm.dir}/vk-state`,
     fileOwner: NOBODY,
     statusInterval: "500ms",
     restartBackOff: { initial: "1s", max: "10s" },

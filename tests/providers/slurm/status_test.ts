@@ -11,15 +11,22 @@ import { parseJobs } from "../../../providers/slurm/backend.ts";
 import { parseSlurmConfig, type SlurmConfig } from "../../../providers/slurm/config.ts";
 import { hostUser } from "../../../providers/slurm/identity.ts";
 import { SlurmJobs } from "../../../providers/slurm/jobs.ts";
+import { jobComment, JobCommentKey } from "../../../providers/slurm/job_comment.ts";
 import { podDirOf } from "../../../providers/slurm/pod_dir.ts";
 import { formatLogTime, parseLines } from "../../../providers/slurm/logs.ts";
 import { FakeSlurmBackend } from "../../../tools/harness/slurm.ts";
 import { FakeClock } from "../../fakes/clock.ts";
 
 const NOW = Date.parse("2026-01-01T00:00:00Z");
+const UID = "3d1e7a52-8c4b-4f0e-b2a9-6e5f1c0d7b34";
 
 /** The kit's RemotePods over SlurmJobs on `slurm`, as the provider wires them, at NOW. */
-function podsOn(slurm: SlurmBackend, config: SlurmConfig, signal: AbortSignal) {
+function podsOn(
+  slurm: SlurmBackend,
+  config: SlurmConfig,
+  signal: AbortSignal,
+  key?: JobCommentKey,
+) {
   const clock = new FakeClock(NOW);
   const log = getLogger(["test"]);
   const backend = new SlurmJobs({
@@ -30,6 +37,7 @@ function podsOn(slurm: SlurmBackend, config: SlurmConfig, signal: AbortSignal) {
     clock,
     log,
     signal,
+    ...(key ? { commentKey: () => Promise.resolve(key) } : {}),
   });
   return new RemotePods({
     backend,
@@ -51,10 +59,11 @@ async function statusOf(
   spec: Partial<Pod["spec"] & object> = {},
 ): Promise<{ status: PodStatus; submitted: number }> {
   const sharedDir = await Deno.makeTempDir();
-  const parsed = parseSlurmConfig({ cli: {}, sharedDir });
+  // The test may run as root, with no fileOwner: its jobs would be root's.
+  const parsed = parseSlurmConfig({ cli: {}, sharedDir, allowRootNamespaces: ["ns"] });
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
   const pod: Pod = {
-    metadata: { namespace: "ns", name: "p", uid: "u" },
+    metadata: { namespace: "ns", name: "p", uid: UID },
     spec: { restartPolicy: "Never", containers: [{ name: "main", image: "b" }], ...spec },
   };
   const dir = podDirOf(parsed.config, pod);
@@ -63,13 +72,14 @@ async function statusOf(
   for (const [name, text] of Object.entries(files)) {
     await Deno.writeTextFile(`${dir}/state/${name}`, text);
   }
+  const key = await JobCommentKey.random();
   const slurm = new FakeSlurmBackend({
     user: hostUser().uid,
     jobs: [{
       id: 7,
       state: "RUNNING",
       reason: "None",
-      comment: "vkubelet node=n pod=ns/p uid=u run=0",
+      comment: await key.sign(jobComment("n", pod, 0)),
       exitStatus: 0,
       startMs: NOW - 1000,
       endMs: 0,
@@ -78,7 +88,7 @@ async function statusOf(
     }],
   });
   const stop = new AbortController();
-  const pods = podsOn(slurm, parsed.config, stop.signal);
+  const pods = podsOn(slurm, parsed.config, stop.signal, key);
   const running = pods.run(stop.signal);
   try {
     await pods.listPods({});
@@ -184,7 +194,7 @@ Deno.test("log lines keep their step time to the microsecond", () => {
 Deno.test("after a resubmission each container's lastState says how it ended, init containers too", async () => {
   const sharedDir = await Deno.makeTempDir();
   await Deno.chmod(sharedDir, 0o711);
-  const parsed = parseSlurmConfig({ cli: {}, sharedDir });
+  const parsed = parseSlurmConfig({ cli: {}, sharedDir, allowRootNamespaces: ["ns"] });
   if (!parsed.ok) throw new Error(parsed.errors.join("; "));
   const slurm = new FakeSlurmBackend({ user: hostUser().uid });
   const stop = new AbortController();
