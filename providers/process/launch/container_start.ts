@@ -22,6 +22,7 @@ import { toolPath } from "../host/host_tools.ts";
 import { containerIdentity, type HostUser } from "./identity.ts";
 import { Instance, type InstanceFiles } from "./instance.ts";
 import { makeFifos, RUNNER_NAME } from "./launcher.ts";
+import { ownDirs } from "./mount_ns.ts";
 import { join } from "node:path";
 import { childrenOf, readProcText } from "../host/proc.ts";
 import type { PodPaths } from "../state/state.ts";
@@ -207,6 +208,8 @@ export async function startContainer(
   }
   const root = join(paths.ns, container.name);
   if (namespaced) await Deno.mkdir(root, { recursive: true });
+  // Its own /tmp and /var/tmp, emptied, and the pod's /dev/shm (./mount_ns.ts).
+  const own = namespaced ? await ownDirs(paths.dir, container.name) : undefined;
   const instance = Instance.start(
     {
       instance: n,
@@ -226,7 +229,9 @@ export async function startContainer(
         ? { fifo: files.stdinFifo, holderPidFile: files.stdinHolderFile }
         : undefined,
       cgroupProcs: cgroup ? cgroupProcsFiles(cgroup) : undefined,
-      view: namespaced ? { root, mounts, extraDirs, hidden: hiddenPaths(paths, deps) } : undefined,
+      view: namespaced
+        ? { root, mounts, extraDirs, hidden: { ...hiddenPaths(paths, deps), own } }
+        : undefined,
     },
     files,
     deps.clock,

@@ -33,6 +33,11 @@ export function resolveSubPath(
   } catch {
     return { ok: false, reason: "its volume does not exist yet" };
   }
+  // The caller gives the volume's resolved path (../volumes/volumes.ts `hostPathOf`): one
+  // that resolves elsewhere now has had a symlink swapped in (a hostPath out of its prefix).
+  if (volume !== volumeDir) {
+    return { ok: false, reason: "its volume's path now has a symlink in it; it is not used" };
+  }
   const mode = (Deno.statSync(volume).mode ?? 0o755) & 0o7777;
   const parts = subPath.split("/").filter(Boolean);
   for (let i = parts.length; i >= 0; i--) {

@@ -23,7 +23,13 @@ import {
   TransientError,
 } from "../../../provider/mod.ts";
 import { checkRelativePath, type VolumeFile, writeAtomically } from "./atomic_writer.ts";
-import { hostPathPrefixProblem, hostPathSyntaxProblem, isUnderPrefix } from "./host_path.ts";
+import {
+  createHostPath,
+  hostPathPrefixProblem,
+  hostPathSyntaxProblem,
+  isUnderPrefix,
+  isUnderRealPrefix,
+} from "./host_path.ts";
 import { claimDirectory, type ClaimSource } from "./claim_volume.ts";
 import { TokenCache } from "./token_cache.ts";
 import type { PodPaths } from "../state/state.ts";
@@ -120,10 +126,26 @@ export class VolumeSet {
     });
   }
 
-  /** The host path a volume is mounted from. */
+  /**
+   * The host path a volume is mounted from, symlinks resolved. A hostPath or claim whose path
+   * now resolves outside `hostPath.allowedPrefixes` (a symlink raced in since the sync checked
+   * it) is given as written: the view's set-up refuses a source whose path is not its resolved
+   * path (../launch/safe_walk.ts), and a subPath's volume must be at its resolved path too.
+   */
   hostPathOf(name: string): string {
     const volume = this.#pod.spec?.volumes?.find((v) => v.name === name);
-    return volume?.hostPath?.path ?? this.#ctx.paths.volume(name);
+    const path = volume?.hostPath?.path ?? this.#ctx.paths.volume(name);
+    let real: string;
+    try {
+      real = Deno.realPathSync(path);
+    } catch {
+      return path;
+    }
+    const allowed = this.#ctx.hostPath.allowedPrefixes;
+    if ((volume?.hostPath || volume?.persistentVolumeClaim) && !isUnderRealPrefix(real, allowed)) {
+      return path;
+    }
+    return real;
   }
 
   /** True if `name` must be mounted read-only whatever the mount says (kubelet does so). */
@@ -175,9 +197,10 @@ export class VolumeSet {
     // allowed prefix may point anywhere.
     const outside = await hostPathPrefixProblem(path, this.#ctx.hostPath.allowedPrefixes);
     if (outside) throw new InvalidInputError(`volume ${volume.name}: ${outside}`);
-    if (type === "DirectoryOrCreate") await Deno.mkdir(path, { recursive: true, mode: 0o755 });
-    if (type === "FileOrCreate") {
-      await Deno.writeFile(path, new Uint8Array(), { append: true, create: true, mode: 0o644 });
+    if (type === "DirectoryOrCreate" || type === "FileOrCreate") {
+      // Made from the allowed prefix down, never following a link (./host_path.ts).
+      const problem = await createHostPath(path, type, this.#ctx.hostPath.allowedPrefixes);
+      if (problem) throw new TransientError(`volume ${volume.name}: ${problem}`);
     }
     try {
       const info = await Deno.stat(path);
