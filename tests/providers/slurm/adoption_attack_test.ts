@@ -9,68 +9,14 @@
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../../base/clock.ts";
-import type { LogProperties } from "../../../provider/mod.ts";
-import type { JobInfo, JobRequest, SlurmBackend } from "../../../providers/slurm/backend.ts";
+import type { JobInfo } from "../../../providers/slurm/backend.ts";
 import { parseSlurmConfig } from "../../../providers/slurm/config.ts";
 import { SlurmJobs } from "../../../providers/slurm/jobs.ts";
+import { NOBODY, recordingLog, RecordingSlurm, running } from "./_recording_slurm.ts";
 
 const isRoot = Deno.statSync("/proc/self").uid === 0;
-const NOBODY = { uid: 65534, gid: 65534 };
 const TEAM_A = { user: "team-a", uid: 1001, gid: 1001 };
 const TEAM_B = { user: "team-b", uid: 1002, gid: 1002 };
-
-/** A SLURM that lists `jobs` and records what is cancelled. */
-class RecordingSlurm implements SlurmBackend {
-  readonly kind = "fake";
-  readonly cancelled: number[] = [];
-  readonly submitted: JobRequest[] = [];
-  constructor(readonly listed: JobInfo[]) {}
-  submit(job: JobRequest): Promise<number> {
-    this.submitted.push(job);
-    const id = 500 + this.submitted.length;
-    this.listed.push(running(id, job.comment, NOBODY.uid));
-    return Promise.resolve(id);
-  }
-  jobs(): Promise<JobInfo[]> {
-    return Promise.resolve(structuredClone(this.listed));
-  }
-  cancel(id: number): Promise<void> {
-    this.cancelled.push(id);
-    return Promise.resolve();
-  }
-  ping(): Promise<void> {
-    return Promise.resolve();
-  }
-  partitions() {
-    return Promise.resolve([]);
-  }
-  close(): void {}
-}
-
-function running(id: number, comment: string, userId: number): JobInfo {
-  return {
-    id,
-    state: "RUNNING",
-    reason: "None",
-    comment,
-    exitStatus: 0,
-    startMs: Date.now(),
-    endMs: 0,
-    userId,
-  };
-}
-
-/** A logger that keeps what was warned. */
-function recordingLog() {
-  const warnings: string[] = [];
-  const note = (message: string, props?: LogProperties) =>
-    warnings.push(message.replace(/\{(\w+)\}/g, (_, k) => String(props?.[k])));
-  const quiet = () => {};
-  return {
-    warnings,
-    log: { debug: quiet, info: quiet, warn: note, warning: note, error: note },
-  };
-}
 
 interface World {
   tmp: string;
