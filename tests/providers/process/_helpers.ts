@@ -10,6 +10,7 @@ import { realClock } from "../../../base/clock.ts";
 import type { ProviderDeps } from "../../../provider/mod.ts";
 import { createProvider, type ProcessProvider } from "../../../providers/process/mod.ts";
 import type { VolumeSource } from "../../../providers/process/volumes/volumes.ts";
+import { probeMountNamespace } from "../../../providers/process/launch/mount_ns.ts";
 import { eventually } from "../../../tools/harness/wait.ts";
 
 /** Options for {@link startProvider}. */
@@ -19,6 +20,8 @@ export interface TestProviderOptions {
   volumeSource?: VolumeSource;
   config?: Record<string, unknown>;
 }
+
+const viewSupport = await probeMountNamespace();
 
 /** A provider on a fresh (or given) state directory, with host probing as configured. */
 export async function startProvider(options: TestProviderOptions = {}) {
@@ -35,7 +38,11 @@ export async function startProvider(options: TestProviderOptions = {}) {
   // The tests' non-root pods run as uid and gid 1000, often a login user of a developer's
   // machine: listed by itself, as an admin would list it (allowedIds, ../launch/id_allowlist.ts).
   const allowedIds = { uids: ["1000-65535", "1000"], gids: ["1000-65535", "1000"] };
-  const config = { stateDir, cgroups: "off", allowedIds, ...options.config };
+  // Where this machine cannot make views (not root), the provider refuses every pod unless told
+  // to run them without isolation, as a vkubelet there would be: the tests of everything else
+  // run so, and the isolation tests skip.
+  const views = viewSupport.ok ? {} : { mountNamespace: "off" };
+  const config = { stateDir, cgroups: "off", allowedIds, ...views, ...options.config };
   const provider = await createProvider(config, deps, {
     volumeSource: options.volumeSource,
   });
