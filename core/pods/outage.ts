@@ -13,7 +13,6 @@
 import type { Pod, PodCondition, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import { formatTime } from "../../provider/mod.ts";
 import type { PodContext } from "./pod_context.ts";
-import { controllerStatus } from "./pod_status.ts";
 
 /** The pod condition that says whether the status was refreshed from the backend. */
 export const POD_REACHABLE_CONDITION = "ProviderReachable";
@@ -75,40 +74,4 @@ export function wasRunningInOutage(pod: Pod): boolean {
         c.type === POD_REACHABLE_CONDITION && c.status === "False"
       ) === true &&
     (pod.status?.containerStatuses ?? []).some((c) => c.state?.running || c.started);
-}
-
-/**
- * The status of a pod the backend lost during an outage and the restart policy does not start
- * again: Failed, its containers terminated `ContainerStatusUnknown` (exit code 137) as the
- * kubelet reports a container it can no longer find.
- */
-export function lostPodStatus(ctx: Pick<PodContext, "clock">, pod: Pod): PodStatus {
-  const message = "the backend lost the pod while the provider could not reach it; " +
-    "restartPolicy Never does not start it again";
-  const status = controllerStatus(pod, {
-    phase: "Failed",
-    reason: "BackendLostPod",
-    message,
-    nowMs: ctx.clock.now(),
-  });
-  const finishedAt = formatTime(ctx.clock.now());
-  const containerStatuses = (status.containerStatuses ?? []).map((c) => {
-    const before = pod.status?.containerStatuses?.find((p) => p.name === c.name);
-    return {
-      ...c,
-      ready: false,
-      started: false,
-      state: {
-        terminated: {
-          exitCode: 137,
-          reason: "ContainerStatusUnknown",
-          message: "The container could not be located when the pod was terminated",
-          startedAt: before?.state?.running?.startedAt,
-          finishedAt,
-        },
-      },
-      ...(before?.state ? { lastState: {} } : {}),
-    };
-  });
-  return { ...status, containerStatuses };
 }

@@ -4,7 +4,7 @@
  * @module
  */
 import type { ProviderReachability } from "./outage.ts";
-import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import type { Provider } from "../../provider/mod.ts";
@@ -41,8 +41,6 @@ export interface PodContext {
   statusQueue: WorkQueue;
   /** The pod and host IPs for env resolution, from the provider's report when there is one. */
   addresses(key: string, pod: Pod): PodAddresses;
-  /** Records a controller-decided status and queues it to be written. */
-  setLocalStatus(pod: Pod, status: PodStatus): void;
   /**
    * Removes a deleting pod's object once its containers have stopped: the status queue's workers
    * write the provider's last status (best effort), then delete the object with grace 0 — once

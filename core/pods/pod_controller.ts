@@ -330,10 +330,6 @@ export class PodController {
         process: (key, signal) => this.#statusWork(key, signal),
       }),
       addresses: (key, pod) => this.#addresses(key, pod),
-      setLocalStatus: (pod, status) => {
-        ctx.states.ensure(podKeyOf(pod)).localStatus = { uid: pod.metadata?.uid ?? "", status };
-        ctx.statusQueue.add(podKeyOf(pod));
-      },
       removeObject: (pod) => {
         // Once per uid: every later sync of the deleting pod (its final status seen by the
         // informer, a provider report, a resync) would otherwise send a DELETE that gets 404.

@@ -1,9 +1,8 @@
 /**
  * Pod status as vkubelet writes it: the provider's report merged with what other writers own
  * (the scheduler's PodScheduled, readiness gates, qosClass), compared in a canonical form so that
- * a write that would change nothing is skipped, the statuses the controller writes itself when the
- * provider has none (config errors, provider failures), and the kubelet-style lifecycle events a
- * status change implies.
+ * a write that would change nothing is skipped, and the kubelet-style lifecycle events a status
+ * change implies. The statuses the controller writes itself are `controller_status.ts`'s.
  * @module
  */
 import type {
@@ -14,7 +13,6 @@ import type {
   PodStatus,
 } from "kubernetes-types/core/v1.d.ts";
 import { formatTime } from "../../k8s/micro_time.ts";
-import { buildPodStatus, type ContainerReport } from "../../provider/mod.ts";
 import type { PodEvent } from "./events.ts";
 import { gatedConditions } from "./readiness_gates.ts";
 
@@ -215,50 +213,6 @@ export function statusEqual(current: PodStatus | undefined, next: PodStatus): bo
   // Equal as they are (often the same objects: see mergeStatus) is equal in canonical form too;
   // the API's copy differs from a report mostly in nulls (`lastProbeTime: null`) and key order.
   return canonicalEqual(current, next);
-}
-
-/** What the controller decided for a pod it holds back itself; see {@link controllerStatus}. */
-export interface HeldStatus {
-  phase: "Pending" | "Failed";
-  /** The pod-level reason and message (`ProviderFailed`, say); default none. */
-  reason?: string;
-  message?: string;
-  /** The container at fault (every container when none is named) waits for this reason. */
-  waiting?: { container?: string; reason: string; message?: string };
-  /** Now (clock ms): the transition time of the conditions that changed. */
-  nowMs: number;
-}
-
-/**
- * The status the controller writes when the provider has none for the pod, built by the kit's
- * builder like any provider's: every container waiting (`waiting.reason` for the one at fault,
- * ContainerCreating for the others) and the five conditions the kubelet always writes, in its
- * order (provider/pod_conditions.ts). Fields the builder does not set (IPs, say) are kept.
- */
-export function controllerStatus(pod: Pod, held: HeldStatus): PodStatus {
-  const { phase, waiting } = held;
-  const containers: Record<string, ContainerReport> = {};
-  for (const c of pod.spec?.containers ?? []) {
-    const previous = pod.status?.containerStatuses?.find((s) => s.name === c.name);
-    const here = waiting && (!waiting.container || waiting.container === c.name);
-    const reason = here ? waiting.reason : "ContainerCreating";
-    const message = here ? waiting.message : undefined;
-    containers[c.name] = {
-      state: { waiting: { reason, ...(message ? { message } : {}) } },
-      restartCount: previous?.restartCount ?? 0,
-      imageID: previous?.imageID ?? "",
-    };
-  }
-  const built = buildPodStatus(pod, {
-    containers,
-    nowMs: held.nowMs,
-    // A container waiting for a reason of its own (its config, its image) means the kubelet had
-    // the pod's sandbox; one waiting in ContainerCreating (volumes, the provider) means it had not.
-    sandboxReady: phase === "Pending" && !!waiting && waiting.reason !== "ContainerCreating",
-    // A pod the controller fails runs nothing again: the builder ends it Failed.
-    terminal: phase === "Failed",
-  });
-  return { ...pod.status, ...built, phase, reason: held.reason ?? "", message: held.message ?? "" };
 }
 
 /**

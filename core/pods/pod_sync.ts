@@ -19,11 +19,19 @@ import {
 import type { PodContext } from "./pod_context.ts";
 import { isEnvResolutionError, resolvePodEnv } from "./env.ts";
 import { startEphemeralContainers } from "./ephemeral.ts";
-import { canonicalEqual, controllerStatus } from "./pod_status.ts";
+import { canonicalEqual } from "./pod_status.ts";
+import {
+  failForProviderError,
+  failLostPod,
+  holdDaemonSetPod,
+  holdForConfigError,
+  holdForProviderError,
+  releaseToProvider,
+} from "./controller_status.ts";
 import { preflight } from "./preflight.ts";
 import type { ProcessResult } from "./work_queue.ts";
 import { tracedProvider } from "./pod_traces.ts";
-import { lostPodStatus, unreachable, wasRunningInOutage } from "./outage.ts";
+import { unreachable, wasRunningInOutage } from "./outage.ts";
 
 /** Syncs one pod key; throws to be retried with backoff. */
 export async function syncPod(
@@ -93,14 +101,7 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
       fieldPath: err.fieldPath,
     });
     if (err.event) ctx.recorder.record(pod, err.event);
-    ctx.setLocalStatus(
-      pod,
-      controllerStatus(pod, {
-        phase: "Pending",
-        waiting: { container: err.container, reason: "CreateContainerConfigError" },
-        nowMs: ctx.clock.now(),
-      }),
-    );
+    holdForConfigError(ctx, pod, { container: err.container });
     throw err;
   }
   const existing = await ctx.provider.getPod(pod.metadata!.namespace!, pod.metadata!.name!, {
@@ -125,8 +126,7 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
   }
   for (const event of resolved.events) ctx.recorder.record(pod, event);
   markSynced(ctx, key, pod);
-  ctx.states.ensure(key).localStatus = undefined;
-  ctx.statusQueue.add(key);
+  releaseToProvider(ctx, pod);
 }
 
 /**
@@ -150,7 +150,7 @@ function lostInOutage(ctx: PodContext, pod: Pod): boolean {
   });
   // What the provider reported before the outage no longer holds.
   ctx.states.ensure(podKeyOf(pod)).providerStatus = undefined;
-  if (!again) ctx.setLocalStatus(pod, lostPodStatus(ctx, pod));
+  if (!again) failLostPod(ctx, pod);
   return again;
 }
 
@@ -185,12 +185,10 @@ async function providerCall(
     ctx.recorder.record(pod, { type: "Warning", reason: `Provider${op}Failed`, message });
     // A DaemonSet pod marked Failed is replaced at once on the same node: keep it Pending.
     if (isInvalidInput(err) && !isDaemonSetPod(pod)) {
-      ctx.setLocalStatus(pod, heldStatus(ctx, pod, "Failed", "ProviderFailed", message));
+      failForProviderError(ctx, pod, message);
       return false;
     }
-    if (op === "Create") {
-      ctx.setLocalStatus(pod, heldStatus(ctx, pod, "Pending", "ProviderFailed", message));
-    }
+    if (op === "Create") holdForProviderError(ctx, pod, message);
     throw err;
   }
 }
@@ -296,18 +294,7 @@ function skipDaemonSetPod(ctx: PodContext, pod: Pod): void {
   const message = "DaemonSet pods are not run on this virtual node (daemonSetPods: skip)";
   if (pod.status?.reason === "DaemonSetPodSkipped") return;
   ctx.recorder.record(pod, { type: "Warning", reason: "DaemonSetPodSkipped", message });
-  ctx.setLocalStatus(pod, heldStatus(ctx, pod, "Pending", "DaemonSetPodSkipped", message));
-}
-
-/** A held pod's status with a pod-level reason and message, no container at fault. */
-function heldStatus(
-  ctx: PodContext,
-  pod: Pod,
-  phase: "Pending" | "Failed",
-  reason: string,
-  message: string,
-) {
-  return controllerStatus(pod, { phase, reason, message, nowMs: ctx.clock.now() });
+  holdDaemonSetPod(ctx, pod, message);
 }
 
 /** True when the parts of two pods that updatePod can change are equal. */

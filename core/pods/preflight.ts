@@ -10,7 +10,7 @@ import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { isKubeNotFound } from "../../k8s/errors.ts";
 import type { PodContext } from "./pod_context.ts";
 import { invalidImageMessage } from "./image_reference.ts";
-import { controllerStatus } from "./pod_status.ts";
+import { holdForInvalidImage, holdForVolumes } from "./controller_status.ts";
 import { checkVolumes, type VolumeSources } from "./volume_check.ts";
 
 /** Some volume of the pod cannot be set up yet; the sync is retried with backoff. */
@@ -33,7 +33,7 @@ export async function preflight(ctx: PodContext, pod: Pod, signal: AbortSignal):
         message: failure.message,
       });
     }
-    ctx.setLocalStatus(pod, controllerStatus(pod, { phase: "Pending", nowMs: ctx.clock.now() }));
+    holdForVolumes(ctx, pod);
     throw new VolumesNotReadyError(
       `pod ${pod.metadata?.namespace}/${pod.metadata?.name} waits for its volumes: ` +
         failures.map((f) => f.message).join("; "),
@@ -76,12 +76,7 @@ function reportInvalidImage(ctx: PodContext, pod: Pod): boolean {
         fieldPath: `spec.${list}{${container.name}}`,
       });
       // The kubelet's waiting message is the image manager's; the pod itself carries none.
-      const status = controllerStatus(pod, {
-        phase: "Pending",
-        waiting: { container: container.name, reason: "InvalidImageName", message },
-        nowMs: ctx.clock.now(),
-      });
-      ctx.setLocalStatus(pod, status);
+      holdForInvalidImage(ctx, pod, { container: container.name, message });
       return false;
     }
   }
