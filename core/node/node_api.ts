@@ -23,6 +23,8 @@ export interface GetNodeOptions extends ApiCallOptions {
    * `tryUpdateNodeStatus`, `util.FromApiserverCache`).
    */
   cached?: boolean;
+  /** Keep `metadata.managedFields` (who last set each field; `./cordon.ts` asks). */
+  managedFields?: boolean;
 }
 
 /**
@@ -82,6 +84,7 @@ export type NodeApiClient =
 export function nodeApiFromClient(client: NodeApiClient): NodeApi {
   return {
     getNode(name, options = {}) {
+      if (options.managedFields) return client.nodes.get(name, { signal: options.signal });
       if (!options.cached) return client.nodes.get(name, { signal: options.signal }).then(lean);
       return client.request<Node>({
         path: client.nodes.path(undefined, name),

@@ -13,7 +13,7 @@
  * @module
  */
 import type { Node } from "kubernetes-types/core/v1.d.ts";
-import { isAlreadyExists, isKubeNotFound } from "../../k8s/errors.ts";
+import { isAlreadyExists, isConflict, isKubeNotFound } from "../../k8s/errors.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import type { Provider } from "../../provider/mod.ts";
@@ -211,18 +211,13 @@ export class NodeController implements NodeOwner {
    * `unschedulable` set by an admin, taints others added, providerID — and only labels and
    * status are reconciled. Taints are a registration-time choice: the kubelet's
    * `registerWithTaints` applies only on create, and NodeRestriction forbids a node to change
-   * its own taints. A cordon vkubelet itself made on shutdown is undone.
+   * its own taints. A cordon vkubelet itself made on shutdown is undone while it is still ours
+   * (`./cordon.ts`).
    */
   async #adopt(server: Node, signal: AbortSignal): Promise<void> {
     this.#server = server;
-    if (server.metadata?.annotations?.[CORDONED_ANNOTATION] === "true") {
-      this.#server = await this.#call(
-        signal,
-        (s) => this.#api.patchNode(this.#name, uncordonPatch(), { signal: s }),
-      );
-      this.#deps.log.info("uncordoned node {node}, cordoned at vkubelet's last shutdown", {
-        node: this.#name,
-      });
+    if (server.metadata?.annotations?.[CORDONED_ANNOTATION] !== undefined) {
+      this.#server = await this.#uncordon(signal) ?? server;
     }
     this.#deps.log.info("adopting existing node {node} (uid {uid})", {
       node: this.#name,
@@ -340,14 +335,40 @@ export class NodeController implements NodeOwner {
     return true;
   }
 
+  /** Undoes our shutdown cordon, or drops only its annotation if someone cordoned since. */
+  async #uncordon(signal: AbortSignal): Promise<Node | undefined> {
+    for (;;) {
+      const node = await this.#call(
+        signal,
+        (s) => this.#api.getNode(this.#name, { signal: s, managedFields: true }),
+      );
+      const undo = uncordonPatch(node, CORDONED_ANNOTATION);
+      if (!undo) return undefined;
+      try {
+        const written = await this.#call(
+          signal,
+          (s) => this.#api.patchNode(this.#name, undo.patch, { signal: s }),
+        );
+        this.#deps.log.info(
+          undo.undone
+            ? "uncordoned node {node}, cordoned at vkubelet's last shutdown"
+            : "node {node} stays cordoned: someone set spec.unschedulable after vkubelet " +
+              "cordoned it at its last shutdown",
+          { node: this.#name },
+        );
+        return written;
+      } catch (err) {
+        if (!isConflict(err)) throw err; // Else written meanwhile: decide again.
+      }
+    }
+  }
+
   async #cordon(): Promise<void> {
     if (this.#server?.spec?.unschedulable) return; // An admin's cordon: not ours to mark.
     const signal = new AbortController().signal;
+    const patch = cordonPatch(CORDONED_ANNOTATION, this.#deps.clock.now());
     try {
-      await this.#call(
-        signal,
-        (s) => this.#api.patchNode(this.#name, cordonPatch(), { signal: s }),
-      );
+      await this.#call(signal, (s) => this.#api.patchNode(this.#name, patch, { signal: s }));
       this.#deps.log.info("cordoned node {node} on shutdown", { node: this.#name });
     } catch (err) {
       this.#deps.log.warn("cordoning node {node} on shutdown failed: {err}", this.#fields(err));

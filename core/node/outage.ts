@@ -11,14 +11,16 @@
  * - a `NoSchedule` taint of vkubelet's own ({@link UNREACHABLE_TAINT}) keeps new pods away; a
  *   node under NodeRestriction may not change its own taints (kubernetes/kubernetes
  *   plugin/pkg/admission/noderestriction/admission.go `admitNode`), so there it is cordoned
- *   instead, marked with {@link OUTAGE_CORDON_ANNOTATION} so that an admin's cordon is never undone;
+ *   instead, marked with {@link OUTAGE_CORDON_ANNOTATION}, and on recovery undone only while it is
+ *   still ours (`./cordon.ts`: an admin's cordon, or one an admin wrote again since, stays);
  * - an event says when the backend became unreachable, and another when it answers again.
  *
  * Past the grace, Ready turns False as it does today (grace 0: at once), and the lease stops.
  * @module
  */
 import type { Node, NodeCondition, Taint } from "kubernetes-types/core/v1.d.ts";
-import { isForbidden } from "../../k8s/errors.ts";
+import { isConflict, isForbidden } from "../../k8s/errors.ts";
+import { cordonPatch, uncordonPatch } from "./cordon.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Logger } from "../../base/log.ts";
 import type { Health } from "./health_monitor.ts";
@@ -33,7 +35,10 @@ export const UNREACHABLE_TAINT: Readonly<Taint> = {
   effect: "NoSchedule",
 };
 
-/** Set on the Node while vkubelet cordons it because the taint was refused. */
+/**
+ * Set on the Node while vkubelet cordons it because the taint was refused (the value: when,
+ * RFC 3339).
+ */
 export const OUTAGE_CORDON_ANNOTATION = "vkubelet.io/cordoned-provider-unreachable";
 
 /** True once an outage has lasted `graceMs`: Ready goes False and the lease stops. */
@@ -62,7 +67,7 @@ export function reachableCondition(health: Health): NodeCondition {
 
 /** What {@link OutageMarker} needs. */
 export interface OutageMarkerDeps {
-  api: Pick<NodeApi, "patchNode" | "createEvent">;
+  api: Pick<NodeApi, "getNode" | "patchNode" | "createEvent">;
   clock: Clock;
   log: Logger;
   nodeName: string;
@@ -106,11 +111,43 @@ export class OutageMarker {
         );
       }
     }
+    if (!health.healthy) {
+      if (!this.#cordon || !needsCordon(server)) return undefined;
+      const now = this.#deps.clock.now();
+      return await this.#patch(cordonPatch(OUTAGE_CORDON_ANNOTATION, now), signal);
+    }
     // Undoing a cordon is checked on the taint's path too: one left by an earlier run.
-    const cordon = this.#cordon || health.healthy
-      ? cordonPatch(server, !health.healthy)
-      : undefined;
-    return cordon ? await this.#patch(cordon, signal) : undefined;
+    if (server.metadata?.annotations?.[OUTAGE_CORDON_ANNOTATION] === undefined) return undefined;
+    return await this.#uncordon(signal);
+  }
+
+  /** Takes our outage cordon off, or only its annotation if it is no longer ours. */
+  async #uncordon(signal: AbortSignal): Promise<Node | undefined> {
+    const node = await this.#deps.call(
+      signal,
+      (s) => this.#deps.api.getNode(this.#deps.nodeName, { signal: s, managedFields: true }),
+    );
+    const undo = uncordonPatch(node, OUTAGE_CORDON_ANNOTATION);
+    if (!undo) return undefined;
+    let written: Node;
+    try {
+      written = await this.#patch(undo.patch, signal);
+    } catch (err) {
+      if (isConflict(err)) return undefined; // Written meanwhile: the next sync decides again.
+      throw err;
+    }
+    if (undo.undone) {
+      this.#deps.log.info("uncordoned node {node}: the provider reaches its backend again", {
+        node: this.#deps.nodeName,
+      });
+    } else if (node.spec?.unschedulable) {
+      this.#deps.log.info(
+        "node {node} stays cordoned after the outage: someone set spec.unschedulable after " +
+          "vkubelet cordoned it; uncordon it with kubectl uncordon when it should take pods",
+        { node: this.#deps.nodeName },
+      );
+    }
+    return written;
   }
 
   #patch(patch: Record<string, unknown>, signal: AbortSignal): Promise<Node> {
@@ -176,28 +213,13 @@ export function taintPatch(
 }
 
 /**
- * The patch that cordons the Node for an outage or undoes that cordon, or undefined. An admin's
- * cordon (unschedulable without our annotation) is left alone, and so is an admin's uncordon
- * during the outage (our annotation without unschedulable).
+ * Whether the outage needs a cordon on `server`: not when it is unschedulable already (an
+ * admin's cordon is not taken for ours), nor when our annotation is there (an admin uncordoned
+ * the node during the outage).
  */
-export function cordonPatch(
-  server: Node,
-  unreachable: boolean,
-): Record<string, unknown> | undefined {
-  const ours = server.metadata?.annotations?.[OUTAGE_CORDON_ANNOTATION] === "true";
-  const cordoned = server.spec?.unschedulable === true;
-  if (unreachable) {
-    if (ours || cordoned) return undefined;
-    return {
-      metadata: { annotations: { [OUTAGE_CORDON_ANNOTATION]: "true" } },
-      spec: { unschedulable: true },
-    };
-  }
-  if (!ours) return undefined;
-  return {
-    metadata: { annotations: { [OUTAGE_CORDON_ANNOTATION]: null } },
-    spec: cordoned ? { unschedulable: null } : {},
-  };
+function needsCordon(server: Node): boolean {
+  const ours = server.metadata?.annotations?.[OUTAGE_CORDON_ANNOTATION] !== undefined;
+  return !ours && server.spec?.unschedulable !== true;
 }
 
 /** `30m`, `90s`, `1h30m`: a duration as the flag takes it. */

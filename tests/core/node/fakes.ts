@@ -9,6 +9,7 @@ import type { Lease } from "kubernetes-types/coordination/v1.d.ts";
 import { KubeApiError } from "../../../k8s/errors.ts";
 import type { Logger } from "../../../base/log.ts";
 import type { NodeApi, NodeEvent } from "../../../core/node/mod.ts";
+import type { GetNodeOptions } from "../../../core/node/node_api.ts";
 import type { Provider } from "../../../provider/mod.ts";
 
 /** A KubeApiError as the apiserver would send it. */
@@ -82,11 +83,13 @@ export class FakeNodeApi implements NodeApi {
     );
   }
 
-  getNode(name: string): Promise<Node> {
+  getNode(name: string, options: GetNodeOptions = {}): Promise<Node> {
     return this.#async(() => {
       this.#enter("getNode", [name]);
       if (!this.node) throw apiError(404, "NotFound", `nodes "${name}" not found`);
-      return structuredClone(this.node);
+      const node = structuredClone(this.node);
+      if (!options.managedFields) delete node.metadata?.managedFields;
+      return node;
     });
   }
 
@@ -117,6 +120,18 @@ export class FakeNodeApi implements NodeApi {
     return this.#patch("patchNode", name, patch, false);
   }
 
+  /**
+   * A patch on `nodes/<name>` by someone else (`kubectl cordon` is `kubectl`), recorded in
+   * `managedFields` under `manager`; not counted in {@link calls}.
+   */
+  async patchAs(manager: string, patch: unknown): Promise<Node> {
+    const before = this.node;
+    const written = await this.#patch("patchAs", this.node!.metadata!.name!, patch, false);
+    this.calls.pop();
+    this.node = withUnschedulableOwner(before!, this.node!, manager);
+    return written;
+  }
+
   patchNodeStatus(name: string, patch: unknown): Promise<Node> {
     return this.#patch("patchNodeStatus", name, patch, true);
   }
@@ -136,11 +151,15 @@ export class FakeNodeApi implements NodeApi {
       if (this.restrictTaints && taints(next) !== taints(this.node)) {
         throw apiError(403, "Forbidden", `node "${name}" is not allowed to modify taints`);
       }
-      this.node = this.#dropUnknown({
+      const written = this.#dropUnknown({
         ...next,
         metadata: { ...next.metadata, resourceVersion: this.#next() },
       });
-      return structuredClone(this.node);
+      const old = this.node;
+      this.node = status ? written : withUnschedulableOwner(old, written, "vkubelet");
+      const node = structuredClone(this.node);
+      delete node.metadata?.managedFields; // As the adapter returns them.
+      return node;
     });
   }
 
@@ -196,6 +215,28 @@ export class FakeNodeApi implements NodeApi {
     await Promise.resolve();
     return body();
   }
+}
+
+/**
+ * `node` with the `managedFields` owner of `spec.unschedulable` as the apiserver tracks it for
+ * an update: the writer takes the field when its value changed, and nobody owns it once it is
+ * gone; a write of the value it had changes nothing.
+ */
+function withUnschedulableOwner(old: Node, node: Node, manager: string): Node {
+  const was = old.spec?.unschedulable;
+  const now = node.spec?.unschedulable;
+  if (was === now) return node;
+  const others = (node.metadata?.managedFields ?? []).filter((e) =>
+    !("f:unschedulable" in ((e.fieldsV1 as Record<string, object>)?.["f:spec"] ?? {}))
+  );
+  const owner = now === undefined ? [] : [{
+    manager,
+    operation: "Update",
+    apiVersion: "v1",
+    fieldsType: "FieldsV1",
+    fieldsV1: { "f:spec": { "f:unschedulable": {} } },
+  }];
+  return { ...node, metadata: { ...node.metadata, managedFields: [...others, ...owner] } };
 }
 
 /**

@@ -282,7 +282,7 @@ Deno.test("cordon on shutdown is undone on the next start, an admin's cordon is 
   const first = await startNodeSide({ clock, api, node: { cordonOnShutdown: true } });
   await first.stop();
   assert.equal(api.node!.spec?.unschedulable, true);
-  assert.equal(api.node!.metadata?.annotations?.[CORDONED_ANNOTATION], "true");
+  assert.equal(api.node!.metadata?.annotations?.[CORDONED_ANNOTATION], "2026-01-01T00:00:00.000Z");
   const second = await startNodeSide({ clock, api });
   await second.node.ready;
   await second.stop();
@@ -295,6 +295,23 @@ Deno.test("cordon on shutdown is undone on the next start, an admin's cordon is 
   const fourth = await startNodeSide({ clock, api });
   await fourth.stop();
   assert.equal(api.node!.spec?.unschedulable, true);
+});
+
+Deno.test("a shutdown cordon an admin wrote again while vkubelet was down is left on the next start", async () => {
+  const clock = new FakeClock();
+  const api = new FakeNodeApi(() => clock.now());
+  const first = await startNodeSide({ clock, api, node: { cordonOnShutdown: true } });
+  await first.stop();
+  assert.equal(api.node!.spec?.unschedulable, true, "not cordoned on shutdown");
+  // `kubectl uncordon`, then `kubectl cordon`, while vkubelet is down.
+  await api.patchAs("kubectl", { spec: { unschedulable: null } });
+  await api.patchAs("kubectl", { spec: { unschedulable: true } });
+  const second = await startNodeSide({ clock, api });
+  await second.node.ready;
+  await second.stop();
+  assert.equal(api.node!.spec?.unschedulable, true, "the admin's cordon was undone");
+  assert.equal(api.node!.metadata?.annotations?.[CORDONED_ANNOTATION], undefined);
+  assert.ok(second.records.some((r) => /stays cordoned/.test(r.message)));
 });
 
 Deno.test("registration retries with backoff until the apiserver answers", async () => {

@@ -137,7 +137,11 @@ Deno.test("under NodeRestriction the node is cordoned instead of tainted, and un
     await advanceBy(side.clock, 20_000, 500);
     assert.ok(!tainted(side.api.node));
     assert.equal(side.api.node?.spec?.unschedulable, true);
-    assert.equal(side.api.node?.metadata?.annotations?.[OUTAGE_CORDON_ANNOTATION], "true");
+    // The annotation says when: the first sync after the ping failed.
+    assert.match(
+      side.api.node?.metadata?.annotations?.[OUTAGE_CORDON_ANNOTATION] ?? "",
+      /^2026-01-01T00:00:\d\d\.\d{3}Z$/,
+    );
     assert.ok(side.records.some((r) => /may not change its own taints/.test(r.message)));
 
     side.provider.pingError = undefined;
@@ -163,6 +167,29 @@ Deno.test("an admin's cordon is neither taken for the outage's nor undone after 
     await advanceBy(side.clock, 20_000, 500);
     assert.equal(side.api.node?.spec?.unschedulable, true, "the admin's cordon was undone");
     assert.equal(side.api.node?.metadata?.annotations?.[OUTAGE_CORDON_ANNOTATION], undefined);
+  } finally {
+    await side.stop();
+  }
+});
+
+Deno.test("a cordon an admin wrote again during the outage (uncordon, then cordon or drain) is left after it", async () => {
+  const clock = new FakeClock();
+  const api = new FakeNodeApi(() => clock.now());
+  api.restrictTaints = true;
+  const side = await startNodeSide({ clock, api, node: { outageGraceMs: GRACE } });
+  try {
+    side.provider.pingError = new Error("down");
+    await advanceBy(side.clock, 20_000, 500);
+    assert.equal(api.node?.spec?.unschedulable, true, "not cordoned for the outage");
+    // `kubectl uncordon`, then `kubectl drain`: the cordon is the admin's now.
+    await api.patchAs("kubectl", { spec: { unschedulable: null } });
+    await advanceBy(side.clock, 10_000, 500);
+    await api.patchAs("kubectl", { spec: { unschedulable: true } });
+    side.provider.pingError = undefined;
+    await advanceBy(side.clock, 20_000, 500);
+    assert.equal(api.node?.spec?.unschedulable, true, "the admin's drain was undone");
+    assert.equal(api.node?.metadata?.annotations?.[OUTAGE_CORDON_ANNOTATION], undefined);
+    assert.ok(side.records.some((r) => /stays cordoned after the outage/.test(r.message)));
   } finally {
     await side.stop();
   }
