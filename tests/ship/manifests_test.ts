@@ -1,6 +1,7 @@
 /**
  * deploy/kubernetes/ (the default: vkubelet as its node) and deploy/kubernetes/ha/ (a
- * ServiceAccount, two replicas): the manifests pass the real API server's server-side dry run;
+ * ServiceAccount, two replicas): the manifests pass the real API server's server-side dry run,
+ * with no Pod Security warning from the namespace, which enforces "restricted";
  * the default binds the ServiceAccount to nothing but CSR requests; the high-availability roles
  * are the reviewed list in `rbac_rules.ts`, narrowed to the node's objects; the ConfigMaps' config
  * files are valid; and vkubelet runs with nothing but the chart's roles for its node (a
@@ -65,9 +66,20 @@ Deno.test("deploy/kubernetes and its ha set pass the API server's server-side dr
   for (const [dir, expected] of sets) {
     const res = await cluster.kubectl(["apply", "--dry-run=server", "-f", dir]);
     assert.equal(res.code, 0, res.stderr);
+    // The namespace warns on workloads whose pods "restricted" would refuse.
+    assert.doesNotMatch(res.stderr, /PodSecurity/, res.stderr);
     for (const what of expected) {
       assert.match(res.stdout, new RegExp(`${what} (created|configured|unchanged)`), res.stdout);
     }
+  }
+});
+
+Deno.test("the namespace enforces, audits and warns on Pod Security restricted", async () => {
+  const [namespace] = await readManifests("namespace.yaml");
+  const labels = (namespace.metadata as { labels?: Record<string, string> }).labels ?? {};
+  for (const mode of ["enforce", "audit", "warn"]) {
+    assert.equal(labels[`pod-security.kubernetes.io/${mode}`], "restricted", mode);
+    assert.equal(labels[`pod-security.kubernetes.io/${mode}-version`], "latest", mode);
   }
 });
 
