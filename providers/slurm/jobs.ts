@@ -2,11 +2,11 @@
  * SLURM as the kit's remote backend: a pod's run is one batch job (its handle, ./status.ts: the
  * job as last listed and the run's state files). The kit's RemotePods adopts, polls, restarts
  * with back-off and notifies; this file holds what is SLURM's: adoption only of a job whose
- * comment vkubelet signed (./job_comment.ts) for this node, that runs as the pod's user
- * (./identity.ts) and whose saved `pod.json` (if any) is the pod the comment names; one job listing per
- * round for every pod (`squeue --json` or `GET /jobs`) with the state files of each pod's run —
- * the job's files, read only through ./job_files.ts — the pod directory written on the first
- * run, and the job submitted with the run's number, cancelled on deletion.
+ * comment vkubelet signed for this node, that runs as the pod's user and whose `pod.json` is the
+ * pod the comment names (./adoption.ts); one job listing per round for every pod (`squeue --json`
+ * or `GET /jobs`) with the state files of each pod's run — the job's files, read only through
+ * ./job_files.ts — the pod directory written on the first run, and the job submitted with the
+ * run's number and a signed comment, cancelled on deletion.
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
@@ -26,12 +26,13 @@ import {
 } from "../../provider/mod.ts";
 import type { JobInfo, SlurmBackend } from "./backend.ts";
 import type { SlurmConfig } from "./config.ts";
+import { adoptableJob } from "./adoption.ts";
 import { jobUserOf } from "./identity.ts";
-import { JobCommentKey, type JobIdentity } from "./job_comment.ts";
+import { JobCommentKey } from "./job_comment.ts";
 import { jobFileSize, readJobText } from "./job_files.ts";
 import { jobRequestFor } from "./job_request.ts";
 import { readLogFile } from "./logs.ts";
-import { podDirOf, readSavedPod, removePodDir, writePodDir } from "./pod_dir.ts";
+import { podDirOf, removePodDir, writePodDir } from "./pod_dir.ts";
 import {
   deletedEnds,
   initEndsOf,
@@ -88,7 +89,7 @@ export class SlurmJobs implements RemoteBackend<SlurmHandle> {
     const jobs = await this.#d.slurm.jobs({ signal });
     for (const job of jobs.sort((a, b) => a.id - b.id)) {
       if (!job.comment.startsWith("vkubelet ")) continue;
-      const adopted = await this.#adoptable(job);
+      const adopted = await adoptableJob(job, { ...this.#d, key: await this.#commentKey() });
       if (!adopted) continue;
       const { id, pod } = adopted;
       const startedMs = job.startMs || clock.now();
@@ -98,55 +99,6 @@ export class SlurmJobs implements RemoteBackend<SlurmHandle> {
       runs.push({ ...runOf(pod, handle, this.#d.hostIP, clock.now()), createdAtMs: startedMs });
     }
     return runs;
-  }
-
-  /** The job's pod when the job is this node's to adopt (see {@link list}); else logs why not. */
-  async #adoptable(job: JobInfo): Promise<{ id: JobIdentity; pod: Pod } | undefined> {
-    const { config, log, nodeName } = this.#d;
-    const checked = await (await this.#commentKey()).check(job.comment);
-    if (checked.kind === "malformed") {
-      if (job.comment.includes(` node=${nodeName} `)) {
-        log.warn(
-          "not adopting SLURM job {job}: its comment names this node but is not one vkubelet writes (names that are not DNS-1123 names, a uid that is not a UUID): forged, left alone",
-          { job: job.id, comment: job.comment },
-        );
-      }
-      return undefined;
-    }
-    const id = checked.id;
-    if (id.node !== nodeName) return undefined;
-    const pod = `${id.namespace}/${id.name}`;
-    if (checked.kind !== "signed") {
-      log.warn(
-        checked.kind === "unsigned"
-          ? "not adopting SLURM job {job} whose comment names {pod} on this node: it carries no MAC (submitted by a vkubelet before job comments were signed, or forged); left alone: cancel it (scancel {job}) if it is this node's"
-          : "not adopting SLURM job {job} whose comment names {pod} on this node: its MAC does not verify with this node's key (forged, or signed with a key vkubelet's stateDir no longer holds); left alone",
-        { job: job.id, pod },
-      );
-      return undefined;
-    }
-    // vkubelet signed it, yet only a job of the user vkubelet submits the pod's jobs as is its own.
-    const user = jobUserOf(config, id.namespace);
-    if (job.userId !== user.uid) {
-      log.warn(
-        "not adopting SLURM job {job} whose comment names {pod} on this node: it runs as uid {uid}, not as the pod's user (uid {expected})",
-        { job: job.id, pod, uid: job.userId, expected: user.uid },
-      );
-      return undefined;
-    }
-    const identity = { metadata: { namespace: id.namespace, name: id.name, uid: id.uid } };
-    const saved = await readSavedPod(podDirOf(config, identity));
-    const meta = saved?.metadata;
-    if (
-      saved && (meta?.namespace !== id.namespace || meta?.name !== id.name || meta?.uid !== id.uid)
-    ) {
-      log.warn(
-        "not adopting SLURM job {job} whose comment names {pod}: the pod.json in its directory is {saved}'s",
-        { job: job.id, pod, saved: `${meta?.namespace}/${meta?.name} (uid ${meta?.uid})` },
-      );
-      return undefined;
-    }
-    return { id, pod: saved ?? { ...identity, spec: { containers: [] } } };
   }
 
   /** The comment key, loaded once (again after a failure). */

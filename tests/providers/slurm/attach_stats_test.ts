@@ -161,27 +161,42 @@ Deno.test("slurm provider: attach reaches a stdin step, and the summary shows ea
       }
     });
 
-    await t.step("a job of another user whose comment names the node is not adopted", async () => {
-      // root's job, commented as vkubelet comments its own, for a pod that is not there.
-      const foreign = (await slurm.run("sbatch", [
-        "--parsable",
-        "--comment=vkubelet node=vk-attach pod=ns/planted uid=u-planted run=0",
-        "--wrap=sleep 300",
-      ])).trim();
-      try {
-        const again = new AbortController();
-        const restarted = createProvider(config, { ...deps, signal: again.signal });
+    await t.step(
+      "a job of another user, or unsigned, whose comment names the node is not adopted",
+      async () => {
+        // root's job, commented as vkubelet comments its own, for a pod that is not there.
+        const foreign = (await slurm.run("sbatch", [
+          "--parsable",
+          "--comment=vkubelet node=vk-attach pod=ns/planted uid=u-planted run=0",
+          "--wrap=sleep 300",
+        ])).trim();
+        // The node's own job user's job, commented as vkubelet comments its own but with no MAC.
+        const unsigned = (await slurm.run("sbatch", [
+          "--parsable",
+          `--uid=${NOBODY.uid}`,
+          `--gid=${NOBODY.gid}`,
+          "--chdir=/tmp",
+          "--output=/dev/null",
+          `--comment=vkubelet node=vk-attach pod=ns/forged uid=${crypto.randomUUID()} run=0`,
+          "--wrap=sleep 300",
+        ])).trim();
         try {
-          const listed = (await restarted.listPods({})).map((p) => p.metadata?.name).sort();
-          assert.deepEqual(listed, ["talk"], "only the job vkubelet's user submitted");
+          const again = new AbortController();
+          const restarted = createProvider(config, { ...deps, signal: again.signal });
+          try {
+            const listed = (await restarted.listPods({})).map((p) => p.metadata?.name).sort();
+            assert.deepEqual(listed, ["talk"], "only the job vkubelet submitted and signed");
+            const live = JSON.parse(await slurm.run("squeue", ["--json", `--jobs=${unsigned}`]));
+            assert.match(String(live.jobs[0]?.job_state), /RUNNING|PENDING/, "left alone");
+          } finally {
+            await restarted.close();
+            again.abort();
+          }
         } finally {
-          await restarted.close();
-          again.abort();
+          await slurm.run("scancel", [foreign, unsigned]);
         }
-      } finally {
-        await slurm.run("scancel", [foreign]);
-      }
-    });
+      },
+    );
 
     await t.step("the summary names the pod and container and shows real usage", async () => {
       let seen = "";
