@@ -5,8 +5,8 @@
  * or its backend lost it in an outage. One entry point per reason, called from the sync where the
  * decision is taken; each builds the status with the kit's builder, keeps it as the pod's own
  * status (`PodState.localStatus`) and queues its write. The status worker (`status_sync.ts`)
- * writes it as it writes a provider's report, until the provider reports or
- * {@link releaseToProvider} hands the status back to the provider.
+ * writes it as it writes a provider's report, until the provider reports (or runs the pod: the
+ * sync then drops it).
  * @module
  */
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
@@ -76,16 +76,6 @@ export function holdDaemonSetPod(ctx: StatusContext, pod: Pod, message: string):
  */
 export function failLostPod(ctx: StatusContext, pod: Pod): void {
   hold(ctx, pod, lostPodStatus(pod, ctx.clock.now()));
-}
-
-/**
- * The provider runs the pod now: the controller's own status is dropped and the provider's
- * report written instead.
- */
-export function releaseToProvider(ctx: StatusContext, pod: Pod): void {
-  const key = podKeyOf(pod);
-  ctx.states.ensure(key).localStatus = undefined;
-  ctx.statusQueue.add(key);
 }
 
 /** Keeps `status` as the pod's own and queues its write. */

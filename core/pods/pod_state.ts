@@ -42,7 +42,7 @@ export interface PodState {
   lastKnown?: Pod;
   /** The provider's latest status (from notifyPods or polling). */
   providerStatus?: UidStatus;
-  /** A status the controller decided itself (config error, provider failure). */
+  /** A status the controller decided itself (config error, provider failure): `controller_status.ts`. */
   localStatus?: UidStatus;
   /**
    * The status the status worker last wrote or found written: the desired status object, the

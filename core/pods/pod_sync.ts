@@ -26,7 +26,6 @@ import {
   holdDaemonSetPod,
   holdForConfigError,
   holdForProviderError,
-  releaseToProvider,
 } from "./controller_status.ts";
 import { preflight } from "./preflight.ts";
 import type { ProcessResult } from "./work_queue.ts";
@@ -126,7 +125,9 @@ async function syncRunning(ctx: PodContext, pod: Pod, signal: AbortSignal): Prom
   }
   for (const event of resolved.events) ctx.recorder.record(pod, event);
   markSynced(ctx, key, pod);
-  releaseToProvider(ctx, pod);
+  // The provider runs the pod now: a status the controller held it with is not written again.
+  ctx.states.ensure(key).localStatus = undefined;
+  ctx.statusQueue.add(key);
 }
 
 /**

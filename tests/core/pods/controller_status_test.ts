@@ -9,7 +9,6 @@ import {
   holdForInvalidImage,
   holdForProviderError,
   holdForVolumes,
-  releaseToProvider,
   type StatusContext,
 } from "../../../core/pods/controller_status.ts";
 import { PodStates } from "../../../core/pods/pod_state.ts";
@@ -186,13 +185,4 @@ Deno.test("a pod the backend lost is Failed, its containers ended ContainerStatu
   assert.equal(main.restartCount, 2);
   assert.equal(main.ready, false);
   assert.equal(log.state?.terminated?.startedAt, undefined, "never ran");
-});
-
-Deno.test("handing a pod to the provider drops the controller's status and queues a write", () => {
-  const { ctx, queued, held } = statusContext();
-  holdForProviderError(ctx, pod(), "quota");
-  assert.ok(held());
-  releaseToProvider(ctx, pod());
-  assert.equal(held(), undefined);
-  assert.deepEqual(queued, ["shop/web-0", "shop/web-0"]);
 });
