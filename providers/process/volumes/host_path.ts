@@ -83,9 +83,10 @@ export function isUnderRealPrefix(real: string, allowedPrefixes: string[]): bool
 }
 
 /**
- * The script that makes `$1/$2` (a directory), or with `$3` the file `$3` in it, from the
- * directory `$1` down, as the kubelet makes them (kubernetes/kubernetes pkg/volume/hostpath/
- * host_path.go: directories 0755, the file 0644), through the walk of ../launch/safe_walk.ts: a
+ * The script that makes `$1/$2` (a directory, and its missing parents), or with `$3` the file
+ * `$3` in the existing directory `$1/$2`, from the directory `$1` down, as the kubelet makes them
+ * (kubernetes/kubernetes pkg/volume/hostpath/host_path.go: directories 0755, the file 0644; a
+ * file's parent is not made), through the walk of ../launch/safe_walk.ts: a
  * symlink or anything but a directory on the way is refused; the file is made by `dd conv=excl`
  * (O_EXCL, which follows nothing and opens nothing that exists).
  */
@@ -94,7 +95,7 @@ const CREATE_SCRIPT = [
   "exec 4>/dev/null",
   "umask 022",
   ...WALK_FUNCTIONS,
-  'vk_walk "$1" "$2" dir 755',
+  'if [ -z "$3" ]; then vk_walk "$1" "$2" dir 755; else vk_walk "$1" "$2" none ""; fi',
   'if [ -n "$3" ]; then',
   "  cd -P /proc/self/fd/7",
   '  [ -e "$3" ] || [ -L "$3" ] || dd of="$3" conv=excl count=0 status=none <.',
