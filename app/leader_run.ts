@@ -1,9 +1,10 @@
 /**
- * vkubelet under `--leader-elect` (issue 21): several replicas of one node, one leader. Every
- * replica is a warm standby — config validated, provider loaded and pinged, the cluster client
- * connected, this node's pods, the Services and the pods' ConfigMaps and Secrets cached and
- * synced ({@link PodCaches}), `/healthz` and `/metrics` served — and campaigns for the Lease
- * `<namespace>/vkubelet-<node>` ({@link LeaderElector}). Only while it leads does it run the
+ * vkubelet under `--leader-elect` (issue 21): several replicas of one node, or of one set of
+ * `--nodes`, one leader. Every replica is a warm standby — config validated, providers loaded and
+ * pinged, the cluster client connected, each node's pods, the Services and the pods' ConfigMaps
+ * and Secrets cached and synced ({@link PodCaches}), `/healthz` and `/metrics` served — and
+ * campaigns for the Lease `<namespace>/vkubelet-<node>` ({@link LeaderElector}), a set's named
+ * after its first node: one Lease, so one leader serves every node of the set. Only while it leads does it run the
  * writers (`lead`: the kubelet API, node controller, node Lease, pods, events), with a provider
  * whose create/update/delete and a client whose writes are fenced ({@link LeadershipFence}),
  * from the standby's caches and provider health ({@link WarmStandby}): a new leader lists
@@ -18,20 +19,33 @@ import { getLogger } from "../base/log.ts";
 import type { Provider } from "../provider/mod.ts";
 import { KubeClient } from "../k8s/mod.ts";
 import { HealthMonitor, type HealthSource } from "../core/node/mod.ts";
-import { PodCaches } from "../core/pods/mod.ts";
+import { type ConfigSources, PodCaches, type PodCachesDeps } from "../core/pods/mod.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
 import type { Config } from "./config/config.ts";
 import { parseHostPort } from "./config/schema.ts";
 import { type MetricsListener, serveMetrics } from "./metrics_server.ts";
 import { LeaderElector, type LeadershipFence } from "../k8s/leader_election/mod.ts";
 import { fenceProvider } from "./fenced_provider.ts";
+import { combinedHealth } from "./node_set.ts";
 
-/** What a standby keeps warm for its terms: read-only, run for the whole process. */
+/** What a standby keeps warm for a node's terms: read-only, run for the whole process. */
 export interface WarmStandby {
   /** This node's pods, the Services, the pods' ConfigMaps and Secrets; synced. */
   caches: PodCaches;
   /** The provider's health, pinged already. */
   health: HealthSource;
+  /** The node's provider, its create, update and delete fenced by the lease. */
+  provider: Provider;
+}
+
+/** One node a standby keeps warm. */
+export interface StandbyNode {
+  name: string;
+  provider: Provider;
+  /** What its caches read through: the client, or its view of the shared watches (`--nodes`). */
+  podApi: PodCachesDeps["api"];
+  /** ConfigMap and Secret watches shared with the other nodes (`--nodes`), run by their owner. */
+  configSources?: ConfigSources;
 }
 
 /** What {@link runLeaderElected} needs. */
@@ -41,18 +55,22 @@ export interface LeaderElectedDeps {
   clock: Clock;
   /** The replica's client, its writes guarded by `fence` (`beforeSend`). */
   kube: KubeClient;
-  provider: Provider;
+  /** The nodes of the set: one lease for all of them, one leader serving every one. */
+  nodes: StandbyNode[];
   fence: LeadershipFence;
   metrics: VkubeletMetrics;
-  /** Runs the writers with `provider`, from `warm`, until `signal` aborts; then drains them. */
-  lead(signal: AbortSignal, provider: Provider, warm: WarmStandby): Promise<void>;
+  /** Runs the writers from `warm` (by node name) until `signal` aborts; then drains them. */
+  lead(signal: AbortSignal, warm: Map<string, WarmStandby>): Promise<void>;
   /** Called once the standby is warm. */
   onReady?(): void;
   /** `holderIdentity`; default `$POD_NAME` or `$HOSTNAME` plus a random suffix. */
   identity?: string;
 }
 
-/** The leader election Lease's name for a node. */
+/**
+ * The leader election Lease's name for a node; a set of `--nodes` is named after its first
+ * node (one Lease, one leader for the set).
+ */
 export function leaderLeaseName(nodeName: string): string {
   return `vkubelet-${nodeName}`;
 }
@@ -78,22 +96,18 @@ export async function runLeaderElected(config: Config, deps: LeaderElectedDeps):
   // Everything here stops with the caller's signal, or when start-up fails.
   const stop = new AbortController();
   const signal = AbortSignal.any([deps.signal, stop.signal]);
-  const log = getLogger(["vkubelet", "leader"]).with({ node: config.nodeName });
+  const leaseName = leaderLeaseName(deps.nodes[0].name);
+  const log = getLogger(["vkubelet", "leader"]).with(
+    deps.nodes.length === 1 ? { node: deps.nodes[0].name } : { nodes: deps.nodes.length },
+  );
   const identity = deps.identity ?? defaultIdentity();
-  const provider = fenceProvider(deps.provider, fence);
   metrics.leader.set(0);
-  // The standby's view of the provider (/healthz) and its caches, handed to each term.
-  const health = new HealthMonitor({ provider, clock, log });
-  const healthDone = health.run(signal);
-  const caches = new PodCaches({
-    api: kube,
-    clock,
-    log: getLogger(["vkubelet", "pods"]).with({ node: config.nodeName }),
-    nodeName: config.nodeName,
-  });
-  const cachesDone = caches.run(signal);
+  // The standby's view of each provider (/healthz) and its caches, handed to each term.
+  const warm = new Map(deps.nodes.map((node) => [node.name, warmNode(node, fence, clock)]));
+  const running = [...warm.values()].flatMap((w) => [w.health.run(signal), w.caches.run(signal)]);
+  const standby = () => deps.nodes.forEach((node) => node.provider.standby?.());
   // A replica that never led keeps nothing current in the provider's name either.
-  deps.provider.standby?.();
+  standby();
   let listener: MetricsListener | undefined;
   // Lease requests on a client of their own: never queued behind pod status writes.
   const electorClient = new KubeClient(kube.config, { clock, qps: 0, retry: { maxRetries: 0 } });
@@ -103,46 +117,67 @@ export async function runLeaderElected(config: Config, deps: LeaderElectedDeps):
     log,
     fence,
     namespace: config.leaderElectNamespace,
-    name: leaderLeaseName(config.nodeName),
+    name: leaseName,
     identity,
     leaseDurationMs: config.leaderElectLeaseDuration,
     renewDeadlineMs: config.leaderElectRenewDeadline,
     retryPeriodMs: config.leaderElectRetryPeriod,
     onStartedLeading: (term) => {
       metrics.leader.set(1);
-      deps.provider.resume?.(caches.pods.store.list());
-      return deps.lead(term, provider, { caches, health });
+      for (const node of deps.nodes) {
+        node.provider.resume?.(warm.get(node.name)!.caches.pods.store.list());
+      }
+      return deps.lead(term, warm);
     },
     onStoppedLeading: () => {
       metrics.leader.set(0);
-      deps.provider.standby?.();
+      standby();
     },
   });
+  const healths = [...warm].map(([name, w]) => [name, w.health] as [string, HealthSource]);
   try {
     if (config.metricsAddr) {
       listener = await serveMetrics({
         address: parseHostPort(config.metricsAddr)!,
         metrics,
-        health,
+        health: combinedHealth(healths),
         role: () => elector.isLeader ? "leader" : "standby",
         log: getLogger(["vkubelet", "metrics"]).with({ node: config.nodeName }),
       }, signal);
     }
     // Warm before ready: pinged, and the caches synced (they keep retrying until they are).
-    await Promise.race([Promise.all([health.ready, caches.synced]), abortion(signal)]);
+    const warmed = [...warm.values()].flatMap((w) => [w.health.ready, w.caches.synced]);
+    await Promise.race([Promise.all(warmed), abortion(signal)]);
     if (signal.aborted) return;
     log.info("standing by as {identity} for lease {namespace}/{name}", {
       identity,
       namespace: config.leaderElectNamespace,
-      name: leaderLeaseName(config.nodeName),
+      name: leaseName,
     });
     deps.onReady?.();
     await elector.run(signal);
   } finally {
     stop.abort();
-    await Promise.all([healthDone, cachesDone, listener?.done]);
+    await Promise.all([...running, listener?.done]);
     electorClient.close();
   }
+}
+
+/** A node's warm state: its health monitor and caches (not yet running), its fenced provider. */
+function warmNode(node: StandbyNode, fence: LeadershipFence, clock: Clock) {
+  const provider = fenceProvider(node.provider, fence);
+  const log = getLogger(["vkubelet", "leader"]).with({ node: node.name });
+  return {
+    provider,
+    health: new HealthMonitor({ provider, clock, log }),
+    caches: new PodCaches({
+      api: node.podApi,
+      clock,
+      log: getLogger(["vkubelet", "pods"]).with({ node: node.name }),
+      nodeName: node.name,
+      configSources: node.configSources,
+    }),
+  };
 }
 
 /** Resolves when `signal` aborts. */

@@ -1,48 +1,35 @@
 /**
- * `NodeSet`: several virtual nodes served by one process (`--nodes`). Each node keeps the
- * controllers a single vkubelet has, unchanged — node, lease and health (`core/node`), pods
- * (`core/pods`) — and what they share is wired here, through the deps they already take: one
- * client, one pod watch split into a view per node (`core/pods/shared_pods.ts`), one services cache, one
- * watch per referenced ConfigMap or Secret whichever nodes' pods refer to it, and
- * the node and lease calls of every node on one heartbeat client with bounded concurrency
- * (`heartbeat_api.ts`). Each node's kubelet API app is looked up by the address a connection
- * reached ({@link NodeSet.apiDepsAt}).
+ * `NodeSet`: the virtual nodes of one process — one node (`--nodename`) is a set of one, as KWOK
+ * runs one node as N = 1 of many and virtual-kubelet's `nodeutil` wraps every node alike. Each
+ * node keeps the controllers a kubelet has — node, lease and health (`core/node`), pods
+ * (`core/pods`) — wired by `wire_node.ts`. What several nodes share comes in as
+ * {@link NodeSharing} (`--nodes`): one pod watch split into a view per node, one watch per
+ * referenced ConfigMap or Secret, the node and lease calls of every node on one heartbeat client
+ * with bounded concurrency (`heartbeat_api.ts`), a clock ticking on shared boundaries. Without
+ * it each node watches its own pods (`spec.nodeName=<node>`), the one pod watch a node identity
+ * (`system:node:<name>`) may make, and reaches the apiserver through a heartbeat client of its
+ * own. Under `--leader-elect` a set is made for each term, from the standby's warm caches and
+ * fenced providers ({@link WarmStandby}). Each node's kubelet API app is looked up by name or by
+ * the address a connection reached ({@link NodeSet.apiDepsAt}).
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../base/clock.ts";
 import { getLogger } from "../base/log.ts";
-import { TickClock } from "../base/tick_clock.ts";
 import type { KubeClient } from "../k8s/mod.ts";
 import type { Provider } from "../provider/mod.ts";
 import { podKeyOf } from "../provider/mod.ts";
-import type { CallSlots, HealthSource, NodeApi, NodeSide } from "../core/node/mod.ts";
-import {
-  ConfigSources,
-  type EventRecorder,
-  type PodController,
-  SharedPodInformer,
-} from "../core/pods/mod.ts";
+import type { HealthSource, NodeSide } from "../core/node/mod.ts";
+import type { EventRecorder, PodController } from "../core/pods/mod.ts";
 import type { VkubeletMetrics } from "../core/metrics.ts";
 import type { Tracer } from "../core/tracing.ts";
 import type { KubeletApiDeps } from "../core/kubelet_api/types.ts";
 import type { Config } from "./config/config.ts";
-import { Gate } from "./heartbeat_api.ts";
+import type { NodeSharing } from "./node_sharing.ts";
+import type { WarmStandby } from "./leader_run.ts";
 import { wireNode } from "./wire_node.ts";
 
-/** Pod writes of all nodes in flight at once: one node's status workers' worth. */
-const POD_WRITES_IN_FLIGHT = 64;
-
-/**
- * Every node's sleeps end on shared boundaries this far apart: renewals, status checks, pings
- * and their deadlines, and the pods' resyncs, retries and requeues. The renewals of 1,000 nodes
- * go out about 25 at a time instead of one every 10 ms (base/tick_clock.ts has the figures), and
- * the nodes' timers are one per boundary instead of several per node. A sleep ends at most this
- * much later than asked: a renewal 0.25 s late on its 10 s interval, with the lease lasting 40 s.
- */
-const NODE_TICK_MS = 250;
-
-/** One entry of `nodes`, with its address resolved. */
+/** One node of the set, with its address resolved. */
 export interface NodeEntry {
   name: string;
   nodeIp: string;
@@ -52,12 +39,11 @@ export interface NodeEntry {
 
 /** What {@link NodeSet} needs. */
 export interface NodeSetDeps {
+  entries: NodeEntry[];
   /** The one client for pods, events, ConfigMaps, Secrets and Services. */
   kube: KubeClient;
-  /** Node and lease calls of every node (the heartbeat client)... */
-  heartbeat: NodeApi;
-  /** ...which wait their turn here (a `Gate` of `heartbeat_api.ts`), leases first. */
-  heartbeatSlots?: CallSlots;
+  /** The heartbeat client: each node's status and Lease go through it (`run/clients.ts`). */
+  heartbeat: KubeClient;
   clock: Clock;
   metrics: VkubeletMetrics;
   /** Spans for pod syncs; none when tracing is off. */
@@ -66,6 +52,10 @@ export interface NodeSetDeps {
   providers: Map<string, Provider>;
   /** Each node's event recorder, shared with its provider; default: the controller's own. */
   recorders?: Map<string, EventRecorder>;
+  /** What the nodes share (`--nodes`); none: each node watches and heartbeats on its own. */
+  sharing?: NodeSharing;
+  /** A `--leader-elect` standby's caches, health and fenced provider, by node name. */
+  warm?: Map<string, WarmStandby>;
   /** The kubelet API deps every node shares (authentication, streaming). */
   apiBase: Pick<KubeletApiDeps, "auth" | "streaming" | "clock" | "metrics" | "tracer">;
 }
@@ -84,35 +74,13 @@ interface Member {
 export class NodeSet {
   readonly #members = new Map<string, Member>();
   readonly #byIp = new Map<string, string>();
-  readonly #shared: SharedPodInformer;
-  /**
-   * Every node's pod status writes and deletions: at most as many at once as one node's status
-   * workers write (64), not 64 per node. The main client's QPS limit bounds their rate but not
-   * how many wait at the apiserver, and with 1,000 nodes creating 10,000 pods over 200 were in
-   * flight at once, slowing every answer it gave this process — lease renewals included.
-   */
-  readonly #podWrites = new Gate(POD_WRITES_IN_FLIGHT);
-  /** Watches of the ConfigMaps and Secrets pods refer to, one per object for every node. */
-  readonly #configSources: ConfigSources;
-  /** The clock of every node's controllers: the process's, on {@link NODE_TICK_MS} boundaries. */
-  readonly #nodeClock: TickClock;
   readonly #deps: NodeSetDeps;
-  /** Events the nodes' recorders dropped at shutdown, told once for all (not one line each). */
-  #unsentEvents = 0;
 
   constructor(config: Config, deps: NodeSetDeps) {
     this.#deps = deps;
-    this.#nodeClock = new TickClock(deps.clock, NODE_TICK_MS);
-    this.#shared = new SharedPodInformer({ kube: deps.kube, clock: deps.clock });
-    this.#configSources = new ConfigSources({
-      api: deps.kube,
-      clock: deps.clock,
-      log: getLogger(["vkubelet", "pods"]),
-    });
-    const entries = config.nodes as NodeEntry[];
-    for (const [i, entry] of entries.entries()) {
+    for (const [i, entry] of deps.entries.entries()) {
       // Renewals spread evenly over the interval instead of all nodes renewing at once.
-      this.#members.set(entry.name, this.#member(config, entry, i / entries.length));
+      this.#members.set(entry.name, this.#member(config, entry, i / deps.entries.length));
       this.#byIp.set(entry.nodeIp, entry.name);
     }
   }
@@ -127,23 +95,10 @@ export class NodeSet {
     return [...this.#members.values()].flatMap((m) => m.pods.pods());
   }
 
-  /**
-   * Healthy while every node's provider answers its ping; otherwise the first failing node's
-   * message, named. For the metrics listener's `/healthz`.
-   */
-  readonly health: HealthSource = {
-    current: () => {
-      for (const m of this.#members.values()) {
-        const health = m.side.health.current();
-        if (!health.healthy) {
-          return { ...health, message: `node ${m.entry.name}: ${health.message}` };
-        }
-      }
-      return { healthy: true, since: 0 };
-    },
-    onChange: () => () => {},
-    ready: Promise.resolve(),
-  };
+  /** Every node's provider health, for the metrics listener's `/healthz`. */
+  get health(): HealthSource {
+    return combinedHealth([...this.#members.values()].map((m) => [m.entry.name, m.side.health]));
+  }
 
   /** Keys waiting in all nodes' queues; for metrics. */
   get queueLengths(): { sync: number; status: number } {
@@ -157,9 +112,13 @@ export class NodeSet {
 
   /** The kubelet API deps of the node whose nodeIp is `address`. */
   apiDepsAt(address: string): Omit<KubeletApiDeps, "signal"> | undefined {
-    const member = this.#members.get(this.#byIp.get(address) ?? "");
+    return this.apiDeps(this.#byIp.get(address) ?? "");
+  }
+
+  /** The kubelet API deps of the node `name`, while it is served. */
+  apiDeps(name: string): Omit<KubeletApiDeps, "signal"> | undefined {
+    const member = this.#members.get(name);
     if (!member) return undefined;
-    const name = member.entry.name;
     return member.apiDeps ??= {
       ...this.#deps.apiBase,
       provider: member.provider,
@@ -167,6 +126,11 @@ export class NodeSet {
       podCache: () => member.pods.pods(),
       log: getLogger(["vkubelet", "kubelet-api"]).with({ node: name }),
     };
+  }
+
+  /** Resolves once every node is registered; rejects with the first that failed. */
+  get registered(): Promise<void> {
+    return Promise.all([...this.#members.values()].map((m) => m.side.ready)).then(() => {});
   }
 
   /**
@@ -180,27 +144,14 @@ export class NodeSet {
     })).then(() => {});
   }
 
-  /** Runs the shared informers and every node until `signal` aborts and they have stopped. */
+  /**
+   * Runs every node until `signal` aborts and they have stopped. The shared watches are their
+   * owner's to run ({@link NodeSharing.run}): under `--leader-elect` they outlive the set.
+   */
   async run(signal: AbortSignal): Promise<void> {
-    const shared = this.#shared.run(signal);
-    const configSources = this.#configSources.run(signal);
     for (const member of this.#members.values()) this.#startMember(member, signal);
-    await Promise.all([
-      shared,
-      configSources,
-      ...[...this.#members.values()].map((m) => m.done),
-    ]);
-    const n = this.#members.size;
-    this.#reportUnsentEvents(n === 1 ? "1 node" : `${n} nodes`);
-  }
-
-  #reportUnsentEvents(whose: string): void {
-    if (this.#unsentEvents === 0) return;
-    getLogger(["vkubelet", "pods"]).warn("{count} events of {whose} not sent before shutdown", {
-      count: this.#unsentEvents,
-      whose,
-    });
-    this.#unsentEvents = 0;
+    await Promise.all([...this.#members.values()].map((m) => m.done));
+    this.#deps.sharing?.reportUnsentEvents();
   }
 
   /**
@@ -213,70 +164,78 @@ export class NodeSet {
     this.#members.delete(name);
     this.#byIp.delete(member.entry.nodeIp);
     const keys = member.pods.pods().map(podKeyOf);
-    this.#shared.forget(name);
     member.stop.abort();
     await member.done;
-    this.#reportUnsentEvents(`node ${name}`);
-    // Its pods no longer hold the shared ConfigMap and Secret watches.
-    for (const key of keys) this.#configSources.untrack(key);
+    this.#deps.sharing?.forget(name, keys);
     await member.provider.close?.();
   }
 
-  /** Closes every provider (after `start`'s `done`). */
-  async close(): Promise<void> {
-    await Promise.all([...this.#members.values()].map((m) => m.provider.close?.()));
-  }
-
+  /**
+   * The node side first, the pods once the node is registered: the pods' env takes unset limits
+   * from the node's allocatable, as the kubelet admits pods only after it registered its node.
+   */
   #startMember(member: Member, signal: AbortSignal): void {
     const stop = AbortSignal.any([signal, member.stop.signal]);
-    member.done = Promise.all([member.side.run(stop), member.pods.run(stop)]).then(() => {});
+    const side = member.side.run(stop);
+    const pods = Promise.race([member.side.ready.then(() => true, () => false), aborted(stop)])
+      .then((registered) => registered && !stop.aborted ? member.pods.run(stop) : undefined);
+    member.done = Promise.all([side, pods]).then(() => {});
   }
 
   #member(config: Config, entry: NodeEntry, leasePhase: number): Member {
-    const { kube, metrics, heartbeat } = this.#deps;
-    const provider = this.#deps.providers.get(entry.name);
+    const { kube, metrics, sharing, clock } = this.#deps;
+    const warm = this.#deps.warm?.get(entry.name);
+    const provider = warm?.provider ?? this.#deps.providers.get(entry.name);
     if (!provider) throw new RangeError(`no provider was loaded for node ${entry.name}`);
-    const view = this.#shared.view(entry.name);
-    const services = this.#shared.services();
     const { side, pods } = wireNode({
       ...config,
       nodeName: entry.name,
       nodeLabels: { ...config.nodeLabels, ...entry.labels },
     }, {
-      heartbeat: { api: heartbeat },
-      // The controller asks for its informers; it gets the shared views.
-      podApi: {
-        pods: { ...bind(kube.pods, this.#podWrites), informer: () => view },
-        services: { informer: () => services },
-        configMaps: kube.configMaps,
-        secrets: kube.secrets,
-        persistentVolumeClaims: kube.persistentVolumeClaims,
-        events: kube.events,
-      },
+      heartbeat: sharing ? { api: sharing.heartbeat } : { client: this.#deps.heartbeat },
+      podApi: sharing ? sharing.podApi(entry.name) : kube,
       provider,
-      clock: this.#nodeClock,
+      clock: sharing?.clock ?? clock,
       metrics,
       internalIp: entry.nodeIp,
-      side: { leasePhase, slots: this.#deps.heartbeatSlots },
+      side: {
+        ...(sharing ? { leasePhase, slots: sharing.heartbeatSlots } : {}),
+        health: warm?.health,
+      },
       pods: {
-        configSources: this.#configSources,
-        onUnsentEvents: (count) => this.#unsentEvents += count,
+        caches: warm?.caches,
+        ...sharing?.podOptions,
         recorder: this.#deps.recorders?.get(entry.name),
       },
+      tracer: this.#deps.tracer,
     });
     return { entry, provider, side, pods, stop: new AbortController() };
   }
 }
 
+/** Resolves to false when `signal` aborts. */
+function aborted(signal: AbortSignal): Promise<false> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(false);
+    signal.addEventListener("abort", () => resolve(false), { once: true });
+  });
+}
+
 /**
- * The pod calls of the client, bound so they can be spread into another object, the writes
- * through `writes`.
+ * The health of several nodes' providers as one: healthy while every one answers its ping,
+ * otherwise the first failing node's message, named. One node's is its own, as it is.
  */
-function bind(pods: KubeClient["pods"], writes: Gate) {
-  type Pods = KubeClient["pods"];
-  const updateStatus: Pods["updateStatus"] = (pod, options = {}) =>
-    writes.run(() => pods.updateStatus(pod, options), options);
-  const remove: Pods["delete"] = (namespace, name, options = {}) =>
-    writes.run(() => pods.delete(namespace, name, options), options);
-  return { get: pods.get.bind(pods), updateStatus, delete: remove };
+export function combinedHealth(nodes: [string, HealthSource][]): HealthSource {
+  if (nodes.length === 1) return nodes[0][1];
+  return {
+    current: () => {
+      for (const [name, source] of nodes) {
+        const health = source.current();
+        if (!health.healthy) return { ...health, message: `node ${name}: ${health.message}` };
+      }
+      return { healthy: true, since: 0 };
+    },
+    onChange: () => () => {},
+    ready: Promise.resolve(),
+  };
 }

@@ -1,9 +1,10 @@
 /**
  * One virtual node's controllers, wired the same way wherever a node is served: the node side
  * (registration, status, Lease, provider health) and the pod controller, with their logs named
- * by node and their latencies counted in the process's metrics. `run/one_node.ts` wires its one node here,
- * a `--leader-elect` term its node again on each term, and `node_set.ts` each node of `--nodes`;
- * what differs between them (shared caches and clocks, a standby's warm state) comes in as deps.
+ * by node and their latencies counted in the process's metrics. `node_set.ts` wires each node of
+ * its set here (one node is a set of one), and a `--leader-elect` term its nodes again on each
+ * term; what differs between them (shared caches and clocks, a standby's warm state) comes in
+ * as deps.
  * @module
  */
 import type { Clock } from "../base/clock.ts";

@@ -570,7 +570,7 @@ function identityIssues(c: {
   if (c.bootstrapKubeconfig !== undefined && c.nodes.length > 0) {
     issues.push([
       "bootstrapKubeconfig",
-      "serves one node: with --nodes give a kubeconfig whose identity may act for every node, or run one vkubelet per node",
+      "obtains one node's identity (system:node:<name>), which the Node authorizer lets act for that node only, and the nodes of one process share one client: with --nodes give --kubeconfig an identity that may act for every node, or run one vkubelet per node",
     ]);
   }
   return issues;
@@ -580,9 +580,6 @@ function identityIssues(c: {
 function multiNodeIssues(c: {
   nodes: { name: string; nodeIp: string }[];
   provider: string;
-  leaderElect: boolean;
-  tlsCertFile?: string;
-  tlsSelfSigned: boolean;
   listenAddress: string;
 }): string[] {
   const issues: string[] = [];
@@ -599,14 +596,6 @@ function multiNodeIssues(c: {
   }
   const refusal = SINGLE_NODE_PROVIDERS[c.provider];
   if (refusal) issues.push(refusal);
-  if (c.leaderElect) {
-    issues.push("cannot be combined with --leader-elect yet; run several nodes without it");
-  }
-  if (c.tlsCertFile === undefined && !c.tlsSelfSigned) {
-    issues.push(
-      "need a serving certificate for every node's address: set --tls-cert-file (with all the nodes' IPs) or --tls-self-signed; a kubelet-serving CSR covers one node only",
-    );
-  }
   if (c.listenAddress !== "0.0.0.0") {
     issues.push(
       `leave --listen-address unset (now ${c.listenAddress}): with several nodes the kubelet API listens on each node's nodeIp`,

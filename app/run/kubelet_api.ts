@@ -1,10 +1,9 @@
 /**
- * Builds the kubelet API server from the config: the serving certificate (files, a
- * kubelet-serving CSR, or self-signed on request), authentication against the client CA and
- * TokenReview, authorization by SubjectAccessReview, and the exec/attach/port-forward handler.
+ * The kubelet API's parts from the config: the serving certificate (files, a kubelet-serving CSR
+ * per node, or self-signed on request), authentication against the client CA and TokenReview,
+ * and authorization by SubjectAccessReview. `./serve.ts` builds the servers from them.
  * @module
  */
-import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { KubeClient } from "../../k8s/mod.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Config } from "../config/config.ts";
@@ -13,7 +12,6 @@ import {
   alwaysAllow,
   boundedReviewers,
   csrApiFrom,
-  KubeletServer,
   ReviewSlots,
   tokenReviewerFrom,
 } from "../../core/kubelet_api/mod.ts";
@@ -23,98 +21,61 @@ import {
   fileCertificates,
   selfSignedCertificate,
 } from "../../x509/mod.ts";
-import { createStreamingHandler } from "../../core/kubelet_api/streaming/handler.ts";
 import { defaultCertDirs, fileCertificateStore } from "../../x509/certificate_store.ts";
 import { getLogger } from "../../base/log.ts";
-import type { VkubeletMetrics } from "../../core/metrics.ts";
-import type { Tracer } from "../../core/tracing.ts";
-import type { Provider } from "../../provider/mod.ts";
-
-/** What {@link createKubeletApiServer} needs besides the config. */
-export interface KubeletApiServerDeps {
-  kube: KubeClient;
-  /** TokenReviews and SubjectAccessReviews go through it (its own limiter). */
-  reviews: KubeClient;
-  provider: Provider;
-  clock: Clock;
-  metrics: VkubeletMetrics;
-  /** Spans for the API's requests; none when tracing is off. */
-  tracer?: Tracer;
-  internalIp: string;
-  /** The port to listen on (already resolved when the config says 0). */
-  port: number;
-  /** This node's pods as the API has them. */
-  podCache: () => Pod[];
-  /** A serving certificate source started at process start-up ({@link servingCsrSource}). */
-  certificates?: CertificateSource;
-}
+import type { NodeEntry } from "../node_set.ts";
 
 /**
- * The kubelet-serving CSR source (`--rotate-server-certificates`), kept in `--cert-dir`. Its
- * client must not be fenced by leader election: a standby asks for its own certificate.
+ * A node's kubelet-serving CSR source (`--rotate-server-certificates`), for its name and
+ * address, kept in `--cert-dir`. Its client must not be fenced by leader election: a standby
+ * asks for its own certificate.
  */
 export function servingCsrSource(
-  config: Config,
-  deps: { kube: KubeClient; clock: Clock; internalIp: string },
+  config: Pick<Config, "certDir">,
+  entry: Pick<NodeEntry, "name" | "nodeIp">,
+  deps: { kube: KubeClient; clock: Clock },
 ): CertificateSource {
-  const log = getLogger(["vkubelet", "kubelet-api"]).with({ node: config.nodeName });
+  const log = getLogger(["vkubelet", "kubelet-api"]).with({ node: entry.name });
   return csrCertificate({
-    nodeName: config.nodeName,
-    dnsNames: [config.nodeName],
-    ipAddresses: [deps.internalIp],
+    nodeName: entry.name,
+    dnsNames: [entry.name],
+    ipAddresses: [entry.nodeIp],
     clock: deps.clock,
     log,
     csrApi: csrApiFrom(deps.kube),
     store: fileCertificateStore({
       dirs: config.certDir ? [config.certDir] : defaultCertDirs(Deno.env.toObject()),
-      nodeName: config.nodeName,
+      nodeName: entry.name,
     }),
   });
 }
 
-/** Returns the configured {@link KubeletServer}; run it with `run(signal)`. */
-export async function createKubeletApiServer(
-  config: Config,
-  deps: KubeletApiServerDeps,
-): Promise<KubeletServer> {
-  const { kube, clock } = deps;
-  const log = getLogger(["vkubelet", "kubelet-api"]).with({ node: config.nodeName });
-  const clientCaPem = await clientCa(config, kube, log);
-  const names = {
-    nodeName: config.nodeName,
-    dnsNames: [config.nodeName],
-    ipAddresses: [deps.internalIp],
-    clock,
-    log,
-  };
-  const certificates = deps.certificates ?? (config.tlsCertFile
-    ? fileCertificates({
+/**
+ * One serving certificate for every node: `--tls-cert-file` (which must name every node's
+ * address), or self-signed for every node's name and address.
+ */
+export function sharedServingCertificate(
+  config: Pick<Config, "tlsCertFile" | "tlsPrivateKeyFile">,
+  entries: Pick<NodeEntry, "name" | "nodeIp">[],
+  clock: Clock,
+): CertificateSource {
+  const log = getLogger(["vkubelet", "kubelet-api"]).with(
+    entries.length === 1 ? { node: entries[0].name } : {},
+  );
+  if (config.tlsCertFile) {
+    return fileCertificates({
       certFile: config.tlsCertFile,
       keyFile: config.tlsPrivateKeyFile!,
       clock,
       log,
-    })
-    : config.tlsSelfSigned
-    ? selfSignedCertificate(names)
-    : servingCsrSource(config, { kube, clock, internalIp: deps.internalIp }));
-  return new KubeletServer({
-    provider: deps.provider,
-    nodeName: config.nodeName,
-    log,
+    });
+  }
+  return selfSignedCertificate({
+    nodeName: entries[0].name,
+    dnsNames: entries.map((e) => e.name),
+    ipAddresses: entries.map((e) => e.nodeIp),
     clock,
-    metrics: deps.metrics,
-    tracer: deps.tracer,
-    podCache: deps.podCache,
-    auth: { clientCaPem, anonymous: config.anonymousAuth, ...reviewersFor(config, deps.reviews) },
-    hostname: config.listenAddress,
-    port: deps.port,
-    certificates,
-    streaming: createStreamingHandler({
-      log: getLogger(["vkubelet", "streaming"]).with({ node: config.nodeName }),
-      clock,
-      streamIdleTimeoutMs: config.streamIdleTimeout,
-      streamCreationTimeoutMs: config.streamCreationTimeout,
-    }),
+    log,
   });
 }
 

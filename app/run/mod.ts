@@ -2,7 +2,7 @@
  * The composition of a running vkubelet: given a valid config, connect to the cluster, load the
  * providers, start the kubelet API, register the nodes (status, lease, health) and run the pods;
  * stop it all when the signal aborts. The start-up is one path for one node and for several
- * (`--nodes`): `load.ts` loads them, `one_node.ts` or `several_nodes.ts` serves them.
+ * (`--nodes`): `load.ts` loads them, `serve.ts` serves them as one set.
  * @module
  */
 import type { Clock } from "../../base/clock.ts";
@@ -16,8 +16,7 @@ import { VkubeletMetrics } from "../../core/metrics.ts";
 import { LeadershipFence } from "../../k8s/leader_election/mod.ts";
 import { freePort } from "./parts.ts";
 import { connectAndLoad, nodeEntries } from "./load.ts";
-import { serveOneNode } from "./one_node.ts";
-import { serveNodeSet } from "./several_nodes.ts";
+import { serveNodes } from "./serve.ts";
 import type { NodeSet } from "../node_set.ts";
 import type { Tracer } from "../../core/tracing.ts";
 
@@ -33,7 +32,7 @@ export interface RunDeps {
   detectInternalIp: () => string;
   /** Replaced in tests. */
   loadProvider?: (options: LoadProviderOptions) => Promise<Provider>;
-  /** With `--nodes`: handed the {@link NodeSet} before it starts (tests remove nodes with it). */
+  /** Handed each {@link NodeSet} before it starts (tests remove nodes with it). */
   onNodeSet?: (set: NodeSet) => void;
   /** Called once everything has started (tests wait on it). */
   onReady?: (provider: Provider) => void;
@@ -47,9 +46,8 @@ export interface RunDeps {
 
 /**
  * Runs vkubelet until `deps.signal` aborts; rejects if start-up fails. One path for one node and
- * for many: the nodes are a list (one node is a list of one), loaded together, and served by
- * `one_node.ts` (its own informers, leader election, a kubelet-serving CSR) or, with `--nodes`,
- * `several_nodes.ts` (a {@link NodeSet} sharing one pod watch and one kubelet API port).
+ * for many: the nodes are a list (one node is a list of one), loaded together, and served as
+ * one {@link NodeSet} (`serve.ts`); with `--nodes` the set shares one pod watch.
  */
 export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> {
   const several = config.nodes.length > 0;
@@ -89,9 +87,8 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
   if (deps.signal.aborted) onAbort(); // Stopped while the provider was loading.
   const loops = new Loops(stop, log);
   const atExit: (() => Promise<void> | void)[] = [];
-  const serve = several ? serveNodeSet : serveOneNode;
   try {
-    await serve({
+    await serveNodes({
       config: { ...config, port },
       deps: { ...deps, signal: stop.signal },
       entries,

@@ -1,6 +1,6 @@
 /**
- * Pieces of start-up and shutdown that serving one node (`one_node.ts`) and several
- * (`several_nodes.ts`) share, and what `runVkubelet` (`mod.ts`) hands either of them.
+ * Pieces of start-up and shutdown, and what `runVkubelet` (`mod.ts`) hands the step that serves
+ * the nodes (`serve.ts`).
  * @module
  */
 import type { Clock } from "../../base/clock.ts";

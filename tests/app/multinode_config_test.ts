@@ -63,7 +63,7 @@ Deno.test("the process provider refuses several nodes with a config error naming
   assert.match(result.errors[0], /^--nodes: the process provider .* run one vkubelet per node$/);
 });
 
-Deno.test("several nodes: every problem at once (duplicates, shared address, CSR, listen address)", async () => {
+Deno.test("several nodes: every problem at once (duplicates, shared address, listen address)", async () => {
   const result = await load(["--config=vk.yaml", "--listen-address=127.0.0.1"], {
     "vk.yaml": [
       "provider: mock",
@@ -77,6 +77,31 @@ Deno.test("several nodes: every problem at once (duplicates, shared address, CSR
   const text = result.errors.join("\n");
   assert.match(text, /node vk-a is listed twice/);
   assert.match(text, /nodeIp 127\.1\.0\.2 is given to two nodes/);
-  assert.match(text, /--tls-cert-file .* or --tls-self-signed/);
   assert.match(text, /leave --listen-address unset \(now 127\.0\.0\.1\)/);
+  assert.equal(result.errors.length, 3, text);
+});
+
+Deno.test("--nodes takes --leader-elect and kubelet-serving CSRs, as one node does", async () => {
+  const result = await load([
+    "--provider=mock",
+    "--nodes=vk-a,vk-b",
+    "--leader-elect",
+    "--rotate-server-certificates",
+  ]);
+  assert.ok(result.ok, JSON.stringify(result));
+  assert.equal(result.config.leaderElect, true);
+  assert.equal(result.config.rotateServerCertificates, true);
+});
+
+Deno.test("--nodes refuses TLS bootstrap, saying a node identity acts for its own node only", async () => {
+  const result = await load([
+    "--provider=mock",
+    ...SERVING,
+    "--nodes=vk-a,vk-b",
+    "--bootstrap-kubeconfig=bootstrap.conf",
+  ]);
+  assert.ok(!result.ok);
+  assert.equal(result.errors.length, 1, result.errors.join("\n"));
+  assert.match(result.errors[0], /^--bootstrap-kubeconfig: obtains one node's identity/);
+  assert.match(result.errors[0], /run one vkubelet per node$/);
 });
