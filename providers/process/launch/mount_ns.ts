@@ -11,16 +11,20 @@
  * directory (all pods' Secrets, tokens and logs) but for the pod's own directory, and the
  * config's `hiddenPaths` (vkubelet's config, kubeconfig and keys), are covered by empty tmpfs.
  *
- * Some of the host is not shared at all. `/dev` is a tmpfs of its own with the devices runc
- * gives every container (opencontainers/runc libcontainer/specconv/example.go and
- * libcontainer/configs/validate: null, zero, full, random, urandom and tty, bound from the
- * host's nodes), a new devpts instance at `/dev/pts` with `/dev/ptmx` a link to its `ptmx`, as
- * runc mounts it (`newinstance,ptmxmode=0666,mode=0620,gid=5`), and the `/dev/fd`, `stdin`,
- * `stdout` and `stderr` links (libcontainer/rootfs_linux.go `setupDevSymlinks`). `/tmp` and
- * `/var/tmp` are the container's own, empty at each start, as they are in the writable layer of
- * a container's image; `/dev/shm` is the pod's, shared by its containers, as the pod sandbox's is
- * (containerd internal/cri/server/container_create_linux.go mounts the sandbox's shm in each
- * container). These directories live in the pod's directory and go with it.
+ * Some of the host is not shared at all. `/dev` is a tmpfs of its own (`nosuid,mode=755`, as
+ * opencontainers/runc libcontainer/specconv/example.go mounts it) with the devices runc gives
+ * every container (libcontainer/specconv/spec_linux.go `AllowedDevices`: null, zero, full,
+ * random, urandom and tty), bound from the host's nodes onto empty files as runc does without
+ * mknod (libcontainer/rootfs_linux.go `bindMountDeviceNode`); a new devpts instance at `/dev/pts`
+ * (`newinstance,ptmxmode=0666,mode=0620,gid=5`, example.go) with `/dev/ptmx` a link to its
+ * `ptmx`; and the `/dev/fd`, `stdin`, `stdout` and `stderr` links (rootfs_linux.go
+ * `setupDevSymlinks`). `kubectl exec -t` still works: its terminal comes from the host's devpts
+ * (../streams/exec.ts), open on the session's fds, though not found by name in the view. `/tmp`
+ * and `/var/tmp` are the container's own, empty at each start, as they are in the writable layer
+ * of a container's image; `/dev/shm` is the pod's, shared by its containers, as the pod
+ * sandbox's is (containerd internal/cri/server/container_create_linux.go `containerMounts` binds
+ * the sandbox's shm in each container). These directories live in the pod's directory and go
+ * with it.
  * @module
  */
 import { basename, dirname, join, normalize } from "node:path";

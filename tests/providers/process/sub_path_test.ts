@@ -37,3 +37,18 @@ Deno.test("a subPath's symlinks may lead only inside its volume, as the kubelet 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a subPath's volume given through a symlink (a hostPath raced out of its prefix) is refused", async () => {
+  const dir = await volume();
+  try {
+    // `out` leads to /etc: the volume path the caller checked is no longer where it leads.
+    const resolved = resolveSubPath(join(dir, "out"), "hostname");
+    assert.deepEqual(resolved, {
+      ok: false,
+      reason: "its volume's path now has a symlink in it; it is not used",
+    });
+    assert.equal(resolveSubPath(join(dir, "real"), "file").ok, true);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
