@@ -11,7 +11,7 @@ import type { Logger } from "../../provider/mod.ts";
 import type { JobInfo } from "./backend.ts";
 import type { SlurmConfig } from "./config.ts";
 import { jobUserOf } from "./identity.ts";
-import type { JobCommentKey, JobIdentity } from "./job_comment.ts";
+import { type JobCommentKey, type JobIdentity, parseJobComment } from "./job_comment.ts";
 import { podDirOf, readSavedPod } from "./pod_dir.ts";
 
 /** What {@link adoptableJob} needs. */
@@ -28,8 +28,8 @@ export async function adoptableJob(
   deps: AdoptionDeps,
 ): Promise<{ id: JobIdentity; pod: Pod } | undefined> {
   const { config, log, nodeName } = deps;
-  const checked = await deps.key.check(job.comment);
-  if (checked.kind === "malformed") {
+  const parsed = parseJobComment(job.comment);
+  if (!parsed) {
     if (job.comment.includes(` node=${nodeName} `)) {
       log.warn(
         "not adopting SLURM job {job}: its comment names this node but is not one vkubelet writes (names that are not DNS-1123 names, a uid that is not a UUID): forged, left alone",
@@ -38,12 +38,13 @@ export async function adoptableJob(
     }
     return undefined;
   }
-  const id = checked.id;
+  const id = parsed.id;
+  // Other nodes' jobs first, without a MAC to compute: a restart lists the whole cluster's.
   if (id.node !== nodeName) return undefined;
   const pod = `${id.namespace}/${id.name}`;
-  if (checked.kind !== "signed") {
+  if (!await deps.key.verify(parsed)) {
     log.warn(
-      checked.kind === "unsigned"
+      parsed.mac === undefined
         ? "not adopting SLURM job {job} whose comment names {pod} on this node: it carries no MAC (submitted by a vkubelet before job comments were signed, or forged); left alone: cancel it (scancel {job}) if it is this node's"
         : "not adopting SLURM job {job} whose comment names {pod} on this node: its MAC does not verify with this node's key (forged, or signed with a key vkubelet's stateDir no longer holds); left alone",
       { job: job.id, pod },

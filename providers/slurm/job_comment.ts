@@ -109,8 +109,12 @@ export class JobCommentKey {
     const parsed = parseJobComment(comment);
     if (!parsed) return { kind: "malformed" };
     if (parsed.mac === undefined) return { kind: "unsigned", id: parsed.id };
-    const ok = sameText(parsed.mac, await this.#mac(parsed.text));
-    return { kind: ok ? "signed" : "forged", id: parsed.id };
+    return { kind: await this.verify(parsed) ? "signed" : "forged", id: parsed.id };
+  }
+
+  /** True when the parsed comment carries this key's MAC of its text. */
+  async verify(parsed: ParsedComment): Promise<boolean> {
+    return parsed.mac !== undefined && sameText(parsed.mac, await this.#mac(parsed.text));
   }
 
   async #mac(text: string): Promise<string> {
