@@ -170,7 +170,7 @@ export const OPTIONS = [
     shownDefault: "one node, --nodename",
     group: "Node",
     help:
-      "Serve several nodes from one process instead of --nodename; per-node settings in the config file (docs/multinode.md).",
+      "Serve several nodes from one process instead of --nodename, with every flag one node takes but --bootstrap-kubeconfig and --listen-address; per-node settings in the config file (docs/multinode.md).",
   }),
   o({
     key: "os",
@@ -533,7 +533,7 @@ export const OPTIONS = [
     help:
       "Give glibc's free heap pages back to the system every 10 s (malloc_trim). It needs the FFI grant for the C library, which can call any libc function; with false, run without --allow-ffi.",
   }),
-  // Leader election (issue 21): replicas of one node, one of them writing.
+  // Leader election (issue 21): replicas of one node (or one set of --nodes), one of them writing.
   o({
     key: "leaderElect",
     flag: "leader-elect",
@@ -542,7 +542,7 @@ export const OPTIONS = [
     shownDefault: "false",
     group: "General",
     help:
-      "Run as one of several replicas of this node: only the holder of the Lease vkubelet-<node> writes; the others stand by warm.",
+      "Run as one of several replicas of this node: only the holder of the Lease vkubelet-<node> writes; the others stand by warm. With --nodes the set has one Lease, named after its first node, and its leader serves every node.",
   }),
   o({
     key: "leaderElectLeaseDuration",
