@@ -131,6 +131,9 @@ export async function createHostPath(
   if (base === undefined) return `hostPath ${path} now leads outside hostPath.allowedPrefixes`;
   const file = type === "FileOrCreate" ? basename(real) : "";
   const dir = type === "FileOrCreate" ? dirname(real) : real;
+  if (file && !(await Deno.stat(dir).then((info) => info.isDirectory, () => false))) {
+    return `hostPath ${path}: its directory ${dir} does not exist (FileOrCreate makes only the file); create it or use DirectoryOrCreate for it`;
+  }
   const out = await hostCommand("sh", {
     args: ["-c", CREATE_SCRIPT, "vkubelet-hostpath", base, relative(base, dir), file],
     stdin: "null",

@@ -160,3 +160,16 @@ Deno.test({
     }
   },
 });
+
+Deno.test("FileOrCreate whose directory is missing makes nothing and says so", async () => {
+  await using d = await dirs();
+  const pod = hostPathPod(`${d.allowed}/missing/f`, "FileOrCreate");
+  await assert.rejects(
+    new VolumeSet(pod, context(d.top, d.allowed)).sync(pod),
+    /its directory .*\/missing does not exist \(FileOrCreate makes only the file\)/,
+  );
+  assert.equal(
+    await Deno.stat(`${d.allowed}/missing`).then(() => "made", () => "not made"),
+    "not made",
+  );
+});
