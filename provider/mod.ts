@@ -64,6 +64,7 @@ export {
   type BackoffOptions,
   backoffUntil,
   containerRestartPolicy,
+  crashLoopWaiting,
   nextBackoff,
   type PlannedRestart,
   planRestart,
@@ -74,10 +75,13 @@ export {
   type RestartBackoffOptions,
   restartKey,
   type RestartPolicy,
+  type RestartStep,
+  restartStep,
   shouldRestart,
   shouldRestartPod,
 } from "./restart.ts";
 export { type PodEventSink, podEventSink } from "./events.ts";
+export { unknownEnd, type UnknownEndCause, type UnknownEndOptions } from "./container_end.ts";
 export {
   podKey,
   podKeyOf,

@@ -26,9 +26,11 @@ import type { RemoteBackend, RemoteLogRuns, RemoteRun } from "./remote_backend.t
 import {
   type BackoffEntry,
   type BackoffOptions,
+  crashLoopWaiting,
   planRestart,
   shouldRestartPod,
 } from "./restart.ts";
+import { unknownEnd } from "./container_end.ts";
 
 export type {
   RemoteBackend,
@@ -84,6 +86,8 @@ interface RemoteRecord<H> {
   lastTerminated: Map<string, TerminatedReport>;
   /** When the next run is made (restart back-off), clock ms. */
   restartAtMs?: number;
+  /** The back-off being waited before it, for the `CrashLoopBackOff` message. */
+  restartDelayMs?: number;
   backoff?: BackoffEntry;
   /** The containers' final ends once the pod runs no more. */
   finished?: Map<string, TerminatedReport>;
@@ -380,8 +384,7 @@ export class RemotePods<H = unknown> {
     }
     const ends = new Map(names.map((name): [string, TerminatedReport] => [
       name,
-      terminatedOf(run ?? before, name) ??
-        { exitCode: 137, reason: "ContainerStatusUnknown", finishedAtMs: now },
+      terminatedOf(run ?? before, name) ?? unknownEnd("lost", { nowMs: now }),
     ]));
     const restart = !(run ?? before)?.failsPod &&
       shouldRestartPod(record.pod, [...ends.values()].map((e) => e.exitCode));
@@ -399,6 +402,7 @@ export class RemotePods<H = unknown> {
       now,
       this.#o.backoff,
     ));
+    record.restartDelayMs = record.restartAtMs - now;
     // The ended run goes before the next is made (a backend may allow one run per pod).
     if (!gone) record.discarding = this.#discard(record.pod, run, signal);
   }
@@ -413,7 +417,7 @@ export class RemotePods<H = unknown> {
       record.finished ??= new Map((record.pod.spec?.containers ?? []).map((c) => [
         c.name,
         ends[c.name] ?? (between ? record.lastTerminated.get(c.name) : undefined) ??
-          { exitCode: 137, reason: "ContainerStatusUnknown", finishedAtMs: now },
+          unknownEnd("deleted", { nowMs: now }),
       ]));
     }
     const status = terminalPodStatus(record.pod, this.#statusOf(record, false), { nowMs: now });
@@ -424,10 +428,10 @@ export class RemotePods<H = unknown> {
   #statusOf(record: RemoteRecord<H>, terminal: boolean) {
     const now = this.#o.clock.now();
     const spec = record.pod.spec;
-    const containers = this.#reportsOf(record, spec?.containers, record.run?.containers, now);
+    const containers = this.#reportsOf(record, spec?.containers, record.run?.containers);
     // Init containers as the containers, once the backend reports them at all.
     const inits = (record.run ?? record.previous)?.initContainers !== undefined
-      ? this.#reportsOf(record, spec?.initContainers, record.run?.initContainers, now)
+      ? this.#reportsOf(record, spec?.initContainers, record.run?.initContainers)
       : undefined;
     const keptIP = this.#o.keepPodIP ? record.pod.status?.podIP : undefined;
     const fails = record.finished ? (record.run ?? record.previous)?.failsPod : undefined;
@@ -451,7 +455,6 @@ export class RemotePods<H = unknown> {
     record: RemoteRecord<H>,
     specs: { name: string }[] | undefined,
     reported: Record<string, ContainerReport> | undefined,
-    now: number,
   ): Record<string, ContainerReport> {
     const out: Record<string, ContainerReport> = {};
     for (const { name } of specs ?? []) {
@@ -459,7 +462,7 @@ export class RemotePods<H = unknown> {
       const lastTerminated = report?.lastTerminated ?? record.lastTerminated.get(name);
       out[name] = {
         ...report,
-        state: this.#stateOf(record, name, report, now),
+        state: this.#stateOf(record, name, report),
         // Restarts of the runs before this one, and the backend's own within it.
         restartCount: record.restarts + (report?.restartCount ?? 0),
         ...(lastTerminated ? { lastTerminated } : {}),
@@ -472,18 +475,11 @@ export class RemotePods<H = unknown> {
     record: RemoteRecord<H>,
     name: string,
     report: ContainerReport | undefined,
-    now: number,
   ): ContainerStateReport {
     const finished = record.finished?.get(name);
     if (finished) return { terminated: finished };
     if (record.restartAtMs !== undefined) {
-      const seconds = Math.max(0, Math.ceil((record.restartAtMs - now) / 1000));
-      return {
-        waiting: {
-          reason: "CrashLoopBackOff",
-          message: `back-off ${seconds}s restarting failed container=${name}`,
-        },
-      };
+      return { waiting: crashLoopWaiting(record.pod, name, record.restartDelayMs ?? 0) };
     }
     return report?.state ?? { waiting: { reason: "ContainerCreating" } };
   }

@@ -144,6 +144,73 @@ export function nextBackoff(
   return { delayMs, lastUpdateMs: nowMs };
 }
 
+/** What to do now about a container (or a backend's whole pod) that ended and may run again. */
+export type RestartStep =
+  /** Still in its crash-loop back-off: wait until `untilMs`, and report {@link crashLoopWaiting}. */
+  | { action: "back-off"; untilMs: number; delayMs: number }
+  /** Start it now; keep `entry` for its next end (the restart is counted). */
+  | { action: "start"; entry: BackoffEntry };
+
+/**
+ * The one restart state machine, every provider's: a container that finished at `finishedAtMs`
+ * and whose policy runs it again is, at `nowMs`, either in back-off (its `entry`'s delay since it
+ * finished) or started, the entry then doubled for the next end — the kubelet's `doBackOff`
+ * (pkg/kubelet/kuberuntime/kuberuntime_manager.go: `IsInBackOffSince`, else `Next` and start).
+ * The caller keeps the entry (in memory, or on disk to survive a restart) and counts the restart.
+ *
+ * @example Usage
+ * ```ts
+ * import { restartStep } from "@vkubelet/vkubelet/provider";
+ * import assert from "node:assert/strict";
+ * const first = restartStep(undefined, 1_000, 1_000);
+ * assert.equal(first.action, "start"); // the first restart is at once
+ * const entry = first.action === "start" ? first.entry : undefined;
+ * assert.deepEqual(restartStep(entry, 2_000, 2_000), {
+ *   action: "back-off",
+ *   untilMs: 12_000,
+ *   delayMs: 10_000,
+ * });
+ * ```
+ */
+export function restartStep(
+  entry: BackoffEntry | undefined,
+  finishedAtMs: number,
+  nowMs: number,
+  options: BackoffOptions = {},
+): RestartStep {
+  const untilMs = backoffUntil(entry, finishedAtMs, options);
+  if (untilMs > nowMs) return { action: "back-off", untilMs, delayMs: untilMs - finishedAtMs };
+  return { action: "start", entry: nextBackoff(entry, finishedAtMs, nowMs, options) };
+}
+
+/**
+ * The waiting state of a container in back-off, with the kubelet's message:
+ * `back-off 1m20s restarting failed container=web pod=web-0_shop(uid)` (kuberuntime_manager.go
+ * `doBackOff`: the delay as Go prints a duration, the pod as pkg/kubelet/util/format `Pod`).
+ */
+export function crashLoopWaiting(
+  pod: Pod,
+  container: string,
+  delayMs: number,
+): { reason: "CrashLoopBackOff"; message: string } {
+  const { name = "", namespace = "", uid = "" } = pod.metadata ?? {};
+  return {
+    reason: "CrashLoopBackOff",
+    message: `back-off ${goDuration(delayMs)} restarting failed container=${container} ` +
+      `pod=${name}_${namespace}(${uid})`,
+  };
+}
+
+/** Milliseconds as Go's `time.Duration.String` prints them: `10s`, `1m20s`, `5m0s`, `1.5s`. */
+function goDuration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))}ms`;
+  const hours = Math.floor(ms / 3_600_000);
+  const minutes = Math.floor((ms % 3_600_000) / 60_000);
+  const seconds = `${(ms % 60_000) / 1000}s`;
+  if (hours) return `${hours}h${minutes}m${seconds}`;
+  return minutes ? `${minutes}m${seconds}` : seconds;
+}
+
 /** A planned restart: when it runs, and the entry once it has. */
 export interface PlannedRestart {
   /** Clock ms at which the restart is due. */

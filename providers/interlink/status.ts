@@ -15,6 +15,7 @@ import type {
   TerminatedReport,
 } from "../../provider/mod.ts";
 import type { InterlinkPodStatus } from "./wire.ts";
+import { unknownEnd } from "../../provider/mod.ts";
 
 /** The handle of a pod's run: its job as the plugin last showed it. */
 export interface Job {
@@ -104,14 +105,17 @@ export function runOf(pod: Pod, job: Job, nowMs: number, hostIP: string): Remote
   };
 }
 
-/** The run of a job the plugin no longer reports: its containers ended as Lost. */
+/**
+ * The run of a job the plugin no longer reports: its containers ended as the kit says of a lost
+ * run (`ContainerStatusUnknown`, 137), with the plugin's `message`.
+ */
 export function lostRun(
   run: RemoteRun<Job>,
   job: Job,
   message: string,
   nowMs: number,
 ): RemoteRun<Job> {
-  const lost = { exitCode: 137, reason: "Lost", message, finishedAtMs: nowMs };
+  const lost = unknownEnd("lost", { nowMs, detail: message });
   const containers = Object.fromEntries(
     (run.pod.spec?.containers ?? []).map((c) => [c.name, { state: { terminated: lost } }]),
   );

@@ -17,13 +17,12 @@
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   type BackoffEntry,
-  backoffUntil,
   type Clock,
   containerRestartPolicy,
-  formatDuration,
+  crashLoopWaiting,
   InvalidInputError,
-  nextBackoff,
   parseDuration,
+  restartStep,
   shouldRestart,
 } from "../../provider/mod.ts";
 import { type ContainerRun, isRunning, longRunningContainers } from "./status.ts";
@@ -120,7 +119,6 @@ export async function playExits(hooks: PodHooks, deps: ExitScriptDeps): Promise<
 
 async function playExit(name: string, hook: ExitHook, policy: string, deps: ExitScriptDeps) {
   const { clock, signal } = deps;
-  const { namespace, name: podName, uid } = deps.pod.metadata ?? {};
   let backOff: BackoffEntry | undefined; // none until the first restart, as the kubelet's
   while (!signal.aborted) {
     const run = deps.run(name);
@@ -130,14 +128,15 @@ async function playExit(name: string, hook: ExitHook, policy: string, deps: Exit
     const exit = { exitCode: hook.exitCode, finishedAtMs: now };
     if (!shouldRestart(policy, hook.exitCode)) return deps.setRun(name, { ...run, exited: exit });
     const previous = { ...exit, startedAtMs: run.startedAtMs, restartCount: run.restartCount };
-    const until = backoffUntil(backOff, now);
-    if (until > now) {
-      const message = `back-off ${formatDuration(backOff!.delayMs)} restarting failed ` +
-        `container=${name} pod=${podName}_${namespace}(${uid})`;
-      deps.setRun(name, { ...run, waiting: { reason: "CrashLoopBackOff", message }, previous });
-      if (!await sleep(clock, until - now, signal)) return;
+    // The kit's restart state machine (provider/restart.ts), on the injected clock.
+    let step = restartStep(backOff, now, now);
+    while (step.action === "back-off") {
+      const waiting = crashLoopWaiting(deps.pod, name, step.delayMs);
+      deps.setRun(name, { ...run, waiting, previous });
+      if (!await sleep(clock, step.untilMs - clock.now(), signal)) return;
+      step = restartStep(backOff, now, clock.now());
     }
-    backOff = nextBackoff(backOff, now, clock.now());
+    backOff = step.entry;
     deps.setRun(name, {
       startedAtMs: clock.now(),
       restartCount: run.restartCount + 1,

@@ -90,6 +90,12 @@ Deno.test("a run that ends is made again at once, then after 10 s, then 20 s", a
   assert.equal(await restartsAfter(9), 2, "the second waits 10 s");
   const waiting = (await pods.getPod("ns", "web"))!.status!.containerStatuses![0];
   assert.equal(waiting.state?.waiting?.reason, "CrashLoopBackOff");
+  const { name, namespace, uid } = p.metadata!;
+  assert.equal(
+    waiting.state?.waiting?.message,
+    `back-off 10s restarting failed container=app pod=${name}_${namespace}(${uid})`,
+    "the kubelet's message, as process and mock pods give it",
+  );
   assert.equal(waiting.lastState?.terminated?.exitCode, 1);
   clock.jump(1_000);
   await pods.poll(signal);

@@ -6,14 +6,18 @@
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import {
+  type BackoffEntry,
   backoffUntil,
   containerRestartPolicy,
+  crashLoopWaiting,
   nextBackoff,
   planRestart,
   RestartBackoff,
   restartKey,
+  restartStep,
   shouldRestart,
   shouldRestartPod,
+  unknownEnd,
 } from "../../provider/mod.ts";
 import { FakeClock } from "../fakes/clock.ts";
 
@@ -121,4 +125,62 @@ Deno.test("a pod of the same name but another uid has its own back-off", () => {
   assert.equal(backoff.delayMs(restartKey(renewed, "app")), 0);
   backoff.forget(restartKey(old, "app"));
   assert.equal(backoff.delayMs(restartKey(old, "app")), 0);
+});
+
+Deno.test("one restart state machine: at once, then back-off from the end, doubling to 5 min", () => {
+  let entry: BackoffEntry | undefined;
+  const waits: number[] = [];
+  let now = 0;
+  for (let i = 0; i < 8; i++) {
+    now += 1_000; // each run lasts 1 s
+    const finished = now;
+    let step = restartStep(entry, finished, now);
+    if (step.action === "back-off") {
+      waits.push(step.delayMs);
+      assert.equal(step.untilMs, finished + step.delayMs);
+      assert.equal(restartStep(entry, finished, step.untilMs - 1).action, "back-off");
+      now = step.untilMs;
+      step = restartStep(entry, finished, now);
+    }
+    assert.equal(step.action, "start");
+    if (step.action === "start") entry = step.entry;
+  }
+  assert.deepEqual(waits, [10_000, 20_000, 40_000, 80_000, 160_000, 300_000, 300_000]);
+});
+
+Deno.test("a container in back-off waits with the kubelet's CrashLoopBackOff message", () => {
+  const pod = { metadata: { name: "web-0", namespace: "shop", uid: "u-1" } };
+  const message = (ms: number) => crashLoopWaiting(pod, "app", ms).message;
+  assert.equal(crashLoopWaiting(pod, "app", 10_000).reason, "CrashLoopBackOff");
+  assert.equal(message(10_000), "back-off 10s restarting failed container=app pod=web-0_shop(u-1)");
+  // Go's time.Duration.String, as the kubelet prints backOff.Get(key).
+  assert.deepEqual(
+    [80_000, 160_000, 300_000, 1_500, 3_600_000].map((ms) => message(ms).split(" ")[1]),
+    [
+      "1m20s",
+      "2m40s",
+      "5m0s",
+      "1.5s",
+      "1h0m0s",
+    ],
+  );
+});
+
+Deno.test("a container vkubelet found ended is ContainerStatusUnknown with 137, as the kubelet says", () => {
+  const deleted = unknownEnd("deleted", { nowMs: 5_000 });
+  assert.deepEqual(deleted, {
+    exitCode: 137,
+    reason: "ContainerStatusUnknown",
+    message: "The container could not be located when the pod was deleted.  " +
+      "The container used to be Running",
+    finishedAtMs: 5_000,
+  });
+  const lost = unknownEnd("lost", { nowMs: 7_000, startedAtMs: 1_000, detail: "job 42 is gone" });
+  assert.equal(lost.reason, "ContainerStatusUnknown");
+  assert.equal(lost.startedAtMs, 1_000);
+  assert.match(lost.message!, /: job 42 is gone$/);
+  assert.equal(
+    unknownEnd("terminated", { nowMs: 0 }).message,
+    "The container could not be located when the pod was terminated",
+  );
 });

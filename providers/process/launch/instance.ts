@@ -26,7 +26,7 @@ import {
 } from "../host/proc.ts";
 import { killInstance } from "./reaper.ts";
 import type { InstanceRecord, Termination } from "../state/state.ts";
-import type { Clock } from "../../../provider/mod.ts";
+import { type Clock, unknownEnd } from "../../../provider/mod.ts";
 
 /** Files and settings of one instance. */
 export interface InstanceFiles {
@@ -162,9 +162,10 @@ export class Instance {
       reason = "StartError";
       message = `cannot set up the container's mounts: ${setupErrors.trim()}`;
     } else if (!exit && !this.#killedBy) {
-      reason = "ContainerStatusUnknown";
-      message = "the container ended without leaving an exit status";
-      exitCode = 137;
+      // The kit's rule for an end vkubelet infers (ContainerStatusUnknown, 137).
+      const unknown = unknownEnd("no-exit-status", { nowMs: 0 });
+      ({ exitCode, message } = unknown);
+      reason = unknown.reason ?? reason;
     }
     if (oom) reason = "OOMKilled";
     return {

@@ -1,13 +1,13 @@
 /**
- * Whether and when a terminated container starts again: the kit's restart policy and
- * crash-loop back-off (provider/restart.ts), the back-off entry kept in the container's record
+ * Whether and when a terminated container starts again: the kit's restart policy and its one
+ * restart state machine (provider/restart.ts `restartStep`), the back-off entry kept in the container's record
  * so that it survives a vkubelet restart, with the `CrashLoopBackOff` waiting reason the kubelet
  * reports meanwhile (kubernetes/kubernetes pkg/kubelet/kuberuntime/kuberuntime_manager.go
  * `doBackOff`).
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { backoffUntil, nextBackoff } from "../../../provider/mod.ts";
+import { crashLoopWaiting, restartStep } from "../../../provider/mod.ts";
 import type { ContainerRecord, Termination } from "../state/state.ts";
 
 /** What to do about one container now. */
@@ -33,15 +33,12 @@ export function decideStart(
   const t = cr.terminated;
   if (!t) return { action: "start" };
   if (!options.restart(t)) return { action: "none" };
-  const until = backoffUntil(cr.backoff, t.finishedAtMs);
-  if (until > options.nowMs) {
-    const delay = Math.round((cr.backoff?.delayMs ?? 0) / 1000);
-    const { name, namespace, uid } = pod.metadata ?? {};
-    const message =
-      `back-off ${delay}s restarting failed container=${c.name} pod=${name}_${namespace}(${uid})`;
-    return { action: "back-off", until, waiting: { reason: "CrashLoopBackOff", message } };
+  const step = restartStep(cr.backoff, t.finishedAtMs, options.nowMs);
+  if (step.action === "back-off") {
+    const waiting = crashLoopWaiting(pod, c.name, step.delayMs);
+    return { action: "back-off", until: step.untilMs, waiting };
   }
-  cr.backoff = nextBackoff(cr.backoff, t.finishedAtMs, options.nowMs);
+  cr.backoff = step.entry;
   cr.restartCount++;
   cr.lastTermination = t;
   cr.terminated = undefined;
