@@ -92,7 +92,7 @@ Deno.test({
     const count = Number(/scanned (\d+) processes/.exec(report.prying.log)?.[1]);
     assert.ok(count > 0 && count < 10, report.prying.log);
     // exec (nsenter: setns into both namespaces) is allowed too: PID 1 is the container's runner.
-    assert.equal(report.exec?.code, 0, report.exec?.out);
+    assert.equal(report.exec?.code, 0, report.exec?.out ?? "no exec report");
     assert.match(report.exec!.out, /vkubelet-runner/);
     assert.ok(Number(report.exec!.out.trim().split("\n").pop()) < 10, report.exec!.out);
     assert.equal(isolation(report)?.status, "True");
