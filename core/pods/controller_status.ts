@@ -10,7 +10,13 @@
  * @module
  */
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
-import { buildPodStatus, type ContainerReport, formatTime, podKeyOf } from "../../provider/mod.ts";
+import {
+  buildPodStatus,
+  type ContainerReport,
+  formatTime,
+  podKeyOf,
+  unknownEnd,
+} from "../../provider/mod.ts";
 import type { PodContext } from "./pod_context.ts";
 import type { WorkQueue } from "./work_queue.ts";
 
@@ -147,6 +153,8 @@ export function controllerStatus(pod: Pod, held: HeldStatus): PodStatus {
  * pkg/kubelet/kubelet_pods.go).
  */
 export function lostPodStatus(pod: Pod, nowMs: number): PodStatus {
+  // The kit's one rule for an end vkubelet infers (provider/container_end.ts).
+  const lost = unknownEnd("terminated", { nowMs });
   const message = "the backend lost the pod while the provider could not reach it; " +
     "restartPolicy Never does not start it again";
   const status = controllerStatus(pod, {
@@ -164,9 +172,9 @@ export function lostPodStatus(pod: Pod, nowMs: number): PodStatus {
       started: false,
       state: {
         terminated: {
-          exitCode: 137,
-          reason: "ContainerStatusUnknown",
-          message: "The container could not be located when the pod was terminated",
+          exitCode: lost.exitCode,
+          reason: lost.reason,
+          message: lost.message,
           startedAt: before?.state?.running?.startedAt,
           finishedAt,
         },
