@@ -31,6 +31,7 @@ import { basename, dirname, join, normalize } from "node:path";
 import { hostCommand, toolPath } from "../host/host_tools.ts";
 import { WALK_FUNCTIONS } from "./safe_walk.ts";
 import type { ResolvedSubPath } from "./sub_path.ts";
+import { hostUser } from "./identity.ts";
 
 /** One bind mount into the container's view. */
 export interface ViewMount {
@@ -360,7 +361,8 @@ function devMounts(): string[] {
 export async function probeMountNamespace(): Promise<
   { ok: true } | { ok: false; reason: string }
 > {
-  const uid = Deno.uid();
+  // From /proc/self/status: Deno.uid() wants --allow-sys=uid, which vkubelet is not granted.
+  const { uid } = hostUser();
   if (uid !== 0) {
     return {
       ok: false,
