@@ -293,8 +293,11 @@ export interface ProviderDeps {
 
 /** One event on a pod, as a provider records it. */
 export interface ProviderPodEvent {
+  /** `Warning` for what went wrong, `Normal` for the rest (as the kubelet's). */
   type: "Normal" | "Warning";
+  /** A CamelCase reason, such as `Pulled` or `BackOff`. */
   reason: string;
+  /** What happened, for people. */
   message: string;
   /** `spec.containers{name}` for a container's event. */
   fieldPath?: string;
@@ -304,6 +307,7 @@ export interface ProviderPodEvent {
 
 /** Records events on pods in the background; never throws, never waits. */
 export interface PodEventRecorder {
+  /** Records `event` on `pod`: repeats are aggregated, and past the pod's burst some are dropped. */
   record(pod: Pod, event: ProviderPodEvent): void;
 }
 

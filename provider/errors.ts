@@ -8,6 +8,7 @@
 
 /** Options shared by the provider errors. */
 export interface ProviderErrorOptions {
+  /** The error behind this one (the backend's own), kept as the standard `Error.cause`. */
   cause?: unknown;
 }
 

@@ -40,9 +40,11 @@ export {
   NotFoundError,
   NotSupportedError,
   notSupportedText,
+  type ProviderErrorOptions,
   refuseStreaming,
   type StreamingKind,
   TransientError,
+  type TransientErrorOptions,
 } from "./errors.ts";
 export {
   backendUnreachable,

@@ -42,8 +42,11 @@ export type {
 
 /** What {@link RemotePods} needs. */
 export interface RemotePodsOptions<H = unknown> {
+  /** What the backend supplies: list, read, make, remove, logs. */
   backend: RemoteBackend<H>;
+  /** The clock the poll, start times and restart back-off go by. */
   clock: Clock;
+  /** Where failed reads, adoptions and removals are logged. */
   log: Logger;
   /** How often each pod's run is read, in ms. */
   intervalMs: number;
@@ -98,7 +101,50 @@ interface RemoteRecord<H> {
   discarding?: Promise<void>;
 }
 
-/** The pods of a remote backend, their life owned by the kit; see the module doc. */
+/**
+ * The pods of a remote backend, their life owned by the kit; see the module doc.
+ *
+ * @example A backend of runs kept in a map: the poll reads a run that ended and ends its pod
+ * ```ts
+ * import {
+ *   type Logger,
+ *   type RemoteBackend,
+ *   RemotePods,
+ *   type RemoteRun,
+ * } from "@vkubelet/vkubelet/provider";
+ * import { FakeClock } from "@vkubelet/vkubelet/provider/testing";
+ * import assert from "node:assert/strict";
+ *
+ * const clock = new FakeClock();
+ * const runs = new Map<string, RemoteRun>(); // by pod uid, as a cloud API would keep them
+ * const backend: RemoteBackend = {
+ *   list: () => Promise.resolve([...runs.values()]),
+ *   read: (pod) => Promise.resolve(runs.get(pod.metadata!.uid!)),
+ *   make(pod) {
+ *     const state = { running: { startedAtMs: clock.now() } };
+ *     runs.set(pod.metadata!.uid!, { pod, containers: { app: { state } }, podIP: "127.0.0.2" });
+ *     return Promise.resolve();
+ *   },
+ *   remove: (pod) => Promise.resolve(void runs.delete(pod.metadata!.uid!)),
+ * };
+ * const log: Logger = { debug() {}, info() {}, warn() {}, warning() {}, error() {} };
+ * const pods = new RemotePods({ backend, clock, log, intervalMs: 1_000 });
+ *
+ * await pods.createPod({
+ *   metadata: { namespace: "default", name: "job", uid: "uid-1" },
+ *   spec: { restartPolicy: "Never", containers: [{ name: "app", image: "busybox" }] },
+ * }, {});
+ * assert.equal((await pods.getPod("default", "job"))?.status?.phase, "Running");
+ *
+ * // The backend's container exits 0; one poll reads it, and under Never the pod is done.
+ * const ended = { terminated: { exitCode: 0, finishedAtMs: clock.now() } };
+ * runs.set("uid-1", { ...runs.get("uid-1")!, containers: { app: { state: ended } } });
+ * await pods.poll(new AbortController().signal);
+ * const status = (await pods.getPod("default", "job"))?.status;
+ * assert.equal(status?.phase, "Succeeded");
+ * assert.equal(status?.containerStatuses?.[0].state?.terminated?.reason, "Completed");
+ * ```
+ */
 export class RemotePods<H = unknown> {
   readonly #o: RemotePodsOptions<H>;
   readonly #table: PodTable<RemoteRecord<H>>;

@@ -245,6 +245,7 @@ export function planRestart(
 
 /** What {@link RestartBackoff} needs. */
 export interface RestartBackoffOptions extends BackoffOptions {
+  /** The clock the back-off's times are read from. */
   clock: Clock;
 }
 
