@@ -1,9 +1,9 @@
 /**
- * A remote provider on the kit's {@link RemotePods}: the backend is a toy "cloud" that keeps
- * runs in memory (stand in your API client), and the provider is only what is the backend's own —
- * list this node's runs, read one, make, remove. RemotePods adopts, polls, restarts with the
- * kubelet's back-off and pushes status; `docs/writing-a-provider.md` walks through it, and
- * `tests/examples/remote_provider_test.ts` runs the conformance suite against it.
+ * A remote provider on the kit's {@link RemotePodsProvider}: the backend is a toy "cloud" that
+ * keeps runs in memory (stand in your API client), and the provider is only what is the backend's
+ * own — list this node's runs, read one, make, remove. The kit adopts, polls, restarts with the
+ * kubelet's back-off, pushes status and answers the pod calls; `docs/writing-a-provider.md` walks
+ * through it, and `tests/examples/remote_provider_test.ts` runs the conformance suite against it.
  *
  * `ToyCloud` is shared by every instance in one process, as a real cloud outlives vkubelet:
  * a restarted provider adopts the runs its node made, and another node never lists them.
@@ -14,7 +14,7 @@ import {
   type Provider,
   type ProviderDeps,
   type RemoteBackend,
-  RemotePods,
+  RemotePodsProvider,
   type RemoteRun,
 } from "../provider/mod.ts";
 
@@ -79,28 +79,20 @@ export interface ToyConfig {
   statusIntervalMs?: number;
 }
 
+/**
+ * The toy cloud's provider: the kit answers the pod calls and close, which stops the loop, never
+ * the pods (they run on in the cloud); a real one adds its node, ping, logs and exec.
+ */
+class ToyProvider extends RemotePodsProvider implements Provider {
+  constructor(config: ToyConfig, deps: ProviderDeps) {
+    super(deps, () => ({
+      backend: new ToyBackend(config.cloud, deps.nodeName, () => deps.clock.now()),
+      intervalMs: config.statusIntervalMs ?? 1_000,
+    }));
+  }
+}
+
 /** vkubelet calls this with the provider's config and its dependencies. */
 export function createProvider(config: ToyConfig, deps: ProviderDeps): Provider {
-  const pods = new RemotePods({
-    backend: new ToyBackend(config.cloud, deps.nodeName, () => deps.clock.now()),
-    clock: deps.clock,
-    log: deps.log,
-    intervalMs: config.statusIntervalMs ?? 1_000,
-    hostIP: deps.internalIp,
-  });
-  const stop = new AbortController();
-  const running = pods.run(AbortSignal.any([stop.signal, deps.signal]));
-  return {
-    createPod: (pod, options) => pods.createPod(pod, options),
-    updatePod: (pod, options) => pods.updatePod(pod, options),
-    deletePod: (pod, options) => pods.deletePod(pod, options),
-    getPod: (namespace, name, options) => pods.getPod(namespace, name, options),
-    listPods: (options) => pods.listPods(options),
-    notifyPods: (callback) => pods.notifyPods(callback),
-    // Closing stops the loop, never the pods: they run on in the cloud.
-    async close() {
-      stop.abort();
-      await running;
-    },
-  };
+  return new ToyProvider(config, deps);
 }

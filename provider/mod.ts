@@ -101,7 +101,26 @@ export {
   type RemoteRead,
   type RemoteRun,
 } from "./remote_pods.ts";
-export { type RemotePodCalls, RemotePodsProvider } from "./remote_provider.ts";
+export {
+  LegacyRemotePodsProvider,
+  type RemotePodCalls,
+  RemotePodsProvider,
+  type RemoteProviderSetup,
+} from "./remote_provider.ts";
+/** The tag that marks a backend object as this node's pod, and where backends carry it. */
+export {
+  decodePodTag,
+  encodePodTag,
+  isDnsSubdomain,
+  keyedPodTags,
+  type PodTag,
+  type PodTagCarrier,
+  type PodTagKeys,
+  podTagText,
+  standInPod,
+  type StandInSpec,
+  tagMap,
+} from "./pod_tags.ts";
 export { qosClass } from "./qos.ts";
 export { effectiveSecurityContext } from "./security_context.ts";
 /** Whether a URL is safe for a credential: https, or plain http to this machine only. */

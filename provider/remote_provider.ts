@@ -1,12 +1,20 @@
 /**
- * The pod calls of a provider whose pods live on a remote backend, answered once: a provider that
- * keeps its pods in {@link RemotePods} extends {@link RemotePodsProvider} and writes only what is
- * its own (node, ping, logs, exec, stats, close), instead of six calls that only pass through.
+ * What every provider whose pods live on a remote backend repeats, answered once: a provider that
+ * extends {@link RemotePodsProvider} hands its backend to the constructor and writes only what is
+ * its own (the node, logs, exec, stats). The class starts the kit's {@link RemotePods} (adopt,
+ * poll, restart, notify) and stops it on close, answers the six pod calls, and has the checks
+ * and answers its subclasses share: a pod and container on this node ({@link
+ * RemotePodsProvider.known}, init containers included), a ping whose failure says the backend is
+ * unreachable ({@link RemotePodsProvider.reach}), and exec, attach or port-forward refused with
+ * the reason ({@link RemotePodsProvider.refuse}).
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { CallOptions, Provider } from "./contract.ts";
-import type { RemotePods } from "./remote_pods.ts";
+import type { CallOptions, ContainerRef, PodRef, Provider, ProviderDeps } from "./contract.ts";
+import { NotFoundError, refuseStreaming, type StreamingKind } from "./errors.ts";
+import { RemotePods, type RemotePodsOptions } from "./remote_pods.ts";
+import type { RemoteBackend } from "./remote_backend.ts";
+import { backendUnreachable, type BackendUnreachableHelpOptions } from "./unreachable.ts";
 
 /** The pod lifecycle part of {@link Provider}, answered by the subclass's `pods`. */
 export type RemotePodCalls = Pick<
@@ -15,44 +23,180 @@ export type RemotePodCalls = Pick<
 >;
 
 /**
- * createPod, updatePod, deletePod, getPod, listPods and notifyPods, answered by `pods` (set in the
- * subclass's constructor); a subclass overrides one only to add to it.
+ * What a {@link RemotePodsProvider} runs: its backend, {@link RemotePods}' options (clock, log
+ * and host IP come from the provider's deps), and loops of its own to run beside the pods'.
+ */
+export interface RemoteProviderSetup<H, B extends RemoteBackend<H>>
+  extends Omit<RemotePodsOptions<H>, "backend" | "clock" | "log" | "hostIP"> {
+  /** The backend the pods run on (kept as the provider's `backend`). */
+  backend: B;
+  /** Runs beside the pods' loop until close (a capacity check); resolves once `signal` ends. */
+  alsoRun?: (signal: AbortSignal) => Promise<void>;
+}
+
+/**
+ * A remote provider's common part: see the module doc. The constructor calls `setup` with the
+ * provider's signal (aborted by close or the deps' signal), makes `pods` on the backend it
+ * answers and starts them; close stops them, never the runs on the backend.
  *
  * @example Usage
  * ```ts ignore
- * class CloudProvider extends RemotePodsProvider<Task> implements Provider {
- *   protected readonly pods: RemotePods<Task>;
- *   constructor(backend: RemoteBackend<Task>, deps: ProviderDeps) {
- *     super();
- *     this.pods = new RemotePods({ backend, clock: deps.clock, log: deps.log, intervalMs: 5_000 });
+ * class CloudProvider extends RemotePodsProvider<Task, CloudBackend> implements Provider {
+ *   constructor(config: CloudConfig, deps: ProviderDeps) {
+ *     super(deps, (signal) => ({
+ *       backend: new CloudBackend(config, deps, signal),
+ *       intervalMs: config.statusInterval,
+ *     }));
+ *   }
+ *   ping(options: CallOptions): Promise<void> {
+ *     return this.reach((signal) => this.backend.ping(signal), options, config.endpoint);
  *   }
  * }
  * ```
  */
-export abstract class RemotePodsProvider<H = unknown> implements RemotePodCalls {
+export abstract class RemotePodsProvider<
+  H = unknown,
+  B extends RemoteBackend<H> = RemoteBackend<H>,
+> implements RemotePodCalls {
+  /** What the provider was given. */
+  protected readonly deps: ProviderDeps;
+  /** The backend the pods run on. */
+  protected readonly backend: B;
   /** The pods and their runs; the kit adopts, polls, restarts and notifies. */
-  protected abstract readonly pods: RemotePods<H>;
+  protected readonly pods: RemotePods<H>;
+  /** Aborted by {@link close} or the deps' signal: the provider's own work stops with it. */
+  protected readonly signal: AbortSignal;
+  readonly #stop = new AbortController();
+  readonly #running: Promise<unknown>;
 
+  /** Makes the pods on `setup`'s backend and starts them (adoption first). */
+  constructor(
+    deps: ProviderDeps,
+    setup: (signal: AbortSignal) => RemoteProviderSetup<H, B>,
+  ) {
+    this.deps = deps;
+    this.signal = AbortSignal.any([deps.signal, this.#stop.signal]);
+    const { backend, alsoRun, ...options } = setup(this.signal);
+    this.backend = backend;
+    this.pods = new RemotePods({
+      backend,
+      clock: deps.clock,
+      log: deps.log,
+      hostIP: deps.internalIp,
+      ...options,
+    });
+    this.#running = Promise.all([this.pods.run(this.signal), alsoRun?.(this.signal)]);
+  }
+
+  /** `Provider.createPod`: the pod's run made (or an adopted run taken over). */
   createPod(pod: Pod, options: CallOptions): Promise<void> {
     return this.pods.createPod(pod, options);
   }
 
+  /** `Provider.updatePod`: labels and annotations taken over. */
   updatePod(pod: Pod, options: CallOptions): Promise<void> {
     return this.pods.updatePod(pod, options);
   }
 
+  /** `Provider.deletePod`: the run removed, the terminal status pushed. */
   deletePod(pod: Pod, options: CallOptions): Promise<void> {
     return this.pods.deletePod(pod, options);
   }
 
+  /** `Provider.getPod`. */
   getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined> {
     return this.pods.getPod(namespace, name, options);
   }
 
+  /** `Provider.listPods`, once the backend's runs are adopted. */
   listPods(options: CallOptions): Promise<Pod[]> {
     return this.pods.listPods(options);
   }
 
+  /** `Provider.notifyPods`; the function returned unsubscribes. */
+  notifyPods(callback: (pod: Pod) => void): () => void {
+    return this.pods.notifyPods(callback);
+  }
+
+  /** Stops adopting and polling, and waits for it; the pods' runs go on on the backend. */
+  async close(): Promise<void> {
+    this.#stop.abort();
+    await this.#running;
+  }
+
+  /**
+   * The pod of `ref` on this node, with its container (an init container too) for a
+   * {@link ContainerRef}; else a {@link NotFoundError} naming what is missing.
+   */
+  protected known(ref: ContainerRef | PodRef): Pod {
+    const name = "pod" in ref ? ref.pod : ref.name;
+    const pod = this.pods.knownPod(ref.namespace, name);
+    if (!("container" in ref)) return pod;
+    const spec = pod.spec;
+    const all = [...spec?.initContainers ?? [], ...spec?.containers ?? []];
+    if (!all.some((c) => c.name === ref.container)) {
+      throw new NotFoundError(`pod ${ref.namespace}/${name} has no container ${ref.container}`);
+    }
+    return pod;
+  }
+
+  /** A {@link refuseStreaming} of `kind`, saying `why`, once `ref` is {@link known}. */
+  protected refuse(
+    kind: StreamingKind,
+    why: string,
+    ref: ContainerRef | PodRef,
+  ): Promise<never> {
+    return refuseStreaming(kind, why, () => this.known(ref));
+  }
+
+  /**
+   * `call`'s answer (the backend's ping) with the call's signal, or a BackendUnreachableError
+   * naming `where` (see {@link backendUnreachable}): the node is then not Ready.
+   */
+  protected async reach<T>(
+    call: (signal?: AbortSignal) => Promise<T>,
+    options: CallOptions,
+    where: string,
+    help?: BackendUnreachableHelpOptions,
+  ): Promise<T> {
+    try {
+      return await call(options.signal);
+    } catch (err) {
+      throw backendUnreachable(where, err, help);
+    }
+  }
+
+  /** `signal` and the provider's together: a stream of the call ends with either. */
+  protected callSignal(signal?: AbortSignal): AbortSignal {
+    return signal ? AbortSignal.any([this.signal, signal]) : this.signal;
+  }
+}
+
+/** The class before it owned start and stop: kept while the providers move over. */
+export abstract class LegacyRemotePodsProvider<H = unknown> implements RemotePodCalls {
+  /** The pods and their runs. */
+  protected abstract readonly pods: RemotePods<H>;
+  /** `Provider.createPod`. */
+  createPod(pod: Pod, options: CallOptions): Promise<void> {
+    return this.pods.createPod(pod, options);
+  }
+  /** `Provider.updatePod`. */
+  updatePod(pod: Pod, options: CallOptions): Promise<void> {
+    return this.pods.updatePod(pod, options);
+  }
+  /** `Provider.deletePod`. */
+  deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    return this.pods.deletePod(pod, options);
+  }
+  /** `Provider.getPod`. */
+  getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined> {
+    return this.pods.getPod(namespace, name, options);
+  }
+  /** `Provider.listPods`. */
+  listPods(options: CallOptions): Promise<Pod[]> {
+    return this.pods.listPods(options);
+  }
+  /** `Provider.notifyPods`. */
   notifyPods(callback: (pod: Pod) => void): () => void {
     return this.pods.notifyPods(callback);
   }

@@ -17,6 +17,7 @@ import {
   type ContainerLogOptions,
   type ContainerRef,
   type ExecOptions,
+  LegacyRemotePodsProvider as RemotePodsProvider,
   NotFoundError,
   NotSupportedError,
   podEventSink,
@@ -25,7 +26,6 @@ import {
   type ProviderDeps,
   refuseStreaming,
   RemotePods,
-  RemotePodsProvider,
   type StatsSummary,
 } from "../../provider/mod.ts";
 import type { ContainerGroup } from "./azure.ts";

@@ -16,6 +16,7 @@ import {
   type ContainerLogOptions,
   type ContainerRef,
   type ExecOptions,
+  LegacyRemotePodsProvider as RemotePodsProvider,
   NotFoundError,
   podEventSink,
   type PodRef,
@@ -23,7 +24,6 @@ import {
   type ProviderDeps,
   refuseStreaming,
   RemotePods,
-  RemotePodsProvider,
   type StatsSummary,
 } from "../../provider/mod.ts";
 import type { ContainerGroup, EciApi } from "./api.ts";

@@ -15,13 +15,13 @@ import {
   type CallOptions,
   type ContainerLogOptions,
   type ContainerRef,
+  LegacyRemotePodsProvider as RemotePodsProvider,
   podEventSink,
   type PodRef,
   type Provider,
   type ProviderDeps,
   refuseStreaming,
   RemotePods,
-  RemotePodsProvider,
 } from "../../provider/mod.ts";
 import type { AwsClients } from "./aws.ts";
 import { FargateBackend } from "./backend.ts";

@@ -15,6 +15,7 @@ import {
   type CallOptions,
   type ContainerLogOptions,
   type ContainerRef,
+  LegacyRemotePodsProvider as RemotePodsProvider,
   NotFoundError,
   podEventSink,
   type PodRef,
@@ -22,7 +23,6 @@ import {
   type ProviderDeps,
   refuseStreaming,
   RemotePods,
-  RemotePodsProvider,
 } from "../../provider/mod.ts";
 import { InterlinkApi } from "./api.ts";
 import { InterlinkBackend } from "./backend.ts";

@@ -18,13 +18,13 @@ import {
   type ContainerLogOptions,
   type ContainerRef,
   type ExecOptions,
+  LegacyRemotePodsProvider as RemotePodsProvider,
   metricsText,
   NotFoundError,
   NotSupportedError,
   type Provider,
   type ProviderDeps,
   RemotePods,
-  RemotePodsProvider,
   type StatsSummary,
 } from "../../provider/mod.ts";
 import { apptainerExecShell } from "./apptainer.ts";

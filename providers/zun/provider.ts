@@ -13,6 +13,7 @@ import {
   type ContainerLogOptions,
   type ContainerRef,
   type ExecOptions,
+  LegacyRemotePodsProvider as RemotePodsProvider,
   NotFoundError,
   NotSupportedError,
   type Provider,
@@ -20,7 +21,6 @@ import {
   type ProviderNodeFields,
   refuseStreaming,
   RemotePods,
-  RemotePodsProvider,
 } from "../../provider/mod.ts";
 import { ZunCapsules } from "./capsules.ts";
 import type { ZunConfig } from "./config.ts";
