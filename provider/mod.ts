@@ -103,6 +103,7 @@ export {
 } from "./remote_pods.ts";
 export {
   LegacyRemotePodsProvider,
+  type NodeLabels,
   type RemotePodCalls,
   RemotePodsProvider,
   type RemoteProviderSetup,

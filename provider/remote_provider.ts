@@ -9,9 +9,10 @@
  * the reason ({@link RemotePodsProvider.refuse}).
  * @module
  */
-import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import type { CallOptions, ContainerRef, PodRef, Provider, ProviderDeps } from "./contract.ts";
 import { NotFoundError, refuseStreaming, type StreamingKind } from "./errors.ts";
+import { applyProviderNode, type ProviderNodeFields } from "./node.ts";
 import { RemotePods, type RemotePodsOptions } from "./remote_pods.ts";
 import type { RemoteBackend } from "./remote_backend.ts";
 import { backendUnreachable, type BackendUnreachableHelpOptions } from "./unreachable.ts";
@@ -32,6 +33,18 @@ export interface RemoteProviderSetup<H, B extends RemoteBackend<H>>
   backend: B;
   /** Runs beside the pods' loop until close (a capacity check); resolves once `signal` ends. */
   alsoRun?: (signal: AbortSignal) => Promise<void>;
+}
+
+/** The labels {@link RemotePodsProvider.applyNode} gives the node. */
+export interface NodeLabels {
+  /** `vkubelet.io/provider`: the provider's name. */
+  provider: string;
+  /** `kubernetes.io/os`; default linux. */
+  os?: string;
+  /** `topology.kubernetes.io/region`. */
+  region?: string;
+  /** `topology.kubernetes.io/zone`. */
+  zone?: string;
 }
 
 /**
@@ -140,6 +153,17 @@ export abstract class RemotePodsProvider<
     return pod;
   }
 
+  /**
+   * The method that refuses `kind` saying `why` (see {@link refuse}), for a provider whose
+   * backend has no such channel: `runInContainer = this.refusing("exec", "no exec API");`.
+   */
+  protected refusing(
+    kind: StreamingKind,
+    why: string,
+  ): (ref: ContainerRef | PodRef) => Promise<never> {
+    return (ref) => this.refuse(kind, why, ref);
+  }
+
   /** A {@link refuseStreaming} of `kind`, saying `why`, once `ref` is {@link known}. */
   protected refuse(
     kind: StreamingKind,
@@ -164,6 +188,24 @@ export abstract class RemotePodsProvider<
     } catch (err) {
       throw backendUnreachable(where, err, help);
     }
+  }
+
+  /**
+   * {@link applyProviderNode} with the labels a remote provider's node has: `kubernetes.io/os`
+   * (default linux), `vkubelet.io/provider`, the region and zone where given, then `fields`'.
+   */
+  protected applyNode(node: Node, fields: ProviderNodeFields, labels: NodeLabels): void {
+    const { provider, os = "linux", region, zone } = labels;
+    applyProviderNode(node, {
+      ...fields,
+      labels: {
+        "kubernetes.io/os": os,
+        ...(region ? { "topology.kubernetes.io/region": region } : {}),
+        ...(zone ? { "topology.kubernetes.io/zone": zone } : {}),
+        "vkubelet.io/provider": provider,
+        ...fields.labels,
+      },
+    }, this.deps);
   }
 
   /** `signal` and the provider's together: a stream of the call ends with either. */

@@ -22,6 +22,7 @@ import {
   type RemoteMakeOptions,
   type RemoteRead,
   type RemoteRun,
+  standInPod,
   type TerminatedReport,
 } from "../../provider/mod.ts";
 import type { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
@@ -85,14 +86,10 @@ export class FargateBackend implements RemoteBackend<Task> {
     for (const task of tasks.values()) {
       const id = podOfTags(task.tags);
       if (!id || id.node !== nodeName || task.lastStatus === "STOPPED") continue;
-      // A stand-in until the core hands the pod over (createPod): its containers from the task.
-      const pod: Pod = {
-        metadata: { namespace: id.namespace, name: id.name, uid: id.uid },
-        spec: {
-          restartPolicy: id.restartPolicy,
-          containers: (task.containers ?? []).map((c) => ({ name: c.name ?? "", image: c.image })),
-        },
-      };
+      const pod = standInPod(id, {
+        restartPolicy: id.restartPolicy,
+        containers: (task.containers ?? []).map((c) => ({ name: c.name ?? "", image: c.image })),
+      });
       const sinceMs = task.createdAt?.getTime() ?? clock.now();
       this.#pods.set(id.uid, {
         taskDefinitionArn: task.taskDefinitionArn,
@@ -100,7 +97,7 @@ export class FargateBackend implements RemoteBackend<Task> {
         healthChecked: new Set(),
         sinceMs,
       });
-      runs.push({ ...this.#run(pod, task), restarts: id.restarts, createdAtMs: sinceMs });
+      runs.push({ ...this.#run(pod, task), restarts: id.run, createdAtMs: sinceMs });
     }
     return runs;
   }

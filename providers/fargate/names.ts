@@ -4,6 +4,7 @@
  * @module
  */
 import type { Tag } from "@aws-sdk/client-ecs";
+import { keyedPodTags, type PodTag, tagMap } from "../../provider/mod.ts";
 
 /** Tag keys vkubelet puts on task definitions and tasks. */
 export const TAGS = {
@@ -32,52 +33,38 @@ export function startedBy(nodeName: string): string {
   return `vk/${nodeName}`.replace(/[^A-Za-z0-9_/-]/g, "-").slice(0, 128);
 }
 
+/** The pod's tag on its tasks (the run count too) and task definitions (without). */
+const CARRIER = keyedPodTags({
+  node: TAGS.node,
+  namespace: TAGS.namespace,
+  name: TAGS.pod,
+  uid: TAGS.uid,
+  run: TAGS.restarts,
+});
+
 /** The pod's identity as ECS tags, after the user's tags from the config. */
 export function podTags(
   pod: { namespace: string; name: string; uid: string },
   nodeName: string,
   extra: Record<string, string>,
 ): Tag[] {
-  const tags: Record<string, string> = {
-    ...extra,
-    [TAGS.namespace]: pod.namespace,
-    [TAGS.pod]: pod.name,
-    [TAGS.uid]: pod.uid,
-    [TAGS.node]: nodeName,
-  };
-  return Object.entries(tags).map(([key, value]) => ({ key, value }));
+  const { [TAGS.restarts]: _, ...identity } = CARRIER.write({ ...pod, node: nodeName, run: 0 });
+  return Object.entries({ ...extra, ...identity }).map(([key, value]) => ({ key, value }));
 }
 
 /** A pod's identity as its task's tags carry it. */
-export interface AdoptedIdentity {
-  namespace: string;
-  name: string;
-  uid: string;
-  node: string;
-  restarts: number;
+export interface AdoptedIdentity extends PodTag {
   restartPolicy?: string;
   /** The pod has a secret in Secrets Manager, to delete with it. */
   secrets: boolean;
 }
 
 /** Reads the pod identity back from a task's tags; `undefined` if it is not one of ours. */
-export function podOfTags(
-  tags: Tag[] | undefined,
-): AdoptedIdentity | undefined {
-  const get = (key: string) => tags?.find((t) => t.key === key)?.value;
-  const namespace = get(TAGS.namespace), name = get(TAGS.pod), uid = get(TAGS.uid);
-  const node = get(TAGS.node);
-  if (!namespace || !name || !uid || !node) return undefined;
-  const restarts = Number(get(TAGS.restarts) ?? 0);
-  return {
-    namespace,
-    name,
-    uid,
-    node,
-    restarts: Number.isInteger(restarts) ? restarts : 0,
-    restartPolicy: get(TAGS.restartPolicy),
-    secrets: get(TAGS.secrets) === "true",
-  };
+export function podOfTags(tags: Tag[] | undefined): AdoptedIdentity | undefined {
+  const map = tagMap(tags);
+  const id = CARRIER.read(map);
+  return id &&
+    { ...id, restartPolicy: map?.[TAGS.restartPolicy], secrets: map?.[TAGS.secrets] === "true" };
 }
 
 /** The last part of a task ARN (`arn:...:task/cluster/ID` → `ID`). */

@@ -94,7 +94,7 @@ export class FakeEcs {
 /** A pod of one container `main`. */
 export function ecsPod(restartPolicy: "Always" | "OnFailure" | "Never" = "Always"): Pod {
   return {
-    metadata: { namespace: "ns", name: "p", uid: "u1" },
+    metadata: { namespace: "ns", name: "p", uid: "0d7b4a2e-0000-4000-8000-0000000000f1" },
     spec: { restartPolicy, containers: [{ name: "main", image: "img" }] },
   };
 }

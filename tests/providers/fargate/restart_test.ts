@@ -36,7 +36,11 @@ Deno.test("a stopped task is replaced at once, then after the kubelet's back-off
   await pods.poll(signal);
   assert.equal(ecs.started.length, 3, "started after 10 s");
   assert.equal((await status()).containerStatuses?.[0].restartCount, 2);
-  assert.deepEqual(ecs.tokens, ["u1-0", "u1-1", "u1-2"], "one client token per run");
+  assert.deepEqual(
+    ecs.tokens,
+    ["0", "1", "2"].map((n) => `${ecsPod().metadata?.uid}-${n}`),
+    "one client token per run",
+  );
 
   ecs.exit(ecs.current, 0);
   await pods.poll(signal);
@@ -86,7 +90,7 @@ Deno.test("adoption keeps the newer of two running tasks of one pod and stops th
   const tags = (restarts: number, node = "n1") => [
     { key: "vkubelet.io/namespace", value: "ns" },
     { key: "vkubelet.io/pod", value: "p" },
-    { key: "vkubelet.io/uid", value: "u1" },
+    { key: "vkubelet.io/uid", value: "0d7b4a2e-0000-4000-8000-0000000000f1" },
     { key: "vkubelet.io/node", value: node },
     { key: "vkubelet.io/restarts", value: String(restarts) },
   ];
