@@ -70,7 +70,9 @@ export interface RemoteMakeOptions {
 
 /** One pod's run to read in a batch: the pod, and its run as last read (with its handle). */
 export interface RemoteRead<H = unknown> {
+  /** The pod, as vkubelet has it. */
   pod: Pod;
+  /** Its run as last read, with the handle; absent before the first read. */
   run?: RemoteRun<H>;
 }
 

@@ -29,6 +29,18 @@ Deno.test("the kit's @examples run and pass, in deno task ok and so in the suite
   assert.match(text, /ok \| [1-9]\d* passed \| 0 failed/);
 });
 
+Deno.test("the kit's documentation is complete, in deno task ok and so in the suite", async () => {
+  assert.match(denoJson.tasks.ok.command, /scripts\/check_kit_docs\.ts/);
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-read", "--allow-run", "scripts/check_kit_docs.ts"],
+    cwd: root,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(output.stdout) + new TextDecoder().decode(output.stderr);
+  assert.equal(output.code, 0, text);
+});
+
 Deno.test("deno task start resolves relative paths from the caller's directory", async () => {
   const dir = await Deno.makeTempDir();
   try {
