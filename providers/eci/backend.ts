@@ -21,6 +21,7 @@ import {
   type RemoteMakeOptions,
   type RemoteRead,
   type RemoteRun,
+  standInPod,
   type TerminatedReport,
 } from "../../provider/mod.ts";
 import type { ContainerGroup, EciApi } from "./api.ts";
@@ -71,17 +72,13 @@ export class EciBackend implements RemoteBackend<ContainerGroup> {
     for (const group of await api.listForNode(nodeName, signal)) {
       const id = podOfTags(group.tags);
       if (!id || id.node !== nodeName) continue;
-      // A stand-in until the core hands the pod over (createPod): its containers from the group.
-      const pod: Pod = {
-        metadata: { namespace: id.namespace, name: id.name, uid: id.uid },
-        spec: {
-          restartPolicy: group.restartPolicy as "Always" | "OnFailure" | "Never" | undefined,
-          containers: (group.containers ?? []).map((c) => ({ name: c.name ?? "", image: c.image })),
-        },
-      };
+      const pod = standInPod(id, {
+        restartPolicy: group.restartPolicy,
+        containers: (group.containers ?? []).map((c) => ({ name: c.name ?? "", image: c.image })),
+      });
       const sinceMs = Date.parse(group.creationTime ?? "") || clock.now();
       this.#notes(pod, sinceMs);
-      runs.push({ ...this.#run(pod, group), restarts: id.restarts, createdAtMs: sinceMs });
+      runs.push({ ...this.#run(pod, group), restarts: id.run, createdAtMs: sinceMs });
     }
     return runs;
   }

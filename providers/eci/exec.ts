@@ -6,7 +6,23 @@
  * against the test emulator, never against ECI (said in the README).
  * @module
  */
-import type { AttachIO } from "../../provider/mod.ts";
+import type { AttachIO, ExecOptions } from "../../provider/mod.ts";
+import type { EciApi } from "./api.ts";
+
+/** Runs `options.command` in the group's container through ExecContainerCommand. */
+export async function execInGroup(
+  api: Pick<EciApi, "exec">,
+  target: { groupId: string; container: string },
+  options: ExecOptions,
+): Promise<number> {
+  const { io, command, signal } = options;
+  const url = await api.exec(target.groupId, target.container, command, {
+    stdin: io.stdin !== undefined,
+    tty: io.tty,
+    signal,
+  });
+  return await runExecSession(url, io, signal);
+}
 
 /** The subprotocol asked for. */
 export const EXEC_PROTOCOL = "v4.channel.k8s.io";

@@ -3,6 +3,7 @@
  * pod's identity (so a restarted vkubelet adopts its groups), and the create `ClientToken`.
  * @module
  */
+import { keyedPodTags, type PodTag, tagMap } from "../../provider/mod.ts";
 
 /** Tag keys vkubelet puts on container groups. */
 export const TAGS = {
@@ -36,6 +37,16 @@ export function clientToken(uid: string, restarts: number): string {
   return `${uid}-${restarts}`.slice(0, 64);
 }
 
+/** The pod's tag on its group. */
+const CARRIER = keyedPodTags({
+  node: TAGS.node,
+  namespace: TAGS.namespace,
+  name: TAGS.pod,
+  uid: TAGS.uid,
+  run: TAGS.restarts,
+  oldRun: [TAGS.generation],
+});
+
 /** The pod's identity as ECI tags, after the user's tags from the config. */
 export function podTags(
   pod: { namespace: string; name: string; uid: string },
@@ -43,32 +54,11 @@ export function podTags(
   restarts: number,
   extra: Record<string, string>,
 ): EciTag[] {
-  const tags: Record<string, string> = {
-    ...extra,
-    [TAGS.namespace]: pod.namespace,
-    [TAGS.pod]: pod.name,
-    [TAGS.uid]: pod.uid,
-    [TAGS.node]: nodeName,
-    [TAGS.restarts]: String(restarts),
-  };
+  const tags = { ...extra, ...CARRIER.write({ ...pod, node: nodeName, run: restarts }) };
   return Object.entries(tags).map(([key, value]) => ({ key, value }));
 }
 
-/** A pod's identity as its group's tags carry it. */
-export interface TaggedIdentity {
-  namespace: string;
-  name: string;
-  uid: string;
-  node: string;
-  restarts: number;
-}
-
 /** Reads the pod identity back from a group's tags; `undefined` if it is not one of ours. */
-export function podOfTags(tags: EciTag[] | undefined): TaggedIdentity | undefined {
-  const get = (key: string) => tags?.find((t) => t.key === key)?.value;
-  const namespace = get(TAGS.namespace), name = get(TAGS.pod), uid = get(TAGS.uid);
-  const node = get(TAGS.node);
-  if (!namespace || !name || !uid || !node) return undefined;
-  const restarts = Number(get(TAGS.restarts) ?? get(TAGS.generation) ?? 0);
-  return { namespace, name, uid, node, restarts: Number.isInteger(restarts) ? restarts : 0 };
+export function podOfTags(tags: EciTag[] | undefined): PodTag | undefined {
+  return CARRIER.read(tagMap(tags));
 }

@@ -6,8 +6,8 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { ContainerStats, PodStats, StatsSummary } from "../../provider/mod.ts";
-import type { MetricRecord } from "./api.ts";
+import type { ContainerStats, PodStats, RemoteRun, StatsSummary } from "../../provider/mod.ts";
+import type { ContainerGroup, EciApi, MetricRecord } from "./api.ts";
 
 type Cpu = MetricRecord["CPU"];
 type Memory = MetricRecord["memory"];
@@ -80,4 +80,20 @@ export function statsSummary(
     },
     pods,
   };
+}
+
+/** The running groups' stats: each one's newest DescribeContainerGroupMetric sample. */
+export async function groupsStats(
+  api: Pick<EciApi, "metric">,
+  running: { pod: Pod; run: RemoteRun<ContainerGroup>; startTimeMs: number }[],
+  signal?: AbortSignal,
+): Promise<PodStats[]> {
+  const pods = [];
+  for (const { pod, run, startTimeMs } of running) {
+    const id = run.handle?.containerGroupId;
+    if (!id) continue;
+    const samples = await api.metric(id, signal).catch(() => []);
+    pods.push(podStatsOf(pod, startTimeMs, samples.at(-1)));
+  }
+  return pods;
 }

@@ -67,7 +67,7 @@ export class FargateProvider extends RemotePodsProvider<Task, FargateBackend> im
   }
 
   /** From CloudWatch Logs: the current task's stream, or the one before with `previous`. */
-  readonly getContainerLogs: Provider["getContainerLogs"] = (ref, options) =>
+  readonly getContainerLogs: NonNullable<Provider["getContainerLogs"]> = (ref, options) =>
     this.pods.getContainerLogs(ref, options);
   readonly runInContainer = this.refusing("exec", NO_SESSION_MANAGER);
   readonly attachToContainer = this.refusing("attach", NO_SESSION_MANAGER);
