@@ -194,6 +194,13 @@ export interface Provider {
   /** Registers a callback for when {@link configureNode} would now give a different answer. */
   notifyNodeChanged?(callback: () => void): void;
   /**
+   * The Node as the API server has it, after registration and on each status check: what the
+   * cluster decided for it, such as `spec.podCIDRs` from the controller-manager's
+   * `--allocate-node-cidrs` (the kubelet reads it the same way, pkg/kubelet/kubelet_network.go
+   * `updatePodCIDR`). Read-only for the provider.
+   */
+  observeNode?(node: Node): void;
+  /**
    * Cheap health check of the backend's control plane. A remote provider rejects with a
    * `BackendUnreachableError` (`backendUnreachable(endpoint, err)`) naming what it could not
    * reach; the node then stays Ready, tainted, for `--provider-outage-grace`, and past that the

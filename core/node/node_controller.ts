@@ -49,7 +49,7 @@ export interface NodeControllerDeps extends NodeTemplateOptions {
   /** The API, or a `KubeClient` to adapt with {@link nodeApiFromClient}. */
   api?: NodeApi;
   client?: NodeApiClient;
-  provider: Pick<Provider, "configureNode" | "notifyNodeChanged">;
+  provider: Pick<Provider, "configureNode" | "notifyNodeChanged" | "observeNode">;
   clock: Clock;
   log: Logger;
   /** The provider's health; default always healthy. */
@@ -187,6 +187,7 @@ export class NodeController implements NodeOwner {
       try {
         const created = await this.#call(signal, (s) => this.#api.createNode(body, { signal: s }));
         this.#recordWrite(withoutLabels(desired, this.#forbidden), created);
+        this.#observe(created);
         this.#deps.log.info("registered node {node} (uid {uid})", {
           node: this.#name,
           uid: created.metadata?.uid,
@@ -216,6 +217,7 @@ export class NodeController implements NodeOwner {
    */
   async #adopt(server: Node, signal: AbortSignal): Promise<void> {
     this.#server = server;
+    this.#observe(server);
     if (server.metadata?.annotations?.[CORDONED_ANNOTATION] !== undefined) {
       this.#server = await this.#uncordon(signal) ?? server;
     }
@@ -224,6 +226,18 @@ export class NodeController implements NodeOwner {
       uid: server.metadata?.uid,
     });
     await this.#write(await this.#desired(), this.#server!, signal);
+  }
+
+  /** Shows the provider the Node as the server has it (its podCIDRs); a throw is logged. */
+  #observe(server: Node): void {
+    try {
+      this.#deps.provider.observeNode?.(server);
+    } catch (err) {
+      this.#deps.log.warn("the provider could not take node {node} as it is: {err}", {
+        node: this.#name,
+        err,
+      });
+    }
   }
 
   /** One status check: read, compare, and write only if something changed or is due. */
@@ -240,6 +254,7 @@ export class NodeController implements NodeOwner {
     }
     this.#deleted = false;
     this.#server = server;
+    this.#observe(server);
     const desired = withoutLabels(await this.#desired(), this.#forbidden);
     const owned = ownedKeys(desired);
     const health = this.#health.current();

@@ -52,7 +52,7 @@ export interface NodeSideDeps {
   /** The API, or a `KubeClient` to adapt. */
   api?: NodeApi;
   client?: NodeApiClient;
-  provider: Pick<Provider, "configureNode" | "notifyNodeChanged" | "ping">;
+  provider: Pick<Provider, "configureNode" | "notifyNodeChanged" | "ping" | "observeNode">;
   clock: Clock;
   log: Logger;
   /** The node's InternalIP (`--node-ip`, or detected). */

@@ -35,6 +35,16 @@
  * capacity: { cpu: "4", memory: 8Gi, pods: "110" }   # default: the host's CPUs and memory
  * labels: { example.com/pool: edge }
  * taints: [{ key: example.com/process, effect: NoSchedule }]
+ * network:                               # pod networking by CNI (./network/pod_network.ts); absent:
+ *                                      # pods share the host's network, as before
+ *   cniConfDir: /etc/cni/net.d           # the kubelet's --cni-conf-dir: first .conflist/.conf/.json
+ *   cniBinDir: [/opt/cni/bin]            # the kubelet's --cni-bin-dir (CNI_PATH)
+ *   clusterDNS: [10.96.0.10]             # --cluster-dns; empty: ClusterFirst falls back to Default
+ *   clusterDomain: cluster.local         # --cluster-domain (default "", as the kubelet's)
+ *   resolvConf: /etc/resolv.conf         # --resolv-conf, the host DNS of dnsPolicy Default
+ *   podCIDR: 10.244.1.0/24               # --pod-cidr: spec.podCIDR at registration, and the
+ *                                      # CNI ipRanges while the Node has none
+ *   hostNetns: /run/netns/host1          # run the plugins in this network namespace (tests)
  * ```
  * @module
  */
@@ -81,6 +91,34 @@ const idRange = z.union([z.string(), z.number()]).transform(String).refine(
 
 const DEFAULT_ID_RANGES = ["1000-65535"];
 
+const cidr = z.string().refine((text) => {
+  const [ip, bits, ...rest] = text.split("/");
+  const max = ip?.includes(":") ? 128 : 32;
+  return rest.length === 0 && z.union([z.ipv4(), z.ipv6()]).safeParse(ip).success &&
+    /^\d+$/.test(bits ?? "") && Number(bits) <= max;
+}, { error: (i) => `${JSON.stringify(i.input)} is not a CIDR such as 10.244.1.0/24` });
+
+const NETWORK_DEFAULTS = {
+  cniConfDir: "/etc/cni/net.d",
+  cniBinDir: ["/opt/cni/bin"],
+  clusterDNS: [],
+  clusterDomain: "",
+  resolvConf: "/etc/resolv.conf",
+};
+
+/** The `network` section: CNI and DNS, as the kubelet's flags of the same names. */
+const networkSchema = z.strictObject({
+  cniConfDir: absolutePath.default(NETWORK_DEFAULTS.cniConfDir),
+  cniBinDir: z.union([absolutePath.transform((p) => [p]), z.array(absolutePath).min(1)])
+    .default(NETWORK_DEFAULTS.cniBinDir),
+  clusterDNS: z.array(z.ipv4().or(z.ipv6())).default([]),
+  clusterDomain: z.string().default(""),
+  resolvConf: z.union([absolutePath, z.literal("")]).default(NETWORK_DEFAULTS.resolvConf),
+  podCIDR: cidr.optional(),
+  hostNetns: absolutePath.optional(),
+  cniCacheDir: absolutePath.optional(),
+});
+
 /** The process provider's config schema. */
 export const processConfigSchema = z.strictObject({
   stateDir: absolutePath.optional(),
@@ -111,6 +149,7 @@ export const processConfigSchema = z.strictObject({
     value: z.string().optional(),
     effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]),
   })).default([]),
+  network: networkSchema.optional(),
 });
 
 /** The config as parsed: `stateDir` is chosen later (./state/state_dir.ts) when not given. */

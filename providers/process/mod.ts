@@ -2,8 +2,9 @@
  * The process provider (`--provider process`): runs each container of a pod as a local
  * process, for hosts without a container runtime (edge boxes, HPC login nodes, CI runners,
  * laptops). Images are not pulled: a container runs its `command` + `args`, or the command the
- * config maps its image to. Pods share the host's network (pod IP = node IP unless
- * configured). Each container runs in its own view (a private mount namespace, root and
+ * config maps its image to. With the config's `network` section each pod gets its own network
+ * namespace and IP by CNI, and the kubelet's resolv.conf and hosts (./network/pod_network.ts);
+ * without it pods share the host's network (pod IP = node IP unless configured). Each container runs in its own view (a private mount namespace, root and
  * util-linux `unshare`) with its own PID namespace, volumes at their `mountPath`; where the host
  * cannot make one, pods are refused unless the config turns isolation off (`mountNamespace:
  * off`; volumes then come through `VKUBELET_VOLUME_<NAME>` variables). Logs, exec (with TTY),
@@ -19,7 +20,7 @@
  */
 import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
 import { probeCgroups } from "./host/cgroups.ts";
-import { parseProcessConfig } from "./config.ts";
+import { parseProcessConfig, type ProcessConfig } from "./config.ts";
 import { chooseStateDir, defaultStateDirs } from "./state/state_dir.ts";
 import { kubeVolumeSource } from "./volumes/kube_source.ts";
 import { probeMountNamespace } from "./launch/mount_ns.ts";
@@ -27,6 +28,8 @@ import { missingTools, requiredTools } from "./host/host_tools.ts";
 import { hostUser } from "./launch/identity.ts";
 import { closeInheritedOnExec } from "./launch/inherited_fds.ts";
 import { ProcessProvider, type ProcessProviderOptions } from "./provider.ts";
+import { loadNetworkConfig } from "./network/cni.ts";
+import { PodNetworks } from "./network/pod_network.ts";
 
 export { parseProcessConfig, type ProcessConfig } from "./config.ts";
 export { ProcessProvider, type ProcessProviderOptions } from "./provider.ts";
@@ -89,7 +92,55 @@ export async function createProvider(
     );
   }
   if (!cgroups.ok) deps.log.info("resource limits are not enforced: {reason}", cgroups);
-  const provider = new ProcessProvider(cfg, deps, { mountNamespace, cgroups, volumeSource });
+  const network = overrides.network ?? await podNetworks(cfg, deps, mountNamespace.ok);
+  const provider = new ProcessProvider(cfg, deps, {
+    mountNamespace,
+    cgroups,
+    volumeSource,
+    network,
+  });
   await provider.restore();
   return provider;
+}
+
+/**
+ * The pods' networks from the config's `network` section: its CNI configuration, or none (pods
+ * share the host's network, said once here). A CNI configuration needs root and the containers'
+ * own views, as the namespaces are entered before them.
+ */
+async function podNetworks(
+  cfg: ProcessConfig,
+  deps: ProviderDeps,
+  viewOk: boolean,
+): Promise<PodNetworks | undefined> {
+  if (!cfg.network) {
+    deps.log.info(
+      "pods share the host's network: the provider config has no network section (see providers/process/README.md)",
+    );
+    return undefined;
+  }
+  const list = await loadNetworkConfig(cfg.network.cniConfDir);
+  if (!list) {
+    deps.log.info(
+      "pods share the host's network: no CNI network configuration (.conflist, .conf or .json) in {dir}",
+      { dir: cfg.network.cniConfDir },
+    );
+    return undefined;
+  }
+  if (!viewOk || hostUser().uid !== 0) {
+    throw new InvalidInputError(
+      `the CNI network configuration ${list.file} needs vkubelet to run as root with containers in their own views (mountNamespace: auto); run it as root, or remove the provider's network section`,
+    );
+  }
+  const missing = missingTools(["socat", "umount", "unshare", "mount", "nsenter"]);
+  if (missing.length) throw new InvalidInputError(missing.join("; "));
+  deps.log.info("pods get their own network from CNI network {name} ({file})", {
+    name: list.name,
+    file: list.file,
+  });
+  return new PodNetworks(cfg.network, list, {
+    stateDir: cfg.stateDir,
+    log: deps.log,
+    nodeIPs: () => [cfg.podIP ?? deps.internalIp],
+  });
 }

@@ -43,6 +43,7 @@ import { podDirName, PodPaths, type PodRecord, readRecords } from "./state/state
 import { statsSummary, UsageSampler } from "./host/stats.ts";
 import { metricsText } from "../../provider/mod.ts";
 import { validateVolume, type VolumeSource } from "./volumes/volumes.ts";
+import type { PodNetworks } from "./network/pod_network.ts";
 
 /** What the provider found out about the host at start-up, and optional collaborators. */
 export interface ProcessProviderOptions {
@@ -51,6 +52,8 @@ export interface ProcessProviderOptions {
   volumeSource?: VolumeSource;
   /** vkubelet's uid and gid (default: this process's), which containers without runAsUser get. */
   hostUser?: HostUser;
+  /** Pod networking by CNI (./network/pod_network.ts); absent: pods share the host's network. */
+  network?: PodNetworks;
 }
 
 /** Runs pods as local processes; see the module doc. */
@@ -85,6 +88,20 @@ export class ProcessProvider implements Provider {
     const records = await readRecords(this.#config.stateDir, (dir, err) => {
       this.#deps.log.warn("ignoring unreadable pod state in {dir}: {err}", { dir, err });
     });
+    const network = this.#options.network;
+    for (const { record } of records) {
+      if (!network || !record.network || record.deleting) continue;
+      const pids = Object.values(record.containers).flatMap((c) =>
+        c.running ? [c.running.pid] : []
+      );
+      await network.adopt(record.pod, record.network, pids).catch((err) =>
+        this.#deps.log.warn("pod {pod}: its network could not be adopted: {err}", {
+          pod: podKeyOf(record.pod),
+          err,
+        })
+      );
+    }
+    await network?.collectGarbage(records.map(({ record }) => record));
     for (const { dir, record } of records) {
       const runner = this.#runner(record, new PodPaths(dir));
       this.#runners.set(podKeyOf(record.pod), runner);
@@ -107,12 +124,24 @@ export class ProcessProvider implements Provider {
     if (existing) await this.deletePod(existing.record.pod, options);
     const paths = new PodPaths(join(this.#config.stateDir, "pods", podDirName(pod)));
     await Deno.mkdir(paths.dir, { recursive: true, mode: 0o700 });
-    const podIp = this.#config.podIP ?? this.#deps.internalIp;
+    const network = await this.#options.network?.setUp(pod, paths.dir).catch(async (err) => {
+      await Deno.remove(paths.dir, { recursive: true }).catch(() => {});
+      throw new Error(`failed to set up the pod's network (CNI): ${err.message}`, { cause: err });
+    });
+    const podIps = network?.ips.length
+      ? network.ips
+      : [this.#config.podIP ?? this.#deps.internalIp];
+    const podIp = podIps[0];
     const record: PodRecord = {
       version: 1,
       // The pod IP in status is what containerEnv gives status.podIP fieldRefs.
-      pod: { ...structuredClone(pod), status: { podIP: podIp, podIPs: [{ ip: podIp }] } },
+      pod: {
+        ...structuredClone(pod),
+        status: { podIP: podIp, podIPs: podIps.map((ip) => ({ ip })) },
+      },
       podIp,
+      podIps,
+      ...(network ? { network } : {}),
       startTimeMs: this.#deps.clock.now(),
       containers: {},
       initialized: (pod.spec?.initContainers ?? []).length === 0,
@@ -145,6 +174,12 @@ export class ProcessProvider implements Provider {
       runner.record.pod.spec?.terminationGracePeriodSeconds ?? 30;
     if (pod.metadata) runner.record.pod.metadata = structuredClone(pod.metadata);
     await runner.delete(seconds * 1000);
+    if (runner.record.network) {
+      // As the kubelet stops the sandbox: CNI DEL once its processes are gone.
+      await this.#options.network?.tearDown(runner.record.pod, runner.record.network).catch((
+        err,
+      ) => this.#deps.log.warn("pod {pod}: CNI DEL failed: {err}", { pod: runner.key, err }));
+    }
     this.#notify(runner);
     this.#runners.delete(runner.key);
     await Deno.remove(runner.paths.dir, { recursive: true }).catch(() => {});
@@ -174,7 +209,16 @@ export class ProcessProvider implements Provider {
     return Promise.resolve(this.#runners.get(podKey(namespace, name))?.status());
   }
 
+  /** The Node as the server has it: its podCIDRs become the pods' CNI ranges. */
+  observeNode(node: Node): void {
+    const cidrs = node.spec?.podCIDRs ?? (node.spec?.podCIDR ? [node.spec.podCIDR] : []);
+    this.#options.network?.setPodCIDRs(cidrs);
+  }
+
   configureNode(node: Node): void {
+    const podCIDR = this.#config.network?.podCIDR;
+    // --pod-cidr: the Node is registered with it (spec is only written at registration).
+    if (podCIDR) node.spec = { ...node.spec, podCIDR, podCIDRs: [podCIDR] };
     configureProcessNode(
       node,
       this.#config,
@@ -242,6 +286,7 @@ export class ProcessProvider implements Provider {
       signal: options.signal,
       pod: runner.key,
       owns,
+      netns: runner.record.network?.netns,
     });
   }
 
@@ -280,6 +325,19 @@ export class ProcessProvider implements Provider {
   }
 
   #validate(pod: Pod): void {
+    if (pod.spec?.hostNetwork) {
+      // The API's rule (pkg/apis/core/validation `validateHostNetwork`): with the host's
+      // network a hostPort is the containerPort itself.
+      for (const c of pod.spec.containers ?? []) {
+        for (const p of c.ports ?? []) {
+          if (p.hostPort !== undefined && p.hostPort !== 0 && p.hostPort !== p.containerPort) {
+            throw new InvalidInputError(
+              `container ${c.name}: hostPort ${p.hostPort} must match containerPort ${p.containerPort} when hostNetwork is true`,
+            );
+          }
+        }
+      }
+    }
     const volumes = new Set((pod.spec?.volumes ?? []).map((v) => v.name));
     for (const volume of pod.spec?.volumes ?? []) validateVolume(volume, this.#config);
     // Not ephemeral containers: one that cannot start waits on its own, the pod runs on.

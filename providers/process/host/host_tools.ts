@@ -33,6 +33,8 @@ const PACKAGES = {
   script: "util-linux",
   setpriv: "util-linux",
   unshare: "util-linux",
+  umount: "util-linux",
+  socat: "socat",
 } as const;
 
 /** A host program the provider runs. */

@@ -26,6 +26,7 @@ import { ownDirs } from "./mount_ns.ts";
 import { join } from "node:path";
 import { childrenOf, readProcText } from "../host/proc.ts";
 import type { PodPaths } from "../state/state.ts";
+import type { PodNetworkRecord } from "../network/pod_network.ts";
 import type { VolumeSet } from "../volumes/volumes.ts";
 
 /** What starting containers needs from the provider. */
@@ -79,6 +80,8 @@ export interface ExecSource {
   volumes: VolumeSet;
   paths: PodPaths;
   host: HostUser;
+  /** The pod's own network, if it has one. */
+  network?: PodNetworkRecord;
 }
 
 /**
@@ -102,6 +105,7 @@ export function execContextOf(
   return {
     pid: running.pid,
     namespaced: running.namespaced,
+    ...(source.network?.netns ? { netns: source.network.netns, podIp: source.network.ips[0] } : {}),
     env,
     envFile,
     // Without workingDir, the pod's scratch directory, or "/" (the kubelet's default, without
@@ -146,14 +150,14 @@ export async function startContainer(
   pod: Pod,
   container: Container,
   n: number,
-  ctx: { paths: PodPaths; volumes: VolumeSet; deps: StartDeps },
+  ctx: { paths: PodPaths; volumes: VolumeSet; deps: StartDeps; network?: PodNetworkRecord },
 ): Promise<StartResult> {
-  const { paths, volumes, deps } = ctx;
+  const { paths, volumes, deps, network } = ctx;
   let argv: string[];
   let mounts;
   try {
     argv = containerArgv(container, containerEnv(pod, container), deps.config.imageCommands);
-    mounts = viewMounts(container, volumes);
+    mounts = [...networkMounts(network), ...viewMounts(container, volumes)];
   } catch (err) {
     if (isInvalidInput(err)) return { kind: "config-error", message: err.message };
     throw err;
@@ -194,7 +198,14 @@ export async function startContainer(
   const withStdin = container.stdin === true;
   await makeFifos([files.stdoutFifo, files.stderrFifo, ...(withStdin ? [files.stdinFifo] : [])]);
   await pruneInstances(paths, container.name, n);
-  const source = { pod, container, volumes, paths, host: deps.hostUser };
+  if (network && !namespaced) {
+    return {
+      kind: "create-error",
+      message:
+        `container ${container.name} cannot join its pod's network namespace without its own view (mountNamespace is off); set mountNamespace: auto, or remove the provider's network section`,
+    };
+  }
+  const source = { pod, container, volumes, paths, host: deps.hostUser, network };
   const exec = execContextOf(source, { instance: n, pid: 0, namespaced });
   let cgroup: string | undefined;
   // Every instance gets a cgroup where the host has them, limits or not: deleting the pod kills
@@ -229,6 +240,7 @@ export async function startContainer(
         ? { fifo: files.stdinFifo, holderPidFile: files.stdinHolderFile }
         : undefined,
       cgroupProcs: cgroup ? cgroupProcsFiles(cgroup) : undefined,
+      netns: network?.netns,
       view: namespaced
         ? { root, mounts, extraDirs, hidden: { ...hiddenPaths(paths, deps), own } }
         : undefined,
@@ -238,6 +250,27 @@ export async function startContainer(
   );
   if (namespaced) await settled(instance.record.pid, instance.ended);
   return { kind: "started", instance, exec: { ...exec, pid: instance.record.pid } };
+}
+
+/**
+ * The pod's resolv.conf and hosts, read-only at the host's paths (where the host's are links,
+ * at what they point to, so the container reads the pod's by either name), as the runtime binds
+ * the files the kubelet writes (kubernetes/kubernetes pkg/kubelet/kubelet_pods.go
+ * `makeHostsMount`; containerd internal/cri/server/container_create_linux.go `containerMounts`).
+ */
+function networkMounts(network: PodNetworkRecord | undefined) {
+  if (!network) return [];
+  return [["/etc/resolv.conf", network.resolvConf], ["/etc/hosts", network.hosts]].map((
+    [target, source],
+  ) => ({ source, target: hostTarget(target), readOnly: true }));
+}
+
+function hostTarget(path: string): string {
+  try {
+    return Deno.realPathSync(path);
+  } catch {
+    return path;
+  }
 }
 
 /** Why a container is refused where no view can be made, and the ways out. */

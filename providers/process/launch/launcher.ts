@@ -61,6 +61,8 @@ export interface LaunchSpec {
   stdin?: { fifo: string; holderPidFile: string };
   /** `cgroup.procs` of the instance's cgroup(s), separated by `:` (../host/cgroups.ts). */
   cgroupProcs?: string;
+  /** The pod's network namespace (a netns file), joined before anything else. */
+  netns?: string;
   /** Present to start in a private mount namespace with this view. */
   view?: { root: string; mounts: ViewMount[]; extraDirs: string[]; hidden?: HiddenPaths };
 }
@@ -98,12 +100,15 @@ export function launchArgv(spec: LaunchSpec): string[] {
     ...spec.argv,
   ];
   const sh = toolPath("sh");
-  if (!spec.view) return [sh, "-c", RUNNER, RUNNER_NAME, ...runnerArgs];
+  // The pod's network namespace first: the mount and PID namespaces are made inside it.
+  const net = spec.netns ? [toolPath("nsenter"), `--net=${spec.netns}`, "--"] : [];
+  if (!spec.view) return [...net, sh, "-c", RUNNER, RUNNER_NAME, ...runnerArgs];
   const setup = [
     ...viewScript(spec.view.root, spec.view.mounts, spec.view.extraDirs, spec.view.hidden),
     `exec ${sh} -c ${shellQuote(RUNNER)} ${RUNNER_NAME} "$@"`,
   ].join("\n");
   return [
+    ...net,
     toolPath("unshare"),
     "-m",
     "--propagation",

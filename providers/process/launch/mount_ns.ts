@@ -258,8 +258,11 @@ function placeLines(root: string, path: string, mount?: ViewMount): string[] {
   );
   // fd 7 holds what is under the new mount: walk again to hold the mount itself.
   if (mount.readOnly) {
+    // A file is held read-write by the walk: held so, the remount read-only would be refused
+    // (EBUSY), so fd 7 is opened again read-only first.
     lines.push(
       `vk_walk ${at} none ""`,
+      "exec 7</proc/self/fd/7",
       "mount --no-canonicalize -o remount,bind,ro /proc/self/fd/7",
     );
   }

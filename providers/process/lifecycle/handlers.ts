@@ -2,7 +2,9 @@
  * The actions probes and lifecycle hooks run: exec (inside the container), httpGet and
  * tcpSocket (only to loopback addresses, 127.0.0.0/8: a process provider's pods share the
  * host's network, and probing elsewhere would let a pod spec make the node connect anywhere),
- * and the hooks' `sleep`. Success rules follow the kubelet's probers (kubernetes/kubernetes
+ * and the hooks' `sleep`. A pod with its own network namespace is probed inside it: an empty
+ * host is the pod IP there, as the kubelet's default, and 127.0.0.0/8 is the pod's own loopback
+ * (../network/dial.ts). Success rules follow the kubelet's probers (kubernetes/kubernetes
  * pkg/probe/{exec,http,tcp}): exit code 0; HTTP status 200-399 without following redirects to
  * other hosts; a TCP connection that opens.
  * @module
@@ -16,6 +18,7 @@ import type {
 } from "kubernetes-types/core/v1.d.ts";
 import { type Clock, InvalidInputError } from "../../../provider/mod.ts";
 import { type ExecContext, runCaptured } from "../streams/exec.ts";
+import { canConnectInNetns, httpGetInNetns } from "../network/dial.ts";
 
 /** Any probe or hook action. */
 export interface Action {
@@ -97,16 +100,34 @@ async function execAction(action: ExecAction, ctx: ActionContext): Promise<Actio
   return { ok: result.code === 0, message: result.output.trim() };
 }
 
+/** Where a probe connects: in the pod's namespace its IP by default, else loopback. */
+function probeHost(host: string | undefined, ctx: ActionContext, what: string): string {
+  const loopback = loopbackHost(host, what);
+  return ctx.exec.netns && !host && ctx.exec.podIp ? ctx.exec.podIp : loopback;
+}
+
 async function httpAction(action: HTTPGetAction, ctx: ActionContext): Promise<ActionResult> {
-  const host = loopbackHost(action.host, "httpGet");
+  const host = probeHost(action.host, ctx, "httpGet");
   const port = portOf(action.port, ctx.container);
   if (action.scheme === "HTTPS") {
     // Deno cannot skip certificate checks per request as the kubelet does; check the socket.
-    return await tcpAction({ port, host }, ctx);
+    return await tcpAction({ port, host: action.host }, ctx);
   }
   const path = action.path?.startsWith("/") ? action.path : `/${action.path ?? ""}`;
   const headers = new Headers({ "user-agent": "kube-probe/vkubelet", accept: "*/*" });
   for (const h of action.httpHeaders ?? []) headers.set(h.name, h.value);
+  if (ctx.exec.netns) {
+    const response = await httpGetInNetns(
+      ctx.exec.netns,
+      { host, port, path, headers },
+      ctx.timeoutMs,
+    );
+    const ok = response.status >= 200 && response.status < 400;
+    return {
+      ok,
+      message: ok ? response.body : `HTTP probe failed with statuscode: ${response.status}`,
+    };
+  }
   const signal = AbortSignal.any([
     AbortSignal.timeout(ctx.timeoutMs),
     ...(ctx.signal ? [ctx.signal] : []),
@@ -122,8 +143,9 @@ async function httpAction(action: HTTPGetAction, ctx: ActionContext): Promise<Ac
 }
 
 async function tcpAction(action: TCPSocketAction, ctx: ActionContext): Promise<ActionResult> {
-  const hostname = loopbackHost(action.host, "tcpSocket");
+  const hostname = probeHost(action.host, ctx, "tcpSocket");
   const port = portOf(action.port, ctx.container);
+  if (ctx.exec.netns) return await canConnectInNetns(ctx.exec.netns, hostname, port, ctx.timeoutMs);
   let timer: ReturnType<typeof setTimeout> | undefined;
   let timedOut = false;
   const connecting = Deno.connect({ hostname, port });

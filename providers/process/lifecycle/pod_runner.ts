@@ -188,6 +188,7 @@ export class PodRunner {
         volumes: this.volumes,
         paths: this.paths,
         host: this.#deps.hostUser,
+        network: this.record.network,
       },
       running,
     );
@@ -343,6 +344,7 @@ export class PodRunner {
       paths: this.paths,
       volumes: this.volumes,
       deps: this.#deps,
+      network: this.record.network,
     });
     cr.image = c.image ?? "";
     if (result.kind === "config-error") {

@@ -87,6 +87,7 @@ export function podStatus(record: PodRecord, extras: StatusExtras): PodStatus {
     nowMs: extras.nowMs,
     startTimeMs: record.startTimeMs,
     podIP: record.podIp,
+    podIPs: record.podIps,
     hostIP: extras.hostIp,
     previous: extras.previous,
     extraConditions: extras.extraConditions,

@@ -16,6 +16,7 @@
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { BackoffEntry } from "../../../provider/mod.ts";
 import { join } from "node:path";
+import type { PodNetworkRecord } from "../network/pod_network.ts";
 
 /** How one instance of a container ended. */
 export interface Termination {
@@ -70,6 +71,10 @@ export interface PodRecord {
   /** Metadata and spec as last given by the core; status is rebuilt from the rest. */
   pod: Pod;
   podIp: string;
+  /** Every pod IP (dual stack), the first being `podIp`; absent in older records. */
+  podIps?: string[];
+  /** The pod's own network (../network/pod_network.ts), where the provider has one. */
+  network?: PodNetworkRecord;
   startTimeMs: number;
   containers: Record<string, ContainerRecord>;
   /** Every regular init container completed. */

@@ -19,6 +19,10 @@ export interface ExecContext {
   /** The container's runner process (with a view, `unshare`, parent of the namespace's PID 1). */
   pid: number;
   namespaced: boolean;
+  /** The pod's network namespace (a netns file), which exec, probes and hooks enter too. */
+  netns?: string;
+  /** The pod's IP in that namespace: where httpGet and tcpSocket actions go by default. */
+  podIp?: string;
   env: Record<string, string>;
   /** The container's environment file, root's only (../launch/entry.ts). */
   envFile: string;
@@ -34,8 +38,11 @@ export interface ExecContext {
 /** The argv that runs `command` in the container; throws if its namespace is gone. */
 export function execCommand(ctx: ExecContext, command: string[]): string[] {
   const run = [...ctx.entry, ...ctx.workingDir, ...command];
+  const net = ctx.netns ? [`--net=${ctx.netns}`] : [];
   const inner = ctx.namespaced
-    ? [toolPath("nsenter"), "-t", String(namespacePid(ctx.pid)), "-m", "-p", "--", ...run]
+    ? [toolPath("nsenter"), "-t", String(namespacePid(ctx.pid)), "-m", "-p", ...net, "--", ...run]
+    : ctx.netns
+    ? [toolPath("nsenter"), ...net, "--", ...run]
     : run;
   return [toolPath("sh"), "-c", OPEN_ENV, "vkubelet-exec", ctx.envFile, ...inner];
 }

@@ -1,0 +1,12 @@
+//go:build tools
+
+// Package tools pins the CNI plugins the process provider's network tests run (bridge,
+// host-local, loopback, portmap) so `go mod tidy` keeps their dependencies.
+package tools
+
+import (
+	_ "github.com/containernetworking/plugins/plugins/ipam/host-local"
+	_ "github.com/containernetworking/plugins/plugins/main/bridge"
+	_ "github.com/containernetworking/plugins/plugins/main/loopback"
+	_ "github.com/containernetworking/plugins/plugins/meta/portmap"
+)
