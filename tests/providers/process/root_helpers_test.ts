@@ -147,8 +147,14 @@ async function exercise(pod: Pod): Promise<{ logs: string; problems: string[] }>
   }
 }
 
+/**
+ * The directory the pod plants into and the test reads: not under /tmp, which each container
+ * now has of its own (launch/mount_ns.ts), so the repository's cache.
+ */
 async function attackDir(): Promise<string> {
-  const dir = await Deno.makeTempDir({ prefix: "vk-attack-" });
+  const cache = new URL("../../../.cache/", import.meta.url).pathname;
+  await Deno.mkdir(cache, { recursive: true });
+  const dir = await Deno.makeTempDir({ dir: cache, prefix: "vk-attack-" });
   await Deno.chmod(dir, 0o1777);
   return dir;
 }
