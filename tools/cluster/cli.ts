@@ -28,6 +28,8 @@ const USAGE = `usage: deno task cluster [--name NAME] <command>
      [--metrics-server-insecure-kubelet-tls]  do not verify kubelet serving certificates
      [--token-auth-file=PATH]    also accept the bearer tokens of this static token file
                                  (CSV token,user,uid,"groups"); read when the apiserver starts
+     [--service-range=CIDR]      the Service IP range (default 127.0.100.0/24, which pods in
+                                 their own network namespace cannot reach)
   down                           stop everything 'up' started
   status                         say whether the cluster is up (exit 0) or not (exit 1)
   build                          only build the control-plane binary
@@ -59,18 +61,25 @@ async function main(argv: string[]): Promise<number> {
       const resolution = rest.find((a) => a.startsWith("--metric-resolution="))?.split("=")[1];
       const tokenFlag = "--token-auth-file=";
       const tokenAuthFile = rest.find((a) => a.startsWith(tokenFlag))?.slice(tokenFlag.length);
+      const rangeFlag = "--service-range=";
+      const serviceRange = rest.find((a) => a.startsWith(rangeFlag))?.slice(rangeFlag.length);
       const unknown = rest.filter((a) =>
         !flags.includes(a) && a !== insecure && !a.startsWith("--metric-resolution=") &&
-        !a.startsWith(tokenFlag)
+        !a.startsWith(tokenFlag) && !a.startsWith(rangeFlag)
       );
       if (unknown.length) {
         err(`unknown option ${unknown[0]}\n${USAGE}`);
+        return 2;
+      }
+      if (serviceRange !== undefined && !/^[0-9a-fA-F:.]+\/[0-9]{1,3}$/.test(serviceRange)) {
+        err(`--service-range=${serviceRange} is not a CIDR; give one such as 198.18.96.0/24`);
         return 2;
       }
       await up({
         paths,
         verifyKubeletServing: rest.includes("--verify-kubelet-serving"),
         tokenAuthFile,
+        serviceRange,
         progress: err,
       });
       if (rest.includes("--metrics-server")) {

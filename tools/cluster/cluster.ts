@@ -82,9 +82,17 @@ export interface UpOptions {
    * accepts bearer tokens from, for tests of credential plugins; read once at start-up.
    */
   tokenAuthFile?: string;
+  /**
+   * The Service IP range (`--service-cluster-ip-range` of the apiserver and the
+   * controller-manager); default {@link DEFAULT_SERVICE_RANGE}. A ClusterIP in 127.0.0.0/8 is
+   * reachable from the host only: inside a pod's network namespace 127/8 is that namespace's own
+   * `lo`, so a cluster whose pods call Services needs a range outside it.
+   */
+  serviceRange?: string;
 }
 
-const serviceRange = "127.0.100.0/24";
+/** The Service range of a cluster started without {@link UpOptions.serviceRange}. */
+export const DEFAULT_SERVICE_RANGE = "127.0.100.0/24";
 
 /** Reads the recorded state, or undefined when the cluster was never started or was stopped. */
 export function readState(paths = clusterPaths()): ClusterState | undefined {
@@ -260,6 +268,7 @@ function componentArgs(
   options: UpOptions,
 ) {
   const clusterDir = paths.dir;
+  const serviceRange = options.serviceRange ?? DEFAULT_SERVICE_RANGE;
   const p = (name: string) => `${paths.pki}/${name}`;
   const server = `https://127.0.0.1:${ports["kube-apiserver"]}`;
   const own = (name: string) => [
@@ -406,6 +415,14 @@ export async function up(
           }; run: deno task cluster --name=${paths.name} down`,
         );
       }
+      const range = (o: UpOptions) => o.serviceRange ?? DEFAULT_SERVICE_RANGE;
+      if (range(previous.options) !== range(options)) {
+        throw new Error(
+          `cluster ${paths.name} is up with Service range ${range(previous.options)}, not ${
+            range(options)
+          }; run: deno task cluster --name=${paths.name} down`,
+        );
+      }
       return previous;
     }
   }
@@ -443,7 +460,7 @@ async function start(
       mode: 0o600,
     });
   }
-  const { verifyKubeletServing, tokenAuthFile } = options;
+  const { verifyKubeletServing, tokenAuthFile, serviceRange } = options;
   const state: ClusterState = {
     paths,
     binary,
@@ -451,7 +468,7 @@ async function start(
     ports,
     etcdPeerPort,
     components: {} as ClusterState["components"],
-    options: { verifyKubeletServing, tokenAuthFile },
+    options: { verifyKubeletServing, tokenAuthFile, serviceRange },
   };
   for (const c of COMPONENTS) {
     const log = `${clusterDir}/logs/${c}.log`;

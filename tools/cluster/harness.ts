@@ -89,6 +89,8 @@ async function runCli(name: string, args: string[]): Promise<void> {
 export interface UseClusterOptions {
   /** `up --token-auth-file`: the apiserver also accepts this file's static bearer tokens. */
   tokenAuthFile?: string;
+  /** `up --service-range`: the cluster's Service IP range (see `UpOptions.serviceRange`). */
+  serviceRange?: string;
 }
 
 /**
@@ -142,7 +144,8 @@ export function useMetricsServer(name = "default"): Promise<TestMetricsServer> {
 
 async function connect(name: string, options: UseClusterOptions): Promise<TestCluster> {
   const tokens = options.tokenAuthFile ? [`--token-auth-file=${options.tokenAuthFile}`] : [];
-  await runCli(name, ["up", ...tokens]);
+  const range = options.serviceRange ? [`--service-range=${options.serviceRange}`] : [];
+  await runCli(name, ["up", ...tokens, ...range]);
   const paths = clusterPaths(name);
   const state = readState(paths);
   if (!state) throw new Error("cluster up succeeded but left no state");
