@@ -21,6 +21,7 @@ import type {
   RemoteRun,
   TerminatedReport,
 } from "../../provider/mod.ts";
+import { standInPod } from "../../provider/mod.ts";
 import { podKeyOf } from "../../provider/mod.ts";
 import type { ContainerGroup } from "./azure.ts";
 import type { NodeCapacity } from "./capacity.ts";
@@ -80,17 +81,9 @@ export class AciBackend implements RemoteBackend<ContainerGroup> {
     for (const group of await groups.list(signal)) {
       const id = podOfTags(group.tags);
       if (!id || id.node !== nodeName || !group.name) continue;
-      // A stand-in until the core hands the pod over (createPod): containers from the group.
-      const pod: Pod = {
-        metadata: { namespace: id.namespace, name: id.name, uid: id.uid },
-        spec: {
-          restartPolicy: group.restartPolicy as "Always" | "OnFailure" | "Never" | undefined,
-          containers: group.containers.map((c) => ({ name: c.name, image: c.image })),
-          initContainers: group.initContainers?.map((c) => ({ name: c.name, image: c.image })),
-        },
-      };
+      const pod = standInPod(id, group);
       this.#pods.set(id.uid, { sinceMs: clock.now(), seenEvents: new Set(), adopted: true });
-      runs.push({ ...this.#run(pod, group), restarts: id.restarts });
+      runs.push({ ...this.#run(pod, group), restarts: id.run });
     }
     return runs;
   }

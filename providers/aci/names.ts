@@ -5,6 +5,7 @@
  * groups again. ARM refuses `/` in tag names, hence `vkubelet-*` rather than `vkubelet.io/*`.
  * @module
  */
+import { keyedPodTags, type PodTag } from "../../provider/mod.ts";
 
 /** The tag names vkubelet sets on every container group. */
 export const TAGS = {
@@ -36,6 +37,15 @@ export function groupName(nodeName: string, namespace: string, name: string): st
   return `${base || "pod"}-${fnv1a(`${nodeName}/${namespace}/${name}`)}`;
 }
 
+/** The pod's tag on its group. */
+const CARRIER = keyedPodTags({
+  node: TAGS.node,
+  namespace: TAGS.namespace,
+  name: TAGS.pod,
+  uid: TAGS.uid,
+  run: TAGS.restarts,
+});
+
 /** The identifying tags of a pod's group, with the operator's tags. */
 export function groupTags(
   pod: { namespace: string; name: string; uid: string },
@@ -43,24 +53,10 @@ export function groupTags(
   restarts: number,
   extra: Record<string, string>,
 ): Record<string, string> {
-  return {
-    ...extra,
-    [TAGS.node]: nodeName,
-    [TAGS.namespace]: pod.namespace,
-    [TAGS.pod]: pod.name,
-    [TAGS.uid]: pod.uid,
-    [TAGS.restarts]: String(restarts),
-  };
+  return { ...extra, ...CARRIER.write({ ...pod, node: nodeName, run: restarts }) };
 }
 
 /** Who a group belongs to, from its tags; `undefined` for a group vkubelet did not make. */
-export function podOfTags(
-  tags: Record<string, string> | undefined,
-): { node: string; namespace: string; name: string; uid: string; restarts: number } | undefined {
-  const node = tags?.[TAGS.node];
-  const namespace = tags?.[TAGS.namespace];
-  const name = tags?.[TAGS.pod];
-  const uid = tags?.[TAGS.uid];
-  if (!node || !namespace || !name || !uid) return undefined;
-  return { node, namespace, name, uid, restarts: Number(tags?.[TAGS.restarts]) || 0 };
+export function podOfTags(tags: Record<string, string> | undefined): PodTag | undefined {
+  return CARRIER.read(tags);
 }
