@@ -253,3 +253,31 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "the node registers with its configured podCIDR, and the Node's podCIDRs become new pods' range",
+  ignore,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const lab = await networkLab();
+    const t = await startProvider({ config: { network: lab.network } });
+    const allocated = lab.podCIDR.replace(/^198\.19\./, "198.18.");
+    const pod = makePod([{ name: "web", image: "x", command: ["sleep", "30"] }]);
+    try {
+      const node = { metadata: { name: "vk-test" }, spec: {}, status: {} };
+      t.provider.configureNode(node);
+      assert.deepEqual(node.spec, { podCIDR: lab.podCIDR, podCIDRs: [lab.podCIDR] });
+      // The controller-manager allocated another range (--allocate-node-cidrs): it wins.
+      t.provider.observeNode({ ...node, spec: { podCIDR: allocated, podCIDRs: [allocated] } });
+      await t.provider.createPod(pod, {});
+      const ip = await podIP(t, pod.metadata!.name!);
+      assert.ok(ip.startsWith(allocated.replace(/0\/24$/, "")), `${ip} in ${allocated}`);
+    } finally {
+      await cleanup(t.provider, pod);
+      await t.close();
+      await lab.close();
+    }
+  },
+});
