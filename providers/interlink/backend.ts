@@ -10,6 +10,7 @@
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   type Clock,
+  decodePodTag,
   InvalidInputError,
   type Logger,
   type PodEventSink,
@@ -19,6 +20,7 @@ import {
   type RemoteMakeOptions,
   type RemoteRead,
   type RemoteRun,
+  standInPod,
   TransientError,
 } from "../../provider/mod.ts";
 import type { InterlinkApi } from "./api.ts";
@@ -73,23 +75,15 @@ export class InterlinkBackend implements RemoteBackend<Job> {
     if (this.#d.config.target !== "plugin") return [];
     const runs: RemoteRun<Job>[] = [];
     for (const status of await this.#d.api.status([], signal)) {
-      if (status.node !== this.#d.nodeName || !status.name || !status.namespace) continue;
-      if (!provesJob(status)) continue;
+      const { node, namespace, name, UID: uid } = status;
+      const tag = decodePodTag({ node, namespace, name, uid });
+      if (tag?.node !== this.#d.nodeName || !provesJob(status)) continue;
       const names = (list?: { name: string }[] | null) =>
         (list ?? []).map((c) => ({ name: c.name, image: "" }));
-      // A stand-in until the core hands the pod over (createPod).
-      const pod: Pod = {
-        apiVersion: "v1",
-        kind: "Pod",
-        metadata: { namespace: status.namespace, name: status.name, uid: status.UID },
-        spec: {
-          nodeName: this.#d.nodeName,
-          containers: names(status.containers),
-          ...(status.initContainers?.length
-            ? { initContainers: names(status.initContainers) }
-            : {}),
-        },
-      };
+      const pod = standInPod(tag, {
+        containers: names(status.containers),
+        initContainers: names(status.initContainers),
+      });
       runs.push(this.#runOf(pod, { jobId: status.JID ?? "", remote: status, seen: true }));
     }
     return runs;
