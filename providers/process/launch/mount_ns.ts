@@ -18,8 +18,9 @@
  * mknod (libcontainer/rootfs_linux.go `bindMountDeviceNode`); a new devpts instance at `/dev/pts`
  * (`newinstance,ptmxmode=0666,mode=0620,gid=5`, example.go) with `/dev/ptmx` a link to its
  * `ptmx`; and the `/dev/fd`, `stdin`, `stdout` and `stderr` links (rootfs_linux.go
- * `setupDevSymlinks`). `kubectl exec -t` still works: its terminal comes from the host's devpts
- * (../streams/exec.ts), open on the session's fds, though not found by name in the view. `/tmp`
+ * `setupDevSymlinks`). The namespace's `/dev/pts` (outside the view) is bound to that instance
+ * too, so a `kubectl exec -t` session's terminal, which `script` opens there
+ * (../streams/exec.ts), is the view's and found by name (`tty`, tmux). `/tmp`
  * and `/var/tmp` are the container's own, empty at each start, as they are in the writable layer
  * of a container's image; `/dev/shm` is the pod's, shared by its containers, as the pod
  * sandbox's is (containerd internal/cri/server/container_create_linux.go `containerMounts` binds
@@ -168,6 +169,9 @@ function devLines(root: string, shm: ViewMount | undefined): string[] {
       at("pts")
     }`,
     `ln -s pts/ptmx ${at("ptmx")}`,
+    // The namespace's own /dev/pts (outside the chroot) becomes the view's too: a terminal an
+    // exec session's `script` opens through /dev/ptmx there is then found by name in the view.
+    `mount --bind ${at("pts")} /dev/pts`,
     `ln -s /proc/self/fd ${at("fd")}`,
     ...["stdin", "stdout", "stderr"].map((name, fd) => `ln -s /proc/self/fd/${fd} ${at(name)}`),
   );

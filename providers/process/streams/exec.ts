@@ -35,9 +35,17 @@ export interface ExecContext {
   entry: string[];
 }
 
-/** The argv that runs `command` in the container; throws if its namespace is gone. */
-export function execCommand(ctx: ExecContext, command: string[]): string[] {
-  const run = [...ctx.entry, ...ctx.workingDir, ...command];
+/**
+ * The argv that runs `command` in the container; throws if its namespace is gone. With `tty`,
+ * util-linux `script` gives it a terminal from inside the container's namespaces, where
+ * `/dev/pts` is the view's own devpts (../launch/mount_ns.ts), so that the terminal is found by
+ * name in the view (`tty`, tmux) as in a container.
+ */
+export function execCommand(ctx: ExecContext, command: string[], tty = false): string[] {
+  const entry = [...ctx.entry, ...ctx.workingDir, ...command];
+  const run = tty
+    ? [toolPath("script"), "-q", "-e", "-c", entry.map(shellQuote).join(" "), "/dev/null"]
+    : entry;
   const net = ctx.netns ? [`--net=${ctx.netns}`] : [];
   const inner = ctx.namespaced
     ? [toolPath("nsenter"), "-t", String(namespacePid(ctx.pid)), "-m", "-p", ...net, "--", ...run]
@@ -117,10 +125,7 @@ export async function runInteractive(
   io: AttachIO,
   signal?: AbortSignal,
 ): Promise<number> {
-  const inner = execCommand(ctx, command);
-  const argv = io.tty
-    ? [toolPath("script"), "-q", "-e", "-c", inner.map(shellQuote).join(" "), "/dev/null"]
-    : inner;
+  const argv = execCommand(ctx, command, io.tty);
   // script runs CMD with $SHELL; TERM is xterm unless the container's environment says otherwise.
   const env: Record<string, string> = io.tty ? { SHELL: toolPath("sh"), TERM: "xterm" } : {};
   const child = helper(argv, {
@@ -191,9 +196,9 @@ async function copyIn(
   }
 }
 
-/** Applies terminal sizes to the pty of `script`'s child. */
+/** Applies terminal sizes to the pty of `script`'s child (`sessionPid` is its ancestor). */
 async function resizeLoop(
-  scriptPid: number,
+  sessionPid: number,
   sizes: AsyncIterable<TerminalSize>,
   exited: Promise<unknown>,
 ): Promise<void> {
@@ -201,7 +206,7 @@ async function resizeLoop(
   exited.then(() => done = true);
   for await (const size of sizes) {
     if (done) break;
-    const pts = await findPty(scriptPid);
+    const pts = await findPty(sessionPid);
     if (!pts) continue;
     await hostCommand("stty", {
       args: ["-F", pts, "rows", String(size.height), "cols", String(size.width)],
@@ -211,13 +216,18 @@ async function resizeLoop(
   }
 }
 
-/** The pty `script` gave its child, waiting briefly for the child to appear. */
-async function findPty(scriptPid: number): Promise<string | undefined> {
+/**
+ * The pty `script` gave its child, as a path the host can open (`/proc/<pid>/fd/0`: the pty
+ * may be of the view's devpts, not found by name on the host), waiting briefly for it.
+ */
+async function findPty(sessionPid: number): Promise<string | undefined> {
   for (let attempt = 0; attempt < 20; attempt++) {
-    for (const child of childrenOf(scriptPid)) {
+    // script runs below nsenter (and its fork for the PID namespace): search the whole tree.
+    const tree = [sessionPid];
+    for (let i = 0; i < tree.length && i < 64; i++) tree.push(...childrenOf(tree[i]));
+    for (const pid of tree.slice(1)) {
       try {
-        const target = readProcLink(`/proc/${child}/fd/0`);
-        if (target.startsWith("/dev/pts/")) return target;
+        if (readProcLink(`/proc/${pid}/fd/0`).startsWith("/dev/pts/")) return `/proc/${pid}/fd/0`;
       } catch {
         // gone or not yet set up
       }

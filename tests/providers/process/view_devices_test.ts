@@ -91,14 +91,21 @@ Deno.test({
       });
       const out = collector();
       const code = await t.provider.runInContainer(ref, {
-        // The pty comes from the host's `script` (../../../providers/process/streams/exec.ts):
-        // the session's fds are a terminal; /dev/tty opens as the controlling terminal.
-        command: ["sh", "-c", "[ -t 0 ] && [ -t 1 ] && echo terminal; echo via-tty > /dev/tty"],
+        // The session's fds are a terminal; /dev/tty opens as the controlling terminal; and the
+        // terminal is the view's, found by name (`tty`, which tmux and ssh-like tools rely on).
+        command: [
+          "sh",
+          "-c",
+          "[ -t 0 ] && [ -t 1 ] && echo terminal; echo via-tty > /dev/tty; " +
+          'echo "name=$(tty)"; [ -e "$(tty)" ] && echo found-in-view',
+        ],
         io: { stdout: out.writable, tty: true },
       });
-      assert.equal(code, 0);
+      assert.equal(code, 0, out.text());
       assert.match(out.text(), /terminal\r?\n/);
       assert.match(out.text(), /via-tty/);
+      assert.match(out.text(), /name=\/dev\/pts\/\d+/, out.text());
+      assert.match(out.text(), /found-in-view/);
     } finally {
       await cleanup(t.provider, pod);
       await t.close();
