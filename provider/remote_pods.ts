@@ -6,13 +6,17 @@
  * vkubelet takes them over instead of making more), every interval it reads each pod's run,
  * restarts a run that ended by the pod's restart policy after the kubelet's crash-loop back-off
  * (./restart.ts; the backend restarts a pod's containers together), and pushes what changed.
+ * A deletion does not wait for the backend: deletePod starts the removal and returns, the pod
+ * stays in getPod until the backend is done, then its terminal status is pushed and it is
+ * forgotten (a removal that fails is tried again from the next poll).
  * What the backend supplies is in ./remote_backend.ts.
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../base/clock.ts";
 import type { CallOptions, ContainerLogOptions, ContainerRef } from "./contract.ts";
-import { NotFoundError } from "./errors.ts";
+import { raceSignal } from "../base/cancel.ts";
+import { isNotFound, NotFoundError } from "./errors.ts";
 import type { Logger } from "./logger.ts";
 import {
   buildPodStatus,
@@ -97,8 +101,16 @@ interface RemoteRecord<H> {
   startTimeMs: number;
   /** The pod is being deleted: it is read and restarted no more. */
   deleting?: boolean;
+  /** The backend's removal under way; it settles to the attempt's failure, if any. */
+  removal?: Promise<RemovalFailure | undefined>;
+  /** The last removal's failure, until the next attempt starts (from deletePod or the poll). */
+  removeFailed?: RemovalFailure;
   /** The ended run being let go of: the next run is made once it settles. */
   discarding?: Promise<void>;
+}
+
+interface RemovalFailure {
+  err: unknown;
 }
 
 /**
@@ -148,6 +160,9 @@ interface RemoteRecord<H> {
 export class RemotePods<H = unknown> {
   readonly #o: RemotePodsOptions<H>;
   readonly #table: PodTable<RemoteRecord<H>>;
+  /** {@link run}'s signal: what a removal in the background stops with. */
+  #lifetime?: AbortSignal;
+  readonly #removals = new Set<Promise<unknown>>();
 
   /** No pods yet; {@link run} adopts the backend's. */
   constructor(options: RemotePodsOptions<H>) {
@@ -163,6 +178,16 @@ export class RemotePods<H = unknown> {
 
   /** Adopts the backend's runs of this node, then reads them every interval until `signal` ends. */
   async run(signal: AbortSignal): Promise<void> {
+    this.#lifetime = signal;
+    try {
+      await this.#adoptAndPoll(signal);
+    } finally {
+      // The removals stop with the signal too; a pod left on the backend is adopted next time.
+      await Promise.all(this.#removals);
+    }
+  }
+
+  async #adoptAndPoll(signal: AbortSignal): Promise<void> {
     let adopted!: () => void;
     this.#table.holdUntil(new Promise<void>((resolve) => adopted = resolve));
     try {
@@ -193,6 +218,9 @@ export class RemotePods<H = unknown> {
   /** One round: read every pod's run, apply restart policies, make due runs, push changes. */
   async poll(signal: AbortSignal): Promise<void> {
     const records = this.#table.records;
+    for (const record of records.values()) {
+      if (record.removeFailed && !record.removal) void this.#startRemoval(record);
+    }
     const reads = await this.#readAll(
       [...records.values()].filter((r) =>
         !r.finished && !r.deleting && r.restartAtMs === undefined
@@ -237,7 +265,10 @@ export class RemotePods<H = unknown> {
       known.pod = { ...structuredClone(pod), status: known.pod.status };
     } else {
       const old = this.#table.get(pod.metadata?.namespace, pod.metadata?.name);
-      if (old) await this.#remove(old, options.signal); // an older pod of the same name
+      if (old) { // an older pod of the same name: its run goes first
+        const failed = await raceSignal(this.#startRemoval(old), options.signal);
+        if (failed) throw failed.err;
+      }
       const made = await this.#o.backend.make(pod, options.signal, { restarts: 0 });
       const record = this.#record(structuredClone(pod));
       record.run = made ? made : await this.#readOne(pod, options.signal);
@@ -256,11 +287,18 @@ export class RemotePods<H = unknown> {
     }
   }
 
-  /** `Provider.deletePod`: removes the run, pushes the terminal status and forgets the pod. */
+  /**
+   * `Provider.deletePod`: starts removing the run and returns; once the backend is done the
+   * terminal status is pushed and the pod forgotten (until then getPod still reports it). A
+   * removal already under way is not started again; when the last one failed, another starts
+   * and its error is thrown.
+   */
   async deletePod(pod: Pod, options: CallOptions): Promise<void> {
     const record = await this.#table.ofPod(pod, options.signal);
-    if (record) await this.#remove(record, options.signal);
-    else await this.#o.backend.removeUnknown?.(pod, options.signal);
+    if (!record) return await this.#o.backend.removeUnknown?.(pod, options.signal);
+    const failed = record.removal ? undefined : record.removeFailed;
+    void this.#startRemoval(record);
+    if (failed) throw failed.err;
   }
 
   /** `Provider.getPod`. */
@@ -453,10 +491,42 @@ export class RemotePods<H = unknown> {
     if (!gone) record.discarding = this.#discard(record.pod, run, signal);
   }
 
-  async #remove(record: RemoteRecord<H>, signal?: AbortSignal): Promise<void> {
+  /**
+   * Removes the record's run in the background (with {@link run}'s signal: the removal outlives
+   * the call that asked for it), unless that is under way; settles to the failure, if any.
+   */
+  #startRemoval(record: RemoteRecord<H>): Promise<RemovalFailure | undefined> {
     // Once a deletion starts the pod runs no more, even if the backend fails to remove it now.
     record.deleting = true;
-    const ends = await this.#o.backend.remove(record.pod, signal, record.run);
+    if (record.removal) return record.removal;
+    record.removeFailed = undefined;
+    const signal = this.#lifetime;
+    const removal = this.#remove(record, signal).then(() => undefined, (err) => {
+      if (!signal?.aborted) {
+        this.#o.log.warning("cannot remove {pod} yet, again at the next poll: {err}", {
+          pod: podKeyOf(record.pod),
+          err,
+        });
+      }
+      return { err };
+    }).then((failed) => {
+      record.removal = undefined;
+      record.removeFailed = failed;
+      this.#removals.delete(removal);
+      return failed;
+    });
+    record.removal = removal;
+    this.#removals.add(removal);
+    return removal;
+  }
+
+  /** The backend's removal of the run; then the terminal status is pushed, the pod forgotten. */
+  async #remove(record: RemoteRecord<H>, signal?: AbortSignal): Promise<void> {
+    // A run the backend no longer has is removed.
+    const ends = await this.#o.backend.remove(record.pod, signal, record.run).catch((err) => {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    });
     const now = this.#o.clock.now();
     if (ends) {
       const between = record.run === undefined;

@@ -269,6 +269,7 @@ Deno.test("ends the backend reports on removal are the containers' last states",
   await pods.createPod(p, { signal });
   cloud.removeEnds = { app: { exitCode: 143, reason: "Error", finishedAtMs: clock.now() } };
   await pods.deletePod(p, { signal });
+  await flush(); // the removal goes on after deletePod returns
   assert.ok(cloud.calls.includes("remove t1"), "remove gets the run's handle");
   const end = pushed.at(-1)!.status!.containerStatuses![0].state?.terminated;
   assert.equal(end?.exitCode, 143);
@@ -281,6 +282,7 @@ Deno.test("ends the backend reports on removal are the containers' last states",
   await pods.poll(signal); // waiting 10 s: between runs
   cloud.removeEnds = {};
   await pods.deletePod(q, { signal });
+  await flush(); // the removal goes on after deletePod returns
   const between = pushed.at(-1)!.status!.containerStatuses![0].state?.terminated;
   assert.equal(between?.exitCode, 4, "between runs the last end stands");
 });
@@ -297,4 +299,5 @@ Deno.test("a pod being deleted is read and restarted no more", async () => {
   assert.equal(cloud.serial, 1, "no run is made for a pod on its way out");
   release();
   await deleting;
+  await flush(); // the removal goes on after deletePod returns
 });

@@ -12,7 +12,7 @@ import {
   RemotePods,
   type RemoteRun,
 } from "../../provider/mod.ts";
-import { FakeClock } from "../fakes/clock.ts";
+import { FakeClock, flush } from "../fakes/clock.ts";
 
 const signal = new AbortController().signal;
 
@@ -138,6 +138,7 @@ Deno.test("deletePod removes the run and pushes a terminal status, then forgets 
   const p = pod("web");
   await pods.createPod(p, { signal });
   await pods.deletePod(p, { signal });
+  await flush(); // the removal goes on after deletePod returns
   assert.equal(backend.runs.size, 0);
   const last = pushed.at(-1)!;
   assert.ok(["Succeeded", "Failed"].includes(last.status!.phase!));
@@ -162,6 +163,7 @@ Deno.test("a run that is gone while deletePod still removes it is not made again
   assert.equal(backend.made, 1, "the pod being deleted was made again");
   release();
   await deleting;
+  await flush(); // the removal goes on after deletePod returns
   assert.equal(await pods.getPod("ns", "web"), undefined);
 });
 

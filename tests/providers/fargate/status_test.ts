@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import type { Task } from "@aws-sdk/client-ecs";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { endOnDelete, terminatedOf } from "../../../providers/fargate/status.ts";
+import { flush } from "../../../base/fake_clock.ts";
 import { fakeFargate } from "./_fake_ecs.ts";
 
 const NOW = Date.parse("2026-01-02T03:04:05Z");
@@ -156,6 +157,7 @@ Deno.test("on delete every container ends terminated, and the pod takes a termin
   const pushed: Pod[] = [];
   pods.notifyPods((p) => pushed.push(p));
   await pods.deletePod(pod(), { signal });
+  await flush(); // the kit removes the task after deletePod returns
   const last = pushed.at(-1)!.status!;
   assert.equal(last.phase, "Failed");
   assert.deepEqual(last.containerStatuses?.map((c) => c.state?.terminated?.exitCode), [137, 137]);
@@ -171,6 +173,7 @@ Deno.test("on delete every container ends terminated, and the pod takes a termin
   const seen: Pod[] = [];
   between.pods.notifyPods((p) => seen.push(p));
   await between.pods.deletePod(pod(), { signal });
+  await flush();
   const app = seen.at(-1)!.status!.containerStatuses![0].state?.terminated;
   assert.equal(app?.exitCode, 4);
   assert.deepEqual(between.ecs.stopped, []);

@@ -92,6 +92,10 @@ Deno.test("target interlink speaks interLink's API and re-reads its token", asyn
     assert.equal(body.jobscriptURL, "http://127.0.0.1:1/build");
 
     await provider.deletePod(pod, {});
+    // The kit removes the job after deletePod returns; the pod leaves getPod once it is done.
+    while (await provider.getPod("default", pod.metadata!.name!, {})) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
     const del = seen.findLast((s) => s.path === "/delete")!;
     assert.equal(del.method, "DELETE", "interLink's virtual kubelet sends DELETE /delete");
     assert.equal(seen.find((s) => s.path === "/pinglink")?.method, "POST");

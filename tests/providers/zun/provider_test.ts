@@ -61,6 +61,16 @@ async function withProvider(
   }
 }
 
+/** Deletes `pod` and waits until Zun has removed it (the kit removes after deletePod returns). */
+async function deleted(p: ZunProvider, pod: Pod): Promise<void> {
+  await p.deletePod(pod, { signal: AbortSignal.timeout(180_000) });
+  const deadline = Date.now() + 180_000;
+  while (await p.getPod(pod.metadata!.namespace!, pod.metadata!.name!, {})) {
+    if (Date.now() > deadline) throw new Error("the pod's capsule was not removed in 180 s");
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
 /** A token of the demo user in project demo, and the user's id. */
 async function demoToken(zun: ZunStack): Promise<{ token: string; user: string }> {
   const auth = await fetch(`${zun.authUrl}/auth/tokens`, {
@@ -157,7 +167,7 @@ Deno.test({
               assert.ok(isNotSupported(exec), String(exec));
               assert.match(exec.message, /exec is not supported by this node's provider: Zun/);
             } finally {
-              await p.deletePod(pod, { signal: AbortSignal.timeout(180_000) });
+              await deleted(p, pod);
             }
           });
         },
@@ -219,7 +229,7 @@ Deno.test({
               ).sort();
               assert.deepEqual(rules, ["ingress tcp 8080", "ingress udp 5353"]);
             } finally {
-              await p.deletePod(pod, { signal: AbortSignal.timeout(180_000) });
+              await deleted(p, pod);
             }
           }, true);
           const left = (await securityGroups(zun, token)).filter((g) => !before.has(g.name));
