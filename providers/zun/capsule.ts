@@ -11,7 +11,7 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError, quantityToNumber } from "../../provider/mod.ts";
+import { InvalidInputError, keyedPodTags, quantityToNumber } from "../../provider/mod.ts";
 import { checkPodSecurityContext, checkSecurityContext } from "./security_context.ts";
 
 /** The labels a capsule carries for its pod. */
@@ -21,6 +21,9 @@ export const LABELS = {
   name: "vkubelet.io/name",
   uid: "vkubelet.io/uid",
 } as const;
+
+/** The pod's tag in a capsule's labels (no run count: Zun makes a pod's capsule once). */
+export const CAPSULE_TAG = keyedPodTags(LABELS);
 
 /**
  * The annotation that keeps the pod's container names and restart policy on its capsule (Zun
@@ -168,12 +171,13 @@ export function capsuleCreateBody(pod: Pod, options: TemplateOptions): { templat
       capsuleVersion: "beta",
       metadata: {
         name: capsuleName(meta.namespace, meta.name),
-        labels: {
-          [LABELS.node]: options.nodeName,
-          [LABELS.namespace]: meta.namespace,
-          [LABELS.name]: meta.name,
-          [LABELS.uid]: meta.uid,
-        },
+        labels: CAPSULE_TAG.write({
+          node: options.nodeName,
+          namespace: meta.namespace,
+          name: meta.name,
+          uid: meta.uid,
+          run: 0,
+        }),
         annotations: {
           [SPEC_ANNOTATION]: JSON.stringify({
             containers: (pod.spec?.containers ?? []).map((c) => c.name),

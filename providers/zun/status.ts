@@ -10,8 +10,13 @@
  * @module
  */
 import type { Pod, PodCondition } from "kubernetes-types/core/v1.d.ts";
-import type { ContainerReport, ContainerStateReport, RemoteRun } from "../../provider/mod.ts";
-import { LABELS, SPEC_ANNOTATION } from "./capsule.ts";
+import {
+  type ContainerReport,
+  type ContainerStateReport,
+  type RemoteRun,
+  standInPod,
+} from "../../provider/mod.ts";
+import { CAPSULE_TAG, SPEC_ANNOTATION } from "./capsule.ts";
 
 /** A container of a capsule, as Zun shows it. */
 export interface ZunContainer {
@@ -97,9 +102,8 @@ function stateOf(
  * in an annotation; undefined for a capsule that is not a pod's.
  */
 export function podOfCapsule(capsule: ZunCapsule): Pod | undefined {
-  const labels = capsule.labels ?? {};
-  const [namespace, name, uid] = [LABELS.namespace, LABELS.name, LABELS.uid].map((k) => labels[k]);
-  if (!namespace || !name || !uid) return undefined;
+  const tag = CAPSULE_TAG.read(capsule.labels ?? undefined);
+  if (!tag) return undefined;
   let kept: { containers?: string[]; restartPolicy?: string } = {};
   try {
     kept = JSON.parse(capsule.annotations?.[SPEC_ANNOTATION] ?? "{}");
@@ -107,15 +111,10 @@ export function podOfCapsule(capsule: ZunCapsule): Pod | undefined {
     // not written by this provider: no spec then
   }
   const images = (capsule.containers ?? []).map((c) => c.image ?? "");
-  return {
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: { namespace, name, uid },
-    spec: {
-      restartPolicy: kept.restartPolicy ?? "Always",
-      containers: (kept.containers ?? []).map((n, i) => ({ name: n, image: images[i] })),
-    },
-  };
+  return standInPod(tag, {
+    restartPolicy: kept.restartPolicy ?? "Always",
+    containers: (kept.containers ?? []).map((name, i) => ({ name, image: images[i] })),
+  });
 }
 
 /** The first IPv4 address Zun lists for the capsule. */
