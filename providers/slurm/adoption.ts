@@ -7,7 +7,7 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { Logger } from "../../provider/mod.ts";
+import { type Logger, standInPod } from "../../provider/mod.ts";
 import type { JobInfo } from "./backend.ts";
 import type { SlurmConfig } from "./config.ts";
 import { jobUserOf } from "./identity.ts";
@@ -72,5 +72,5 @@ export async function adoptableJob(
     );
     return undefined;
   }
-  return { id, pod: saved ?? { ...identity, spec: { containers: [] } } };
+  return { id, pod: saved ?? standInPod(id, { containers: [] }) };
 }

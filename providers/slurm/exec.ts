@@ -7,7 +7,53 @@
  * environment). Needs SLURM's `srun` where vkubelet runs (the `cli` config).
  * @module
  */
-import type { AttachIO } from "../../provider/mod.ts";
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import {
+  type AttachIO,
+  type ExecOptions,
+  NotFoundError,
+  NotSupportedError,
+} from "../../provider/mod.ts";
+import { apptainerExecShell } from "./apptainer.ts";
+import type { SlurmConfig } from "./config.ts";
+import { hostUser, jobUserOf } from "./identity.ts";
+import { podDirOf } from "./pod_dir.ts";
+import type { SlurmHandle } from "./status.ts";
+
+/**
+ * `kubectl exec` in the pod's container: a step of its running job (`handle`, as last read),
+ * through the cli's srun, as the job's user, in the container's apptainer instance if any.
+ */
+export async function execInPod(
+  config: SlurmConfig,
+  target: { pod: Pod; handle?: SlurmHandle; container: string },
+  options: ExecOptions,
+): Promise<number> {
+  const { pod, handle, container } = target;
+  if (!config.cli) {
+    throw new NotSupportedError(
+      "exec needs srun on vkubelet's host: add cli to the slurm provider config (it may sit beside rest)",
+    );
+  }
+  if (handle?.job?.state !== "RUNNING") {
+    throw new NotFoundError(`container ${container} is not running; exec needs a running job`);
+  }
+  const bin = config.cli.bin;
+  const user = jobUserOf(config, pod.metadata?.namespace ?? "");
+  return await execInJob({
+    srun: bin ? `${bin.replace(/\/$/, "")}/srun` : "srun",
+    jobId: handle.jobId,
+    launcher: `${podDirOf(config, pod)}/c/${container}.sh`,
+    command: options.command,
+    // In the container's apptainer instance, not beside it.
+    run: config.runtime === "apptainer" ? apptainerExecShell(config, container) : undefined,
+    io: options.io,
+    signal: options.signal,
+    // SLURM lets only the job's user add a step to it: vkubelet (root, since the pods'
+    // directories belong to other users) becomes that user.
+    runAs: user.uid === hostUser().uid ? undefined : user,
+  });
+}
 
 /** What one exec needs. */
 export interface ExecTarget {

@@ -12,33 +12,20 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import { encodePodTag, isDnsSubdomain, type PodTag, podTagText } from "../../provider/mod.ts";
 
-/** The pod and run a job comment names. */
-export interface JobIdentity {
-  node: string;
-  namespace: string;
-  name: string;
-  uid: string;
-  run: number;
-}
+export { isDnsSubdomain };
+
+/** The pod and run a job comment names: the kit's pod tag (provider/pod_tags.ts). */
+export type JobIdentity = PodTag;
 
 /** A DNS-1123 label: a namespace (kubernetes apimachinery validation IsDNS1123Label). */
 export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-/** A DNS-1123 subdomain: a pod's or node's name (IsDNS1123Subdomain), 253 characters at most. */
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-/** A UUID as the apiserver writes a pod's uid. */
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const MAC_CHARS = 22;
+const MAC = /^[A-Za-z0-9_-]{22}$/;
 
-/** True for a DNS-1123 subdomain (a pod or node name). */
-export function isDnsSubdomain(text: string): boolean {
-  return text.length <= 253 && DNS_SUBDOMAIN.test(text);
-}
-
-/** The comment's text before its MAC: what the MAC covers. */
+/** The comment's text before its MAC: what the MAC covers (the kit's text carrier). */
 export function jobComment(node: string, pod: Pod, run: number): string {
-  const { namespace = "", name = "", uid = "" } = pod.metadata ?? {};
-  return `vkubelet node=${node} pod=${namespace}/${name} uid=${uid} run=${run}`;
+  return podTagText.write(encodePodTag(node, pod, run));
 }
 
 /** A comment as parsed: the identity, its text without the MAC, and the MAC if any. */
@@ -49,18 +36,16 @@ export interface ParsedComment {
 }
 
 /**
- * The comment's fields, when every one is what vkubelet writes (see the module doc); undefined
- * otherwise. Does not authenticate: see {@link JobCommentKey.check}.
+ * The comment's fields, when every one is what vkubelet writes (see the module doc; the kit's
+ * {@link podTagText} decodes the text strictly); undefined otherwise. Does not authenticate:
+ * see {@link JobCommentKey.check}.
  */
 export function parseJobComment(comment: string): ParsedComment | undefined {
-  const m = /^(vkubelet node=(\S+) pod=([^/\s]+)\/(\S+) uid=(\S+) run=(\d{1,9}))(?: mac=(\S+))?$/
-    .exec(comment);
-  if (!m) return undefined;
-  const [, text, node, namespace, name, uid, run, mac] = m;
-  const valid = isDnsSubdomain(node) && DNS_LABEL.test(namespace) && isDnsSubdomain(name) &&
-    UUID.test(uid) && (mac === undefined || new RegExp(`^[A-Za-z0-9_-]{${MAC_CHARS}}$`).test(mac));
-  if (!valid) return undefined;
-  return { id: { node, namespace, name, uid, run: Number(run) }, text, ...(mac ? { mac } : {}) };
+  const at = comment.lastIndexOf(" mac=");
+  const [text, mac] = at < 0 ? [comment] : [comment.slice(0, at), comment.slice(at + 5)];
+  const id = podTagText.read(text);
+  if (!id || (mac !== undefined && !MAC.test(mac))) return undefined;
+  return { id, text, ...(mac ? { mac } : {}) };
 }
 
 /** What {@link JobCommentKey.check} makes of a comment. */
