@@ -102,7 +102,6 @@ export {
   type RemoteRun,
 } from "./remote_pods.ts";
 export {
-  LegacyRemotePodsProvider,
   type NodeLabels,
   type RemotePodCalls,
   RemotePodsProvider,

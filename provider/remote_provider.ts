@@ -213,33 +213,3 @@ export abstract class RemotePodsProvider<
     return signal ? AbortSignal.any([this.signal, signal]) : this.signal;
   }
 }
-
-/** The class before it owned start and stop: kept while the providers move over. */
-export abstract class LegacyRemotePodsProvider<H = unknown> implements RemotePodCalls {
-  /** The pods and their runs. */
-  protected abstract readonly pods: RemotePods<H>;
-  /** `Provider.createPod`. */
-  createPod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.pods.createPod(pod, options);
-  }
-  /** `Provider.updatePod`. */
-  updatePod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.pods.updatePod(pod, options);
-  }
-  /** `Provider.deletePod`. */
-  deletePod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.pods.deletePod(pod, options);
-  }
-  /** `Provider.getPod`. */
-  getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined> {
-    return this.pods.getPod(namespace, name, options);
-  }
-  /** `Provider.listPods`. */
-  listPods(options: CallOptions): Promise<Pod[]> {
-    return this.pods.listPods(options);
-  }
-  /** `Provider.notifyPods`. */
-  notifyPods(callback: (pod: Pod) => void): () => void {
-    return this.pods.notifyPods(callback);
-  }
-}
