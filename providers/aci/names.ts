@@ -38,13 +38,7 @@ export function groupName(nodeName: string, namespace: string, name: string): st
 }
 
 /** The pod's tag on its group. */
-const CARRIER = keyedPodTags({
-  node: TAGS.node,
-  namespace: TAGS.namespace,
-  name: TAGS.pod,
-  uid: TAGS.uid,
-  run: TAGS.restarts,
-});
+const CARRIER = keyedPodTags({ ...TAGS, name: TAGS.pod, run: TAGS.restarts });
 
 /** The identifying tags of a pod's group, with the operator's tags. */
 export function groupTags(

@@ -39,10 +39,8 @@ export function clientToken(uid: string, restarts: number): string {
 
 /** The pod's tag on its group. */
 const CARRIER = keyedPodTags({
-  node: TAGS.node,
-  namespace: TAGS.namespace,
+  ...TAGS,
   name: TAGS.pod,
-  uid: TAGS.uid,
   run: TAGS.restarts,
   oldRun: [TAGS.generation],
 });

@@ -34,13 +34,7 @@ export function startedBy(nodeName: string): string {
 }
 
 /** The pod's tag on its tasks (the run count too) and task definitions (without). */
-const CARRIER = keyedPodTags({
-  node: TAGS.node,
-  namespace: TAGS.namespace,
-  name: TAGS.pod,
-  uid: TAGS.uid,
-  run: TAGS.restarts,
-});
+const CARRIER = keyedPodTags({ ...TAGS, name: TAGS.pod, run: TAGS.restarts });
 
 /** The pod's identity as ECS tags, after the user's tags from the config. */
 export function podTags(
