@@ -6,12 +6,16 @@
  * and answers its subclasses share: a pod and container on this node ({@link
  * RemotePodsProvider.known}, init containers included), a ping whose failure says the backend is
  * unreachable ({@link RemotePodsProvider.reach}), and exec, attach or port-forward refused with
- * the reason ({@link RemotePodsProvider.refuse}).
+ * the reason ({@link RemotePodsProvider.refuse}). Lifecycle hooks follow the one rule of
+ * ./lifecycle_hooks.ts: left to the backend, run through the provider's exec, or refused at create
+ * — by the {@link HookMode} the provider declares (`hooks`).
  * @module
  */
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import type { CallOptions, ContainerRef, PodRef, Provider, ProviderDeps } from "./contract.ts";
 import { NotFoundError, refuseStreaming, type StreamingKind } from "./errors.ts";
+import { podEventSink } from "./events.ts";
+import { checkPodHooks, ExecHooks, type HookMode, podHooks } from "./lifecycle_hooks.ts";
 import { applyProviderNode, type ProviderNodeFields } from "./node.ts";
 import { RemotePods, type RemotePodsOptions } from "./remote_pods.ts";
 import type { RemoteBackend } from "./remote_backend.ts";
@@ -33,6 +37,14 @@ export interface RemoteProviderSetup<H, B extends RemoteBackend<H>>
   backend: B;
   /** Runs beside the pods' loop until close (a capacity check); resolves once `signal` ends. */
   alsoRun?: (signal: AbortSignal) => Promise<void>;
+  /**
+   * What lifecycle hooks do on this provider (./lifecycle_hooks.ts): `backend` (it runs them
+   * itself; the pod reaches it unchanged), `exec` (the kit runs them through the provider's
+   * `runInContainer`), or `refuse` (a pod with a hook fails at create). Default `refuse`.
+   */
+  hooks?: HookMode;
+  /** With `refuse`: why the provider cannot run hooks, said in the refusal. */
+  hooksRefused?: string;
 }
 
 /** The labels {@link RemotePodsProvider.applyNode} gives the node. */
@@ -79,6 +91,10 @@ export abstract class RemotePodsProvider<
   protected readonly pods: RemotePods<H>;
   /** Aborted by {@link close} or the deps' signal: the provider's own work stops with it. */
   protected readonly signal: AbortSignal;
+  /** What lifecycle hooks do on this provider (see {@link RemoteProviderSetup.hooks}). */
+  readonly hookMode: HookMode;
+  readonly #hooksRefused?: string;
+  readonly #execHooks?: ExecHooks;
   readonly #stop = new AbortController();
   readonly #running: Promise<unknown>;
 
@@ -89,8 +105,10 @@ export abstract class RemotePodsProvider<
   ) {
     this.deps = deps;
     this.signal = AbortSignal.any([deps.signal, this.#stop.signal]);
-    const { backend, alsoRun, ...options } = setup(this.signal);
+    const { backend, alsoRun, hooks = "refuse", hooksRefused, ...options } = setup(this.signal);
     this.backend = backend;
+    this.hookMode = hooks;
+    this.#hooksRefused = hooksRefused;
     this.pods = new RemotePods({
       backend,
       clock: deps.clock,
@@ -98,12 +116,35 @@ export abstract class RemotePodsProvider<
       hostIP: deps.internalIp,
       ...options,
     });
+    if (hooks === "exec") {
+      const execHooks = new ExecHooks({
+        exec: (ref, o) => this.#exec()(ref, o),
+        clock: deps.clock,
+        event: podEventSink(deps, "vkubelet"),
+        signal: this.signal,
+      });
+      this.#execHooks = execHooks;
+      this.pods.notifyPods((pod) => execHooks.observe(pod));
+    }
     this.#running = Promise.all([this.pods.run(this.signal), alsoRun?.(this.signal)]);
   }
 
-  /** `Provider.createPod`: the pod's run made (or an adopted run taken over). */
-  createPod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.pods.createPod(pod, options);
+  /**
+   * `Provider.createPod`: the pod's run made (or an adopted run taken over); a pod with a hook
+   * this provider cannot run is refused (InvalidInputError naming it).
+   */
+  async createPod(pod: Pod, options: CallOptions): Promise<void> {
+    checkPodHooks(pod, this.hookMode, this.#hooksRefused);
+    const hooks = this.#execHooks;
+    if (hooks && podHooks(pod).some((h) => h.kind === "postStart")) {
+      // A run taken over from an earlier vkubelet had its containers' postStart run then.
+      await this.pods.listPods(options); // once adopted
+      const { namespace = "", name = "", uid } = pod.metadata ?? {};
+      const known = await this.pods.getPod(namespace, name);
+      if (known && known.metadata?.uid === uid) hooks.adopted(known);
+      hooks.admit(pod);
+    }
+    await this.pods.createPod(pod, options);
   }
 
   /** `Provider.updatePod`: labels and annotations taken over. */
@@ -111,9 +152,21 @@ export abstract class RemotePodsProvider<
     return this.pods.updatePod(pod, options);
   }
 
-  /** `Provider.deletePod`: the run removed, the terminal status pushed. */
-  deletePod(pod: Pod, options: CallOptions): Promise<void> {
-    return this.pods.deletePod(pod, options);
+  /**
+   * `Provider.deletePod`: the run removed, the terminal status pushed; with `exec` hooks, the
+   * running containers' preStop hooks first, within the grace period (the kubelet's
+   * `killContainer`).
+   */
+  async deletePod(pod: Pod, options: CallOptions): Promise<void> {
+    const hooks = this.#execHooks;
+    if (hooks && podHooks(pod).some((h) => h.kind === "preStop")) {
+      const { namespace = "", name = "" } = pod.metadata ?? {};
+      const status = (await this.pods.getPod(namespace, name))?.status;
+      const running = [...status?.initContainerStatuses ?? [], ...status?.containerStatuses ?? []]
+        .filter((c) => c.state?.running).map((c) => c.name);
+      if (status && this.pods.runOf(namespace, name)) await hooks.preStop(pod, running);
+    }
+    await this.pods.deletePod(pod, options);
   }
 
   /** `Provider.getPod`. */
@@ -134,7 +187,16 @@ export abstract class RemotePodsProvider<
   /** Stops adopting and polling, and waits for it; the pods' runs go on on the backend. */
   async close(): Promise<void> {
     this.#stop.abort();
-    await this.#running;
+    await Promise.all([this.#running, this.#execHooks?.close()]);
+  }
+
+  /** The subclass's exec, for `exec` hooks. */
+  #exec(): NonNullable<Provider["runInContainer"]> {
+    const exec = (this as Partial<Provider>).runInContainer;
+    if (typeof exec !== "function") {
+      throw new TypeError('a RemotePodsProvider with hooks: "exec" has a runInContainer method');
+    }
+    return exec.bind(this);
   }
 
   /**

@@ -8,7 +8,8 @@
  * against an instance without the pod and fail for the wrong reason. An ignored step's name says
  * why. Restart reconcile and "this node's pods only" start more instances through `create`, so a
  * provider with a backing store gets it from there; one that keeps its pods in memory says so
- * with `inMemory` and the restart rule is not run.
+ * with `inMemory` and the restart rule is not run. The hooks rule runs for a provider that
+ * declares what lifecycle hooks do on it (a remote provider's `hookMode`), on a pod of its own.
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
@@ -17,6 +18,7 @@ import { FakeClock } from "../../base/fake_clock.ts";
 import { getLogger, type Logger } from "../../base/log.ts";
 import type { Provider, ProviderDeps } from "../contract.ts";
 import { closeInstance, type Instance, removePod, type Rule, type Session } from "./_session.ts";
+import { declaredHookMode, hooksStep } from "./hooks_step.ts";
 import { execStep, logsStep, streamsEndStep, unknownPodStep } from "./io_steps.ts";
 import {
   createStep,
@@ -158,7 +160,16 @@ export async function runProviderConformance(
     ) => restartStep(session, rule)],
     ["delete", needsPod, (rule) => deleteStep(session, rule, !options.inMemory)],
     ["unknown-pod", () => undefined, (rule) => unknownPodStep(session, rule)],
+    [
+      "hooks",
+      () => hookMode() ? undefined : "the provider declares no hookMode",
+      (rule) =>
+        hooksStep(session, rule, makePod(`conformance-hooks-${suffix}`, nodeName), hookMode()!),
+    ],
   ];
+  function hookMode() {
+    return declaredHookMode(p());
+  }
   let lost = "";
   function needsPod() {
     return session.running ? undefined : `the ${lost || "create"} rule failed`;

@@ -27,6 +27,8 @@ export const CONFORMANCE_RULES = {
     "deletePod stops the pod: a terminal status (Succeeded or Failed, no container running) is pushed, then the pod leaves getPod and listPods; unless the provider keeps its pods in memory, this holds for a deletion that is a new instance's first call",
   "unknown-pod":
     "calls for a pod the provider does not run answer undefined (getPod, getPodStatus) or NotFoundError (logs, exec, attach, port-forward); deletePod of it resolves or throws NotFoundError",
+  hooks:
+    "lifecycle hooks do what the provider declares (hookMode): refuse fails createPod with an InvalidInputError naming the hook; backend runs the pod with no hook run by vkubelet; exec runs postStart through runInContainer once the container runs and preStop before deletePod returns, and refuses an httpGet hook",
 } as const;
 
 /** The id of one rule in {@link CONFORMANCE_RULES}. */

@@ -53,6 +53,8 @@ export class AciProvider extends RemotePodsProvider<ContainerGroup, AciBackend>
       }),
       alsoRun: (signal) => capacity.check(signal),
       intervalMs: config.statusInterval,
+      // ACI runs no hooks; the kit runs them through ACI's exec.
+      hooks: "exec",
       // ACI restarts a group's containers itself; the kit makes again only a group that is gone.
       backendRestarts: true,
       // A deletion seen before the groups are adopted would leave its group running.

@@ -42,6 +42,8 @@ export class EciProvider extends RemotePodsProvider<ContainerGroup> implements P
         signal,
       }),
       intervalMs: config.statusInterval,
+      // ECI runs no hooks; the kit runs them through ECI's exec.
+      hooks: "exec",
       // ECI restarts a group's containers itself; the kit makes again only a group that is gone.
       backendRestarts: true,
       // A deletion seen before the groups are adopted would leave its group running.

@@ -40,6 +40,9 @@ export class FargateProvider extends RemotePodsProvider<Task, FargateBackend> im
         signal,
       }),
       intervalMs: config.statusInterval,
+      // ECS runs no hooks and there is no exec to run them through.
+      hooks: "refuse",
+      hooksRefused: NO_SESSION_MANAGER,
       // A deletion seen before the tasks are adopted would leave its task running.
       retryList: true,
       keepPodIP: true,

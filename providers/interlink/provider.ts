@@ -46,6 +46,9 @@ export class InterlinkProvider extends RemotePodsProvider<Job> implements Provid
         hostIP: deps.internalIp,
       }),
       intervalMs: config.statusInterval,
+      // The plugin gets the pod with its `lifecycle` and runs the hooks in the job (the SLURM
+      // plugin: interlink-hq/interlink-slurm-plugin f8451d93, pkg/slurm/Create.go, hooks.go).
+      hooks: "backend",
       keepPodIP: true,
       // Pacing as interLink's virtual kubelet statusLoop (pkg/virtualkubelet/virtualkubelet.go,
       // interlink-hq/interLink f632175701d78b604138ce2e1e38af13d1f7546b), one call for all pods.

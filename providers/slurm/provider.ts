@@ -53,6 +53,11 @@ export class SlurmProvider extends RemotePodsProvider<SlurmHandle, SlurmJobs> im
         commentKey: () => loadCommentKey(config),
       }),
       intervalMs: config.statusInterval,
+      // The job runs no hooks; the kit runs them through exec (a step of the job, by srun),
+      // which needs the cli.
+      hooks: config.cli ? "exec" : "refuse",
+      hooksRefused:
+        "the kit runs hooks through exec, which needs srun on vkubelet's host: add cli to the slurm provider config",
       backoff: { initialMs: config.restartBackOff.initial, maxMs: config.restartBackOff.max },
       // Until slurmctld lists the jobs, none is submitted again nor a pod listed as gone.
       retryList: true,

@@ -52,6 +52,9 @@ export class ZunProvider extends RemotePodsProvider implements Provider {
         now: () => deps.clock.now(),
       }),
       intervalMs: config.statusInterval,
+      // Zun runs no hooks and answers no exec for a capsule's containers.
+      hooks: "refuse",
+      hooksRefused: NO_STREAMS,
     }));
     this.#config = config;
     this.#api = api;

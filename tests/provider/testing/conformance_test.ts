@@ -61,6 +61,7 @@ Deno.test("the unchanged mock passes every rule the suite runs", async () => {
   const results = await outcomes(() => ({}));
   assert.deepEqual([...results].filter(([, o]) => o !== "ok"), [
     ["restart", "ignored (not run: the provider keeps its pods in memory)"],
+    ["hooks", "ignored (not run: the provider declares no hookMode)"],
   ]);
 });
 
