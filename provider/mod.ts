@@ -101,6 +101,7 @@ export {
   type RemoteRead,
   type RemoteRun,
 } from "./remote_pods.ts";
+export { checkPodHooks, type HookMode, type PodHook, podHooks } from "./lifecycle_hooks.ts";
 export {
   type NodeLabels,
   type RemotePodCalls,

@@ -12,6 +12,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   type ContainerRef,
   type ExecOptions,
+  type HookMode,
   isInvalidInput,
   type PodEventRecorder,
   type Provider,
@@ -20,7 +21,6 @@ import {
   RemotePodsProvider,
   type RemoteRun,
 } from "../../provider/mod.ts";
-import type { HookMode } from "../../provider/lifecycle_hooks.ts";
 import { runProviderConformance } from "../../provider/testing/mod.ts";
 import { getLogger } from "../../base/log.ts";
 import { realClock } from "../../base/clock.ts";
