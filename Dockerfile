@@ -1,10 +1,13 @@
 # vkubelet's container image: `deno compile` in the pinned Deno image, then only the binary on
 # a small Debian base, as a non-root user (uid 65532).
 #   docker build --build-arg VKUBELET_COMMIT="$(git rev-parse HEAD)" -t vkubelet:0.1.0 .
-#   docker run --rm --group-add "$(getent group vkubelet | cut -d: -f3)" \
-#     -v /etc/vkubelet:/etc/vkubelet:ro vkubelet:0.1.0
-# /etc/vkubelet as docs/install.md installs it: root:vkubelet, 0750, files 0640; uid 65532 owns
-# nothing there and reads it through the host's vkubelet group, added by --group-add.
+#   install -d -o 65532 -g 65532 -m 0700 /var/lib/vkubelet-image
+#   install -o 65532 -g 65532 -m 0600 /etc/vkubelet/config.yaml /etc/vkubelet/kubeconfig \
+#     /var/lib/vkubelet-image/
+#   docker run --rm -v /var/lib/vkubelet-image:/etc/vkubelet:ro vkubelet:0.1.0
+# /etc/vkubelet as docs/install.md installs it is root's alone (0700, files 0600: no group a pod
+# could name reads it), so the image (uid 65532) gets copies of its own; on a host that also runs
+# the process provider, keep 65532 out of that provider's allowedIds.
 # VKUBELET_COMMIT is what `vkubelet --version` names (the build context has no .git).
 # The compile stage downloads npm packages and Deno's denort runtime, so it needs network.
 

@@ -65,13 +65,15 @@ Deno.test("the image compiles with the pinned Deno and runs only the binary, as 
 
 Deno.test("the image's example reads /etc/vkubelet as docs/install.md installs it, and stamps the commit", async () => {
   const install = await Deno.readTextFile(`${root}docs/install.md`);
-  // install.md: root:vkubelet, 0750 and 0640; uid 65532 reads it through that group.
-  assert.match(install, /install -d -m 0750 -g vkubelet \/etc\/vkubelet/);
+  // install.md: root's alone, 0700 and 0600; uid 65532 reads copies owned by it, never a group.
+  assert.match(install, /install -d -m 0700 \/etc\/vkubelet/);
   assert.match(dockerfile, /^USER 65532:65532$/m);
+  assert.match(dockerfile, /^#\s+install -o 65532 -g 65532 -m 0600 \/etc\/vkubelet\/config\.yaml/m);
   assert.match(
     dockerfile,
-    /^#\s+docker run --rm --group-add "\$\(getent group vkubelet \| cut -d: -f3\)" \\\n#\s+-v \/etc\/vkubelet:\/etc\/vkubelet:ro/m,
+    /^#\s+docker run --rm -v \/var\/lib\/vkubelet-image:\/etc\/vkubelet:ro/m,
   );
+  assert.doesNotMatch(dockerfile, /--group-add/);
   // The build context has no .git: the commit --version names comes in as a build argument.
   assert.match(dockerfile, /^ARG VKUBELET_COMMIT=""$/m);
   assert.match(dockerfile, /\$\{VKUBELET_COMMIT:\+--commit="\$VKUBELET_COMMIT"\}/);
