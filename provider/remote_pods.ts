@@ -82,6 +82,12 @@ export interface RemotePodsOptions<H = unknown> {
    * poll comes after one interval.
    */
   pollBackoff?: boolean;
+  /**
+   * Removals the backend works on at once, at most; the rest wait their turn. Default 10, the
+   * core's pod sync workers, which bounded them while a deletion held a worker (100 Zun capsule
+   * deletions at once ran zun-api out of database connections: 500s).
+   */
+  maxRemovals?: number;
 }
 
 interface RemoteRecord<H> {
@@ -159,6 +165,9 @@ interface RemovalFailure {
  */
 export class RemotePods<H = unknown> {
   readonly #o: RemotePodsOptions<H>;
+  /** Removals the backend works on now, and those waiting for one of them to end. */
+  #removing = 0;
+  readonly #removalTurns: (() => void)[] = [];
   readonly #table: PodTable<RemoteRecord<H>>;
   /** {@link run}'s signal: what a removal in the background stops with. */
   #lifetime?: AbortSignal;
@@ -522,11 +531,12 @@ export class RemotePods<H = unknown> {
 
   /** The backend's removal of the run; then the terminal status is pushed, the pod forgotten. */
   async #remove(record: RemoteRecord<H>, signal?: AbortSignal): Promise<void> {
+    await this.#removalTurn();
     // A run the backend no longer has is removed.
     const ends = await this.#o.backend.remove(record.pod, signal, record.run).catch((err) => {
       if (isNotFound(err)) return undefined;
       throw err;
-    });
+    }).finally(() => this.#endRemovalTurn());
     const now = this.#o.clock.now();
     if (ends) {
       const between = record.run === undefined;
@@ -539,6 +549,19 @@ export class RemotePods<H = unknown> {
     const status = terminalPodStatus(record.pod, this.#statusOf(record, false), { nowMs: now });
     this.#table.send({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
     this.#table.forget(record);
+  }
+
+  /** Waits until fewer than `maxRemovals` removals are under way, and counts this one. */
+  async #removalTurn(): Promise<void> {
+    if (this.#removing < (this.#o.maxRemovals ?? 10)) this.#removing++;
+    // The ending removal hands its turn over (the count stays).
+    else await new Promise<void>((resolve) => this.#removalTurns.push(resolve));
+  }
+
+  #endRemovalTurn(): void {
+    const next = this.#removalTurns.shift();
+    if (next) next();
+    else this.#removing--;
   }
 
   #statusOf(record: RemoteRecord<H>, terminal: boolean) {

@@ -85,6 +85,8 @@ function setup() {
   return { clock, backend, pods, pushed, warnings, stop, close };
 }
 
+const quiet: Logger = { debug() {}, info() {}, warn() {}, warning() {}, error() {} };
+
 const phaseOf = (p: Pod | undefined) => p?.status?.phase;
 
 Deno.test("deletePod returns while the backend still removes the run; the pod stays until it is done", async () => {
@@ -176,4 +178,28 @@ Deno.test("a new pod of the same name is made only once the old one's removal is
   assert.ok(["Succeeded", "Failed"].includes(phaseOf(oldEnd)!), "the old pod's end was not sent");
   assert.equal((await pods.getPod("ns", "web"))?.metadata?.uid, "uid-new");
   await close();
+});
+
+Deno.test("at most maxRemovals removals run at once; the rest start as those end", async () => {
+  const clock = new FakeClock();
+  const backend = new SlowBackend(clock);
+  const pods = new RemotePods({ backend, clock, log: quiet, intervalMs: 1_000, maxRemovals: 3 });
+  const stop = new AbortController();
+  const running = pods.run(stop.signal);
+  const all = Array.from({ length: 5 }, (_, i) => pod(`web-${i}`));
+  for (const p of all) await pods.createPod(p, {});
+  for (const p of all) await pods.deletePod(p, {});
+  await flush();
+  assert.equal(backend.removing, 3, "a removal started beyond the bound");
+  backend.settle();
+  await flush();
+  assert.equal(backend.removing, 3, "a waiting removal did not take the freed turn");
+  for (let i = 0; i < 4; i++) {
+    backend.settle();
+    await flush();
+  }
+  assert.equal(backend.removing, 0);
+  assert.deepEqual(await pods.listPods({}), [], "every pod was removed in the end");
+  stop.abort();
+  await running;
 });
