@@ -123,6 +123,12 @@ Press Ctrl-C to stop; everything the demo started is removed.`);
     if (!args.includes("--exit")) await signal.received;
   } catch (err) {
     say(`demo failed: ${err instanceof Error ? err.message : err}\nvkubelet's log: ${logFile}`);
+    // What the workload and the node looked like, so that a failed start says why.
+    for (const argv of [["get", "nodes", "-o", "wide"], ["-n", NS, "get", "pods", "-o", "wide"]]) {
+      say((await cluster.kubectl(argv)).stdout);
+    }
+    const events = await cluster.kubectl(["-n", NS, "get", "events", "--sort-by=.lastTimestamp"]);
+    say(events.stdout.split("\n").slice(-15).join("\n"));
     code = 1;
   } finally {
     say("cleaning up");
