@@ -95,11 +95,15 @@ export function containerLogStream(
   const done = AbortSignal.any(signals);
   // A previous instance's log is just its start-up lines: it ended when the current one began.
   const available = () => options.previous ? START_LINES : lineCount(source, source.clock.now());
-  let next = firstLine(source, options, available());
+  // Without follow the log is what it was when asked for: a line written before the first read
+  // (a loaded machine) must not make `--tail=1` send two.
+  const atRequest = available();
+  const end = () => options.follow ? available() : atRequest;
+  let next = firstLine(source, options, atRequest);
   let budget = options.limitBytes ?? Infinity;
   return new ReadableStream<Uint8Array>({
     pull: async (controller) => {
-      let count = available();
+      let count = end();
       while (next >= count && options.follow && !options.previous && !done.aborted) {
         const wait = lineTime(source, next) - source.clock.now();
         try {

@@ -33,6 +33,15 @@ Deno.test("tailLines, limitBytes and timestamps shape the log", async () => {
   assert.equal(recent, "mock: tick 1\nmock: tick 2\n");
 });
 
+Deno.test("without follow the log is what it was when asked: a line written before the read is not sent", async () => {
+  const { provider, options, clock } = mockProvider();
+  await provider.createPod(samplePod(), options);
+  await clock.advance(2000);
+  const stream = await provider.getContainerLogs(ref, { ...options, tailLines: 1 });
+  await clock.advance(1000); // tick 3 is written before the first read (a loaded machine)
+  assert.equal(await text(stream), "mock: tick 2\n");
+});
+
 Deno.test("follow emits a line per interval until the signal aborts", async () => {
   const { provider, options, clock } = mockProvider();
   await provider.createPod(samplePod(), options);
