@@ -52,8 +52,11 @@ export async function createProvider(
     await chooseStateDir(defaultStateDirs(Deno.env.toObject())).catch((err) => {
       throw new InvalidInputError(err.message, { cause: err });
     });
-  const cfg = { ...parsed.config, stateDir };
-  await Deno.mkdir(`${cfg.stateDir}/pods`, { recursive: true, mode: 0o700 });
+  await Deno.mkdir(`${stateDir}/pods`, { recursive: true, mode: 0o700 });
+  // The view's set-up walks compare the kernel's paths with these (launch/safe_walk.ts): a
+  // stateDir reached through a symlink (/var/lib/vkubelet linked to another disk) would have
+  // every pod refused, so it is used by its real path.
+  const cfg = { ...parsed.config, stateDir: await Deno.realPath(stateDir) };
   // Only vkubelet may list or enter the pods' directories (their Secrets, tokens and logs): a
   // container outside a mount namespace is kept out by this mode and its non-root runAsUser.
   await Deno.chmod(`${cfg.stateDir}/pods`, 0o700);
