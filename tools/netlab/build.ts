@@ -169,8 +169,9 @@ async function exists(path: string): Promise<boolean> {
 }
 
 if (import.meta.main) {
-  const progress = (line: string) => console.error(line);
+  const encoder = new TextEncoder();
+  const progress = (line: string) => Deno.stderr.writeSync(encoder.encode(line + "\n"));
   for (const ensure of [ensureKubeProxy, ensureCoreDns, ensureFlannel]) {
-    console.log(await ensure({ progress }));
+    Deno.stdout.writeSync(encoder.encode(`${await ensure({ progress })}\n`));
   }
 }
