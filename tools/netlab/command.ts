@@ -3,38 +3,18 @@
  * command and its stderr), {@link tryRun} for checks (never throws on a non-zero exit).
  * @module
  */
+import { type CommandResult, runCommand } from "../cluster/cluster.ts";
 
 /** What a command gave back. */
-export interface RunResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+export type RunResult = CommandResult;
 
 /** Runs `argv` (with `stdin` when given); its exit code and trimmed output. */
 export async function tryRun(
   argv: string[],
   options: { stdin?: string; signal?: AbortSignal } = {},
 ): Promise<RunResult> {
-  const child = new Deno.Command(argv[0], {
-    args: argv.slice(1),
-    stdin: options.stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-    signal: options.signal,
-  }).spawn();
-  if (options.stdin !== undefined) {
-    const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(options.stdin));
-    await writer.close();
-  }
-  const out = await child.output();
-  const decoder = new TextDecoder();
-  return {
-    code: out.code,
-    stdout: decoder.decode(out.stdout).trim(),
-    stderr: decoder.decode(out.stderr).trim(),
-  };
+  const out = await runCommand(argv[0], argv.slice(1), options);
+  return { code: out.code, stdout: out.stdout.trim(), stderr: out.stderr.trim() };
 }
 
 /** Runs `argv`; its trimmed stdout, or an error naming the command and its stderr. */
