@@ -29,6 +29,7 @@ import type { AciConfig } from "./config.ts";
 import { containerGroupFor } from "./container_group.ts";
 import type { AciGroups } from "./groups.ts";
 import { groupName, podOfTags } from "./names.ts";
+import { identityFor } from "./request/identity.ts";
 import { endsOnDelete, runOfGroup } from "./status.ts";
 import { podVolumes, registryCredentials } from "./volumes.ts";
 
@@ -150,7 +151,13 @@ export class AciBackend implements RemoteBackend<ContainerGroup> {
     containerGroupFor(pod, config, inputs); // refuses before any read or write
     inputs.volumes = await podVolumes(pod, sources);
     inputs.credentials = await registryCredentials(pod, sources);
-    const body = containerGroupFor(pod, config, inputs);
+    const { identity, notes } = await identityFor(pod, {
+      allowed: config.allowedIdentities,
+      kube,
+      signal,
+    });
+    for (const note of notes) this.#d.event(pod, "Warning", "ManagedIdentityNotUsed", note);
+    const body = containerGroupFor(pod, config, { ...inputs, identity });
     fence?.check(`creating container group ${name}`);
     const group = await this.#d.groups.create(name, body, signal);
     const uid = pod.metadata?.uid ?? "";

@@ -17,6 +17,8 @@
  * maxGroupCpu: 4                         # per-group limits; replaced by the location's capabilities
  * maxGroupMemoryGB: 16
  * tags: { team: platform }               # added to every container group
+ * allowedIdentities:                     # per namespace, the managed identities its ServiceAccounts may name
+ *   billing: [/subscriptions/.../resourceGroups/ids/providers/Microsoft.ManagedIdentity/userAssignedIdentities/billing]
  * statusInterval: 5s                     # how often the groups are read
  * endpoint: https://management.azure.com # optional: another ARM endpoint (plain http: loopback only)
  * ```
@@ -48,6 +50,18 @@ const endpoint = z.url({ error: "must be a URL such as https://management.azure.
   },
   { error: "must be https (plain http only to a loopback address, for tests)" },
 );
+
+/** A user-assigned identity's resource ID; `*` may stand for any characters after the resource group. */
+const identityPattern = z.string().regex(
+  /^\/subscriptions\/[^/*]+\/resourceGroups\/[^/*]+\/providers\/Microsoft\.ManagedIdentity\/userAssignedIdentities\/.+$/i,
+  {
+    error:
+      "is not a user-assigned managed identity's resource ID (/subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.ManagedIdentity/userAssignedIdentities/<name>; a * may stand for any characters after the resource group)",
+  },
+);
+
+/** A namespace name (RFC 1123 label), or `*` for every namespace. */
+const NAMESPACE_KEY = /^(\*|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)$/;
 
 /** The aci provider's config schema. */
 export const aciConfigSchema = z.strictObject({
@@ -103,6 +117,17 @@ export const aciConfigSchema = z.strictObject({
   tags: z.record(tagKey, z.string().max(256)).refine((t) => Object.keys(t).length <= 40, {
     error: "at most 40 tags (ARM allows 50 and vkubelet uses 5)",
   }).default({}),
+  allowedIdentities: z.record(z.string(), z.array(identityPattern)).default({}).superRefine(
+    (ids, ctx) => {
+      for (const key of Object.keys(ids).filter((k) => !NAMESPACE_KEY.test(k))) {
+        ctx.addIssue({
+          code: "custom",
+          path: [key],
+          message: 'is not a namespace name (or "*" for every namespace)',
+        });
+      }
+    },
+  ),
   statusInterval: z.string().default("5s").transform((text, ctx) => {
     const ms = parseDuration(text);
     if (ms === undefined || ms < 200) {

@@ -24,6 +24,7 @@ import {
 } from "./network.ts";
 import { probesFor } from "./probes.ts";
 import { groupOptionsFor } from "./group_options.ts";
+import type { GroupIdentity } from "./request/identity.ts";
 
 /** ACI's `EnvironmentVariable`. */
 interface AciEnv {
@@ -42,6 +43,8 @@ export interface GroupInputs {
   credentials: { server: string; username: string; password: string }[];
   /** The kube-proxy extension's kubeconfig (`kubeProxy.kubeconfig`, read at start). */
   kubeProxyKubeconfig?: string;
+  /** The pod's managed identity (`./request/identity.ts`), if its ServiceAccount names one. */
+  identity?: GroupIdentity;
 }
 
 /**
@@ -140,6 +143,7 @@ export function containerGroupFor(pod: Pod, config: AciConfig, inputs: GroupInpu
   const extensions: AciExtension[] = extensionsFor(config, inputs.kubeProxyKubeconfig);
   return {
     location: config.location,
+    ...(inputs.identity ? { identity: inputs.identity } : {}),
     tags: groupTags({ namespace, name, uid }, inputs.nodeName, inputs.restarts, config.tags),
     containers,
     ...(initContainers.length ? { initContainers } : {}),

@@ -101,6 +101,7 @@ function view(stored: Stored, base: string, nowMs: number): Json {
     type: "Microsoft.ContainerInstance/containerGroups",
     location: stored.body.location,
     ...(stored.body.tags ? { tags: stored.body.tags } : {}),
+    ...(stored.body.identity ? { identity: identityView(stored.body.identity) } : {}),
     properties: {
       ...p,
       provisioningState: provisioned ? (failed ? "Failed" : "Succeeded") : "Creating",
@@ -140,6 +141,21 @@ function view(stored: Stored, base: string, nowMs: number): Json {
         events: [],
       },
     },
+  };
+}
+
+/** The group's identity as ACI answers: each user-assigned one with its principal and client IDs. */
+function identityView(identity: Json): Json {
+  const ids = Object.keys(identity.userAssignedIdentities ?? {});
+  const uuidOf = (seed: string) => {
+    const hex = [...seed].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7).toString(16);
+    return `${hex.padStart(8, "0")}-0000-4000-8000-000000000000`;
+  };
+  return {
+    type: identity.type,
+    userAssignedIdentities: Object.fromEntries(
+      ids.map((id) => [id, { principalId: uuidOf(`p${id}`), clientId: uuidOf(`c${id}`) }]),
+    ),
   };
 }
 
