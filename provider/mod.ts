@@ -127,6 +127,24 @@ export { effectiveSecurityContext } from "./security_context.ts";
 /** Whether a URL is safe for a credential: https, or plain http to this machine only. */
 export { credentialUrlProblem } from "./credential_url.ts";
 export { formatLogTime, linesToStream } from "./log_stream.ts";
+export {
+  CRI_MAX_LINE,
+  CriLineSplitter,
+  type CriRecord,
+  criText,
+  formatCriRecord,
+  normalizeLogTime,
+  parseCriRecord,
+} from "./cri_log.ts";
+export {
+  ContainerLog,
+  type ContainerLogFileOptions,
+  readContainerLog,
+  type ResumePoint,
+  rotatedFiles,
+  rotationStamp,
+} from "./container_log.ts";
+export { type ContainerLogTarget, PodLogDir, type PodLogDirOptions } from "./pod_log_dir.ts";
 export { formatTime } from "../k8s/micro_time.ts";
 export type { Clock } from "../base/clock.ts";
 export type { Logger, LogProperties } from "./logger.ts";
