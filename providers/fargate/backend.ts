@@ -29,16 +29,16 @@ import type { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import type { FargateConfig } from "./config.ts";
 import { readContainerLog } from "./logs.ts";
 import { LOG_STREAM_PREFIX, podOfTags, podTags, startedBy, TAGS, taskId } from "./names.ts";
-import { type PodSecrets, secretValuesOf } from "./pod_secrets.ts";
+import { type PodSecrets, secretValuesOf } from "./client/pod_secrets.ts";
 import { endOnDelete, goneTask, taskIp, taskReports } from "./status.ts";
-import type { EcsTasks } from "./tasks.ts";
-import { taskDefinitionFor } from "./task_definition.ts";
+import type { EcsTasks } from "./client/tasks.ts";
+import { taskDefinitionFor } from "./request/task_definition.ts";
 import { taskRoleFor } from "./task_role.ts";
 
 /** What a pod owns in AWS besides its tasks, by pod uid. */
 interface PodResources {
   taskDefinitionArn?: string;
-  /** The pod's Secret-sourced env is in its Secrets Manager secret (`./pod_secrets.ts`). */
+  /** The pod's Secret-sourced env is in its Secrets Manager secret (`./client/pod_secrets.ts`). */
   secrets: boolean;
   /** The values last written to the secret (JSON); unknown for an adopted pod. */
   written?: string;

@@ -5,7 +5,7 @@
  * @module
  */
 import type { WriteFence } from "../../provider/mod.ts";
-import type { AwsClients } from "./aws.ts";
+import type { AwsClients } from "./client/aws.ts";
 
 /** Commands that only read. */
 const READ = /^(Describe|List|Get|Filter)/;

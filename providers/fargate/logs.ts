@@ -16,7 +16,7 @@ import {
   formatLogTime,
   linesToStream,
 } from "../../provider/mod.ts";
-import { awsError, awsErrorName } from "./aws.ts";
+import { awsError, awsErrorName } from "./client/aws.ts";
 
 /** Where a container's log is and how to poll it. */
 export interface LogSource {

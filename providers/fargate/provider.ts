@@ -13,18 +13,18 @@ import {
   type ProviderDeps,
   RemotePodsProvider,
 } from "../../provider/mod.ts";
-import type { AwsClients } from "./aws.ts";
+import type { AwsClients } from "./client/aws.ts";
 import { FargateBackend } from "./backend.ts";
 import type { FargateConfig } from "./config.ts";
-import { PodSecrets } from "./pod_secrets.ts";
-import { EcsTasks } from "./tasks.ts";
+import { PodSecrets } from "./client/pod_secrets.ts";
+import { EcsTasks } from "./client/tasks.ts";
 
 /** Runs the virtual node's pods as Fargate tasks; see the module doc. */
 export class FargateProvider extends RemotePodsProvider<Task, FargateBackend> implements Provider {
   readonly #config: FargateConfig;
   readonly #aws: AwsClients;
   readonly #ecs: EcsTasks;
-  /** Secret-sourced env values come marked, and go to Secrets Manager (`./pod_secrets.ts`). */
+  /** Secret-sourced env values come marked, and go to Secrets Manager (`./client/pod_secrets.ts`). */
   readonly secretEnvRefs = true;
 
   constructor(config: FargateConfig, deps: ProviderDeps, aws: AwsClients) {

@@ -9,8 +9,8 @@
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
-import { InvalidInputError, TransientError } from "../../provider/mod.ts";
-import type { FargateConfig } from "./config.ts";
+import { InvalidInputError, TransientError } from "../../../provider/mod.ts";
+import type { FargateConfig } from "../config.ts";
 
 /** The clients the provider uses. */
 export interface AwsClients {

@@ -16,7 +16,7 @@ import {
 } from "@aws-sdk/client-secrets-manager";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { awsError, awsErrorName } from "./aws.ts";
-import { TAGS } from "./names.ts";
+import { TAGS } from "../names.ts";
 
 /** A pod's Secret-sourced values, by `<container>/<NAME>`. */
 export type SecretValues = Record<string, string>;

@@ -17,9 +17,9 @@ import {
   type Task,
 } from "@aws-sdk/client-ecs";
 import { CreateLogGroupCommand } from "@aws-sdk/client-cloudwatch-logs";
-import { InvalidInputError, TransientError } from "../../provider/mod.ts";
+import { InvalidInputError, TransientError } from "../../../provider/mod.ts";
 import { type AwsClients, awsError, awsErrorName } from "./aws.ts";
-import type { FargateConfig } from "./config.ts";
+import type { FargateConfig } from "../config.ts";
 
 /** DescribeTasks takes at most this many tasks per call. */
 export const DESCRIBE_BATCH = 100;

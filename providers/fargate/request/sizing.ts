@@ -5,7 +5,7 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError, quantityToNumber } from "../../provider/mod.ts";
+import { InvalidInputError, quantityToNumber } from "../../../provider/mod.ts";
 
 const MIB = 1024 * 1024;
 

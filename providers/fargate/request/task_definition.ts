@@ -18,11 +18,11 @@ import type {
   Volume,
 } from "@aws-sdk/client-ecs";
 import type { Container, Pod, PodSecurityContext, Probe } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError } from "../../provider/mod.ts";
-import type { FargateConfig } from "./config.ts";
-import { familyName, LOG_STREAM_PREFIX, podTags } from "./names.ts";
-import { secretKey } from "./pod_secrets.ts";
-import { containerSecurity } from "./security_context.ts";
+import { InvalidInputError } from "../../../provider/mod.ts";
+import type { FargateConfig } from "../config.ts";
+import { familyName, LOG_STREAM_PREFIX, podTags } from "../names.ts";
+import { secretKey } from "../client/pod_secrets.ts";
+import { containerSecurity } from "../security_context.ts";
 import { containerSize, taskSize } from "./sizing.ts";
 
 /** A registered-to-be task definition and what the user should hear about it. */
@@ -44,7 +44,7 @@ export interface TaskDefinitionOptions {
   /** The pod's task role (`./task_role.ts`); the config's `taskRoleArn` when not given. */
   taskRoleArn?: string;
   /**
-   * The ARN of the pod's Secrets Manager secret (`./pod_secrets.ts`): env vars the core marked
+   * The ARN of the pod's Secrets Manager secret (`../client/pod_secrets.ts`): env vars the core marked
    * as Secret-sourced become ECS `secrets` read from it, not plain `environment`.
    */
   secretArn?: string;

@@ -10,7 +10,7 @@ import {
   RunTaskCommand,
 } from "@aws-sdk/client-ecs";
 import type { WriteFence } from "../../../provider/mod.ts";
-import { createAwsClients } from "../../../providers/fargate/aws.ts";
+import { createAwsClients } from "../../../providers/fargate/client/aws.ts";
 import { parseFargateConfig } from "../../../providers/fargate/config.ts";
 import { fenceAwsClients } from "../../../providers/fargate/fence.ts";
 import { MOTO_ENV, startMoto } from "./_moto.ts";

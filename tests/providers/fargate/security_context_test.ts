@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { isInvalidInput } from "../../../provider/mod.ts";
 import { parseFargateConfig } from "../../../providers/fargate/config.ts";
-import { taskDefinitionFor } from "../../../providers/fargate/task_definition.ts";
+import { taskDefinitionFor } from "../../../providers/fargate/request/task_definition.ts";
 import { motoPod, startProviderOnMoto } from "./_provider.ts";
 
 const CALL = { signal: AbortSignal.timeout(30_000) };

@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { isInvalidInput } from "../../../provider/mod.ts";
 import { type FargateConfig, parseFargateConfig } from "../../../providers/fargate/config.ts";
-import { taskSize } from "../../../providers/fargate/sizing.ts";
-import { taskDefinitionFor } from "../../../providers/fargate/task_definition.ts";
+import { taskSize } from "../../../providers/fargate/request/sizing.ts";
+import { taskDefinitionFor } from "../../../providers/fargate/request/task_definition.ts";
 
 const parsed = parseFargateConfig({
   region: "eu-west-1",

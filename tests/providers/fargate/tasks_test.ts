@@ -6,9 +6,9 @@
 import assert from "node:assert/strict";
 import { RegisterTaskDefinitionCommand, RunTaskCommand } from "@aws-sdk/client-ecs";
 import { isTransient } from "../../../provider/mod.ts";
-import { createAwsClients } from "../../../providers/fargate/aws.ts";
+import { createAwsClients } from "../../../providers/fargate/client/aws.ts";
 import { parseFargateConfig } from "../../../providers/fargate/config.ts";
-import { EcsTasks } from "../../../providers/fargate/tasks.ts";
+import { EcsTasks } from "../../../providers/fargate/client/tasks.ts";
 import { MOTO_ENV, startMoto } from "./_moto.ts";
 
 Deno.test("ECS calls against moto: batches of 100, ping, log group", async (t) => {
