@@ -12,7 +12,14 @@
  * @module
  */
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
-import type { CallOptions, ContainerRef, PodRef, Provider, ProviderDeps } from "./contract.ts";
+import type {
+  CallOptions,
+  ContainerLogOptions,
+  ContainerRef,
+  PodRef,
+  Provider,
+  ProviderDeps,
+} from "./contract.ts";
 import { NotFoundError, refuseStreaming, type StreamingKind } from "./errors.ts";
 import { podEventSink } from "./events.ts";
 import { checkPodHooks, ExecHooks, type HookMode, podHooks } from "./lifecycle_hooks.ts";
@@ -45,6 +52,8 @@ export interface RemoteProviderSetup<H, B extends RemoteBackend<H>>
   hooks?: HookMode;
   /** With `refuse`: why the provider cannot run hooks, said in the refusal. */
   hooksRefused?: string;
+  /** Closes what the backend talks through (its API client), once close has stopped the pods. */
+  closeClient?: () => void;
 }
 
 /** The labels {@link RemotePodsProvider.applyNode} gives the node. */
@@ -97,6 +106,7 @@ export abstract class RemotePodsProvider<
   readonly #execHooks?: ExecHooks;
   readonly #stop = new AbortController();
   readonly #running: Promise<unknown>;
+  readonly #closeClient?: () => void;
 
   /** Makes the pods on `setup`'s backend and starts them (adoption first). */
   constructor(
@@ -105,8 +115,11 @@ export abstract class RemotePodsProvider<
   ) {
     this.deps = deps;
     this.signal = AbortSignal.any([deps.signal, this.#stop.signal]);
-    const { backend, alsoRun, hooks = "refuse", hooksRefused, ...options } = setup(this.signal);
+    const { backend, alsoRun, hooks = "refuse", hooksRefused, closeClient, ...options } = setup(
+      this.signal,
+    );
     this.backend = backend;
+    this.#closeClient = closeClient;
     this.hookMode = hooks;
     this.#hooksRefused = hooksRefused;
     this.pods = new RemotePods({
@@ -184,10 +197,17 @@ export abstract class RemotePodsProvider<
     return this.pods.notifyPods(callback);
   }
 
-  /** Stops adopting and polling, and waits for it; the pods' runs go on on the backend. */
+  /**
+   * Stops adopting and polling, and waits for it, then closes the backend's client (the setup's
+   * `closeClient`); the pods' runs go on on the backend.
+   */
   async close(): Promise<void> {
     this.#stop.abort();
-    await Promise.all([this.#running, this.#execHooks?.close()]);
+    try {
+      await Promise.all([this.#running, this.#execHooks?.close()]);
+    } finally {
+      this.#closeClient?.();
+    }
   }
 
   /** The subclass's exec, for `exec` hooks. */
@@ -213,6 +233,20 @@ export abstract class RemotePodsProvider<
       throw new NotFoundError(`pod ${ref.namespace}/${name} has no container ${ref.container}`);
     }
     return pod;
+  }
+
+  /**
+   * `Provider.getContainerLogs` from the backend's `logs`, for any container of the pod, an init
+   * container too ({@link known}), with the pod's current and previous runs.
+   */
+  protected async backendLogs(
+    ref: ContainerRef,
+    options: ContainerLogOptions,
+  ): Promise<ReadableStream<Uint8Array>> {
+    const pod = this.known(ref);
+    if (!this.backend.logs) throw new NotFoundError("this backend keeps no logs");
+    const runs = this.pods.logRunsOf(ref.namespace, ref.pod);
+    return await this.backend.logs(pod, ref.container, options, runs);
   }
 
   /**

@@ -3,9 +3,9 @@
  * job as last listed and the run's state files). The kit's RemotePods adopts, polls, restarts
  * with back-off and notifies; this file holds what is SLURM's: adoption only of a job whose
  * comment vkubelet signed for this node, that runs as the pod's user and whose `pod.json` is the
- * pod the comment names (./adoption.ts); one job listing per round for every pod (`squeue --json`
+ * pod the comment names (./ownership/adoption.ts); one job listing per round for every pod (`squeue --json`
  * or `GET /jobs`) with the state files of each pod's run — the job's files, read only through
- * ./job_files.ts — the pod directory written on the first run, and the job submitted with the
+ * ./ownership/job_files.ts — the pod directory written on the first run, and the job submitted with the
  * run's number and a signed comment, cancelled on deletion.
  * @module
  */
@@ -16,23 +16,26 @@ import {
   type Logger,
   NotFoundError,
   podKeyOf,
+  type ProviderDeps,
   type ProviderKubeClient,
   type RemoteBackend,
   type RemoteLogRuns,
   type RemoteMakeOptions,
+  type RemoteProviderSetup,
   type RemoteRead,
   type RemoteRun,
   type TerminatedReport,
 } from "../../provider/mod.ts";
-import type { JobInfo, SlurmBackend } from "./backend.ts";
+import type { JobInfo, SlurmClient } from "./client/slurm_client.ts";
 import type { SlurmConfig } from "./config.ts";
-import { adoptableJob } from "./adoption.ts";
-import { jobUserOf } from "./identity.ts";
-import { JobCommentKey } from "./job_comment.ts";
-import { jobFileSize, readJobText } from "./job_files.ts";
-import { jobRequestFor } from "./job_request.ts";
-import { readLogFile } from "./logs.ts";
-import { podDirOf, removePodDir, writePodDir } from "./pod_dir.ts";
+import { adoptableJob } from "./ownership/adoption.ts";
+import { loadCommentKey } from "./ownership/comment_key.ts";
+import { jobUserOf } from "./ownership/identity.ts";
+import { JobCommentKey } from "./ownership/job_comment.ts";
+import { jobFileSize, readJobText } from "./ownership/job_files.ts";
+import { jobRequestFor } from "./request/job_request.ts";
+import { readLogFile } from "./streams/logs.ts";
+import { podDirOf, removePodDir, writePodDir } from "./request/pod_dir.ts";
 import {
   deletedEnds,
   initEndsOf,
@@ -44,7 +47,7 @@ import {
 
 /** What {@link SlurmJobs} needs. */
 export interface SlurmJobsDeps {
-  slurm: SlurmBackend;
+  slurm: SlurmClient;
   config: SlurmConfig;
   kube?: ProviderKubeClient;
   nodeName: string;
@@ -55,11 +58,42 @@ export interface SlurmJobsDeps {
   /** Ends log follows when vkubelet stops. */
   signal: AbortSignal;
   /**
-   * The key that signs and checks job comments (./comment_key.ts `loadCommentKey`), asked for
+   * The key that signs and checks job comments (./ownership/comment_key.ts `loadCommentKey`), asked for
    * when first needed; a failure is asked again next time. Absent: a key of this instance alone
    * (tests), so that no restarted instance adopts its jobs.
    */
   commentKey?: () => Promise<JobCommentKey>;
+}
+
+/**
+ * How the slurm provider runs its pods on the kit: {@link SlurmJobs} on `slurm`, signing with the
+ * node's comment key, and the kit's options for SLURM.
+ */
+export function slurmJobsSetup(
+  config: SlurmConfig,
+  deps: ProviderDeps & { slurm: SlurmClient; signal: AbortSignal },
+): RemoteProviderSetup<SlurmHandle, SlurmJobs> {
+  const { slurm } = deps;
+  return {
+    backend: new SlurmJobs({
+      ...deps,
+      config,
+      hostIP: deps.internalIp,
+      commentKey: () => loadCommentKey(config),
+    }),
+    intervalMs: config.statusInterval,
+    // The job runs no hooks; the kit runs them through exec (a step of the job, by srun),
+    // which needs the cli.
+    hooks: config.cli ? "exec" : "refuse",
+    hooksRefused:
+      "the kit runs hooks through exec, which needs srun on vkubelet's host: add cli to the slurm provider config",
+    backoff: { initialMs: config.restartBackOff.initial, maxMs: config.restartBackOff.max },
+    // Until slurmctld lists the jobs, none is submitted again nor a pod listed as gone.
+    retryList: true,
+    // Every pod's IP is the node's, between runs too.
+    keepPodIP: true,
+    closeClient: () => slurm.close(),
+  };
 }
 
 /** SLURM jobs for RemotePods; see the module doc. */
@@ -67,7 +101,7 @@ export class SlurmJobs implements RemoteBackend<SlurmHandle> {
   readonly #d: SlurmJobsDeps;
   /**
    * When each pod started, by uid: a later run's time limit is what is left of its
-   * activeDeadlineSeconds (./job_request.ts).
+   * activeDeadlineSeconds (./request/job_request.ts).
    */
   readonly #started = new Map<string, number>();
   /** Each pod's latest run, by uid: how its init containers ended, for the next run's status. */
@@ -257,7 +291,7 @@ export class SlurmJobs implements RemoteBackend<SlurmHandle> {
 
   /**
    * Reads the `started`/`step`/`exit` files of the run: the job's files, so only through
-   * ./job_files.ts (a link, FIFO or device there reads as no file, and is logged once).
+   * ./ownership/job_files.ts (a link, FIFO or device there reads as no file, and is logged once).
    */
   async #readFiles(pod: Pod, handle: SlurmHandle): Promise<void> {
     const dir = `${podDirOf(this.#d.config, pod)}/state`;

@@ -4,9 +4,40 @@
  * its backend is, for a ping that fails.
  * @module
  */
-import type { BackendUnreachableHelpOptions, ProviderNodeFields } from "../../provider/mod.ts";
-import type { PartitionInfo } from "./backend.ts";
+import type {
+  BackendUnreachableHelpOptions,
+  Logger,
+  ProviderNodeFields,
+} from "../../provider/mod.ts";
+import type { PartitionInfo, SlurmClient } from "./client/slurm_client.ts";
 import type { SlurmConfig } from "./config.ts";
+
+/**
+ * The node's fields, from the partitions read anew each time; when a read fails, from the last
+ * partitions read (none before the first), with a warning.
+ */
+export class SlurmNode {
+  readonly #config: SlurmConfig;
+  readonly #slurm: SlurmClient;
+  readonly #log: Logger;
+  #partitions: PartitionInfo[] = [];
+
+  constructor(config: SlurmConfig, deps: { slurm: SlurmClient; log: Logger }) {
+    this.#config = config;
+    this.#slurm = deps.slurm;
+    this.#log = deps.log;
+  }
+
+  /** The node's capacity and labels (see {@link slurmNodeFields}). */
+  async fields(): Promise<ProviderNodeFields> {
+    try {
+      this.#partitions = await this.#slurm.partitions({ signal: AbortSignal.timeout(10_000) });
+    } catch (err) {
+      this.#log.warn("reading SLURM partitions failed: {err}", { err: String(err) });
+    }
+    return slurmNodeFields(this.#config, this.#partitions);
+  }
+}
 
 /** The node's capacity and labels from `partitions` (the config's partition only, if set). */
 export function slurmNodeFields(

@@ -1,11 +1,7 @@
 /**
- * The slurm provider: every pod bound to the node runs as one SLURM batch job (see
- * `./script.ts`), submitted through slurmrestd or sbatch. The kit's RemotePods owns the pods'
- * life — adoption, one job listing per round for all pods, restarts with back-off — over
- * `./jobs.ts`: on start it adopts this node's jobs (those whose comment vkubelet signed for this
- * node, `./job_comment.ts`, and that run as the pod's user, `./identity.ts`) and lists them as pods, so the core deletes (and this
- * cancels) only those the API no longer has, once its caches have synced; a pod created again
- * adopts its job rather than submit a second one. Here: the node, ping, logs, exec, attach and
+ * The slurm provider: every pod bound to the node runs as one SLURM batch job, its life owned by
+ * the kit's RemotePods over `./backend.ts` (adoption of this node's signed jobs, one job listing
+ * per round for all pods, restarts with back-off). Here: the node, ping, logs, exec, attach and
  * stats.
  * @module
  */
@@ -17,70 +13,37 @@ import {
   type ContainerRef,
   type ExecOptions,
   metricsText,
-  NotSupportedError,
   type Provider,
   type ProviderDeps,
   RemotePodsProvider,
   type StatsSummary,
 } from "../../provider/mod.ts";
-import type { PartitionInfo, SlurmBackend } from "./backend.ts";
+import type { SlurmClient } from "./client/slurm_client.ts";
 import type { SlurmConfig } from "./config.ts";
-import { attachToStep, stepTarget } from "./attach.ts";
-import { commandRunner } from "./cli.ts";
-import { loadCommentKey } from "./comment_key.ts";
-import { execInPod } from "./exec.ts";
-import { SlurmJobs } from "./jobs.ts";
+import { type SlurmJobs, slurmJobsSetup } from "./jobs.ts";
+import { slurmEndpoint, SlurmNode } from "./node.ts";
+import { SlurmStats } from "./stats.ts";
 import type { SlurmHandle } from "./status.ts";
-import { runningPods, slurmStatsSummary, SstatSampler } from "./stats.ts";
-import { slurmEndpoint, slurmNodeFields } from "./node.ts";
+import { attachToStep, stepTarget } from "./streams/attach.ts";
+import { execInPod } from "./streams/exec.ts";
 
 /** Runs the node's pods as SLURM jobs; see the module doc. */
 export class SlurmProvider extends RemotePodsProvider<SlurmHandle, SlurmJobs> implements Provider {
   readonly #config: SlurmConfig;
-  readonly #slurm: SlurmBackend;
-  readonly #sstat?: SstatSampler;
-  readonly #startMs: number;
-  #partitions: PartitionInfo[] = [];
+  readonly #slurm: SlurmClient;
+  readonly #node: SlurmNode;
+  readonly #stats: SlurmStats;
 
-  constructor(config: SlurmConfig, deps: ProviderDeps, slurm: SlurmBackend) {
-    super(deps, (signal) => ({
-      backend: new SlurmJobs({
-        ...deps,
-        slurm,
-        config,
-        hostIP: deps.internalIp,
-        signal,
-        commentKey: () => loadCommentKey(config),
-      }),
-      intervalMs: config.statusInterval,
-      // The job runs no hooks; the kit runs them through exec (a step of the job, by srun),
-      // which needs the cli.
-      hooks: config.cli ? "exec" : "refuse",
-      hooksRefused:
-        "the kit runs hooks through exec, which needs srun on vkubelet's host: add cli to the slurm provider config",
-      backoff: { initialMs: config.restartBackOff.initial, maxMs: config.restartBackOff.max },
-      // Until slurmctld lists the jobs, none is submitted again nor a pod listed as gone.
-      retryList: true,
-      // Every pod's IP is the node's, between runs too.
-      keepPodIP: true,
-    }));
+  constructor(config: SlurmConfig, deps: ProviderDeps, slurm: SlurmClient) {
+    super(deps, (signal) => slurmJobsSetup(config, { ...deps, slurm, signal }));
     this.#config = config;
     this.#slurm = slurm;
-    this.#startMs = deps.clock.now();
-    if (config.cli) {
-      const run = commandRunner(config.cli.bin);
-      this.#sstat = new SstatSampler({ run, clock: deps.clock, intervalMs: config.statsInterval });
-    }
+    this.#node = new SlurmNode(config, { slurm, log: deps.log });
+    this.#stats = new SlurmStats(config, deps);
   }
 
   async configureNode(node: Node): Promise<void> {
-    try {
-      this.#partitions = await this.#slurm.partitions({ signal: AbortSignal.timeout(10_000) });
-    } catch (err) {
-      this.deps.log.warn("reading SLURM partitions failed: {err}", { err: String(err) });
-    }
-    const fields = slurmNodeFields(this.#config, this.#partitions);
-    this.applyNode(node, fields, { provider: "slurm" });
+    this.applyNode(node, await this.#node.fields(), { provider: "slurm" });
   }
 
   async ping(options: CallOptions): Promise<void> {
@@ -88,17 +51,8 @@ export class SlurmProvider extends RemotePodsProvider<SlurmHandle, SlurmJobs> im
     await this.reach((signal) => this.#slurm.ping({ signal }), options, where, help);
   }
 
-  async getContainerLogs(
-    ref: ContainerRef,
-    options: ContainerLogOptions,
-  ): Promise<ReadableStream<Uint8Array>> {
-    const pod = this.known(ref);
-    return await this.backend.logs(
-      pod,
-      ref.container,
-      options,
-      this.pods.logRunsOf(ref.namespace, ref.pod),
-    );
+  getContainerLogs(ref: ContainerRef, options: ContainerLogOptions): Promise<ReadableStream> {
+    return this.backendLogs(ref, options);
   }
 
   async runInContainer(ref: ContainerRef, options: ExecOptions): Promise<number> {
@@ -113,27 +67,14 @@ export class SlurmProvider extends RemotePodsProvider<SlurmHandle, SlurmJobs> im
     const runs = this.pods.logRunsOf(ref.namespace, ref.pod);
     const handle = (runs.current ?? runs.previous)?.handle;
     const target = stepTarget(pod, handle, ref.container, this.#config, this.deps.clock);
-    const signal = this.callSignal(options.signal);
-    await attachToStep(target, options.io, signal);
+    await attachToStep(target, options.io, this.callSignal(options.signal));
   }
 
-  async getStatsSummary(options: CallOptions): Promise<StatsSummary> {
-    if (!this.#sstat) {
-      throw new NotSupportedError(
-        "stats need sstat on vkubelet's host (slurmrestd has no step statistics): add cli to the slurm provider config (it may sit beside rest)",
-      );
-    }
-    const pods = runningPods(this.pods.running());
-    const sample = await this.#sstat.sample(pods.map((p) => p.jobId), options.signal);
-    return slurmStatsSummary({ name: this.deps.nodeName, startMs: this.#startMs }, pods, sample);
+  getStatsSummary(options: CallOptions): Promise<StatsSummary> {
+    return this.#stats.summary(this.pods.running(), options.signal);
   }
 
   async getMetricsResource(options: CallOptions): Promise<string> {
     return metricsText(await this.getStatsSummary(options));
-  }
-
-  override async close(): Promise<void> {
-    await super.close().catch(() => {});
-    this.#slurm.close();
   }
 }

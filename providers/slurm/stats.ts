@@ -15,12 +15,14 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   type Clock,
   type ContainerStats,
+  NotSupportedError,
   type PodStats,
   raceSignal,
   type RemoteRun,
   type StatsSummary,
 } from "../../provider/mod.ts";
-import type { CommandRunner } from "./cli.ts";
+import { type CommandRunner, commandRunner } from "./client/cli.ts";
+import type { SlurmConfig } from "./config.ts";
 import type { SlurmHandle } from "./status.ts";
 
 /** One step's usage in an sstat answer. */
@@ -139,6 +141,39 @@ export class SstatSampler {
   #empty(atMs: number): StepSample {
     this.#latest = { atMs, steps: new Map(), rates: new Map() };
     return this.#latest;
+  }
+}
+
+/**
+ * The node's `/stats/summary` through sstat ({@link SstatSampler}): refused (NotSupportedError)
+ * without the cli, as slurmrestd has no step statistics.
+ */
+export class SlurmStats {
+  readonly #sstat?: SstatSampler;
+  readonly #node: { name: string; startMs: number };
+
+  constructor(config: SlurmConfig, deps: { clock: Clock; nodeName: string }) {
+    const { clock, nodeName } = deps;
+    this.#node = { name: nodeName, startMs: clock.now() };
+    if (config.cli) {
+      const run = commandRunner(config.cli.bin);
+      this.#sstat = new SstatSampler({ run, clock, intervalMs: config.statsInterval });
+    }
+  }
+
+  /** The summary of `runs` (the kit's running pods) whose jobs run. */
+  async summary(
+    runs: Iterable<{ pod: Pod; run: RemoteRun<SlurmHandle>; startTimeMs: number }>,
+    signal?: AbortSignal,
+  ): Promise<StatsSummary> {
+    if (!this.#sstat) {
+      throw new NotSupportedError(
+        "stats need sstat on vkubelet's host (slurmrestd has no step statistics): add cli to the slurm provider config (it may sit beside rest)",
+      );
+    }
+    const pods = runningPods(runs);
+    const sample = await this.#sstat.sample(pods.map((p) => p.jobId), signal);
+    return slurmStatsSummary(this.#node, pods, sample);
   }
 }
 

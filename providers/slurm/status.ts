@@ -12,7 +12,7 @@ import {
   type RemoteRun,
   type TerminatedReport,
 } from "../../provider/mod.ts";
-import type { JobInfo } from "./backend.ts";
+import type { JobInfo } from "./client/slurm_client.ts";
 
 /** One container's files of a run. */
 export interface RunFiles {
@@ -80,7 +80,7 @@ export function runOf(
   const reports = (containers?: { name: string }[]) =>
     Object.fromEntries((containers ?? []).map((c) => [c.name, report(handle, c.name, nowMs)]));
   const ended = jobEnded(handle.job);
-  // activeDeadlineSeconds became the job's time limit (./job_request.ts): SLURM ending it
+  // activeDeadlineSeconds became the job's time limit (./request/job_request.ts): SLURM ending it
   // fails the pod, never restarted (kubernetes/kubernetes pkg/kubelet/active_deadline.go).
   const deadline = ended && handle.job?.state === "TIMEOUT" &&
     pod.spec?.activeDeadlineSeconds !== undefined;

@@ -24,7 +24,7 @@ import { EciBackend } from "../../providers/eci/backend.ts";
 import { parseEciConfig } from "../../providers/eci/config.ts";
 import { InterlinkBackend } from "../../providers/interlink/backend.ts";
 import { SlurmJobs } from "../../providers/slurm/jobs.ts";
-import type { JobInfo, SlurmBackend } from "../../providers/slurm/backend.ts";
+import type { JobInfo, SlurmClient } from "../../providers/slurm/client/slurm_client.ts";
 import { parseSlurmConfig } from "../../providers/slurm/config.ts";
 
 /** The waits between a failure and the restart after it, in seconds: the kubelet's. */
@@ -383,7 +383,7 @@ function slurm(): Driver {
     },
     jobs: () => Promise.resolve(jobs ? [job()] : []),
     cancel: () => Promise.resolve(),
-  } as unknown as SlurmBackend;
+  } as unknown as SlurmClient;
   const { restartBackOff } = parsed.config;
   const pods = new RemotePods({
     backend: new SlurmJobs({

@@ -11,8 +11,8 @@ import type {
   JobInfo,
   JobRequest,
   PartitionInfo,
-  SlurmBackend,
-} from "../../providers/slurm/backend.ts";
+  SlurmClient,
+} from "../../providers/slurm/client/slurm_client.ts";
 import { freePort } from "../cluster/ports.ts";
 import { killMarkedProcesses } from "./processes.ts";
 import { eventually } from "./wait.ts";
@@ -253,7 +253,7 @@ export async function startSlurm(size: SlurmSize = {}): Promise<Slurm> {
  * A backend with no SLURM behind it, for tests: every submitted job is listed as RUNNING,
  * submitted by `user`; `jobsList` may be given jobs beforehand (jobs a restarted vkubelet finds).
  */
-export class FakeSlurmBackend implements SlurmBackend {
+export class FakeSlurmBackend implements SlurmClient {
   readonly kind = "fake";
   readonly jobsList: JobInfo[];
   readonly #user: number;

@@ -1,18 +1,18 @@
 /**
- * The backend through SLURM's commands, for vkubelet on a login node: `sbatch` (script on
+ * The SLURM client through SLURM's commands, for vkubelet on a login node: `sbatch` (script on
  * stdin), `squeue --json` (the same job shape as slurmrestd), `scancel`, `sinfo`,
  * `scontrol ping`. The commands run as vkubelet's user, so jobs do too.
  * @module
  */
-import { InvalidInputError, TransientError } from "../../provider/mod.ts";
+import { InvalidInputError, TransientError } from "../../../provider/mod.ts";
 import {
   addGres,
   type JobInfo,
   type JobRequest,
   parseJobs,
   type PartitionInfo,
-  type SlurmBackend,
-} from "./backend.ts";
+  type SlurmClient,
+} from "./slurm_client.ts";
 
 /** Runs one SLURM command; its stdout, or an error with its stderr. */
 export type CommandRunner = (
@@ -66,7 +66,7 @@ const SQUEUE_FIELDS =
   "JobID:|,State:|,Reason:|,UserID:|,ExitCode:|,StartTime:|,EndTime:|,Comment:|";
 
 /** Talks to SLURM through its commands; see the module doc. */
-export class CliBackend implements SlurmBackend {
+export class CliClient implements SlurmClient {
   readonly kind = "cli";
   readonly #run: CommandRunner;
   readonly #users: number[];

@@ -1,21 +1,21 @@
 /**
- * The backend through slurmrestd: on a unix socket with `rest_auth/local` (jobs run as the user
+ * The SLURM client through slurmrestd: on a unix socket with `rest_auth/local` (jobs run as the user
  * slurmrestd runs as), or on a URL with a JWT (`X-SLURM-USER-NAME`, `X-SLURM-USER-TOKEN`). The
  * API version is the newest of {@link SUPPORTED_VERSIONS} that its OpenAPI document lists.
  * @module
  */
-import { InvalidInputError, TransientError } from "../../provider/mod.ts";
+import { InvalidInputError, TransientError } from "../../../provider/mod.ts";
 import {
   type JobInfo,
   type JobRequest,
   parseJobs,
   parsePartitions,
   type PartitionInfo,
-  type SlurmBackend,
-} from "./backend.ts";
-import type { SlurmConfig } from "./config.ts";
+  type SlurmClient,
+} from "./slurm_client.ts";
+import type { SlurmConfig } from "../config.ts";
 
-/** API versions whose job, submit and partition shapes this backend speaks, newest first. */
+/** API versions whose job, submit and partition shapes this client speaks, newest first. */
 export const SUPPORTED_VERSIONS = ["v0.0.38", "v0.0.37"];
 
 /** sbatch option names whose slurmrestd field is not the name with `_` for `-`. */
@@ -32,7 +32,7 @@ const FIELD_NAMES: Record<string, string> = {
 type RestOptions = NonNullable<SlurmConfig["rest"]>;
 
 /** Talks to slurmrestd; see the module doc. */
-export class RestBackend implements SlurmBackend {
+export class RestClient implements SlurmClient {
   readonly #base: string;
   readonly #client?: Deno.HttpClient;
   readonly #headers: () => Promise<Record<string, string>>;
@@ -42,13 +42,13 @@ export class RestBackend implements SlurmBackend {
     return `rest ${this.#version ?? "(version not yet known)"}`;
   }
 
-  readonly #lister?: Pick<SlurmBackend, "jobs">;
+  readonly #lister?: Pick<SlurmClient, "jobs">;
 
   /**
    * `lister`: lists the jobs instead of `GET /jobs` (which has no filter in v0.0.38 and answers
    * with the whole cluster): the CLI's squeue filtered to this node's users, when configured.
    */
-  constructor(options: RestOptions, lister?: Pick<SlurmBackend, "jobs">) {
+  constructor(options: RestOptions, lister?: Pick<SlurmClient, "jobs">) {
     this.#lister = lister;
     this.#version = options.version;
     if (options.socket) {

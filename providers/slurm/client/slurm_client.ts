@@ -60,7 +60,7 @@ export interface PartitionInfo {
 }
 
 /** The calls the provider makes; each one takes `{ signal }`. */
-export interface SlurmBackend {
+export interface SlurmClient {
   /** How it talks to SLURM, for logs and the node's labels (`rest v0.0.38`, `cli`). */
   readonly kind: string;
   /** Submits a job; its ID. */

@@ -7,12 +7,12 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { type Logger, standInPod } from "../../provider/mod.ts";
-import type { JobInfo } from "./backend.ts";
-import type { SlurmConfig } from "./config.ts";
+import { type Logger, standInPod } from "../../../provider/mod.ts";
+import type { JobInfo } from "../client/slurm_client.ts";
+import type { SlurmConfig } from "../config.ts";
 import { jobUserOf } from "./identity.ts";
 import { type JobCommentKey, type JobIdentity, parseJobComment } from "./job_comment.ts";
-import { podDirOf, readSavedPod } from "./pod_dir.ts";
+import { podDirOf, readSavedPod } from "../request/pod_dir.ts";
 
 /** What {@link adoptableJob} needs. */
 export interface AdoptionDeps {

@@ -11,8 +11,8 @@
  * `~/.local/state/vkubelet/slurm`) that holds a key, else the first that can be created.
  * @module
  */
-import { InvalidInputError } from "../../provider/mod.ts";
-import type { SlurmConfig } from "./config.ts";
+import { InvalidInputError } from "../../../provider/mod.ts";
+import type { SlurmConfig } from "../config.ts";
 import { hostUser } from "./identity.ts";
 import { JobCommentKey } from "./job_comment.ts";
 

@@ -10,8 +10,8 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { effectiveSecurityContext, InvalidInputError } from "../../provider/mod.ts";
-import type { SlurmConfig } from "./config.ts";
+import { effectiveSecurityContext, InvalidInputError } from "../../../provider/mod.ts";
+import type { SlurmConfig } from "../config.ts";
 import type { Owner } from "./job_files.ts";
 
 let host: Owner | undefined;

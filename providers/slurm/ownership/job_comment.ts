@@ -12,7 +12,7 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { encodePodTag, isDnsSubdomain, type PodTag, podTagText } from "../../provider/mod.ts";
+import { encodePodTag, isDnsSubdomain, type PodTag, podTagText } from "../../../provider/mod.ts";
 
 export { isDnsSubdomain };
 

@@ -11,11 +11,11 @@
  *
  * The names above the file cannot be swapped: the pod directory is vkubelet's, 0711, so a job
  * can change what is inside its subdirectories but not the subdirectories themselves
- * (`./pod_dir.ts`). Deno's own `Deno.open` takes no flags; `node:fs` passes them through.
+ * (`../request/pod_dir.ts`). Deno's own `Deno.open` takes no flags; `node:fs` passes them through.
  * @module
  */
 import { constants, promises as fsp } from "node:fs";
-import { InvalidInputError } from "../../provider/mod.ts";
+import { InvalidInputError } from "../../../provider/mod.ts";
 
 /** A user and group, as numbers. */
 export interface Owner {

@@ -17,8 +17,8 @@
  * @module
  */
 import type { Container } from "kubernetes-types/core/v1.d.ts";
-import type { SlurmConfig } from "./config.ts";
-import type { InterlinkRequest } from "./interlink.ts";
+import type { SlurmConfig } from "../config.ts";
+import type { InterlinkRequest } from "./interlink_annotations.ts";
 
 /** The instance's name in a launcher or exec shell (`$SLURM_JOB_ID` and the task expand there). */
 export function instanceName(container: string, task = "${SLURM_PROCID:-0}"): string {

@@ -8,8 +8,8 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError } from "../../provider/mod.ts";
-import type { SlurmConfig } from "./config.ts";
+import { InvalidInputError } from "../../../provider/mod.ts";
+import type { SlurmConfig } from "../config.ts";
 import { hostPathOf } from "./script.ts";
 import { TASK_OPTIONS } from "./tasks.ts";
 

@@ -12,18 +12,18 @@ import {
   InvalidInputError,
   isSidecar,
   quantityToNumber,
-} from "../../provider/mod.ts";
-import type { JobRequest } from "./backend.ts";
-import { ANNOTATION_PREFIX, type SlurmConfig } from "./config.ts";
-import { checkJobUser, hostUser } from "./identity.ts";
-import { jobComment } from "./job_comment.ts";
+} from "../../../provider/mod.ts";
+import type { JobRequest } from "../client/slurm_client.ts";
+import { ANNOTATION_PREFIX, type SlurmConfig } from "../config.ts";
+import { checkJobUser, hostUser } from "../ownership/identity.ts";
+import { jobComment } from "../ownership/job_comment.ts";
 import { batchScript, launcherScript, podDirName } from "./script.ts";
-import { interlinkRequest } from "./interlink.ts";
+import { interlinkRequest } from "./interlink_annotations.ts";
 import { allocationOptions, TASK_OPTIONS, taskLayout } from "./tasks.ts";
 
 /**
  * Everything but the script's run number is fixed per pod; `run` counts submissions. The comment
- * is not yet signed (`./jobs.ts` signs it). A pod whose job would run as root is refused.
+ * is not yet signed (`../backend.ts` signs it). A pod whose job would run as root is refused.
  */
 export function jobRequestFor(
   pod: Pod,
@@ -82,7 +82,7 @@ function jobOptions(pod: Pod, config: SlurmConfig): Record<string, string> {
     }
     options[option] = value;
   }
-  // interLink's annotations, through the same allowlist (./interlink.ts).
+  // interLink's annotations, through the same allowlist (./interlink_annotations.ts).
   Object.assign(options, interlinkRequest(pod, config).options);
   const ns = pod.metadata?.namespace ?? "";
   const mapped = config.runAsUsers[ns];

@@ -10,7 +10,7 @@
  * the files in them 0600 (launchers 0700): never readable by other users of the shared path.
  * Everything is written while the directory is still 0700 and before the job exists, so giving
  * the job's files to its user by path cannot be redirected; after that vkubelet touches files
- * in the subdirectories only through `./job_files.ts`. `sharedDir` must be vkubelet's and not
+ * in the subdirectories only through `../ownership/job_files.ts`. `sharedDir` must be vkubelet's and not
  * writable by group or others, or a job could swap another pod's directory for a link.
  * @module
  */
@@ -21,10 +21,10 @@ import {
   type ProviderKubeClient,
   resolveVolumeFieldRef,
   TransientError,
-} from "../../provider/mod.ts";
-import type { SlurmConfig } from "./config.ts";
-import { hostUser, jobUserOf } from "./identity.ts";
-import { type Owner, readJobFile } from "./job_files.ts";
+} from "../../../provider/mod.ts";
+import type { SlurmConfig } from "../config.ts";
+import { hostUser, jobUserOf } from "../ownership/identity.ts";
+import { type Owner, readJobFile } from "../ownership/job_files.ts";
 import { hostPathOf, launcherScript, podDirName } from "./script.ts";
 
 /** The pod directory's subdirectories, which belong to the job's user. */

@@ -13,11 +13,11 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError, isSidecar } from "../../provider/mod.ts";
-import type { SlurmConfig } from "./config.ts";
+import { InvalidInputError, isSidecar } from "../../../provider/mod.ts";
+import type { SlurmConfig } from "../config.ts";
 import { apptainerLines } from "./apptainer.ts";
-import { interlinkRequest } from "./interlink.ts";
-import { DNS_LABEL, isDnsSubdomain } from "./job_comment.ts";
+import { interlinkRequest } from "./interlink_annotations.ts";
+import { DNS_LABEL, isDnsSubdomain } from "../ownership/job_comment.ts";
 import { mainContainer, stepLayoutArgs, type TaskLayout } from "./tasks.ts";
 
 /** Quotes `text` for sh. */

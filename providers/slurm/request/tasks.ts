@@ -7,8 +7,8 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError } from "../../provider/mod.ts";
-import { ANNOTATION_PREFIX, type SlurmConfig } from "./config.ts";
+import { InvalidInputError } from "../../../provider/mod.ts";
+import { ANNOTATION_PREFIX, type SlurmConfig } from "../config.ts";
 
 /** The layout options pods may always set by annotation: counts and an MPI plugin name. */
 export const TASK_OPTIONS = ["nodes", "ntasks", "ntasks-per-node", "mpi"] as const;

@@ -3,7 +3,7 @@
  * end (`./logs.ts`, followed until the step exits or the session ends): stdout and stderr
  * combined, as the batch script writes them to one file, all sent on the session's stdout. A
  * container with `stdin: true` reads `stdin/NAME.RUN` in the pod directory (the batch script
- * passes it on with `tail -f`, `./script.ts`); the session's stdin is appended there. When the
+ * passes it on with `tail -f`, `../request/script.ts`); the session's stdin is appended there. When the
  * session's stdin ends, a `stdinOnce` container's stdin is closed for good (`.closed` beside it)
  * and output keeps flowing until the step ends; otherwise the session ends there, as the
  * process provider's attach does (containerd internal/cri/io/container_io.go `Attach`).
@@ -13,7 +13,7 @@
  * with `tty: true`, or a session asking for a terminal, is refused: steps run without one.
  *
  * The stdin file, its `.closed` marker and the log are the job's: they are opened through
- * `./job_files.ts`, so a link the job put there is refused, never followed.
+ * `../ownership/job_files.ts`, so a link the job put there is refused, never followed.
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
@@ -22,13 +22,19 @@ import {
   type Clock,
   InvalidInputError,
   NotSupportedError,
-} from "../../provider/mod.ts";
-import type { SlurmConfig } from "./config.ts";
-import { hostUser, jobUserOf } from "./identity.ts";
-import { appendJobFile, createJobMarker, jobFileSize, type Owner, present } from "./job_files.ts";
+} from "../../../provider/mod.ts";
+import type { SlurmConfig } from "../config.ts";
+import { hostUser, jobUserOf } from "../ownership/identity.ts";
+import {
+  appendJobFile,
+  createJobMarker,
+  jobFileSize,
+  type Owner,
+  present,
+} from "../ownership/job_files.ts";
 import { readLogFile } from "./logs.ts";
-import { podDirOf } from "./pod_dir.ts";
-import { jobEnded, type SlurmHandle } from "./status.ts";
+import { podDirOf } from "../request/pod_dir.ts";
+import { jobEnded, type SlurmHandle } from "../status.ts";
 
 /** What a session connects to. */
 export interface StepTarget {

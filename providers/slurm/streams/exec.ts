@@ -13,12 +13,12 @@ import {
   type ExecOptions,
   NotFoundError,
   NotSupportedError,
-} from "../../provider/mod.ts";
-import { apptainerExecShell } from "./apptainer.ts";
-import type { SlurmConfig } from "./config.ts";
-import { hostUser, jobUserOf } from "./identity.ts";
-import { podDirOf } from "./pod_dir.ts";
-import type { SlurmHandle } from "./status.ts";
+} from "../../../provider/mod.ts";
+import { apptainerExecShell } from "../request/apptainer.ts";
+import type { SlurmConfig } from "../config.ts";
+import { hostUser, jobUserOf } from "../ownership/identity.ts";
+import { podDirOf } from "../request/pod_dir.ts";
+import type { SlurmHandle } from "../status.ts";
 
 /**
  * `kubectl exec` in the pod's container: a step of its running job (`handle`, as last read),

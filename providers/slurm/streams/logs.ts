@@ -3,12 +3,12 @@
  * script stamped it (`<epoch seconds>.<microseconds> <text>`), with tail, since, timestamps and
  * limitBytes; `follow` polls the file for new lines until the signal aborts or `done()` says the
  * run ended and nothing is left to read. The job writes the file, so it is read through
- * `./job_files.ts` (only the job's own regular file, never through a link), a bounded chunk at
+ * `../ownership/job_files.ts` (only the job's own regular file, never through a link), a bounded chunk at
  * a time; `tailLines` keeps only the last lines of what is read before the end is reached.
  * @module
  */
-import type { Clock, ContainerLogOptions } from "../../provider/mod.ts";
-import { type Owner, readJobFile } from "./job_files.ts";
+import type { Clock, ContainerLogOptions } from "../../../provider/mod.ts";
+import { type Owner, readJobFile } from "../ownership/job_files.ts";
 
 /** The most read from the file at once. */
 const CHUNK_BYTES = 1 << 20;

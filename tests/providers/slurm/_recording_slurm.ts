@@ -3,7 +3,11 @@
  * what is submitted and cancelled, and a logger that keeps its warnings.
  */
 import type { LogProperties } from "../../../provider/mod.ts";
-import type { JobInfo, JobRequest, SlurmBackend } from "../../../providers/slurm/backend.ts";
+import type {
+  JobInfo,
+  JobRequest,
+  SlurmClient,
+} from "../../../providers/slurm/client/slurm_client.ts";
 
 /** Debian's nobody. */
 export const NOBODY = { uid: 65534, gid: 65534 };
@@ -12,7 +16,7 @@ export const NOBODY = { uid: 65534, gid: 65534 };
  * A SLURM that lists `listed` and records what is submitted (listed as RUNNING, as `submitAs`)
  * and cancelled.
  */
-export class RecordingSlurm implements SlurmBackend {
+export class RecordingSlurm implements SlurmClient {
   readonly kind = "fake";
   readonly cancelled: number[] = [];
   readonly submitted: JobRequest[] = [];

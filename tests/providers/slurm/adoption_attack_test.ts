@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../../base/clock.ts";
-import type { JobInfo } from "../../../providers/slurm/backend.ts";
+import type { JobInfo } from "../../../providers/slurm/client/slurm_client.ts";
 import { parseSlurmConfig } from "../../../providers/slurm/config.ts";
 import { SlurmJobs } from "../../../providers/slurm/jobs.ts";
 import { NOBODY, recordingLog, RecordingSlurm, running } from "./_recording_slurm.ts";

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { parseSlurmConfig } from "../../../providers/slurm/config.ts";
-import { jobRequestFor } from "../../../providers/slurm/job_request.ts";
+import { jobRequestFor } from "../../../providers/slurm/request/job_request.ts";
 
 const UID = "4e2b9c71-0d3a-4f8e-9b56-2c7a1e0f3d85";
 

@@ -4,9 +4,9 @@
  */
 import assert from "node:assert/strict";
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { apptainerExecShell, imageRef } from "../../../providers/slurm/apptainer.ts";
+import { apptainerExecShell, imageRef } from "../../../providers/slurm/request/apptainer.ts";
 import { parseSlurmConfig, type SlurmConfig } from "../../../providers/slurm/config.ts";
-import { launcherScript } from "../../../providers/slurm/script.ts";
+import { launcherScript } from "../../../providers/slurm/request/script.ts";
 
 /** A fake apptainer: one line per call, its arguments then FOO as it sees it. */
 const FAKE = `#!/bin/sh

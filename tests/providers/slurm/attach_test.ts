@@ -8,9 +8,9 @@
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../../base/clock.ts";
-import { attachToStep, stepTarget } from "../../../providers/slurm/attach.ts";
+import { attachToStep, stepTarget } from "../../../providers/slurm/streams/attach.ts";
 import { parseSlurmConfig } from "../../../providers/slurm/config.ts";
-import { podDirOf } from "../../../providers/slurm/pod_dir.ts";
+import { podDirOf } from "../../../providers/slurm/request/pod_dir.ts";
 import type { SlurmHandle } from "../../../providers/slurm/status.ts";
 
 Deno.test("an answer sent at once is the session's, never skipped as earlier output", async () => {

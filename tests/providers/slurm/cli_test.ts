@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../../base/clock.ts";
 import { getLogger } from "../../../base/log.ts";
-import { CliBackend, commandRunner } from "../../../providers/slurm/cli.ts";
+import { CliClient, commandRunner } from "../../../providers/slurm/client/cli.ts";
 import { createProvider } from "../../../providers/slurm/mod.ts";
 import { startSlurm } from "../../../tools/harness/slurm.ts";
 
@@ -83,7 +83,7 @@ Deno.test("through the CLI a pod runs as a job, its log is read and the node siz
       "--output=/dev/null",
       "--wrap=sleep 30",
     ]);
-    const listed = await new CliBackend(commandRunner(""), { users: [0] }).jobs({});
+    const listed = await new CliClient(commandRunner(""), { users: [0] }).jobs({});
     assert.deepEqual(
       listed.map((j) => [j.state, j.reason, j.userId, j.comment.split(" uid=")[0]]),
       [["FAILED", "NonZeroExitCode", 0, "vkubelet node=login-1 pod=ns/hello"]],

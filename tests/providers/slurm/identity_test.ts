@@ -9,11 +9,11 @@ import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../../base/clock.ts";
 import { getLogger } from "../../../base/log.ts";
-import type { JobInfo } from "../../../providers/slurm/backend.ts";
+import type { JobInfo } from "../../../providers/slurm/client/slurm_client.ts";
 import { parseSlurmConfig } from "../../../providers/slurm/config.ts";
 import { createProvider, SlurmProvider } from "../../../providers/slurm/mod.ts";
-import { loadCommentKey } from "../../../providers/slurm/comment_key.ts";
-import { jobComment, type JobCommentKey } from "../../../providers/slurm/job_comment.ts";
+import { loadCommentKey } from "../../../providers/slurm/ownership/comment_key.ts";
+import { jobComment, type JobCommentKey } from "../../../providers/slurm/ownership/job_comment.ts";
 import { FakeSlurmBackend, NOBODY, startSlurm } from "../../../tools/harness/slurm.ts";
 import { eventually } from "../../../tools/harness/wait.ts";
 

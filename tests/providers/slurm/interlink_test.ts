@@ -5,9 +5,9 @@
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { parseSlurmConfig, type SlurmConfig } from "../../../providers/slurm/config.ts";
-import { jobRequestFor } from "../../../providers/slurm/job_request.ts";
-import { sbatchArgs } from "../../../providers/slurm/cli.ts";
-import { launcherScript } from "../../../providers/slurm/script.ts";
+import { jobRequestFor } from "../../../providers/slurm/request/job_request.ts";
+import { sbatchArgs } from "../../../providers/slurm/client/cli.ts";
+import { launcherScript } from "../../../providers/slurm/request/script.ts";
 
 function config(extra: Record<string, unknown> = {}): SlurmConfig {
   const parsed = parseSlurmConfig({

@@ -7,9 +7,9 @@
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../../base/clock.ts";
-import { loadCommentKey } from "../../../providers/slurm/comment_key.ts";
+import { loadCommentKey } from "../../../providers/slurm/ownership/comment_key.ts";
 import { parseSlurmConfig } from "../../../providers/slurm/config.ts";
-import { jobComment, JobCommentKey } from "../../../providers/slurm/job_comment.ts";
+import { jobComment, JobCommentKey } from "../../../providers/slurm/ownership/job_comment.ts";
 import { SlurmJobs } from "../../../providers/slurm/jobs.ts";
 import { NOBODY, recordingLog, RecordingSlurm } from "./_recording_slurm.ts";
 

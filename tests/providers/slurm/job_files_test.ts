@@ -13,9 +13,9 @@ import { realClock } from "../../../base/clock.ts";
 import { getLogger } from "../../../base/log.ts";
 import { parseSlurmConfig } from "../../../providers/slurm/config.ts";
 import { SlurmProvider } from "../../../providers/slurm/mod.ts";
-import { hostUser } from "../../../providers/slurm/identity.ts";
-import { readLogFile } from "../../../providers/slurm/logs.ts";
-import { podDirOf } from "../../../providers/slurm/pod_dir.ts";
+import { hostUser } from "../../../providers/slurm/ownership/identity.ts";
+import { readLogFile } from "../../../providers/slurm/streams/logs.ts";
+import { podDirOf } from "../../../providers/slurm/request/pod_dir.ts";
 import { FakeSlurmBackend, NOBODY } from "../../../tools/harness/slurm.ts";
 import { eventually } from "../../../tools/harness/wait.ts";
 

@@ -2,10 +2,10 @@
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { parseSlurmConfig, type SlurmConfig } from "../../../providers/slurm/config.ts";
-import { jobRequestFor } from "../../../providers/slurm/job_request.ts";
-import { sbatchArgs } from "../../../providers/slurm/cli.ts";
-import { jobFields } from "../../../providers/slurm/rest.ts";
-import { parseJobComment } from "../../../providers/slurm/job_comment.ts";
+import { jobRequestFor } from "../../../providers/slurm/request/job_request.ts";
+import { sbatchArgs } from "../../../providers/slurm/client/cli.ts";
+import { jobFields } from "../../../providers/slurm/client/rest.ts";
+import { parseJobComment } from "../../../providers/slurm/ownership/job_comment.ts";
 
 function config(extra: Record<string, unknown> = {}): SlurmConfig {
   const parsed = parseSlurmConfig({

@@ -6,14 +6,14 @@ import assert from "node:assert/strict";
 import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import { getLogger } from "../../../base/log.ts";
 import { RemotePods } from "../../../provider/mod.ts";
-import type { JobInfo, SlurmBackend } from "../../../providers/slurm/backend.ts";
-import { parseJobs } from "../../../providers/slurm/backend.ts";
+import type { JobInfo, SlurmClient } from "../../../providers/slurm/client/slurm_client.ts";
+import { parseJobs } from "../../../providers/slurm/client/slurm_client.ts";
 import { parseSlurmConfig, type SlurmConfig } from "../../../providers/slurm/config.ts";
-import { hostUser } from "../../../providers/slurm/identity.ts";
+import { hostUser } from "../../../providers/slurm/ownership/identity.ts";
 import { SlurmJobs } from "../../../providers/slurm/jobs.ts";
-import { jobComment, JobCommentKey } from "../../../providers/slurm/job_comment.ts";
-import { podDirOf } from "../../../providers/slurm/pod_dir.ts";
-import { formatLogTime, parseLines } from "../../../providers/slurm/logs.ts";
+import { jobComment, JobCommentKey } from "../../../providers/slurm/ownership/job_comment.ts";
+import { podDirOf } from "../../../providers/slurm/request/pod_dir.ts";
+import { formatLogTime, parseLines } from "../../../providers/slurm/streams/logs.ts";
 import { FakeSlurmBackend } from "../../../tools/harness/slurm.ts";
 import { FakeClock } from "../../fakes/clock.ts";
 
@@ -22,7 +22,7 @@ const UID = "3d1e7a52-8c4b-4f0e-b2a9-6e5f1c0d7b34";
 
 /** The kit's RemotePods over SlurmJobs on `slurm`, as the provider wires them, at NOW. */
 function podsOn(
-  slurm: SlurmBackend,
+  slurm: SlurmClient,
   config: SlurmConfig,
   signal: AbortSignal,
   key?: JobCommentKey,
