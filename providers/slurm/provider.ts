@@ -20,7 +20,7 @@ import {
 } from "../../provider/mod.ts";
 import type { SlurmClient } from "./client/slurm_client.ts";
 import type { SlurmConfig } from "./config.ts";
-import { type SlurmJobs, slurmJobsSetup } from "./jobs.ts";
+import { type SlurmJobs, slurmJobsSetup } from "./backend.ts";
 import { slurmEndpoint, SlurmNode } from "./node.ts";
 import { SlurmStats } from "./stats.ts";
 import type { SlurmHandle } from "./status.ts";

@@ -23,7 +23,7 @@ import type { ContainerGroup as EciGroup } from "../../providers/eci/api.ts";
 import { EciBackend } from "../../providers/eci/backend.ts";
 import { parseEciConfig } from "../../providers/eci/config.ts";
 import { InterlinkBackend } from "../../providers/interlink/backend.ts";
-import { SlurmJobs } from "../../providers/slurm/jobs.ts";
+import { SlurmJobs } from "../../providers/slurm/backend.ts";
 import type { JobInfo, SlurmClient } from "../../providers/slurm/client/slurm_client.ts";
 import { parseSlurmConfig } from "../../providers/slurm/config.ts";
 

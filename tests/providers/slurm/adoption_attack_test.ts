@@ -11,7 +11,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../../base/clock.ts";
 import type { JobInfo } from "../../../providers/slurm/client/slurm_client.ts";
 import { parseSlurmConfig } from "../../../providers/slurm/config.ts";
-import { SlurmJobs } from "../../../providers/slurm/jobs.ts";
+import { SlurmJobs } from "../../../providers/slurm/backend.ts";
 import { NOBODY, recordingLog, RecordingSlurm, running } from "./_recording_slurm.ts";
 
 const isRoot = Deno.statSync("/proc/self").uid === 0;

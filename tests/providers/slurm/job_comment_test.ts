@@ -10,7 +10,7 @@ import { realClock } from "../../../base/clock.ts";
 import { loadCommentKey } from "../../../providers/slurm/ownership/comment_key.ts";
 import { parseSlurmConfig } from "../../../providers/slurm/config.ts";
 import { jobComment, JobCommentKey } from "../../../providers/slurm/ownership/job_comment.ts";
-import { SlurmJobs } from "../../../providers/slurm/jobs.ts";
+import { SlurmJobs } from "../../../providers/slurm/backend.ts";
 import { NOBODY, recordingLog, RecordingSlurm } from "./_recording_slurm.ts";
 
 const isRoot = Deno.statSync("/proc/self").uid === 0;

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../../base/clock.ts";
 import { parseSlurmConfig } from "../../../providers/slurm/config.ts";
-import { SlurmJobs } from "../../../providers/slurm/jobs.ts";
+import { SlurmJobs } from "../../../providers/slurm/backend.ts";
 import { recordingLog, RecordingSlurm } from "./_recording_slurm.ts";
 
 const isRoot = Deno.statSync("/proc/self").uid === 0;

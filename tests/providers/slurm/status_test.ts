@@ -10,7 +10,7 @@ import type { JobInfo, SlurmClient } from "../../../providers/slurm/client/slurm
 import { parseJobs } from "../../../providers/slurm/client/slurm_client.ts";
 import { parseSlurmConfig, type SlurmConfig } from "../../../providers/slurm/config.ts";
 import { hostUser } from "../../../providers/slurm/ownership/identity.ts";
-import { SlurmJobs } from "../../../providers/slurm/jobs.ts";
+import { SlurmJobs } from "../../../providers/slurm/backend.ts";
 import { jobComment, JobCommentKey } from "../../../providers/slurm/ownership/job_comment.ts";
 import { podDirOf } from "../../../providers/slurm/request/pod_dir.ts";
 import { formatLogTime, parseLines } from "../../../providers/slurm/streams/logs.ts";
