@@ -10,6 +10,7 @@
  * node/nodeutil/provider.go `Provider`) with explicit options bags and web streams.
  * @module
  */
+import type { PodLogDir } from "./pod_log_dir.ts";
 import type { Node, Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock } from "../base/clock.ts";
@@ -296,6 +297,12 @@ export interface ProviderDeps {
    * `podEventSink` (./events.ts) rather than calling it directly. Absent in unit tests that give none.
    */
   events?: PodEventRecorder;
+  /**
+   * Where the pods' container logs go in the kubelet's layout for a node log agent
+   * (`--pod-log-dir`; ./pod_log_dir.ts): a provider that runs the containers writes their output
+   * there, the kit's remote pods mirror their backend's logs there. Absent when turned off.
+   */
+  podLogs?: PodLogDir;
 }
 
 /** One event on a pod, as a provider records it. */

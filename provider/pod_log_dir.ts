@@ -25,6 +25,8 @@ export interface PodLogDirOptions {
   clock: Clock;
   /** The node the pods are on: a pod's directory is removed only by its own node's vkubelet. */
   nodeName: string;
+  /** Logs a mirror of a remote backend follows at once (`--pod-log-max-streams`); default 200. */
+  maxStreams?: number;
 }
 
 /** Whose log: a container instance of a pod. */

@@ -503,6 +503,48 @@ export const OPTIONS = [
     help: "text for people, json (one object per line) for log collectors.",
   }),
   o({
+    key: "podLogDir",
+    flag: "pod-log-dir",
+    env: ["VKUBELET_POD_LOG_DIR"],
+    kind: "string",
+    value: "DIR|none",
+    group: "Logging",
+    help:
+      "Where pods' container logs are written as the kubelet writes them (<ns>_<pod>_<uid>/<container>/<restart>.log, CRI format, linked from /var/log/containers) for a node log agent; remote providers' logs are mirrored there. Default /var/log/pods when vkubelet may write there, else pods/ in its state directory ($STATE_DIRECTORY, /var/lib/vkubelet or ~/.local/state/vkubelet); none turns it off.",
+  }),
+  o({
+    key: "containerLogMaxSize",
+    flag: "container-log-max-size",
+    env: ["VKUBELET_CONTAINER_LOG_MAX_SIZE"],
+    kind: "string",
+    value: "QUANTITY",
+    shownDefault: "10Mi",
+    group: "Logging",
+    help:
+      "A container's log file is rotated past this size, as the kubelet's flag (rotated files are named <n>.log.<YYYYMMDD-hhmmss>, older ones gzipped); -1 never rotates.",
+  }),
+  o({
+    key: "containerLogMaxFiles",
+    flag: "container-log-max-files",
+    env: ["VKUBELET_CONTAINER_LOG_MAX_FILES"],
+    kind: "string",
+    value: "N",
+    shownDefault: "5",
+    group: "Logging",
+    help: "Log files kept per container, the current one included, as the kubelet's flag (≥ 2).",
+  }),
+  o({
+    key: "podLogMaxStreams",
+    flag: "pod-log-max-streams",
+    env: ["VKUBELET_POD_LOG_MAX_STREAMS"],
+    kind: "string",
+    value: "N",
+    shownDefault: "200",
+    group: "Logging",
+    help:
+      "Remote providers: container logs followed at once to mirror them into --pod-log-dir; the others wait their turn.",
+  }),
+  o({
     key: "traceExporter",
     flag: "trace-exporter",
     env: ["VKUBELET_TRACE_EXPORTER"],

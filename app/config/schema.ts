@@ -10,6 +10,7 @@ import { isIP } from "node:net";
 import { z } from "zod";
 import { LOG_LEVELS, type LogLevel } from "../../base/log.ts";
 import { formatDuration, parseDuration } from "../../base/duration.ts";
+import { quantityToNumber } from "../../k8s/quantity.ts";
 import { builtinProviderNames, isModuleReference, isRemoteModule } from "../provider_loader.ts";
 
 const show = (value: unknown) => typeof value === "string" ? JSON.stringify(value) : String(value);
@@ -402,6 +403,16 @@ const fields = z.object({
     }),
   ).default("info"),
   logFormat: oneOf(["text", "json"] as const, "text"),
+  podLogDir: text("a directory or none").optional(),
+  containerLogMaxSize: z.union([z.string(), z.number()]).transform((v) => String(v).trim())
+    .refine((v) => v === "-1" || (quantityToNumber(v) ?? -1) > 0, {
+      error: (i) =>
+        `${
+          show(i.input)
+        } is not a size: give a quantity such as 10Mi or 500Ki, or -1 for no rotation`,
+    }).default("10Mi"),
+  containerLogMaxFiles: integer(2, 1000, 5),
+  podLogMaxStreams: integer(0, 100_000, 200),
   traceExporter: traceExporter(),
   traceSampleRate: sampleRate().default(100),
   // Leader election (issue 21). Defaults: a standby takes over 8-10 s after the leader's last

@@ -13,6 +13,7 @@ import type { LeadershipFence } from "../../k8s/leader_election/mod.ts";
 import type { VkubeletMetrics } from "../../core/metrics.ts";
 import { EventRecorder } from "../../core/pods/mod.ts";
 import { loadProvider, ProviderLoadError } from "../provider_loader.ts";
+import { podLogDirOf, resolvePodLogDir } from "../config/pod_logs.ts";
 import { type NodeIdentity, startNodeIdentity } from "../node_identity.ts";
 import { highAvailabilityProblem } from "../leader_run.ts";
 import { preflight } from "../preflight.ts";
@@ -136,6 +137,7 @@ async function loadProviders(
 ): Promise<string[]> {
   const { providers, recorders } = nodes;
   const problems: string[] = [];
+  const logDir = await resolvePodLogDir(config, Deno.env.toObject(), getLogger(["vkubelet"]));
   const loaded = await Promise.allSettled(options.entries.map(async (entry) => {
     const provider = await (deps.loadProvider ?? loadProvider)({
       provider: config.provider,
@@ -151,6 +153,9 @@ async function loadProviders(
         // The provider's own clients (a second cluster, a cloud API) write only while we lead.
         fence: options.fence,
         events: recorders.get(entry.name),
+        podLogs: logDir
+          ? podLogDirOf(logDir, config, { nodeName: entry.name, clock: deps.clock })
+          : undefined,
       },
     });
     providers.set(entry.name, provider);
