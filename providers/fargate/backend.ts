@@ -30,10 +30,11 @@ import type { FargateConfig } from "./config.ts";
 import { readContainerLog } from "./logs.ts";
 import { LOG_STREAM_PREFIX, podOfTags, podTags, startedBy, TAGS, taskId } from "./names.ts";
 import { type PodSecrets, secretValuesOf } from "./client/pod_secrets.ts";
-import { endOnDelete, goneTask, taskIp, taskReports } from "./status.ts";
+import { endOnDelete, goneTask, initReports, taskIp, taskReports } from "./status.ts";
 import type { EcsTasks } from "./client/tasks.ts";
 import { taskDefinitionFor } from "./request/task_definition.ts";
 import { taskRoleFor } from "./task_role.ts";
+import { capacityStrategyOf } from "./request/placement.ts";
 
 /** What a pod owns in AWS besides its tasks, by pod uid. */
 interface PodResources {
@@ -142,6 +143,7 @@ export class FargateBackend implements RemoteBackend<Task> {
         tags,
         // One task per run, however often RunTask is retried.
         clientToken: `${uid}-${options.restarts}`.slice(0, 64),
+        capacityProviderStrategy: capacityStrategyOf(pod, config),
         signal,
       });
       return this.#run(pod, task);
@@ -249,14 +251,19 @@ export class FargateBackend implements RemoteBackend<Task> {
   #run(pod: Pod, task: Task): RemoteRun<Task> {
     const resources = this.#pods.get(pod.metadata?.uid ?? "");
     const names = (pod.spec?.containers ?? []).map((c) => c.name);
+    const inits = (pod.spec?.initContainers ?? []).map((c) => c.name);
     const nowMs = this.#d.clock.now();
-    const containers = taskReports(task, names, {
-      healthChecked: resources?.healthChecked ?? new Set(),
+    const options = {
+      healthChecked: resources?.healthChecked ?? new Set<string>(),
       sinceMs: resources?.sinceMs ?? nowMs,
       nowMs,
-    });
+      inits,
+    };
+    const containers = taskReports(task, names, options);
+    const initContainers = inits.length ? initReports(task, inits, options) : undefined;
     const podIP = task.lastStatus === "STOPPED" ? undefined : taskIp(task);
-    return { pod, handle: task, containers, podIP, sandboxReady: podIP !== undefined };
+    const sandboxReady = podIP !== undefined;
+    return { pod, handle: task, containers, initContainers, podIP, sandboxReady };
   }
 
   /**

@@ -13,6 +13,8 @@
  * allowedTaskRoles:                      # per namespace, the roles its ServiceAccounts may name
  *   billing: [arn:aws:iam::123456789012:role/billing-*]
  * platformVersion: LATEST
+ * cpuArchitecture: X86_64                 # or ARM64; a pod's fargate.vkubelet.io/cpu-architecture wins
+ * capacityProvider: FARGATE               # or FARGATE_SPOT; fargate.vkubelet.io/capacity-provider
  * logGroup: /vkubelet/pods                # created if missing
  * capacity: { cpu: "100", memory: 400Gi, pods: "200" }
  * tags: { team: platform }                # added to every task definition and task
@@ -28,6 +30,7 @@ import {
   parseProviderConfig,
   positiveQuantityField,
 } from "../../provider/mod.ts";
+import { CAPACITY_PROVIDERS, CPU_ARCHITECTURES } from "./request/placement.ts";
 
 const tagKey = z.string().min(1).max(128).refine((k) => !k.toLowerCase().startsWith("aws:"), {
   error: "tag keys starting with aws: are reserved by AWS",
@@ -87,6 +90,8 @@ export const fargateConfigSchema = z.strictObject({
     if (value !== undefined) ctx.addIssue(GLOBAL_ALLOWLIST_MIGRATION);
   }),
   platformVersion: z.string().min(1).default("LATEST"),
+  cpuArchitecture: z.enum(CPU_ARCHITECTURES).default("X86_64"),
+  capacityProvider: z.enum(CAPACITY_PROVIDERS).default("FARGATE"),
   logGroup: z.string().regex(/^[\w\-/.#]{1,512}$/, {
     error: "is not a CloudWatch Logs group name (letters, digits, _ - / . #)",
   }).default("/vkubelet/pods"),

@@ -44,17 +44,104 @@ export interface TaskReportOptions {
   /** A running container's start when ECS gives none: when the provider took the pod. */
   sinceMs: number;
   nowMs: number;
+  /** The pod's init containers, in order; default none. */
+  inits?: string[];
 }
 
 function stateOf(task: Task, name: string, options: TaskReportOptions): ContainerStateReport {
-  if (task.lastStatus === "STOPPED") return { terminated: terminatedOf(task, name, options.nowMs) };
+  if (task.lastStatus === "STOPPED") {
+    const ended = terminatedOf(task, name, options.nowMs);
+    const failed = failedInit(task, options.inits ?? []);
+    // Never started, because an init container failed: say which.
+    if (failed && ended.reason === "StartError") {
+      ended.message = [
+        `init container ${failed.name} failed (exit code ${failed.exitCode})`,
+        ended.message,
+      ].filter((m) => m).join("; ");
+    }
+    return { terminated: ended };
+  }
   // The task's status wins over a container still shown as PENDING: in a RUNNING task every
   // essential container has started (moto never moves containers past PENDING). A task being
   // stopped still runs until it has stopped.
   if (task.lastStatus === "RUNNING" || task.desiredStatus === "STOPPED") {
     return { running: { startedAtMs: task.startedAt?.getTime() ?? options.sinceMs } };
   }
-  return { waiting: { reason: "ContainerCreating", message: `ECS task is ${task.lastStatus}` } };
+  const reason = options.inits?.length ? "PodInitializing" : "ContainerCreating";
+  return { waiting: { reason, message: `ECS task is ${task.lastStatus}` } };
+}
+
+/** The first init container that exited non-zero, with its exit code. */
+function failedInit(task: Task, inits: string[]): { name: string; exitCode: number } | undefined {
+  for (const name of inits) {
+    const code = task.containers?.find((c) => c.name === name)?.exitCode;
+    if (code !== undefined && code !== null && code !== 0) return { name, exitCode: code };
+  }
+  return undefined;
+}
+
+/**
+ * One init container's state. A task is RUNNING only once its app containers run, and those
+ * start only after every init container exited 0 (`dependsOn: SUCCESS`): so in a RUNNING task an
+ * init container ECS shows nothing more of (moto never moves containers) has completed.
+ */
+function initStateOf(task: Task, name: string, options: TaskReportOptions): ContainerStateReport {
+  const container = task.containers?.find((c) => c.name === name);
+  const code = container?.exitCode;
+  const startedAtMs = task.startedAt?.getTime() ?? options.sinceMs;
+  if (code !== undefined && code !== null) {
+    return {
+      terminated: {
+        exitCode: code,
+        reason: code === 0 ? "Completed" : "Error",
+        message: container?.reason || undefined,
+        startedAtMs,
+        finishedAtMs: task.stoppedAt?.getTime() ?? options.nowMs,
+        containerID: containerId(task, name),
+      },
+    };
+  }
+  if (task.lastStatus === "STOPPED") return { terminated: terminatedOf(task, name, options.nowMs) };
+  if (task.lastStatus === "RUNNING") {
+    const at = task.startedAt?.getTime() ?? options.sinceMs;
+    return {
+      terminated: {
+        exitCode: 0,
+        reason: "Completed",
+        startedAtMs: at,
+        finishedAtMs: at,
+        containerID: containerId(task, name),
+      },
+    };
+  }
+  if (container?.lastStatus === "RUNNING") return { running: { startedAtMs } };
+  return { waiting: { reason: "PodInitializing" } };
+}
+
+/**
+ * One report per init container, in order; those after one that failed never ran and wait, as
+ * on a kubelet.
+ */
+export function initReports(
+  task: Task,
+  names: string[],
+  options: TaskReportOptions,
+): Record<string, ContainerReport> {
+  const reports: Record<string, ContainerReport> = {};
+  let failed = false;
+  for (const name of names) {
+    const state: ContainerStateReport = failed
+      ? { waiting: { reason: "PodInitializing" } }
+      : initStateOf(task, name, options);
+    const done = "terminated" in state && state.terminated.exitCode === 0;
+    if ("terminated" in state && !done) failed = true;
+    reports[name] = {
+      state,
+      ready: done,
+      containerID: "waiting" in state ? undefined : containerId(task, name),
+    };
+  }
+  return reports;
 }
 
 /** One report per container of the pod, by name, from its current task. */

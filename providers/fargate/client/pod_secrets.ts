@@ -27,7 +27,7 @@ export const secretKey = (container: string, name: string) => `${container}/${na
 /** The values the core marked as coming from a Secret (`secretEnvRefs`), by {@link secretKey}. */
 export function secretValuesOf(pod: Pod): SecretValues {
   const values: SecretValues = {};
-  for (const c of pod.spec?.containers ?? []) {
+  for (const c of [...pod.spec?.initContainers ?? [], ...pod.spec?.containers ?? []]) {
     for (const e of c.env ?? []) {
       if (e.valueFrom?.secretKeyRef && e.value !== undefined) {
         values[secretKey(c.name, e.name)] = e.value;

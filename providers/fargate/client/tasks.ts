@@ -4,6 +4,7 @@
  * @module
  */
 import {
+  type CapacityProviderStrategyItem,
   DeleteTaskDefinitionsCommand,
   DeregisterTaskDefinitionCommand,
   DescribeClustersCommand,
@@ -79,17 +80,27 @@ export class EcsTasks {
     return arn;
   }
 
-  /** `ecs:RunTask` of one FARGATE task in the configured subnets. */
+  /** `ecs:RunTask` of one task on FARGATE (or FARGATE_SPOT) in the configured subnets. */
   async run(
     taskDefinitionArn: string,
-    options: { startedBy: string; tags: Tag[]; clientToken: string; signal?: AbortSignal },
+    options: {
+      startedBy: string;
+      tags: Tag[];
+      clientToken: string;
+      /** FARGATE_SPOT's strategy (`../request/placement.ts`); default `launchType: FARGATE`. */
+      capacityProviderStrategy?: CapacityProviderStrategyItem[];
+      signal?: AbortSignal;
+    },
   ): Promise<Task> {
     const c = this.#config;
     const out = await this.#aws.ecs.send(
       new RunTaskCommand({
         cluster: c.cluster,
         taskDefinition: taskDefinitionArn,
-        launchType: "FARGATE",
+        // ECS takes a launch type or a capacity provider strategy, not both.
+        ...(options.capacityProviderStrategy
+          ? { capacityProviderStrategy: options.capacityProviderStrategy }
+          : { launchType: "FARGATE" as const }),
         platformVersion: c.platformVersion,
         count: 1,
         startedBy: options.startedBy,

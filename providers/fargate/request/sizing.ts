@@ -38,10 +38,13 @@ export interface TaskSize {
   rounded: boolean;
 }
 
-/** One container's CPU units and MiB: the larger of request and limit, rounded up. */
+/**
+ * One container's CPU units and MiB: the larger of request and limit, rounded up; `field` names
+ * it in errors (`spec.containers[0]`).
+ */
 export function containerSize(
   container: Container,
-  index: number,
+  field: string,
 ): { cpu: number; memory: number } {
   const amount = (resource: "cpu" | "memory"): number => {
     let most = 0;
@@ -51,7 +54,7 @@ export function containerSize(
       const value = quantityToNumber(text);
       if (value === undefined || value < 0) {
         throw new InvalidInputError(
-          `spec.containers[${index}].resources.${kind}.${resource}: ${text} is not a quantity`,
+          `${field}.resources.${kind}.${resource}: ${text} is not a quantity`,
         );
       }
       most = Math.max(most, value);
@@ -65,16 +68,23 @@ export function containerSize(
 }
 
 /**
- * The smallest Fargate size that holds all of the pod's containers; a pod that asks for nothing
+ * The smallest Fargate size that holds all of the pod's containers — their sum, or the largest
+ * init container if more, as the kubelet's effective request (init containers run one at a time,
+ * before the others); a pod that asks for nothing
  * gets the smallest (0.25 vCPU, 512 MiB). Throws {@link InvalidInputError} when no size is large
  * enough.
  */
 export function taskSize(pod: Pod): TaskSize {
   let cpu = 0, memory = 0;
   (pod.spec?.containers ?? []).forEach((c, i) => {
-    const size = containerSize(c, i);
+    const size = containerSize(c, `spec.containers[${i}]`);
     cpu += size.cpu;
     memory += size.memory;
+  });
+  (pod.spec?.initContainers ?? []).forEach((c, i) => {
+    const size = containerSize(c, `spec.initContainers[${i}]`);
+    cpu = Math.max(cpu, size.cpu);
+    memory = Math.max(memory, size.memory);
   });
   for (const size of FARGATE_SIZES) {
     if (size.cpu < cpu) continue;

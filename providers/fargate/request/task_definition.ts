@@ -1,7 +1,9 @@
 /**
  * A pod as an ECS task definition for Fargate (awsvpc networking, the awslogs log driver), or an
  * {@link InvalidInputError} naming the first field Fargate cannot honour. What is mapped:
- * image, command (ECS `entryPoint`) and args (ECS `command`), env (already resolved by the
+ * init containers (in order, each to success before the app containers: `./init_containers.ts`),
+ * the CPU architecture (`./placement.ts`), image, command (ECS `entryPoint`) and args (ECS
+ * `command`), env (already resolved by the
  * core), ports, working dir, the pod's and the container's security context
  * (`./security_context.ts`), tty/stdin, an exec liveness probe as the ECS health check, emptyDir
  * as task volumes, the grace period as `stopTimeout`, the task size from `./sizing.ts`. What is
@@ -23,6 +25,8 @@ import type { FargateConfig } from "../config.ts";
 import { familyName, LOG_STREAM_PREFIX, podTags } from "../names.ts";
 import { secretKey } from "../client/pod_secrets.ts";
 import { containerSecurity } from "../security_context.ts";
+import { checkInitContainers, orderContainers } from "./init_containers.ts";
+import { runtimePlatformOf } from "./placement.ts";
 import { containerSize, taskSize } from "./sizing.ts";
 
 /** A registered-to-be task definition and what the user should hear about it. */
@@ -63,9 +67,7 @@ export function taskDefinitionFor(
   if (spec.hostNetwork) refuse("spec.hostNetwork", "tasks always get their own network interface");
   if (spec.hostPID) refuse("spec.hostPID", "there is no host to share");
   if (spec.hostIPC) refuse("spec.hostIPC", "there is no host to share");
-  if (spec.initContainers?.length) {
-    refuse("spec.initContainers", "init containers are not supported by this provider yet");
-  }
+  checkInitContainers(pod);
   if (spec.ephemeralContainers?.length) {
     refuse("spec.ephemeralContainers", "ephemeral containers need exec, which is not supported");
   }
@@ -88,17 +90,23 @@ export function taskDefinitionFor(
     notes.push(`terminationGracePeriodSeconds ${stopTimeout} is cut to Fargate's 120 s`);
     stopTimeout = MAX_STOP_TIMEOUT;
   }
-  const containerDefinitions = spec.containers.map((c, i) =>
-    containerDefinition(c, i, {
-      config,
-      secretArn: options.secretArn,
-      podSecurity: spec.securityContext,
-      size,
-      skipped,
-      stopTimeout,
-      notes,
-    })
+  const context: ContainerContext = {
+    config,
+    secretArn: options.secretArn,
+    podSecurity: spec.securityContext,
+    size,
+    skipped,
+    stopTimeout,
+    notes,
+  };
+  const containerDefinitions = orderContainers(
+    [],
+    (spec.initContainers ?? []).map((c, i) =>
+      containerDefinition(c, `spec.initContainers[${i}]`, context)
+    ),
+    spec.containers.map((c, i) => containerDefinition(c, `spec.containers[${i}]`, context)),
   );
+  const platform = runtimePlatformOf(pod, config);
   return {
     input: {
       family: familyName(namespace, name),
@@ -110,6 +118,7 @@ export function taskDefinitionFor(
       taskRoleArn: options.taskRoleArn,
       containerDefinitions,
       volumes,
+      runtimePlatform: platform,
       tags: podTags({ namespace, name, uid }, nodeName, config.tags),
     },
     notes,
@@ -149,13 +158,12 @@ interface ContainerContext {
 
 function containerDefinition(
   c: Container,
-  i: number,
+  field: string,
   ctx: ContainerContext,
 ): ContainerDefinition {
-  const field = `spec.containers[${i}]`;
   const security = containerSecurity(ctx.podSecurity, c, field);
   if (c.image === undefined) refuse(`${field}.image`, "an image is required");
-  const own = containerSize(c, i);
+  const own = containerSize(c, field);
   const { environment, secrets } = containerEnv(c, field, ctx.secretArn);
   const portMappings = (c.ports ?? []).map((p, j) => {
     if (p.protocol === "SCTP") refuse(`${field}.ports[${j}].protocol`, "SCTP is not supported");

@@ -89,7 +89,10 @@ Deno.test("fields Fargate cannot honour fail the pod, naming the field", () => {
       pod({ volumes: [{ name: "m", emptyDir: { medium: "Memory" } }] }),
       /^spec\.volumes\[0\]\.emptyDir\.medium:/,
     ],
-    [pod({ initContainers: [{ name: "i", image: "busybox" }] }), /^spec\.initContainers:/],
+    [
+      pod({ initContainers: [{ name: "i", image: "busybox", restartPolicy: "Always" }] }),
+      /^spec\.initContainers\[0\]\.restartPolicy:/,
+    ],
     [
       pod({}, [{}, { securityContext: { privileged: true } }]),
       /^spec\.containers\[1\]\.securityContext\.privileged:/,
