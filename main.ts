@@ -89,6 +89,11 @@ async function versionText(stamp: BuildStamp | undefined): Promise<string> {
  * `deno task compile` built from (scripts/compile.ts generates the entry that passes it).
  */
 export async function main(args: string[], stamp?: BuildStamp): Promise<number> {
+  if (args[0] === "agent") {
+    // The remote side of a pod's tunnel (app/agent/): same program, its own small CLI.
+    const { agentCommand } = await import("./app/agent/mod.ts");
+    return await agentCommand(args.slice(1));
+  }
   const end = args.indexOf("--");
   const flags = end < 0 ? args : args.slice(0, end);
   if (flags.includes("--help") || flags.includes("-h")) {

@@ -5,7 +5,7 @@
  * call `app.request()` in-process.
  * @module
  */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { getPath } from "hono/utils/url";
 import { isInvalidInput, isNotFound, isNotSupported, isTransient } from "../../provider/mod.ts";
@@ -16,7 +16,7 @@ import { registerLogRoutes } from "./routes_logs.ts";
 import { registerNodeRoutes } from "./routes_node.ts";
 import { registerStreamingRoutes } from "./routes_streaming.ts";
 import { isHttpError, statusResponse } from "./status.ts";
-import type { KubeletApiDeps, KubeletEnv, PeerSocket } from "./types.ts";
+import type { KubeletApiDeps, KubeletEnv, PeerSocket, TunnelEndpoint } from "./types.ts";
 
 /** The kubelet API app; see the module doc. */
 export function createKubeletApp(deps: KubeletApiDeps): Hono<KubeletEnv> {
@@ -44,6 +44,10 @@ export function createKubeletApp(deps: KubeletApiDeps): Hono<KubeletEnv> {
     if (target === undefined) return await next();
     c.res = redirectResponse(c.req.raw, target);
   });
+
+  // The tunnel's agents carry their own credential: it never reaches a TokenReview.
+  const tunnel = deps.tunnel;
+  if (tunnel) app.get("/tunnel", (c) => acceptTunnel(c, tunnel, deps));
 
   app.use("*", async (c, next) => {
     const done = deps.metrics ? countRequest(deps, c.req.method) : undefined;
@@ -95,6 +99,21 @@ export function createKubeletApp(deps: KubeletApiDeps): Hono<KubeletEnv> {
   );
   app.onError((err) => errorResponse(err, deps));
   return app;
+}
+
+async function acceptTunnel(
+  c: Context<KubeletEnv>,
+  tunnel: TunnelEndpoint,
+  deps: KubeletApiDeps,
+): Promise<Response> {
+  const slot = c.env?.upgrade;
+  if (!slot) return statusResponse(400, "The tunnel needs an HTTP/1.1 upgrade request");
+  const answer = await tunnel.accept({ request: c.req.raw, socket: slot.socket, head: slot.head });
+  if (answer) return answer;
+  slot.taken = true;
+  const socket = (c.env?.incoming as { socket?: PeerSocket } | undefined)?.socket;
+  if (socket) deps.onAuthorized?.(socket);
+  return new Response(null, { status: 101 });
 }
 
 /** Maps domain errors to HTTP answers (the one place that does). */

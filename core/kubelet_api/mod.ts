@@ -58,5 +58,6 @@ export type {
   StreamingHandler,
   StreamingParams,
   StreamingResult,
+  TunnelEndpoint,
 } from "./types.ts";
 export { handleUpgrade, requestFrom, writeResponse } from "./upgrade.ts";

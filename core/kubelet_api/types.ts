@@ -82,6 +82,16 @@ export interface StreamingHandler {
   portForward(context: StreamingContext): StreamingResult;
 }
 
+/**
+ * The remote pods' tunnel endpoint, plugged in from outside. Its callers are agents with a
+ * credential it issued, not cluster users: it authenticates them itself, before (and instead
+ * of) the kubelet API's certificate, TokenReview and SubjectAccessReview checks.
+ */
+export interface TunnelEndpoint {
+  /** Takes over `socket` (returns nothing) or answers (401, 400) without taking it. */
+  accept(upgrade: { request: Request; socket: Duplex; head: Uint8Array }): StreamingResult;
+}
+
 /** What {@link createKubeletApp} needs. */
 export interface KubeletApiDeps {
   provider: Provider;
@@ -95,6 +105,8 @@ export interface KubeletApiDeps {
   tracer?: Tracer;
   /** Without it exec, attach and portForward answer 501. */
   streaming?: StreamingHandler;
+  /** The pod network tunnel (core/tunnel) on `/tunnel`; absent, that path is a 404. */
+  tunnel?: TunnelEndpoint;
   /** Aborts on shutdown; open log streams end with it. */
   signal?: AbortSignal;
   /**

@@ -1,0 +1,124 @@
+/**
+ * The agent's view of the cluster's Services: a loopback address per Service (127.77.x.y,
+ * kept while the Service exists, so names stay put), a listener there on each of its TCP
+ * ports, and an `/etc/hosts` fragment naming them as the cluster DNS would (`name`,
+ * `name.ns`, `name.ns.svc`, `name.ns.svc.<domain>`; the short name only in the pod's own
+ * namespace). Each connection becomes a tunnel stream that vkubelet dials from the pod's IP.
+ * @module
+ */
+import type { ServiceList, TunnelService } from "../../core/tunnel/protocol.ts";
+
+/** Called for each connection to a Service's loopback address. */
+export type ServiceDialer = (service: TunnelService, port: number, conn: Deno.Conn) => void;
+
+interface Bound {
+  address: string;
+  ports: Map<number, Deno.TcpListener>;
+}
+
+/** Keeps listeners and the hosts file in step with the Service lists vkubelet sends. */
+export class ServiceListeners {
+  readonly #bound = new Map<string, Bound>();
+  readonly #used = new Set<number>();
+  #last?: ServiceList;
+
+  constructor(
+    private readonly options: {
+      dial: ServiceDialer;
+      /** Where the hosts fragment goes; none writes nothing. */
+      hostsFile?: string;
+      /** The first two octets of the loopback addresses; default `127.77`. */
+      prefix?: string;
+      log: (message: string) => void;
+    },
+  ) {}
+
+  /** Names and addresses now, as the hosts file says them. */
+  entries(): { address: string; names: string[] }[] {
+    const list = this.#last;
+    if (!list) return [];
+    return list.services.flatMap((s) => {
+      const bound = this.#bound.get(key(s));
+      return bound ? [{ address: bound.address, names: names(s, list) }] : [];
+    });
+  }
+
+  /** Applies a new list: new Services bound, gone ones closed, ports added and removed. */
+  async update(list: ServiceList): Promise<void> {
+    this.#last = list;
+    const wanted = new Map(list.services.map((s) => [key(s), s]));
+    for (const [k, bound] of this.#bound) {
+      if (wanted.has(k)) continue;
+      for (const l of bound.ports.values()) l.close();
+      this.#used.delete(index(bound.address));
+      this.#bound.delete(k);
+    }
+    for (const [k, service] of wanted) {
+      let bound = this.#bound.get(k);
+      if (!bound) this.#bound.set(k, bound = { address: this.#allocate(), ports: new Map() });
+      const ports = new Set(service.ports.map((p) => p.port));
+      for (const [port, l] of bound.ports) {
+        if (!ports.has(port)) {
+          l.close();
+          bound.ports.delete(port);
+        }
+      }
+      for (const port of ports) {
+        if (bound.ports.has(port)) continue;
+        try {
+          const listener = Deno.listen({ hostname: bound.address, port });
+          bound.ports.set(port, listener);
+          void this.#serve(listener, service, port);
+        } catch (err) {
+          this.options.log(`cannot listen for Service ${k} on ${bound.address}:${port}: ${err}`);
+        }
+      }
+    }
+    if (this.options.hostsFile) await this.#writeHosts(this.options.hostsFile);
+  }
+
+  /** Closes every listener. */
+  close(): void {
+    for (const bound of this.#bound.values()) for (const l of bound.ports.values()) l.close();
+    this.#bound.clear();
+  }
+
+  async #serve(listener: Deno.TcpListener, service: TunnelService, port: number) {
+    try {
+      for await (const conn of listener) this.options.dial(service, port, conn);
+    } catch {
+      // closed
+    }
+  }
+
+  #allocate(): string {
+    let i = 1;
+    while (this.#used.has(i) || i % 256 === 0 || i % 256 === 255) i++;
+    this.#used.add(i);
+    return `${this.options.prefix ?? "127.77"}.${i >> 8}.${i & 255}`;
+  }
+
+  async #writeHosts(path: string): Promise<void> {
+    const lines = ["# Services of the cluster, through vkubelet's tunnel (vkubelet agent)"];
+    for (const { address, names } of this.entries()) lines.push(`${address}\t${names.join(" ")}`);
+    const temp = `${path}.tmp`;
+    await Deno.writeTextFile(temp, `${lines.join("\n")}\n`);
+    await Deno.rename(temp, path);
+  }
+}
+
+function key(s: TunnelService): string {
+  return `${s.namespace}/${s.name}`;
+}
+
+function index(address: string): number {
+  const [, , a, b] = address.split(".").map(Number);
+  return a * 256 + b;
+}
+
+function names(s: TunnelService, list: ServiceList): string[] {
+  const svc = `${s.name}.${s.namespace}.svc`;
+  const out = [`${svc}.${list.clusterDomain}`, svc, `${s.name}.${s.namespace}`];
+  if (s.namespace === list.namespace) out.push(s.name);
+  return out;
+}

@@ -1,0 +1,66 @@
+/**
+ * Per-pod tunnel credentials: `vkt1.<pod uid>.<32 random bytes, base64url>`. vkubelet keeps
+ * only the SHA-256 of each (a provider may store it in the pod's state and {@link
+ * TunnelCredentials.restore} it after a restart), compares in constant time, and forgets it on
+ * revoke. A credential names its pod, so it can only ever open that pod's tunnel.
+ * @module
+ */
+import { timingSafeEqual } from "node:crypto";
+
+const PREFIX = "vkt1";
+
+/** Issues, checks and revokes credentials; see the module doc. */
+export class TunnelCredentials {
+  readonly #hashes = new Map<string, Uint8Array>();
+
+  /** A new credential for pod `uid` (replacing any earlier one) and the hash to keep. */
+  async issue(uid: string): Promise<{ credential: string; hash: string }> {
+    if (!uid || uid.includes(".")) throw new TypeError(`Pod uid ${uid} cannot name a credential`);
+    const secret = new Uint8Array(32);
+    crypto.getRandomValues(secret);
+    const credential = `${PREFIX}.${uid}.${base64url(secret)}`;
+    const hash = await sha256(credential);
+    this.#hashes.set(uid, hash);
+    return { credential, hash: hex(hash) };
+  }
+
+  /** Accepts the credential of pod `uid` whose hash was kept elsewhere. */
+  restore(uid: string, hash: string): void {
+    this.#hashes.set(uid, Uint8Array.from(hash.match(/../g) ?? [], (h) => parseInt(h, 16)));
+  }
+
+  /** Forgets pod `uid`'s credential: it opens nothing from now on. */
+  revoke(uid: string): void {
+    this.#hashes.delete(uid);
+  }
+
+  /** The pod uid `credential` was issued for, or why it is refused. */
+  async verify(credential: string): Promise<{ uid: string } | { refused: string }> {
+    const [prefix, uid, secret, extra] = credential.split(".");
+    if (prefix !== PREFIX || !uid || !secret || extra !== undefined) {
+      return { refused: "the credential is not one vkubelet issues (vkt1.<uid>.<secret>)" };
+    }
+    const kept = this.#hashes.get(uid);
+    if (!kept) {
+      return { refused: `no credential is issued for pod uid ${uid} (revoked or unknown)` };
+    }
+    const given = await sha256(credential);
+    if (!timingSafeEqual(given, kept)) {
+      return { refused: `the credential for pod uid ${uid} does not match the one issued` };
+    }
+    return { uid };
+  }
+}
+
+async function sha256(text: string): Promise<Uint8Array> {
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+}
+
+function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function base64url(bytes: Uint8Array): string {
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_")
+    .replace(/=+$/, "");
+}

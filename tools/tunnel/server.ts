@@ -1,0 +1,166 @@
+/**
+ * A kubelet API server with a {@link TunnelHost} on 127.0.0.1 and a self-signed serving
+ * certificate, for the tunnel's tests and bench; and a {@link TunnelNetwork} on loopback that
+ * stands in for the CNI path where no network namespace is wanted (the pod "IP" is
+ * `127.0.0.2`, each declared containerPort listened on there; Services dialed directly).
+ * @module
+ */
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import { realClock } from "../../base/clock.ts";
+import { alwaysAllow, KubeletServer } from "../../core/kubelet_api/mod.ts";
+import {
+  type ClusterService,
+  type ServiceSource,
+  TunnelHost,
+  type TunnelNetwork,
+} from "../../core/tunnel/host.ts";
+import { selfSignedCertificate } from "../../x509/mod.ts";
+import { bareProvider, log } from "../harness/kubelet_api_fakes.ts";
+
+/** A mutable Service list. */
+export class ListedServices implements ServiceSource {
+  #services: ClusterService[] = [];
+  readonly #listeners = new Set<() => void>();
+
+  set(services: ClusterService[]): void {
+    this.#services = services;
+    for (const l of this.#listeners) l();
+  }
+
+  list(namespace: string): ClusterService[] {
+    return this.#services.filter((s) => s.namespace === namespace);
+  }
+
+  subscribe(changed: () => void): () => void {
+    this.#listeners.add(changed);
+    return () => this.#listeners.delete(changed);
+  }
+}
+
+/** Pod "IP" 127.0.0.2 on the host's loopback; see the module doc. */
+export function loopbackNetwork(podIP = "127.0.0.2"): TunnelNetwork & { dials: string[] } {
+  const dials: string[] = [];
+  return {
+    dials,
+    setUp: () => Promise.resolve({ ips: [podIP], netns: "loopback" }),
+    tearDown: () => Promise.resolve(),
+    dial(_netns, host, port) {
+      dials.push(`${host}:${port}`);
+      const conn = Deno.connect({ hostname: host, port });
+      const readable = new ReadableStream<Uint8Array>({
+        async start(c) {
+          try {
+            for await (const chunk of (await conn).readable) c.enqueue(chunk);
+            c.close();
+          } catch (err) {
+            c.error(err);
+          }
+        },
+      });
+      const writable = new WritableStream<Uint8Array>({
+        async write(chunk) {
+          const w = (await conn).writable.getWriter();
+          await w.write(chunk);
+          w.releaseLock();
+        },
+        async close() {
+          await (await conn).closeWrite().catch(() => {});
+        },
+      });
+      return { readable, writable, close: () => void conn.then((c) => c.close()).catch(() => {}) };
+    },
+    listen(_netns, port, onConnection) {
+      const listener = Deno.listen({ hostname: podIP, port });
+      void (async () => {
+        try {
+          for await (const conn of listener) {
+            onConnection({
+              readable: conn.readable,
+              writable: conn.writable,
+              close: () => {
+                try {
+                  conn.close();
+                } catch {
+                  // closed
+                }
+              },
+            });
+          }
+        } catch {
+          // closed
+        }
+      })();
+      return Promise.resolve({ close: () => Promise.resolve(listener.close()) });
+    },
+  };
+}
+
+/** A started server; dispose stops it. */
+export interface TunnelServer extends AsyncDisposable {
+  host: TunnelHost;
+  url: string;
+  caPem: string;
+}
+
+/** Starts the kubelet API on 127.0.0.1 (a free port) with a tunnel host. */
+export async function startTunnelServer(
+  network: TunnelNetwork,
+  services: ServiceSource,
+): Promise<TunnelServer> {
+  const stop = new AbortController();
+  const cert = Promise.withResolvers<string>();
+  const source = selfSignedCertificate({
+    nodeName: "tunnel-node",
+    dnsNames: ["localhost"],
+    ipAddresses: ["127.0.0.1"],
+    clock: realClock,
+    log,
+  });
+  const certificates = {
+    run: (onPair: (p: { certPem: string; keyPem: string }) => void, signal: AbortSignal) =>
+      source.run((pair) => {
+        cert.resolve(pair.certPem);
+        onPair(pair);
+      }, signal),
+  };
+  let host: TunnelHost | undefined;
+  const tunnel = { accept: (u: Parameters<TunnelHost["accept"]>[0]) => host!.accept(u) };
+  const server = new KubeletServer({
+    provider: bareProvider(),
+    nodeName: "tunnel-node",
+    podCache: () => [],
+    log,
+    clock: realClock,
+    auth: { accessReviewer: alwaysAllow },
+    hostname: "127.0.0.1",
+    port: 0,
+    certificates,
+    shutdownGraceMs: 0,
+    tunnel,
+  });
+  const running = server.run(stop.signal);
+  await Promise.race([server.ready, running]);
+  const url = `https://127.0.0.1:${server.address!.port}`;
+  const caPem = await cert.promise;
+  host = new TunnelHost({ network, services, log, serverUrl: url, serverCaPem: caPem });
+  return {
+    host,
+    url,
+    caPem,
+    async [Symbol.asyncDispose]() {
+      await host!.close();
+      stop.abort();
+      await running;
+    },
+  };
+}
+
+/** A pod with `ports` declared, in `namespace`. */
+export function remotePod(name: string, namespace: string, ports: number[]): Pod {
+  return {
+    metadata: { name, namespace, uid: `uid-${name}` },
+    spec: {
+      containers: [{ name: "main", image: "x", ports: ports.map((p) => ({ containerPort: p })) }],
+    },
+  };
+}
