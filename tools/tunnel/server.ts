@@ -123,8 +123,9 @@ export async function startTunnelServer(
         onPair(pair);
       }, signal),
   };
-  let host: TunnelHost | undefined;
-  const tunnel = { accept: (u: Parameters<TunnelHost["accept"]>[0]) => host!.accept(u) };
+  // The host needs the server's URL and certificate, the server needs the host: a late binding.
+  const late: { host?: TunnelHost } = {};
+  const tunnel = { accept: (u: Parameters<TunnelHost["accept"]>[0]) => late.host!.accept(u) };
   const server = new KubeletServer({
     provider: bareProvider(),
     nodeName: "tunnel-node",
@@ -142,13 +143,14 @@ export async function startTunnelServer(
   await Promise.race([server.ready, running]);
   const url = `https://127.0.0.1:${server.address!.port}`;
   const caPem = await cert.promise;
-  host = new TunnelHost({ network, services, log, serverUrl: url, serverCaPem: caPem });
+  const host = new TunnelHost({ network, services, log, serverUrl: url, serverCaPem: caPem });
+  late.host = host;
   return {
     host,
     url,
     caPem,
     async [Symbol.asyncDispose]() {
-      await host!.close();
+      await host.close();
       stop.abort();
       await running;
     },
