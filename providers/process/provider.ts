@@ -102,6 +102,9 @@ export class ProcessProvider implements Provider {
       );
     }
     await network?.collectGarbage(records.map(({ record }) => record));
+    // Log directories of pods deleted while vkubelet was away go, as the kubelet's do.
+    const kept = new Set(records.map(({ record }) => record.pod.metadata?.uid ?? ""));
+    await this.#deps.podLogs?.prune(kept).catch(() => {});
     for (const { dir, record } of records) {
       const runner = this.#runner(record, new PodPaths(dir));
       this.#runners.set(podKeyOf(record.pod), runner);
@@ -183,6 +186,14 @@ export class ProcessProvider implements Provider {
     this.#notify(runner);
     this.#runners.delete(runner.key);
     await Deno.remove(runner.paths.dir, { recursive: true }).catch(() => {});
+    // The kubelet removes a deleted pod's log directory with it.
+    const { namespace = "", name = "", uid = "" } = runner.record.pod.metadata ?? {};
+    await this.#deps.podLogs?.removePod({ namespace, pod: name, uid }).catch((err) =>
+      this.#deps.log.warn("pod {pod}: its log directory could not be removed: {err}", {
+        pod: runner.key,
+        err,
+      })
+    );
   }
 
   getPod(namespace: string, name: string, options: CallOptions): Promise<Pod | undefined> {
@@ -369,6 +380,7 @@ export class ProcessProvider implements Provider {
       cgroups: this.#options.cgroups,
       stopMarker: this.#stopMarker,
       hostUser: this.#hostUser,
+      podLogs: this.#deps.podLogs,
       hostIp: this.#deps.internalIp,
       volumeContext: {
         source: this.#options.volumeSource,

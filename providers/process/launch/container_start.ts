@@ -6,7 +6,7 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { type Clock, isInvalidInput } from "../../../provider/mod.ts";
+import { type Clock, isInvalidInput, type PodLogDir } from "../../../provider/mod.ts";
 import { cgroupProcsFiles, type CgroupSupport, createCgroup } from "../host/cgroups.ts";
 import { logMaxBytes, type ProcessConfig } from "../config.ts";
 import {
@@ -39,6 +39,8 @@ export interface StartDeps {
   stopMarker: Uint8Array;
   /** vkubelet's own uid and gid: what a container without runAsUser runs as. */
   hostUser: HostUser;
+  /** The node's pod log directory (`--pod-log-dir`): every instance's output goes there too. */
+  podLogs?: PodLogDir;
 }
 
 /**
@@ -52,15 +54,21 @@ export type StartResult =
   | { kind: "create-error"; message: string }
   | { kind: "start-error"; message: string };
 
-/** Files of instance `n` of `container`. */
+/** Files of instance `n` of `container` of `pod`. */
 export function instanceFiles(
   paths: PodPaths,
   container: string,
   n: number,
-  deps: StartDeps,
+  deps: StartDeps & { pod: Pod },
 ): InstanceFiles {
   const dir = paths.container(container);
+  const { namespace = "", name = "", uid = "" } = deps.pod.metadata ?? {};
+  const { podLogs } = deps;
   return {
+    podLog: podLogs
+      ? (containerId) =>
+        podLogs.open({ namespace, pod: name, uid, container, restartCount: n, containerId })
+      : undefined,
     exitFile: join(dir, `${n}.exit`),
     stdoutFifo: join(dir, `${n}.stdout.fifo`),
     stderrFifo: join(dir, `${n}.stderr.fifo`),
@@ -190,7 +198,7 @@ export async function startContainer(
       message: `exec: "${argv[0]}": executable file not found in $PATH`,
     };
   }
-  const files = instanceFiles(paths, container.name, n, deps);
+  const files = instanceFiles(paths, container.name, n, { ...deps, pod });
   await Deno.mkdir(paths.logs(container.name), { recursive: true });
   await Deno.mkdir(paths.work, { recursive: true });
   await Deno.remove(files.exitFile).catch(() => {});

@@ -26,7 +26,7 @@ import {
 } from "../host/proc.ts";
 import { killInstance } from "./reaper.ts";
 import type { InstanceRecord, Termination } from "../state/state.ts";
-import { type Clock, unknownEnd } from "../../../provider/mod.ts";
+import { type Clock, type ContainerLog, unknownEnd } from "../../../provider/mod.ts";
 
 /** Files and settings of one instance. */
 export interface InstanceFiles {
@@ -40,6 +40,8 @@ export interface InstanceFiles {
   logPath: string;
   logMaxBytes: number;
   logMaxFiles: number;
+  /** Opens the instance's log in the node's pod log directory, if there is one. */
+  podLog?: (containerId: string) => Promise<ContainerLog>;
   /** Bytes that end a pump without ending the instance (written by {@link Instance.detach}). */
   stopMarker: Uint8Array;
 }
@@ -89,6 +91,7 @@ export class Instance {
       maxBytes: files.logMaxBytes,
       maxFiles: files.logMaxFiles,
       clock,
+      openCopy: files.podLog && (() => files.podLog!(record.containerId)),
     });
     this.#pumps = (["stdout", "stderr"] as const).map((stream) =>
       pumpFifo(stream === "stdout" ? files.stdoutFifo : files.stderrFifo, {

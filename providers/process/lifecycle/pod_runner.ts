@@ -173,7 +173,10 @@ export class PodRunner {
   }
 
   #adopt(container: Container, running: NonNullable<ContainerRecord["running"]>): void {
-    const files = instanceFiles(this.paths, container.name, running.instance, this.#deps);
+    const files = instanceFiles(this.paths, container.name, running.instance, {
+      ...this.#deps,
+      pod: this.record.pod,
+    });
     const instance = Instance.adopt(running, files, this.#deps.clock);
     if (!isSameProcess(running.pid, running.startTicks)) {
       this.#deps.log.info("container {container} of {pod} ended while vkubelet was away", {

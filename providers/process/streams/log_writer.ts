@@ -3,10 +3,12 @@
  * pkg/kubelet/kuberuntime/logs/logs.go): one line per output line,
  * `<RFC 3339 nano time> <stdout|stderr> <F|P> <text>`, so that `--timestamps`, `--since` and
  * `--tail` are answered from what was recorded. A {@link LogWriter} pumps an instance's stdout
- * and stderr FIFOs into `<instance>.log`, rotating to `.log.1`, `.log.2`... past the size cap.
+ * and stderr FIFOs into `<instance>.log`, rotating to `.log.1`, `.log.2`... past the size cap,
+ * and copies every record, with the same time, into the node's pod log directory (the kubelet's
+ * `/var/log/pods` layout for log agents, ../../../provider/pod_log_dir.ts) when there is one.
  * @module
  */
-import { type Clock, formatLogTime } from "../../../provider/mod.ts";
+import { type Clock, type ContainerLog, formatLogTime } from "../../../provider/mod.ts";
 import { hostCommand } from "../host/host_tools.ts";
 
 const NEWLINE = 10;
@@ -22,6 +24,8 @@ export interface LogWriterOptions {
   /** Files kept per instance, the current one included. */
   maxFiles: number;
   clock: Clock;
+  /** Opens the copy in the pod log directory (on the first write). */
+  openCopy?: () => Promise<ContainerLog>;
 }
 
 /** Appends CRI log lines to one instance's log file, rotating it by size. */
@@ -30,6 +34,7 @@ export class LogWriter {
   #file?: Deno.FsFile;
   #size = 0;
   #queue: Promise<void> = Promise.resolve();
+  #copy?: Promise<ContainerLog | undefined>;
 
   constructor(options: LogWriterOptions) {
     this.#options = options;
@@ -44,14 +49,28 @@ export class LogWriter {
     line.set(text, head.length);
     line[line.length - 1] = NEWLINE;
     this.#queue = this.#queue.then(() => this.#append(line));
+    const copy = this.#copyLog();
+    if (copy) {
+      // The copy is best effort: a full or read-only log disk must not stop the container.
+      this.#queue = this.#queue.then(async () =>
+        await (await copy)?.write(stream, text.slice(), { partial, time: stamp }).catch(() => {})
+      );
+    }
     return this.#queue;
   }
 
   /** Waits for queued writes and closes the file. */
   async close(): Promise<void> {
     await this.#queue.catch(() => {});
+    await (await this.#copy)?.close().catch(() => {});
     this.#file?.close();
     this.#file = undefined;
+  }
+
+  #copyLog(): Promise<ContainerLog | undefined> | undefined {
+    if (!this.#options.openCopy) return undefined;
+    this.#copy ??= this.#options.openCopy().catch(() => undefined);
+    return this.#copy;
   }
 
   async #append(line: Uint8Array): Promise<void> {
