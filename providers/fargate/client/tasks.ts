@@ -1,6 +1,7 @@
 /**
  * The ECS and CloudWatch Logs calls the provider makes, one function each, with AWS errors
- * turned into provider errors. The README's IAM policy lists exactly these actions.
+ * turned into provider errors; every ECS call goes through one back-off on throttling
+ * (`./throttle.ts`). The README's IAM policy lists exactly these actions.
  * @module
  */
 import {
@@ -21,6 +22,7 @@ import { CreateLogGroupCommand } from "@aws-sdk/client-cloudwatch-logs";
 import { InvalidInputError, TransientError } from "../../../provider/mod.ts";
 import { type AwsClients, awsError, awsErrorName } from "./aws.ts";
 import type { FargateConfig } from "../config.ts";
+import { Throttle } from "./throttle.ts";
 
 /** DescribeTasks takes at most this many tasks per call. */
 export const DESCRIBE_BATCH = 100;
@@ -29,20 +31,32 @@ export const DESCRIBE_BATCH = 100;
 export class EcsTasks {
   readonly #aws: AwsClients;
   readonly #config: FargateConfig;
+  /** One back-off for every ECS call (`./throttle.ts`). */
+  readonly throttle: Throttle;
 
-  constructor(aws: AwsClients, config: FargateConfig) {
+  constructor(aws: AwsClients, config: FargateConfig, throttle = new Throttle()) {
     this.#aws = aws;
     this.#config = config;
+    this.throttle = throttle;
+  }
+
+  /** An ECS call through the shared back-off on throttling. */
+  #send<T>(
+    call: (options: { abortSignal?: AbortSignal }) => Promise<T>,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    return this.throttle.run(() => call({ abortSignal: signal }), signal);
   }
 
   /** `ecs:DescribeClusters`: cheap, and fails when the cluster is gone. */
   async ping(signal?: AbortSignal): Promise<void> {
-    const out = await this.#aws.ecs.send(
-      new DescribeClustersCommand({ clusters: [this.#config.cluster] }),
-      { abortSignal: signal },
-    ).catch((err) => {
-      throw awsError("ECS DescribeClusters", err);
-    });
+    const out = await this.#send((o) =>
+      this.#aws.ecs.send(
+        new DescribeClustersCommand({ clusters: [this.#config.cluster] }),
+        o,
+      ), signal).catch((err) => {
+        throw awsError("ECS DescribeClusters", err);
+      });
     const cluster = out.clusters?.[0];
     if (!cluster || cluster.status !== "ACTIVE") {
       throw new TransientError(
@@ -70,9 +84,10 @@ export class EcsTasks {
 
   /** `ecs:RegisterTaskDefinition` (and `ecs:TagResource` for its tags); the new ARN. */
   async register(input: RegisterTaskDefinitionCommandInput, signal?: AbortSignal): Promise<string> {
-    const out = await this.#aws.ecs.send(new RegisterTaskDefinitionCommand(input), {
-      abortSignal: signal,
-    }).catch((err) => {
+    const out = await this.#send(
+      (o) => this.#aws.ecs.send(new RegisterTaskDefinitionCommand(input), o),
+      signal,
+    ).catch((err) => {
       throw awsError(`registering task definition ${input.family}`, err);
     });
     const arn = out.taskDefinition?.taskDefinitionArn;
@@ -93,31 +108,32 @@ export class EcsTasks {
     },
   ): Promise<Task> {
     const c = this.#config;
-    const out = await this.#aws.ecs.send(
-      new RunTaskCommand({
-        cluster: c.cluster,
-        taskDefinition: taskDefinitionArn,
-        // ECS takes a launch type or a capacity provider strategy, not both.
-        ...(options.capacityProviderStrategy
-          ? { capacityProviderStrategy: options.capacityProviderStrategy }
-          : { launchType: "FARGATE" as const }),
-        platformVersion: c.platformVersion,
-        count: 1,
-        startedBy: options.startedBy,
-        tags: options.tags,
-        clientToken: options.clientToken,
-        networkConfiguration: {
-          awsvpcConfiguration: {
-            subnets: c.subnets,
-            securityGroups: c.securityGroups.length ? c.securityGroups : undefined,
-            assignPublicIp: c.assignPublicIp ? "ENABLED" : "DISABLED",
+    const out = await this.#send((o) =>
+      this.#aws.ecs.send(
+        new RunTaskCommand({
+          cluster: c.cluster,
+          taskDefinition: taskDefinitionArn,
+          // ECS takes a launch type or a capacity provider strategy, not both.
+          ...(options.capacityProviderStrategy
+            ? { capacityProviderStrategy: options.capacityProviderStrategy }
+            : { launchType: "FARGATE" as const }),
+          platformVersion: c.platformVersion,
+          count: 1,
+          startedBy: options.startedBy,
+          tags: options.tags,
+          clientToken: options.clientToken,
+          networkConfiguration: {
+            awsvpcConfiguration: {
+              subnets: c.subnets,
+              securityGroups: c.securityGroups.length ? c.securityGroups : undefined,
+              assignPublicIp: c.assignPublicIp ? "ENABLED" : "DISABLED",
+            },
           },
-        },
-      }),
-      { abortSignal: options.signal },
-    ).catch((err) => {
-      throw awsError(`running a task of ${taskDefinitionArn}`, err);
-    });
+        }),
+        o,
+      ), options.signal).catch((err) => {
+        throw awsError(`running a task of ${taskDefinitionArn}`, err);
+      });
     const task = out.tasks?.[0];
     if (!task?.taskArn) {
       const failure = out.failures?.map((f) => `${f.reason}${f.detail ? ` (${f.detail})` : ""}`)
@@ -131,10 +147,11 @@ export class EcsTasks {
   /** `ecs:StopTask`; a task ECS no longer knows counts as stopped. */
   async stop(taskArn: string, reason: string, signal?: AbortSignal): Promise<void> {
     try {
-      await this.#aws.ecs.send(
-        new StopTaskCommand({ cluster: this.#config.cluster, task: taskArn, reason }),
-        { abortSignal: signal },
-      );
+      await this.#send((o) =>
+        this.#aws.ecs.send(
+          new StopTaskCommand({ cluster: this.#config.cluster, task: taskArn, reason }),
+          o,
+        ), signal);
     } catch (err) {
       const name = awsErrorName(err);
       if (name === "InvalidParameterException" || name === "ResourceNotFoundException") return;
@@ -148,20 +165,22 @@ export class EcsTasks {
    */
   async deregister(taskDefinitionArn: string, signal?: AbortSignal): Promise<void> {
     try {
-      await this.#aws.ecs.send(
-        new DeregisterTaskDefinitionCommand({ taskDefinition: taskDefinitionArn }),
-        { abortSignal: signal },
-      );
+      await this.#send((o) =>
+        this.#aws.ecs.send(
+          new DeregisterTaskDefinitionCommand({ taskDefinition: taskDefinitionArn }),
+          o,
+        ), signal);
     } catch (err) {
       if (awsError("", err) instanceof InvalidInputError) return;
       throw awsError(`deregistering ${taskDefinitionArn}`, err);
     }
-    const out = await this.#aws.ecs.send(
-      new DeleteTaskDefinitionsCommand({ taskDefinitions: [taskDefinitionArn] }),
-      { abortSignal: signal },
-    ).catch((err) => {
-      throw awsError(`deleting ${taskDefinitionArn}`, err);
-    });
+    const out = await this.#send((o) =>
+      this.#aws.ecs.send(
+        new DeleteTaskDefinitionsCommand({ taskDefinitions: [taskDefinitionArn] }),
+        o,
+      ), signal).catch((err) => {
+        throw awsError(`deleting ${taskDefinitionArn}`, err);
+      });
     const failure = out.failures?.find((f) => !/does not exist/i.test(f.reason ?? ""));
     if (failure) {
       throw new TransientError(`ECS did not delete ${taskDefinitionArn}: ${failure.reason}`);
@@ -175,16 +194,17 @@ export class EcsTasks {
   async describe(taskArns: string[], signal?: AbortSignal): Promise<Map<string, Task>> {
     const found = new Map<string, Task>();
     for (let i = 0; i < taskArns.length; i += DESCRIBE_BATCH) {
-      const out = await this.#aws.ecs.send(
-        new DescribeTasksCommand({
-          cluster: this.#config.cluster,
-          tasks: taskArns.slice(i, i + DESCRIBE_BATCH),
-          include: ["TAGS"],
-        }),
-        { abortSignal: signal },
-      ).catch((err) => {
-        throw awsError("ECS DescribeTasks", err);
-      });
+      const out = await this.#send((o) =>
+        this.#aws.ecs.send(
+          new DescribeTasksCommand({
+            cluster: this.#config.cluster,
+            tasks: taskArns.slice(i, i + DESCRIBE_BATCH),
+            include: ["TAGS"],
+          }),
+          o,
+        ), signal).catch((err) => {
+          throw awsError("ECS DescribeTasks", err);
+        });
       for (const task of out.tasks ?? []) if (task.taskArn) found.set(task.taskArn, task);
     }
     return found;
@@ -195,17 +215,18 @@ export class EcsTasks {
     const arns: string[] = [];
     let nextToken: string | undefined;
     do {
-      const out = await this.#aws.ecs.send(
-        new ListTasksCommand({
-          cluster: this.#config.cluster,
-          startedBy,
-          desiredStatus: "RUNNING",
-          nextToken,
-        }),
-        { abortSignal: signal },
-      ).catch((err) => {
-        throw awsError("ECS ListTasks", err);
-      });
+      const out = await this.#send((o) =>
+        this.#aws.ecs.send(
+          new ListTasksCommand({
+            cluster: this.#config.cluster,
+            startedBy,
+            desiredStatus: "RUNNING",
+            nextToken,
+          }),
+          o,
+        ), signal).catch((err) => {
+          throw awsError("ECS ListTasks", err);
+        });
       arns.push(...(out.taskArns ?? []));
       nextToken = out.nextToken;
     } while (nextToken);
