@@ -42,3 +42,15 @@ export async function zunCapacity(
     from: `project ${project}'s quotas`,
   };
 }
+
+/** The node's capacity: what Zun told ({@link zunCapacity}), else the config's. */
+export function nodeCapacity(
+  found: Awaited<ReturnType<typeof zunCapacity>>,
+  config: { cpu: string; memory: string; pods: string },
+): { cpu: string; memory: string; pods: string } {
+  return {
+    cpu: found?.cpu !== undefined ? String(found.cpu) : config.cpu,
+    memory: found?.memoryMiB !== undefined ? `${found.memoryMiB}Mi` : config.memory,
+    pods: found?.pods !== undefined ? String(found.pods) : config.pods,
+  };
+}

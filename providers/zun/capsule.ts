@@ -78,27 +78,28 @@ const PULL_POLICY: Record<string, string> = {
  * With `secretEnv: refuse`, throws for an env var the core marked as a Secret's value
  * (`secretEnvRefs`): Zun would keep it in its database (and a command or arg could expand it).
  */
-function refuseSecretEnv(container: Container, field: string): void {
+export function refuseSecretEnv(container: Container, field: string): void {
   const secret = (container.env ?? []).find((e) => e.valueFrom?.secretKeyRef);
   const ref = secret?.valueFrom?.secretKeyRef;
   if (!secret || !ref) return;
   throw new InvalidInputError(
     `${field}.env ${secret.name} comes from Secret ${ref.name} key ${ref.key}: Zun keeps a ` +
-      "capsule's env, command and args in its database and shows them to whoever can read the " +
+      "pod's env, command and args in its database and shows them to whoever can read the " +
       "capsule, and the provider config says secretEnv: refuse; remove the variable (Zun " +
       "cannot mount a Secret as files: a capsule takes only Cinder volumes) or set " +
       "secretEnv: env to accept that",
   );
 }
 
-function portsOf(container: Container, field: string) {
+/** The container's ports for Zun (TCP and UDP; SCTP left out); `hostPort` is refused. */
+export function portsOf(container: Container, field: string) {
   const ports = container.ports ?? [];
   // Zun 18.0.0 takes hostPort and drops it (zun/api/controllers/v1/capsules.py `_do_post`:
   // `host_port = {}`): nothing binds a port of a host, so the pod would not get what it asks.
   const withHostPort = ports.findIndex((p) => p.hostPort);
   if (withHostPort >= 0) {
     throw new InvalidInputError(
-      `${field}.ports[${withHostPort}].hostPort: Zun binds no port of its hosts for a capsule (it ignores hostPort); remove hostPort and reach the pod at its IP and containerPort`,
+      `${field}.ports[${withHostPort}].hostPort: Zun binds no port of its hosts for a pod (it ignores hostPort); remove hostPort and reach the pod at its IP and containerPort`,
     );
   }
   return ports.filter((p) => p.protocol !== "SCTP")

@@ -107,6 +107,10 @@ export class ZunCapsules implements RemoteBackend {
     return listing;
   }
 
+  /**
+   * Only the capsules of the provider's own keystone user: another member of the project can
+   * write any label, and a capsule it labelled as this node's pod would be adopted as that pod.
+   */
   async #list(): Promise<ZunCapsule[]> {
     const capsules: ZunCapsule[] = [];
     let marker: string | undefined;
@@ -117,9 +121,11 @@ export class ZunCapsules implements RemoteBackend {
         `/capsules/${query}`,
       );
       capsules.push(...body.capsules);
-      if (!body.next || body.capsules.length === 0) return capsules;
+      if (!body.next || body.capsules.length === 0) break;
       marker = body.capsules[body.capsules.length - 1].uuid;
     }
+    const user = await this.#o.api.userId();
+    return capsules.filter((c) => !user || c.user_id === user);
   }
 
   async list(signal: AbortSignal): Promise<RemoteRun[]> {

@@ -18,6 +18,9 @@ export interface Session {
   endpoint: string;
   /** The project the token is scoped to. */
   projectId?: string;
+  /** The user the token was given to (an application credential's too): Zun records it as
+   * each object's `user_id`, which the provider checks before it takes an object as its own. */
+  userId?: string;
 }
 
 interface CatalogEntry {
@@ -130,7 +133,12 @@ export async function authenticate(
   }
   const token = response.headers.get("X-Subject-Token");
   const body = JSON.parse(text) as {
-    token: { expires_at: string; catalog?: CatalogEntry[]; project?: { id: string } };
+    token: {
+      expires_at: string;
+      catalog?: CatalogEntry[];
+      project?: { id: string };
+      user?: { id: string };
+    };
   };
   if (!token) throw new TransientError(`keystone at ${url} sent no X-Subject-Token`);
   return {
@@ -138,5 +146,6 @@ export async function authenticate(
     expiresAtMs: Date.parse(body.token.expires_at),
     endpoint: endpointOf(body.token.catalog ?? [], serviceType, c),
     projectId: body.token.project?.id,
+    userId: body.token.user?.id,
   };
 }

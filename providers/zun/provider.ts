@@ -1,100 +1,76 @@
 /**
- * The zun provider: each pod is one Zun capsule (./capsule.ts), its life owned by the kit's
- * {@link RemotePods} over ./capsules.ts. The node's capacity comes from Zun's hosts (admin) or
- * the project's quotas, else the config; ping reads Zun's capsule list. A capsule's containers
- * have no logs and no exec in Zun 18.0.0 (`/v1/containers/<uuid>/logs` and `/execute` answer
- * 404 for them, and capsules have no actions), so those answer 501 saying so.
+ * The zun provider: a pod with one container runs as a plain Zun container, any other as a
+ * capsule (./backend.ts), its life owned by the kit's RemotePods. Logs, exec and stats are
+ * Zun's for plain containers (./streams/, ./stats.ts); a capsule's containers have none in Zun
+ * 18.0.0 (`/v1/containers/<uuid>/logs`, `/execute` and `/stats` answer 404 for them), so those
+ * answer 501 saying so. The node's capacity comes from Zun's hosts or quotas (./capacity.ts).
  * @module
  */
 import type { Node } from "kubernetes-types/core/v1.d.ts";
-import {
-  applyProviderNode,
-  type CallOptions,
-  type ContainerLogOptions,
-  type ContainerRef,
-  type ExecOptions,
-  NotSupportedError,
-  type Provider,
-  type ProviderDeps,
-  refuseStreaming,
-  RemotePodsProvider,
-} from "../../provider/mod.ts";
-import { ZunCapsules } from "./capsules.ts";
+import * as kit from "../../provider/mod.ts";
+import { ZunBackend } from "./backend.ts";
+import { nodeCapacity, zunCapacity } from "./capacity.ts";
 import type { ZunConfig } from "./config.ts";
+import { ZunStats } from "./stats.ts";
+import type { ZunHandle } from "./status.ts";
+import { NO_STREAMS, ZunStreams } from "./streams/mod.ts";
 import type { ZunApi } from "./zun_api.ts";
-import { zunCapacity } from "./capacity.ts";
-
-/** Why a capsule's containers have neither logs nor exec. */
-export const NO_STREAMS =
-  "Zun keeps no logs and runs no exec for a capsule's containers (its /v1/containers/<uuid>/logs and /execute answer 404 for them)";
 
 /** The provider; see the module doc. */
-export class ZunProvider extends RemotePodsProvider implements Provider {
+export class ZunProvider extends kit.RemotePodsProvider<ZunHandle, ZunBackend>
+  implements kit.Provider {
   /** The core marks Secret-sourced env vars, for `secretEnv: refuse` (./capsule.ts). */
   readonly secretEnvRefs = true;
-  readonly #api: ZunApi;
-  readonly #config: ZunConfig;
+  readonly #stats: ZunStats;
+  readonly #streams: ZunStreams;
   #capacity: Awaited<ReturnType<typeof zunCapacity>>;
 
-  constructor(config: ZunConfig, deps: ProviderDeps, api: ZunApi) {
-    if (config.exposePorts) {
-      // Zun's rule is remote_ip_prefix 0.0.0.0/0 (zun/network/neutron.py `expose_ports`).
-      deps.log.warn("exposePorts is on: Zun opens every pod's containerPorts to every address");
-    }
+  constructor(readonly config: ZunConfig, deps: kit.ProviderDeps, readonly api: ZunApi) {
+    // Zun's rule is remote_ip_prefix 0.0.0.0/0 (zun/network/neutron.py `expose_ports`).
+    if (config.exposePorts) deps.log.warn("exposePorts is on: Zun opens every pod's ports to all");
     super(deps, () => ({
-      backend: new ZunCapsules({
-        ...deps,
-        api,
-        exposePorts: config.exposePorts,
-        secretEnv: config.secretEnv,
-        deleteTimeoutMs: config.deleteTimeout,
-        sleep: (ms, signal) => deps.clock.sleep(ms, signal),
-        now: () => deps.clock.now(),
-      }),
+      backend: ZunBackend.of(config, deps, api),
       intervalMs: config.statusInterval,
-      // Zun runs no hooks and answers no exec for a capsule's containers.
-      hooks: "refuse",
+      hooks: "refuse", // Zun runs none; its exec is a capsule's never, a container's for 5 s
       hooksRefused: NO_STREAMS,
     }));
-    this.#config = config;
-    this.#api = api;
+    this.#stats = new ZunStats(api, deps);
+    this.#streams = new ZunStreams(api, deps.clock);
   }
 
   /** One capsule list call within pingTimeout; the error names the endpoint and Zun's answer. */
-  async ping(options: CallOptions): Promise<void> {
-    const deadline = AbortSignal.timeout(this.#config.pingTimeout);
+  async ping(options: kit.CallOptions): Promise<void> {
+    const deadline = AbortSignal.timeout(this.config.pingTimeout);
     const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
-    await this.#api.call("GET", "/capsules/?limit=1", { signal });
-    this.#capacity ??= await zunCapacity(this.#api, signal).catch(() => undefined);
+    await this.api.call("GET", "/capsules/?limit=1", { signal });
+    this.#capacity ??= await zunCapacity(this.api, signal).catch(() => undefined);
   }
 
   configureNode(node: Node): void {
-    const { cpu, memory, pods } = this.#config.capacity;
-    const found = this.#capacity;
-    applyProviderNode(node, {
-      capacity: {
-        cpu: found?.cpu !== undefined ? String(found.cpu) : cpu,
-        memory: found?.memoryMiB !== undefined ? `${found.memoryMiB}Mi` : memory,
-        pods: found?.pods !== undefined ? String(found.pods) : pods,
-      },
-    }, this.deps);
+    const capacity = nodeCapacity(this.#capacity, this.config.capacity);
+    kit.applyProviderNode(node, { capacity }, this.deps);
   }
 
-  async getContainerLogs(
-    ref: ContainerRef,
-    _options?: ContainerLogOptions,
-  ): Promise<ReadableStream<Uint8Array>> {
-    await this.#known(ref);
-    throw new NotSupportedError(`logs are not available: ${NO_STREAMS}`);
+  getContainerLogs(ref: kit.ContainerRef, options: kit.ContainerLogOptions) {
+    const signal = this.callSignal(options.signal);
+    return this.#streams.logs(ref, this.#runs(ref), { ...options, signal });
   }
 
-  async runInContainer(ref: ContainerRef, _options?: ExecOptions): Promise<number> {
-    return await this.#known(ref).then(() => refuseStreaming("exec", NO_STREAMS));
+  runInContainer(ref: kit.ContainerRef, options: kit.ExecOptions): Promise<number> {
+    return this.#streams.exec(ref, this.#runs(ref), options);
   }
 
-  /** The pod once adopted (a capsule's containers have no init containers), or NotFoundError. */
-  async #known(ref: ContainerRef): Promise<void> {
-    await this.pods.getPod(ref.namespace, ref.pod);
+  /** The runs of `ref`'s pod, once it and its container are known on this node. */
+  #runs = (ref: kit.ContainerRef) => () => {
     this.known(ref);
+    return this.pods.logRunsOf(ref.namespace, ref.pod);
+  };
+
+  getStatsSummary(options: kit.CallOptions): Promise<kit.StatsSummary> {
+    return this.#stats.summary(this.pods.running(), options.signal);
+  }
+
+  async getMetricsResource(options: kit.CallOptions): Promise<string> {
+    return kit.metricsText(await this.getStatsSummary(options));
   }
 }

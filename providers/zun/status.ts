@@ -17,6 +17,7 @@ import {
   standInPod,
 } from "../../provider/mod.ts";
 import { CAPSULE_TAG, SPEC_ANNOTATION } from "./capsule.ts";
+import { CONTAINER_LABELS, CONTAINER_TAG } from "./request/container.ts";
 
 /** A container of a capsule, as Zun shows it. */
 export interface ZunContainer {
@@ -30,9 +31,17 @@ export interface ZunContainer {
   updated_at?: string | null;
 }
 
+/** A plain container, as Zun shows it (`GET /v1/containers/<uuid>`, containers_view.py). */
+export interface ZunPlainContainer extends ZunContainer {
+  labels?: Record<string, string> | null;
+  addresses?: ZunCapsule["addresses"];
+  user_id?: string | null;
+}
+
 /** A capsule, as Zun shows it (microversion ≥ 1.32). */
 export interface ZunCapsule {
   uuid: string;
+  user_id?: string | null;
   name: string | null;
   status: string;
   status_reason?: string | null;
@@ -41,6 +50,14 @@ export interface ZunCapsule {
   addresses?: Record<string, { addr: string; version?: number }[]> | null;
   containers?: ZunContainer[];
   created_at?: string | null;
+}
+
+/** What the provider keeps of a run: a capsule's or a plain container's uuid. */
+export interface ZunHandle {
+  kind: "capsule" | "container";
+  uuid: string;
+  /** A plain container's run count (its label). */
+  run?: number;
 }
 
 /** The condition that says what Zun cannot tell about a running capsule's containers. */
@@ -60,15 +77,16 @@ function exitCodeOf(text: string | null | undefined): number | undefined {
   return match ? Number(match[1]) : undefined;
 }
 
+/** A container's state from Zun's status; in a capsule (`capsule`) that failed, failed too. */
 function stateOf(
   container: ZunContainer,
-  capsule: ZunCapsule,
   nowMs: number,
+  capsule?: ZunCapsule,
 ): ContainerStateReport {
   const startedAtMs = parseZunTime(container.created_at) ?? nowMs;
-  const detail = container.status_reason || capsule.status_reason || undefined;
+  const detail = container.status_reason || capsule?.status_reason || undefined;
   // A capsule that failed as a whole (no host, image, network) fails every container.
-  const status = capsule.status === "Error" ? "Error" : container.status;
+  const status = capsule?.status === "Error" ? "Error" : container.status;
   switch (status) {
     case "Running":
     case "Paused":
@@ -117,9 +135,9 @@ export function podOfCapsule(capsule: ZunCapsule): Pod | undefined {
   });
 }
 
-/** The first IPv4 address Zun lists for the capsule. */
-function podIPOf(capsule: ZunCapsule): string | undefined {
-  for (const entries of Object.values(capsule.addresses ?? {})) {
+/** The first IPv4 address Zun lists for the capsule or container. */
+function podIPOf(object: Pick<ZunCapsule, "addresses">): string | undefined {
+  for (const entries of Object.values(object.addresses ?? {})) {
     const v4 = entries.find((e) => e.version === 4 || /^\d+\.\d+\.\d+\.\d+$/.test(e.addr));
     if (v4) return v4.addr;
   }
@@ -132,13 +150,17 @@ function podIPOf(capsule: ZunCapsule): string | undefined {
  * `_generate_name_for_capsule_container`) and lists them in the order they were made, the
  * template's: the pod's containers are matched by position.
  */
-export function runOfCapsule(capsule: ZunCapsule, nowMs: number, pod?: Pod): RemoteRun {
+export function runOfCapsule(
+  capsule: ZunCapsule,
+  nowMs: number,
+  pod?: Pod,
+): RemoteRun<ZunHandle> {
   const containers: Record<string, ContainerReport> = {};
   const owner = pod ?? podOfCapsule(capsule);
   const names = (owner?.spec?.containers ?? []).map((c) => c.name);
   for (const [i, c] of (capsule.containers ?? []).entries()) {
     containers[names[i] ?? c.name] = {
-      state: stateOf(c, capsule, nowMs),
+      state: stateOf(c, nowMs, capsule),
       ...(c.status === "Running" ? { containerID: `zun://${c.uuid}` } : {}),
     };
   }
@@ -156,5 +178,47 @@ export function runOfCapsule(capsule: ZunCapsule, nowMs: number, pod?: Pod): Rem
     containers,
     podIP: podIPOf(capsule),
     conditions: [condition],
+    handle: { kind: "capsule", uuid: capsule.uuid },
+  };
+}
+
+/** The pod a plain container runs, from its labels (../request/container.ts); or undefined. */
+export function podOfContainer(container: ZunPlainContainer): Pod | undefined {
+  const labels = container.labels ?? undefined;
+  const tag = CONTAINER_TAG.read(labels);
+  const name = labels?.[CONTAINER_LABELS.container];
+  if (!tag || !name) return undefined;
+  return standInPod(tag, {
+    restartPolicy: labels?.[CONTAINER_LABELS.restartPolicy] ?? "Always",
+    containers: [{ name, image: container.image }],
+  });
+}
+
+/**
+ * A plain container as a run of `pod`'s (or of the pod in its labels), with the container's
+ * uuid and run count as the run's handle. zun-api reads a single container's state from the
+ * engine (`GET /v1/containers/<uuid>`: `container_show`), so an exit is seen with its code
+ * (`status_detail` `Exited(4) 4 seconds ago`).
+ */
+export function runOfContainer(
+  container: ZunPlainContainer,
+  nowMs: number,
+  pod?: Pod,
+): RemoteRun<ZunHandle> {
+  const owner = pod ?? podOfContainer(container)!;
+  const name = owner?.spec?.containers?.[0]?.name ?? container.name;
+  const run = CONTAINER_TAG.read(container.labels ?? undefined)?.run ?? 0;
+  return {
+    pod: owner,
+    containers: {
+      [name]: {
+        state: stateOf(container, nowMs),
+        ...(container.status === "Running" ? { containerID: `zun://${container.uuid}` } : {}),
+      },
+    },
+    podIP: podIPOf(container),
+    handle: { kind: "container", uuid: container.uuid, run },
+    restarts: run,
+    createdAtMs: parseZunTime(container.created_at),
   };
 }

@@ -106,6 +106,11 @@ export class ZunApi {
     return (await this.#currentSession(signal)).projectId;
   }
 
+  /** The user of the token: Zun's `user_id` of every object this provider makes. */
+  async userId(signal?: AbortSignal): Promise<string | undefined> {
+    return (await this.#currentSession(signal)).userId;
+  }
+
   /** The microversion in use, read from the server's root document on first use. */
   version(signal?: AbortSignal): Promise<string> {
     this.#version ??= this.#negotiate(signal).catch((err) => {

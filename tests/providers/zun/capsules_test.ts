@@ -62,6 +62,7 @@ function scripted(statuses: (string | undefined)[], options: { failCreate?: bool
       if (!status) return Promise.reject(new NotFoundError("404"));
       return Promise.resolve({ status: 200, body: capsule(status) });
     },
+    userId: () => Promise.resolve(undefined),
   } as unknown as ZunApi;
   const capsules = new ZunCapsules({
     api,
@@ -126,6 +127,7 @@ Deno.test("the status poll reads every pod from one listing, never one begun bef
       await new Promise<void>((r) => gates.push(r));
       return { status: 200, body: { capsules: snapshot } };
     },
+    userId: () => Promise.resolve(undefined),
   } as unknown as ZunApi;
   const capsules = backendOn(api);
   const podOf = (uid: string): Pod => ({
@@ -187,6 +189,7 @@ Deno.test("a delete takes the pod's capsules from the poll's listing, lists agai
         ? Promise.resolve({ status: 200, body: found })
         : Promise.reject(new NotFoundError("404"));
     },
+    userId: () => Promise.resolve(undefined),
   } as unknown as ZunApi;
   const zun = backendOn(api);
   const signal = new AbortController().signal;

@@ -1,7 +1,7 @@
 /**
  * The zun provider against the real stack (tools/harness/zun.ts) for what the conformance suite
  * does not cover: an application credential made in keystone authenticates it; a ping's error
- * names the endpoint that failed; logs and exec answer 501 saying why; the node's capacity comes
+ * names the endpoint that failed; a capsule's logs and exec answer 501 saying why; the node's capacity comes
  * from the project's quotas (the demo user may not list Zun's hosts); a pod Zun refuses fails
  * with Zun's reason; a pod's ports are opened by a security group Zun makes in Neutron (the
  * harness's stand-in) and removed with the pod.
@@ -146,7 +146,7 @@ Deno.test({
       });
 
       await t.step(
-        "capacity from the project's quotas; logs and exec answer 501 saying why",
+        "capacity from the project's quotas; a capsule's logs and exec answer 501 saying why",
         async () => {
           await withProvider(zun.env, async (p) => {
             await p.ping({});
@@ -154,6 +154,8 @@ Deno.test({
             p.configureNode(node);
             assert.ok(Number(node.status?.capacity?.pods) > 0, JSON.stringify(node.status));
             const pod = sleepingPod("logs");
+            // Two containers: a capsule (one container would run as a plain Zun container).
+            pod.spec!.containers.push({ ...pod.spec!.containers[0], name: "side" });
             await p.createPod(pod, { signal: AbortSignal.timeout(60_000) });
             try {
               const ref = { namespace: "default", pod: pod.metadata!.name!, container: "main" };

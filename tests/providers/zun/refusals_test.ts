@@ -213,7 +213,7 @@ Deno.test("with secretEnv: refuse a Secret's value never reaches Zun: the pod fa
   assert.ok(parsed.ok, !parsed.ok ? parsed.errors.join("; ") : "");
   refused(
     pod({ env: SECRET_ENV }),
-    /^spec\.containers\[0\]\.env TOKEN comes from Secret db key token: Zun keeps a capsule's env/,
+    /^spec\.containers\[0\]\.env TOKEN comes from Secret db key token: Zun keeps a pod's env/,
     { secretEnv: parsed.config.secretEnv },
   );
   // env (the default) sends the value, and only the value.
