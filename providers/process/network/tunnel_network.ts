@@ -1,0 +1,130 @@
+/**
+ * The pod network of a pod that runs elsewhere (issue #64): the same network namespace and CNI
+ * ADD as a process pod (./pod_network.ts), with nothing running inside but relays. A Deno
+ * process cannot listen in another network namespace, so for each declared port a host
+ * `socat` under `nsenter --net=<netns>` listens there and hands each connection to a Unix
+ * socket vkubelet listens on (a path, so it is reachable from any network namespace); Service
+ * connections are dialed from inside the namespace as probes are (./dial.ts `dialInNetns`).
+ * Structurally the `TunnelNetwork` of core/tunnel/host.ts, which app/ wires in.
+ * @module
+ */
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import { join } from "node:path";
+import { HELPER_ENV, toolPath } from "../host/host_tools.ts";
+import { dialInNetns } from "./dial.ts";
+import type { PodNetworkRecord, PodNetworks } from "./pod_network.ts";
+
+/** A byte connection (the core's `TunnelConn`). */
+export interface RelayedConn {
+  readable: ReadableStream<Uint8Array>;
+  writable: WritableStream<Uint8Array>;
+  close(): void;
+}
+
+/** Remote pods' namespaces and relays under `stateDir/remote/`. */
+export class RemotePodNetworks {
+  readonly #records = new Map<string, PodNetworkRecord>();
+
+  constructor(private readonly networks: PodNetworks, private readonly stateDir: string) {}
+
+  /** A namespace and IP for `pod`, by CNI ADD. */
+  async setUp(pod: Pod): Promise<{ ips: string[]; netns: string }> {
+    const uid = pod.metadata?.uid ?? "";
+    const dir = join(this.stateDir, "remote", uid);
+    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+    const record = await this.networks.setUp(pod, dir);
+    this.#records.set(uid, record);
+    return { ips: record.ips, netns: record.netns! };
+  }
+
+  /** CNI DEL and the namespace removed. */
+  async tearDown(pod: Pod): Promise<void> {
+    const uid = pod.metadata?.uid ?? "";
+    const record = this.#records.get(uid);
+    this.#records.delete(uid);
+    if (record) await this.networks.tearDown(pod, record);
+    await Deno.remove(join(this.stateDir, "remote", uid), { recursive: true }).catch(() => {});
+  }
+
+  /** `host:port` dialed from inside `netns`. */
+  dial(netns: string, host: string, port: number): RelayedConn {
+    const conn = dialInNetns(netns, host, port);
+    return { readable: conn.readable, writable: conn.writable, close: () => conn.close() };
+  }
+
+  /** Listens on `port` inside `netns`; each connection comes out of a Unix socket here. */
+  async listen(
+    netns: string,
+    port: number,
+    onConnection: (conn: RelayedConn) => void,
+  ): Promise<{ close(): Promise<void> }> {
+    const socket = join(this.stateDir, "remote", `${netns.split("/").pop()}-${port}.sock`);
+    await Deno.remove(socket).catch(() => {});
+    const listener = Deno.listen({ transport: "unix", path: socket });
+    const relay = new Deno.Command(toolPath("nsenter"), {
+      args: [
+        `--net=${netns}`,
+        "--",
+        toolPath("socat"),
+        "-t",
+        "86400",
+        `TCP-LISTEN:${port},fork,reuseaddr`,
+        `UNIX-CONNECT:${socket}`,
+      ],
+      clearEnv: true,
+      env: { ...HELPER_ENV },
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    const accepting = (async () => {
+      try {
+        for await (const conn of listener) {
+          onConnection({
+            readable: conn.readable,
+            writable: conn.writable,
+            close: () => {
+              try {
+                conn.close();
+              } catch {
+                // closed by the splice
+              }
+            },
+          });
+        }
+      } catch {
+        // the listener closed
+      }
+    })();
+    await waitListening(netns, port);
+    return {
+      async close() {
+        try {
+          relay.kill("SIGKILL");
+        } catch {
+          // gone already
+        }
+        await relay.status;
+        listener.close();
+        await accepting;
+        await Deno.remove(socket).catch(() => {});
+      },
+    };
+  }
+}
+
+/** Waits until socat listens on `port` in `netns` (up to 5 s) by reading its socket table. */
+async function waitListening(netns: string, port: number): Promise<void> {
+  const hex = `:${port.toString(16).toUpperCase().padStart(4, "0")}`;
+  for (let i = 0; i < 100; i++) {
+    const out = await new Deno.Command(toolPath("nsenter"), {
+      args: [`--net=${netns}`, "--", "cat", "/proc/net/tcp", "/proc/net/tcp6"],
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout);
+    if (text.split("\n").some((l) => l.split(/\s+/)[2]?.endsWith(hex) && / 0A /.test(l))) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`The relay for port ${port} in ${netns} did not start listening within 5 s`);
+}
