@@ -12,7 +12,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../base/clock.ts";
 import { getLogger } from "../../base/log.ts";
 import { createProvider, parseEciConfig } from "../../providers/eci/mod.ts";
-import { EciApi } from "../../providers/eci/api.ts";
+import { EciApi } from "../../providers/eci/client/api.ts";
 import { startEciEmulator } from "../../tools/harness/eci/emulator.ts";
 import { emulatorConfig, useTestCredentials } from "../../tools/harness/eci/env.ts";
 

@@ -15,23 +15,26 @@ import {
   type Logger,
   NotFoundError,
   type PodEventSink,
+  podEventSink,
+  type ProviderDeps,
   type ProviderKubeClient,
   type RemoteBackend,
   type RemoteLogRuns,
   type RemoteMakeOptions,
+  type RemoteProviderSetup,
   type RemoteRead,
   type RemoteRun,
   standInPod,
   type TerminatedReport,
 } from "../../provider/mod.ts";
-import type { ContainerGroup, EciApi } from "./api.ts";
+import type { ContainerGroup, EciApi } from "./client/api.ts";
 import type { EciConfig } from "./config.ts";
-import { checkPod, groupRequestFor } from "./container_group.ts";
-import { readContainerLog } from "./logs.ts";
-import { podOfTags } from "./names.ts";
-import { registryCredentials } from "./pull_secrets.ts";
+import { checkPod, groupRequestFor } from "./request/container_group.ts";
+import { readContainerLog } from "./streams/logs.ts";
+import { podOfTags } from "./request/names.ts";
+import { registryCredentials } from "./request/pull_secrets.ts";
 import { endsOnDelete, runOfGroup } from "./status.ts";
-import { resolveVolumes } from "./volumes.ts";
+import { resolveVolumes } from "./request/volumes.ts";
 
 /** What {@link EciBackend} needs. */
 export interface EciBackendDeps {
@@ -46,6 +49,28 @@ export interface EciBackendDeps {
   kube?: ProviderKubeClient;
   /** The provider's life: log streams end with it. */
   signal: AbortSignal;
+}
+
+/**
+ * How the eci provider runs its pods on the kit: {@link EciBackend} on `api`, and the kit's
+ * options for ECI.
+ */
+export function eciGroupsSetup(
+  config: EciConfig,
+  deps: ProviderDeps & { api: EciApi; signal: AbortSignal },
+): RemoteProviderSetup<ContainerGroup, EciBackend> {
+  const event = podEventSink(deps, "vkubelet-eci");
+  return {
+    backend: new EciBackend({ ...deps, config, hostIP: deps.internalIp, event }),
+    intervalMs: config.statusInterval,
+    // ECI runs no hooks; the kit runs them through ECI's exec.
+    hooks: "exec",
+    // ECI restarts a group's containers itself; the kit makes again only a group that is gone.
+    backendRestarts: true,
+    // A deletion seen before the groups are adopted would leave its group running.
+    retryList: true,
+    keepPodIP: true,
+  };
 }
 
 /** What the backend keeps of a pod, by uid. */

@@ -11,20 +11,20 @@ import {
   type ContainerRef,
   type ExecOptions,
   NotFoundError,
-  podEventSink,
   type Provider,
   type ProviderDeps,
   RemotePodsProvider,
   type StatsSummary,
 } from "../../provider/mod.ts";
-import type { ContainerGroup, EciApi } from "./api.ts";
-import { EciBackend } from "./backend.ts";
+import type { ContainerGroup, EciApi } from "./client/api.ts";
+import { type EciBackend, eciGroupsSetup } from "./backend.ts";
 import type { EciConfig } from "./config.ts";
-import { execInGroup } from "./exec.ts";
+import { execInGroup } from "./streams/exec.ts";
 import { groupsStats, statsSummary } from "./stats.ts";
 
 /** Runs the virtual node's pods as ECI container groups; see the module doc. */
-export class EciProvider extends RemotePodsProvider<ContainerGroup> implements Provider {
+export class EciProvider extends RemotePodsProvider<ContainerGroup, EciBackend>
+  implements Provider {
   readonly #config: EciConfig;
   readonly #api: EciApi;
   readonly #startMs: number;
@@ -32,24 +32,7 @@ export class EciProvider extends RemotePodsProvider<ContainerGroup> implements P
   readonly deferredFieldPaths = ["status.podIP"] as const;
 
   constructor(config: EciConfig, deps: ProviderDeps, api: EciApi) {
-    super(deps, (signal) => ({
-      backend: new EciBackend({
-        ...deps,
-        api,
-        config,
-        hostIP: deps.internalIp,
-        event: podEventSink(deps, "vkubelet-eci"),
-        signal,
-      }),
-      intervalMs: config.statusInterval,
-      // ECI runs no hooks; the kit runs them through ECI's exec.
-      hooks: "exec",
-      // ECI restarts a group's containers itself; the kit makes again only a group that is gone.
-      backendRestarts: true,
-      // A deletion seen before the groups are adopted would leave its group running.
-      retryList: true,
-      keepPodIP: true,
-    }));
+    super(deps, (signal) => eciGroupsSetup(config, { ...deps, api, signal }));
     this.#config = config;
     this.#api = api;
     this.#startMs = deps.clock.now();

@@ -7,7 +7,7 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { ContainerStats, PodStats, RemoteRun, StatsSummary } from "../../provider/mod.ts";
-import type { ContainerGroup, EciApi, MetricRecord } from "./api.ts";
+import type { ContainerGroup, EciApi, MetricRecord } from "./client/api.ts";
 
 type Cpu = MetricRecord["CPU"];
 type Memory = MetricRecord["memory"];

@@ -12,7 +12,7 @@ import type {
   RemoteRun,
   TerminatedReport,
 } from "../../provider/mod.ts";
-import type { ContainerGroup } from "./api.ts";
+import type { ContainerGroup } from "./client/api.ts";
 
 type EciContainer = NonNullable<ContainerGroup["containers"]>[number];
 type EciState = EciContainer["currentState"];

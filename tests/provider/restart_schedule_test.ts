@@ -19,7 +19,7 @@ import { parseFargateConfig } from "../../providers/fargate/config.ts";
 import { AciBackend } from "../../providers/aci/backend.ts";
 import { parseAciConfig } from "../../providers/aci/config.ts";
 import type { ContainerGroup as AciGroup } from "../../providers/aci/azure.ts";
-import type { ContainerGroup as EciGroup } from "../../providers/eci/api.ts";
+import type { ContainerGroup as EciGroup } from "../../providers/eci/client/api.ts";
 import { EciBackend } from "../../providers/eci/backend.ts";
 import { parseEciConfig } from "../../providers/eci/config.ts";
 import { InterlinkBackend } from "../../providers/interlink/backend.ts";

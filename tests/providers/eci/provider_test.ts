@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import type { ConfigMap, Secret } from "kubernetes-types/core/v1.d.ts";
 import { realClock } from "../../../base/clock.ts";
 import { isInvalidInput, type ProviderKubeClient } from "../../../provider/mod.ts";
-import { EciApi } from "../../../providers/eci/api.ts";
+import { EciApi } from "../../../providers/eci/client/api.ts";
 import { parseEciConfig } from "../../../providers/eci/config.ts";
 import { eciPod, startProviderOnEmulator } from "../../../tools/harness/eci/env.ts";
 

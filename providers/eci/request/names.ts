@@ -3,7 +3,7 @@
  * pod's identity (so a restarted vkubelet adopts its groups), and the create `ClientToken`.
  * @module
  */
-import { keyedPodTags, type PodTag, tagMap } from "../../provider/mod.ts";
+import { keyedPodTags, type PodTag, tagMap } from "../../../provider/mod.ts";
 
 /** Tag keys vkubelet puts on container groups. */
 export const TAGS = {

@@ -15,7 +15,7 @@ import {
   type ProviderKubeClient,
   resolveFieldRef,
   TransientError,
-} from "../../provider/mod.ts";
+} from "../../../provider/mod.ts";
 
 /** One file of a config file volume: its path in the volume, base64 content and mode. */
 export interface VolumeFile {

@@ -8,9 +8,9 @@
  * @module
  */
 import type { Container, EnvVar, Pod, Probe } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError, isSidecar } from "../../provider/mod.ts";
-import type { CreateRequest } from "./api.ts";
-import type { EciConfig } from "./config.ts";
+import { InvalidInputError, isSidecar } from "../../../provider/mod.ts";
+import type { CreateRequest } from "../client/api.ts";
+import type { EciConfig } from "../config.ts";
 import { clientToken, groupName, podTags } from "./names.ts";
 import { eciSecurityFields } from "./security_context.ts";
 import { containerSize, groupSize } from "./sizing.ts";

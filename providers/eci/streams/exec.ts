@@ -6,8 +6,8 @@
  * against the test emulator, never against ECI (said in the README).
  * @module
  */
-import type { AttachIO, ExecOptions } from "../../provider/mod.ts";
-import type { EciApi } from "./api.ts";
+import type { AttachIO, ExecOptions } from "../../../provider/mod.ts";
+import type { EciApi } from "../client/api.ts";
 
 /** Runs `options.command` in the group's container through ExecContainerCommand. */
 export async function execInGroup(

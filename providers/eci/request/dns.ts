@@ -9,7 +9,7 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { EciConfig } from "./config.ts";
+import type { EciConfig } from "../config.ts";
 
 const MAX_NAMESERVERS = 3;
 const MAX_SEARCHES = 32;

@@ -13,7 +13,7 @@
  * @module
  */
 import type { Container, PodSecurityContext } from "kubernetes-types/core/v1.d.ts";
-import { effectiveSecurityContext, InvalidInputError } from "../../provider/mod.ts";
+import { effectiveSecurityContext, InvalidInputError } from "../../../provider/mod.ts";
 
 /** The container fields of the create request that carry the security context. */
 export interface EciSecurityFields {

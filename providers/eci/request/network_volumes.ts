@@ -13,7 +13,7 @@ import {
   isKubeNotFound,
   type ProviderKubeClient,
   TransientError,
-} from "../../provider/mod.ts";
+} from "../../../provider/mod.ts";
 
 /** An NFS or NAS share as ECI's `NFSVolume`. */
 export interface NfsShare {

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { isKubeNotFound, type ProviderKubeClient } from "../../provider/mod.ts";
+import { isKubeNotFound, type ProviderKubeClient } from "../../../provider/mod.ts";
 import type { RegistryCredential } from "./container_group.ts";
 
 type Auths = Record<string, { username?: string; password?: string; auth?: string }>;

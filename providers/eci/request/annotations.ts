@@ -16,7 +16,7 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError, quantityToNumber } from "../../provider/mod.ts";
+import { InvalidInputError, quantityToNumber } from "../../../provider/mod.ts";
 
 const PREFIX = "k8s.aliyun.com/";
 const GIB = 1024 ** 3;

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError, quantityToNumber } from "../../provider/mod.ts";
+import { InvalidInputError, quantityToNumber } from "../../../provider/mod.ts";
 
 const GIB = 1024 ** 3;
 

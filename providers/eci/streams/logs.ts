@@ -6,8 +6,8 @@
  * "follow by polling a lines-since API" is the same for every cloud provider's log service.
  * @module
  */
-import type { Clock, ContainerLogOptions } from "../../provider/mod.ts";
-import type { EciApi, LogQuery } from "./api.ts";
+import type { Clock, ContainerLogOptions } from "../../../provider/mod.ts";
+import type { EciApi, LogQuery } from "../client/api.ts";
 
 /** What reading one container's log needs. */
 export interface LogTarget {

@@ -11,7 +11,7 @@ import {
   NotFoundError,
   raceSignal,
   TransientError,
-} from "../../provider/mod.ts";
+} from "../../../provider/mod.ts";
 
 /** An error the SDK threw for an API error answer: its code and HTTP status. */
 export function apiErrorOf(err: unknown): { code: string; status?: number } | undefined {

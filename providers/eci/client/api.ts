@@ -8,9 +8,9 @@
 import * as eci from "@alicloud/eci20180808";
 import * as openapi from "@alicloud/openapi-client";
 import * as credentials from "@alicloud/credentials";
-import type { Clock } from "../../provider/mod.ts";
-import type { EciConfig } from "./config.ts";
-import { TAGS } from "./names.ts";
+import type { Clock } from "../../../provider/mod.ts";
+import type { EciConfig } from "../config.ts";
+import { TAGS } from "../request/names.ts";
 import { withRetry } from "./retry.ts";
 
 /** A container group as DescribeContainerGroups shows it. */
