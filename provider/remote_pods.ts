@@ -35,6 +35,8 @@ import {
   shouldRestartPod,
 } from "./restart.ts";
 import { unknownEnd } from "./container_end.ts";
+import { LogMirror } from "./log_mirror.ts";
+import type { PodLogDir } from "./pod_log_dir.ts";
 
 export type {
   RemoteBackend,
@@ -88,6 +90,8 @@ export interface RemotePodsOptions<H = unknown> {
    * deletions at once ran zun-api out of database connections: 500s).
    */
   maxRemovals?: number;
+  /** The node's pod log directory: the containers' logs are mirrored there (./log_mirror.ts). */
+  podLogs?: PodLogDir;
 }
 
 interface RemoteRecord<H> {
@@ -172,6 +176,7 @@ export class RemotePods<H = unknown> {
   /** {@link run}'s signal: what a removal in the background stops with. */
   #lifetime?: AbortSignal;
   readonly #removals = new Set<Promise<unknown>>();
+  readonly #mirror?: LogMirror;
 
   /** No pods yet; {@link run} adopts the backend's. */
   constructor(options: RemotePodsOptions<H>) {
@@ -183,6 +188,12 @@ export class RemotePods<H = unknown> {
       statusOf: (record, terminal) => this.#statusOf(record, terminal),
       log: options.log,
     });
+    const { podLogs: dir, clock, log } = options;
+    if (dir && options.backend.logs && dir.options.maxStreams !== 0) {
+      const logs = (ref: ContainerRef, o: ContainerLogOptions) => this.getContainerLogs(ref, o);
+      this.#mirror = new LogMirror({ dir, logs, clock, log });
+      this.#table.subscribe((pod) => this.#mirror?.observe(pod));
+    }
   }
 
   /** Adopts the backend's runs of this node, then reads them every interval until `signal` ends. */
@@ -192,7 +203,7 @@ export class RemotePods<H = unknown> {
       await this.#adoptAndPoll(signal);
     } finally {
       // The removals stop with the signal too; a pod left on the backend is adopted next time.
-      await Promise.all(this.#removals);
+      await Promise.all([...this.#removals, this.#mirror?.close()]);
     }
   }
 
@@ -549,6 +560,7 @@ export class RemotePods<H = unknown> {
     const status = terminalPodStatus(record.pod, this.#statusOf(record, false), { nowMs: now });
     this.#table.send({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
     this.#table.forget(record);
+    await this.#mirror?.forget(record.pod).catch(() => {});
   }
 
   /** Waits until fewer than `maxRemovals` removals are under way, and counts this one. */

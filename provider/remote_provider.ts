@@ -127,6 +127,7 @@ export abstract class RemotePodsProvider<
       clock: deps.clock,
       log: deps.log,
       hostIP: deps.internalIp,
+      podLogs: deps.podLogs,
       ...options,
     });
     if (hooks === "exec") {
