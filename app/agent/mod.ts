@@ -59,7 +59,7 @@ export async function parseAgentArgs(
   const flags = new Map<string, string>();
   const problems: string[] = [];
   for (const arg of args) {
-    const m = /^--([a-z-]+)=(.*)$/.exec(arg);
+    const m = /^--([a-z0-9-]+)=(.*)$/.exec(arg);
     if (m) flags.set(m[1], m[2]);
     else problems.push(`unknown argument ${arg}: every option is --name=value`);
   }
