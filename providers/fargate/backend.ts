@@ -16,10 +16,13 @@ import {
   InvalidInputError,
   NotFoundError,
   type PodEventSink,
+  podEventSink,
+  type ProviderDeps,
   type ProviderKubeClient,
   type RemoteBackend,
   type RemoteLogRuns,
   type RemoteMakeOptions,
+  type RemoteProviderSetup,
   type RemoteRead,
   type RemoteRun,
   standInPod,
@@ -29,7 +32,8 @@ import type { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import type { FargateConfig } from "./config.ts";
 import { readContainerLog } from "./logs.ts";
 import { LOG_STREAM_PREFIX, podOfTags, podTags, startedBy, TAGS, taskId } from "./names.ts";
-import { type PodSecrets, secretValuesOf } from "./client/pod_secrets.ts";
+import type { AwsClients } from "./client/aws.ts";
+import { PodSecrets, secretValuesOf } from "./client/pod_secrets.ts";
 import { endOnDelete, goneTask, initReports, taskIp, taskReports } from "./status.ts";
 import type { EcsTasks } from "./client/tasks.ts";
 import { taskDefinitionFor } from "./request/task_definition.ts";
@@ -64,6 +68,41 @@ export interface FargateBackendDeps {
   kube?: ProviderKubeClient;
   /** The provider's life: log streams end with it. */
   signal: AbortSignal;
+}
+
+/** Why attach, exec and port-forward are refused. */
+export const NO_SESSION_MANAGER =
+  "ECS Exec needs AWS's Session Manager channel, which vkubelet does not speak";
+
+/** The kit's set-up for the provider: this backend, and how RemotePods drives it. */
+export function remoteOptions(
+  options: {
+    config: FargateConfig;
+    deps: ProviderDeps;
+    aws: AwsClients;
+    ecs: EcsTasks;
+    signal: AbortSignal;
+  },
+): RemoteProviderSetup<Task, FargateBackend> {
+  const { config, deps, aws, ecs, signal } = options;
+  return {
+    backend: new FargateBackend({
+      ...deps,
+      ecs,
+      secrets: new PodSecrets(aws.secrets),
+      logs: aws.logs,
+      config,
+      event: podEventSink(deps, "vkubelet-fargate"),
+      signal,
+    }),
+    intervalMs: config.statusInterval,
+    // ECS runs no hooks and there is no exec to run them through.
+    hooks: "refuse",
+    hooksRefused: NO_SESSION_MANAGER,
+    // A deletion seen before the tasks are adopted would leave its task running.
+    retryList: true,
+    keepPodIP: true,
+  };
 }
 
 /** Why a pod's task is stopped when the pod goes. */

@@ -4,24 +4,26 @@
  * the SDK signs or sends it; reads (Describe, List, Get, Filter) pass, so a standby stays warm.
  * @module
  */
+import type { ECSClient } from "@aws-sdk/client-ecs";
 import type { WriteFence } from "../../provider/mod.ts";
 import type { AwsClients } from "./client/aws.ts";
+
+/** The part of each client's middleware stack the fence uses (the same for every client). */
+type Stack = ECSClient["middlewareStack"];
 
 /** Commands that only read. */
 const READ = /^(Describe|List|Get|Filter)/;
 
-/** Adds the fence to both clients' middleware; returns `aws`. */
+/** Adds the fence to every client's middleware (Secrets Manager's writes too); returns `aws`. */
 export function fenceAwsClients(aws: AwsClients, fence: WriteFence | undefined): AwsClients {
   if (!fence) return aws;
   const options = { step: "initialize", name: "vkubeletLeaderFence" } as const;
-  aws.ecs.middlewareStack.add((next, context) => (args) => {
-    guard(fence, context.commandName);
-    return next(args);
-  }, options);
-  aws.logs.middlewareStack.add((next, context) => (args) => {
-    guard(fence, context.commandName);
-    return next(args);
-  }, options);
+  for (const client of [aws.ecs, aws.logs, aws.secrets, aws.cloudwatch]) {
+    (client.middlewareStack as Stack).add((next, context) => (args) => {
+      guard(fence, context.commandName);
+      return next(args);
+    }, options);
+  }
   return aws;
 }
 

@@ -1,55 +1,46 @@
 /**
  * The fargate provider: each pod bound to the virtual node runs as one ECS task on Fargate (the
  * ECS backend in `./backend.ts`), its life owned by the kit's RemotePodsProvider; logs come from
- * CloudWatch Logs, and exec, attach and port-forward are refused.
+ * CloudWatch Logs, usage for `kubectl top` and the HPA from CloudWatch Container Insights
+ * (`./stats.ts`), and exec, attach and port-forward are refused.
  * @module
  */
 import type { Task } from "@aws-sdk/client-ecs";
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   type CallOptions,
-  podEventSink,
   type Provider,
   type ProviderDeps,
   RemotePodsProvider,
+  type StatsSummary,
 } from "../../provider/mod.ts";
+import { type FargateBackend, NO_SESSION_MANAGER, remoteOptions } from "./backend.ts";
 import type { AwsClients } from "./client/aws.ts";
-import { FargateBackend } from "./backend.ts";
-import type { FargateConfig } from "./config.ts";
-import { PodSecrets } from "./client/pod_secrets.ts";
 import { EcsTasks } from "./client/tasks.ts";
+import type { FargateConfig } from "./config.ts";
+import { TaskStats } from "./stats.ts";
 
 /** Runs the virtual node's pods as Fargate tasks; see the module doc. */
 export class FargateProvider extends RemotePodsProvider<Task, FargateBackend> implements Provider {
   readonly #config: FargateConfig;
   readonly #aws: AwsClients;
   readonly #ecs: EcsTasks;
+  readonly #stats: TaskStats;
+  readonly #startMs: number;
   /** Secret-sourced env values come marked, and go to Secrets Manager (`./client/pod_secrets.ts`). */
   readonly secretEnvRefs = true;
 
   constructor(config: FargateConfig, deps: ProviderDeps, aws: AwsClients) {
     const ecs = new EcsTasks(aws, config);
-    super(deps, (signal) => ({
-      backend: new FargateBackend({
-        ...deps,
-        ecs,
-        secrets: new PodSecrets(aws.secrets),
-        logs: aws.logs,
-        config,
-        event: podEventSink(deps, "vkubelet-fargate"),
-        signal,
-      }),
-      intervalMs: config.statusInterval,
-      // ECS runs no hooks and there is no exec to run them through.
-      hooks: "refuse",
-      hooksRefused: NO_SESSION_MANAGER,
-      // A deletion seen before the tasks are adopted would leave its task running.
-      retryList: true,
-      keepPodIP: true,
-    }));
-    this.#config = config;
-    this.#aws = aws;
-    this.#ecs = ecs;
+    super(deps, (signal) => remoteOptions({ config, deps, aws, ecs, signal }));
+    [this.#config, this.#aws, this.#ecs, this.#startMs] = [config, aws, ecs, deps.clock.now()];
+    const now = () => deps.clock.now();
+    this.#stats = new TaskStats({
+      cloudwatch: aws.cloudwatch,
+      config,
+      throttle: ecs.throttle,
+      now,
+    });
   }
 
   override async deletePod(pod: Pod, options: CallOptions): Promise<void> {
@@ -69,6 +60,12 @@ export class FargateProvider extends RemotePodsProvider<Task, FargateBackend> im
     await this.reach((s) => this.#ecs.ping(s), options, where, { reason: "EcsUnreachable" });
   }
 
+  /** The running pods' CPU and memory from Container Insights; the node is their sum. */
+  getStatsSummary(options: CallOptions): Promise<StatsSummary> {
+    const { nodeName } = this.deps;
+    return this.#stats.summary(nodeName, this.#startMs, this.pods.running(), options.signal);
+  }
+
   /** From CloudWatch Logs: the current task's stream, or the one before with `previous`. */
   readonly getContainerLogs: NonNullable<Provider["getContainerLogs"]> = (ref, options) =>
     this.pods.getContainerLogs(ref, options);
@@ -78,10 +75,6 @@ export class FargateProvider extends RemotePodsProvider<Task, FargateBackend> im
 
   override async close(): Promise<void> {
     await super.close();
-    for (const client of [this.#aws.ecs, this.#aws.logs, this.#aws.secrets]) client.destroy();
+    for (const client of Object.values(this.#aws)) client.destroy();
   }
 }
-
-/** Why attach, exec and port-forward are refused. */
-const NO_SESSION_MANAGER =
-  "ECS Exec needs AWS's Session Manager channel, which vkubelet does not speak";

@@ -1,11 +1,12 @@
 /**
- * The AWS clients: the official SDK's ECS, CloudWatch Logs and Secrets Manager clients with its default
+ * The AWS clients: the official SDK's ECS, CloudWatch Logs, Secrets Manager and CloudWatch clients with its default
  * credential chain (environment, shared config and profile, web identity for IRSA, the ECS task
  * role, instance metadata) and its standard retry mode, which backs off on throttling and
  * transient errors before any error reaches the provider. What still fails is sorted here into
  * the provider errors the core understands.
  * @module
  */
+import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
@@ -18,6 +19,8 @@ export interface AwsClients {
   logs: CloudWatchLogsClient;
   /** Secrets Manager, for the pods' Secret-sourced env values. */
   secrets: SecretsManagerClient;
+  /** CloudWatch, for the tasks' Container Insights metrics (`kubectl top`, the HPA). */
+  cloudwatch: CloudWatchClient;
 }
 
 /**
@@ -40,6 +43,7 @@ export function createAwsClients(config: FargateConfig): AwsClients {
     ecs: new ECSClient(common),
     logs: new CloudWatchLogsClient(common),
     secrets: new SecretsManagerClient(common),
+    cloudwatch: new CloudWatchClient(common),
   };
 }
 

@@ -7,6 +7,7 @@
  */
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
+import { CloudWatchClient, PutMetricDataCommand } from "@aws-sdk/client-cloudwatch";
 import { freePort } from "../../../tools/cluster/ports.ts";
 
 const root = new URL("../../../", import.meta.url).pathname;
@@ -32,6 +33,12 @@ export interface Moto {
   securityGroup: string;
   ecs: ECSClient;
   logs: CloudWatchLogsClient;
+  cloudwatch: CloudWatchClient;
+  /**
+   * Puts a task's Container Insights usage (CPU units, MiB) for a task definition family into
+   * moto's CloudWatch, stamped now, as Container Insights would.
+   */
+  putTaskUsage(family: string, cpuUnits: number, memoryMiB: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -123,15 +130,34 @@ export async function startMoto(): Promise<Moto> {
     };
     const ecs = new ECSClient(clientConfig);
     const logs = new CloudWatchLogsClient(clientConfig);
+    const cloudwatch = new CloudWatchClient(clientConfig);
     return {
       endpoint,
       region: "us-east-1",
       ...made,
       ecs,
       logs,
+      cloudwatch,
+      async putTaskUsage(family, cpuUnits, memoryMiB) {
+        const Dimensions = [
+          { Name: "ClusterName", Value: made.cluster },
+          { Name: "TaskDefinitionFamily", Value: family },
+        ];
+        const Timestamp = new Date();
+        await cloudwatch.send(
+          new PutMetricDataCommand({
+            Namespace: "ECS/ContainerInsights",
+            MetricData: [
+              { MetricName: "CpuUtilized", Dimensions, Value: cpuUnits, Timestamp },
+              { MetricName: "MemoryUtilized", Dimensions, Value: memoryMiB, Timestamp },
+            ],
+          }),
+        );
+      },
       async stop() {
         ecs.destroy();
         logs.destroy();
+        cloudwatch.destroy();
         await stop();
       },
     };

@@ -54,7 +54,11 @@ export interface FargateEnv {
 }
 
 /** Starts moto and a vkubelet with `--provider fargate` pointed at it. */
-export async function startFargateEnv(prefix: string): Promise<FargateEnv> {
+export async function startFargateEnv(
+  prefix: string,
+  /** Provider config fields besides the tests' own (e.g. `metricsPeriod`). */
+  extraConfig: Record<string, unknown> = {},
+): Promise<FargateEnv> {
   const cluster = await useCluster();
   const moto = await startMoto();
   const nodeName = `vk-${prefix}-${crypto.randomUUID().slice(0, 6)}`;
@@ -70,6 +74,7 @@ export async function startFargateEnv(prefix: string): Promise<FargateEnv> {
     logGroup: LOG_GROUP,
     tags: { team: "platform" },
     statusInterval: "500ms",
+    ...extraConfig,
   });
   const node = await startVkubelet(cluster, {
     nodeName,
