@@ -5,8 +5,10 @@
  * poll, restart, notify) and stops it on close, answers the six pod calls, and has the checks
  * and answers its subclasses share: a pod and container on this node ({@link
  * RemotePodsProvider.known}, init containers included), a ping whose failure says the backend is
- * unreachable ({@link RemotePodsProvider.reach}), and exec, attach or port-forward refused with
- * the reason ({@link RemotePodsProvider.refuse}). Lifecycle hooks follow the one rule of
+ * unreachable ({@link RemotePodsProvider.reach}), logs from the backend's
+ * ({@link RemotePodsProvider.backendLogs}), and exec, attach or port-forward refused with the
+ * reason ({@link RemotePodsProvider.refuse}); close closes the backend's client last (the setup's
+ * `closeClient`). Lifecycle hooks follow the one rule of
  * ./lifecycle_hooks.ts: left to the backend, run through the provider's exec, or refused at create
  * — by the {@link HookMode} the provider declares (`hooks`).
  * @module

@@ -2,7 +2,7 @@
  * An interLink plugin as the kit's remote backend: a pod's run is one job (its handle: the job as
  * `/status` last showed it). The kit's RemotePods adopts, polls, restarts and notifies; this file
  * holds what is interLink's: one `/status` call for every pod, adoption only of a job `/status`
- * proves (./wire.ts provesJob), a sighted job lost only after `statusCacheWindow` and two answers
+ * proves (./client/wire.ts provesJob), a sighted job lost only after `statusCacheWindow` and two answers
  * in a row, `/create` with what the pod's volumes refer to — a timed-out create adopted later and
  * never sent twice, refusals failing the pod after `createAttempts` — and `/delete`.
  * @module
@@ -14,21 +14,24 @@ import {
   InvalidInputError,
   type Logger,
   type PodEventSink,
+  podEventSink,
   podKeyOf,
+  type ProviderDeps,
   type ProviderKubeClient,
   type RemoteBackend,
   type RemoteMakeOptions,
+  type RemoteProviderSetup,
   type RemoteRead,
   type RemoteRun,
   standInPod,
   TransientError,
 } from "../../provider/mod.ts";
-import type { InterlinkApi } from "./api.ts";
-import { answered, timedOut } from "./client.ts";
+import type { InterlinkApi } from "./client/api.ts";
+import { answered, timedOut } from "./client/http_client.ts";
 import type { InterlinkConfig } from "./config.ts";
 import { type Job, lostRun, runOf } from "./status.ts";
-import { downwardAsProjected, podObjects } from "./volumes.ts";
-import { CreateRefusedError, provesJob } from "./wire.ts";
+import { downwardAsProjected, podObjects } from "./request/volumes.ts";
+import { CreateRefusedError, provesJob } from "./client/wire.ts";
 
 /** What {@link InterlinkBackend} needs. */
 export interface InterlinkBackendDeps {
@@ -44,6 +47,30 @@ export interface InterlinkBackendDeps {
   event: PodEventSink;
   /** The node's IP: a pod's IP unless annotated `interlink.eu/pod-ip`. */
   hostIP: string;
+}
+
+/**
+ * How the interlink provider runs its pods on the kit: {@link InterlinkBackend} on `api`, and the
+ * kit's options for interLink; close closes `client`.
+ */
+export function interlinkJobsSetup(
+  config: InterlinkConfig,
+  deps: ProviderDeps & { api: InterlinkApi; client: { close(): void } },
+): RemoteProviderSetup<Job, InterlinkBackend> {
+  const { api, client } = deps;
+  const event = podEventSink(deps, "vkubelet-interlink");
+  return {
+    backend: new InterlinkBackend({ ...deps, api, config, event, hostIP: deps.internalIp }),
+    intervalMs: config.statusInterval,
+    // The plugin gets the pod with its `lifecycle` and runs the hooks in the job (the SLURM
+    // plugin: interlink-hq/interlink-slurm-plugin f8451d93, pkg/slurm/Create.go, hooks.go).
+    hooks: "backend",
+    keepPodIP: true,
+    // Pacing as interLink's virtual kubelet statusLoop (pkg/virtualkubelet/virtualkubelet.go,
+    // interlink-hq/interLink f632175701d78b604138ce2e1e38af13d1f7546b), one call for all pods.
+    pollBackoff: true,
+    closeClient: () => client.close(),
+  };
 }
 
 /** Creates that failed, by pod UID: refusals so far, when the last timed out, unseen since. */
@@ -150,7 +177,7 @@ export class InterlinkBackend implements RemoteBackend<Job> {
     });
     const mine = existing.find((s) => s.UID === uid);
     // Only a job ID or a container state proves a job: the SLURM plugin answers a pod it has no
-    // job for with empty states (./wire.ts provesJob), which means "send /create".
+    // job for with empty states (./client/wire.ts provesJob), which means "send /create".
     if (provesJob(mine)) {
       this.#creates.delete(uid);
       const jobId = mine!.JID ?? "";

@@ -1,7 +1,7 @@
 /**
  * The interlink provider (`--provider interlink`): the virtual node's pods run as jobs of an
  * interLink plugin, through interLink's API server or the plugin directly, so vkubelet stands in
- * for interLink's virtual kubelet. Config in `./config.ts`, the wire format in `./wire.ts`, the
+ * for interLink's virtual kubelet. Config in `./config.ts`, the wire format in `./client/wire.ts`, the
  * protocol in docs/interlink-protocol.md. No dependency beyond the kit and Deno's `node:http`.
  * @module
  */

@@ -8,7 +8,7 @@
 import type { Taint } from "kubernetes-types/core/v1.d.ts";
 import { type ProviderNodeFields, quantityToNumber } from "../../provider/mod.ts";
 import type { InterlinkConfig } from "./config.ts";
-import type { PingResponse } from "./wire.ts";
+import type { PingResponse } from "./client/wire.ts";
 
 const EFFECTS = new Set(["NoSchedule", "PreferNoSchedule", "NoExecute"]);
 
@@ -31,4 +31,37 @@ export function nodeFieldsOf(config: InterlinkConfig, ping?: PingResponse): Prov
     labels: { "kubernetes.io/os": "linux", "vkubelet.io/provider": "interlink" },
     ...(taints.length ? { taints } : {}),
   };
+}
+
+/**
+ * The node as the pings show it: its fields from the config and the last ping answer, and the
+ * callbacks told when a ping changes them (capacity, taints).
+ */
+export class InterlinkNode {
+  readonly #config: InterlinkConfig;
+  readonly #callbacks = new Set<() => void>();
+  #ping?: PingResponse;
+
+  constructor(config: InterlinkConfig) {
+    this.#config = config;
+  }
+
+  /** The node's fields now. */
+  fields(): ProviderNodeFields {
+    return nodeFieldsOf(this.#config, this.#ping);
+  }
+
+  /** Calls `callback` whenever a ping changes the node's fields. */
+  onChange(callback: () => void): void {
+    this.#callbacks.add(callback);
+  }
+
+  /** Takes a ping's answer; tells the callbacks when the fields changed. */
+  pinged(answer?: PingResponse): void {
+    const before = JSON.stringify(this.fields());
+    this.#ping = answer;
+    if (JSON.stringify(this.fields()) !== before) {
+      for (const callback of this.#callbacks) callback();
+    }
+  }
 }

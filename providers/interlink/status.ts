@@ -14,7 +14,7 @@ import type {
   RemoteRun,
   TerminatedReport,
 } from "../../provider/mod.ts";
-import type { InterlinkPodStatus } from "./wire.ts";
+import type { InterlinkPodStatus } from "./client/wire.ts";
 import { unknownEnd } from "../../provider/mod.ts";
 
 /** The handle of a pod's run: its job as the plugin last showed it. */

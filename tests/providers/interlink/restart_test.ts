@@ -10,7 +10,7 @@ import { getLogger } from "../../../base/log.ts";
 import { FakeClock } from "../../../base/fake_clock.ts";
 import { RemotePods } from "../../../provider/mod.ts";
 import { InterlinkBackend } from "../../../providers/interlink/backend.ts";
-import type { InterlinkPodStatus } from "../../../providers/interlink/wire.ts";
+import type { InterlinkPodStatus } from "../../../providers/interlink/client/wire.ts";
 
 const signal = new AbortController().signal;
 const pod: Pod = {

@@ -10,8 +10,8 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { InterlinkConfig } from "./config.ts";
-import type { InterlinkClient } from "./client.ts";
+import type { InterlinkConfig } from "../config.ts";
+import type { InterlinkClient } from "./http_client.ts";
 import {
   CreateRefusedError,
   createRequestFor,
@@ -23,7 +23,7 @@ import {
   type PodObjects,
   retrievedPodDataFor,
 } from "./wire.ts";
-import { podKeyOf, TransientError } from "../../provider/mod.ts";
+import { podKeyOf, TransientError } from "../../../provider/mod.ts";
 
 /** The pod as `/status` and `/delete` carry it: no managed fields, to keep bodies small. */
 export function slimPod(pod: Pod): Pod {

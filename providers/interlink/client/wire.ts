@@ -88,7 +88,7 @@ export interface PingResponse {
   taints?: { key: string; value?: string; effect: string }[];
 }
 
-/** The objects a pod's volumes refer to, fetched by `./volumes.ts`. */
+/** The objects a pod's volumes refer to, fetched by `../request/volumes.ts`. */
 export interface PodObjects {
   configMaps: ConfigMap[];
   secrets: Secret[];

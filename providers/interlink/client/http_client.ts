@@ -15,8 +15,8 @@
 import http from "node:http";
 import https from "node:https";
 import { Buffer } from "node:buffer";
-import { InvalidInputError, type Logger, TransientError } from "../../provider/mod.ts";
-import type { InterlinkConfig } from "./config.ts";
+import { InvalidInputError, type Logger, TransientError } from "../../../provider/mod.ts";
+import type { InterlinkConfig } from "../config.ts";
 import { CredentialFiles } from "./credentials.ts";
 
 /** A non-2xx answer that retrying will not fix (a 4xx other than 408 and 429). */

@@ -13,8 +13,8 @@ import {
   type ProviderKubeClient,
   resolveVolumeFieldRef,
   TransientError,
-} from "../../provider/mod.ts";
-import type { PodObjects } from "./wire.ts";
+} from "../../../provider/mod.ts";
+import type { PodObjects } from "../client/wire.ts";
 
 /**
  * The pod with each `downwardAPI` volume turned into a projected volume of one downwardAPI

@@ -6,8 +6,8 @@
  * leaves the last good copy in use; one never read fails the call, naming the key and the file.
  * @module
  */
-import { InvalidInputError, type Logger, TransientError } from "../../provider/mod.ts";
-import type { InterlinkConfig } from "./config.ts";
+import { InvalidInputError, type Logger, TransientError } from "../../../provider/mod.ts";
+import type { InterlinkConfig } from "../config.ts";
 
 /** What {@link CredentialFiles} needs. */
 export interface CredentialFilesDeps {

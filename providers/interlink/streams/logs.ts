@@ -14,9 +14,10 @@
  * @module
  */
 import { Buffer } from "node:buffer";
-import type { ContainerLogOptions } from "../../provider/mod.ts";
-import type { InterlinkApi } from "./api.ts";
-import { GO_ZERO_TIME, type LogStruct } from "./wire.ts";
+import type { Clock, ContainerLogOptions } from "../../../provider/mod.ts";
+import type { InterlinkApi } from "../client/api.ts";
+import type { InterlinkConfig } from "../config.ts";
+import { GO_ZERO_TIME, type LogStruct } from "../client/wire.ts";
 
 /** Who the log is of, and how to read it. */
 export interface LogTarget {
@@ -35,6 +36,22 @@ export interface LogTarget {
   interlink: boolean;
   /** The largest answer the client reads (`maxResponseBytes`). */
   maxBytes: number;
+}
+
+/** How the provider reads every log: a {@link LogTarget} without the container, polling each second. */
+export function logReading(
+  api: InterlinkApi,
+  deps: { config: InterlinkConfig; clock: Clock },
+): Omit<LogTarget, "namespace" | "pod" | "uid" | "container"> {
+  const { config, clock } = deps;
+  return {
+    api,
+    now: () => clock.now(),
+    sleep: (ms, signal) => clock.sleep(ms, signal),
+    pollMs: 1000,
+    interlink: config.target === "interlink",
+    maxBytes: config.maxResponseBytes,
+  };
 }
 
 /** An RFC 3339 time at the start of a line, then one space. */
