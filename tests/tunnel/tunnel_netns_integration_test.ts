@@ -121,6 +121,22 @@ Deno.test({
       const off = await fromHost();
       assert.notEqual(off.stdout, "hello from the remote pod", "answered with no agent");
 
+      // The backend (python) may still be starting on a loaded machine.
+      for (let i = 0; i < 100; i++) {
+        const up = await tryRun(
+          "ip",
+          "netns",
+          "exec",
+          lab.name,
+          "curl",
+          "-sS",
+          "-m",
+          "1",
+          `http://${lab.gateway}:8080/`,
+        );
+        if (up.code === 0) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
       const hostsFile = join(stateDir, "hosts");
       const ready = Promise.withResolvers<void>();
       agent = runAgent({
