@@ -1,8 +1,8 @@
 /**
  * The zun provider runs the provider conformance suite (provider/testing) against a real Zun
  * (zun-api and zun-compute 18.0.0 on podman, keystone, placement: tools/harness/zun.ts), as
- * the `demo` user, on the real clock. Logs and exec are skipped: Zun has neither for a
- * capsule's containers, and the provider answers 501 saying so (checked in provider_test.ts).
+ * the `demo` user, on the real clock. The suite's pod has one container, so it runs as a plain
+ * Zun container, logs and exec included (a capsule's 501s are checked in provider_test.ts).
  * Every instance the suite starts shares the stack, as a restarted vkubelet would.
  */
 import { realClock } from "../../../base/clock.ts";
@@ -24,7 +24,6 @@ Deno.test({
         nodeName: `vk-conformance-${crypto.randomUUID().slice(0, 6)}`,
         clock: realClock,
         timeoutMs: 90_000,
-        skip: ["logs", "exec"],
         podFor: (name) => {
           const pod = conformancePod(name);
           pod.spec!.containers[0].image = "localhost/busybox:latest";
