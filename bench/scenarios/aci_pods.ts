@@ -6,20 +6,29 @@
  * Deployment on its node, a PUT per pod, GETs until its container runs, one status write; on
  * deletion a DELETE of the group and of the pod — the apiserver path a kubelet must take and the
  * ACI requests, so that the ratio compares the same work. "ACI alone" sends only the ACI requests,
- * directly, 16 at a time. Prints the times; no assertion.
- * Run: `deno run -A bench/scenarios/aci_pods.ts [pods=1000] [statusInterval=2s]`.
+ * directly, 16 at a time. The emulator enforces Azure Resource Manager's documented limits per
+ * subscription (tools/harness/aci/arm_limits.ts: reads 250 + 25/s, writes and deletes 200 + 10/s)
+ * on both kubelets; vkubelet's pods are held Running for `hold` seconds, and its ARM reads per
+ * minute, the 429s and each group's longest gap between reads (its status's age) are printed.
+ * Prints the figures; no assertion.
+ * Run: `deno run -A bench/scenarios/aci_pods.ts [pods=1000] [statusInterval=2s] [hold=75]
+ * [alone=yes]`.
  * @module
  */
 import { useCluster } from "../../tools/cluster/harness.ts";
 import { startVkubelet } from "../../tools/cluster/vkubelet.ts";
 import { aciConfig, startBackend } from "../../tools/harness/aci/env.ts";
+import type { AciEmulator } from "../../tools/harness/aci/emulator.ts";
+import { ArmLimits } from "../../tools/harness/aci/arm_limits.ts";
 import { parseAciConfig } from "../../providers/aci/config.ts";
 import { createAciClient } from "../../providers/aci/azure.ts";
-import { AciGroups } from "../../providers/aci/groups.ts";
+import { AciGroups } from "../../providers/aci/client/groups.ts";
 import { startFloorKubelet, timeRollout } from "../tools/rollout.ts";
 
 const pods = Number(Deno.args[0] ?? 1000);
 const interval = Deno.args[1] ?? "2s";
+const holdS = Number(Deno.args[2] ?? 75);
+const alone = (Deno.args[3] ?? "yes") === "yes";
 const say = (line: string) => Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
 
 async function pool(n: number, work: (i: number) => Promise<void>, width = 16) {
@@ -63,6 +72,45 @@ async function floor(endpoint: string): Promise<{ upMs: number; downMs: number }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
+/** The most of `times` (ms, ascending) in any window of `windowMs`. */
+function mostIn(times: number[], windowMs: number): number {
+  let most = 0;
+  for (let i = 0, j = 0; j < times.length; j++) {
+    while (times[j] - times[i] >= windowMs) i++;
+    most = Math.max(most, j - i + 1);
+  }
+  return most;
+}
+
+/** ARM reads of requests `from`..`to`: most a minute and in 10 s, and each group's longest gap. */
+function readFigures(emu: AciEmulator, from: number, to: number) {
+  const reads: number[] = [];
+  const byGroup = new Map<string, number[]>();
+  for (let i = from; i < to; i++) {
+    const [method, path] = emu.requests[i].split(" ");
+    if (method !== "GET") continue;
+    reads.push(emu.requestTimes[i]);
+    const group = path.match(/\/containerGroups\/([^/]+)$/)?.[1];
+    if (group) byGroup.set(group, [...(byGroup.get(group) ?? []), emu.requestTimes[i]]);
+  }
+  let gapMs = 0;
+  for (const times of byGroup.values()) {
+    for (let i = 1; i < times.length; i++) gapMs = Math.max(gapMs, times[i] - times[i - 1]);
+  }
+  const spanMin = reads.length ? (reads.at(-1)! - reads[0]) / 60_000 : 0;
+  return {
+    reads: reads.length,
+    perMinute: mostIn(reads, 60_000),
+    per10s: mostIn(reads, 10_000),
+    meanPerMinute: spanMin > 0 ? Math.round(reads.length / spanMin) : reads.length,
+    gapMs,
+  };
+}
+
+function diff(a: Record<string, number>, b: Record<string, number>) {
+  return Object.fromEntries(Object.keys(a).map((k) => [k, a[k] - (b[k] ?? 0)]));
+}
+
 if (import.meta.main) {
   const load = await Deno.readTextFile("/proc/loadavg").catch(() => "unknown");
   say(`aci_pods: ${pods} pods, statusInterval ${interval}, load average before: ${load.trim()}`);
@@ -84,6 +132,7 @@ if (import.meta.main) {
       providerConfig: JSON.stringify(
         aciConfig(backend.prism.url, {
           statusInterval: interval,
+          steadyStatusInterval: "60s",
           capacity: { cpu: "2000", memory: "4000Gi", pods: String(pods + 10) },
         }),
       ),
@@ -94,18 +143,39 @@ if (import.meta.main) {
       () => cluster.kubectl(["delete", "namespace", ns, "--wait=false"]),
     );
     let before = backend.emu.requests.length;
+    const refused = () => ({ ...backend.emu.armLimits!.refused });
+    const refusedBefore = refused();
+    let held: ReturnType<typeof readFigures> | undefined;
     const v = await timeRollout({
       kubectl: cluster.kubectlIn(ns),
       nodeName,
       pods,
       requests,
       left: () => groupsOf(nodeName),
+      // Once all run: hold them, so that every group is read while steady, then take the reads.
+      afterUp: async () => {
+        await new Promise((r) => setTimeout(r, holdS * 1000));
+        held = readFigures(backend.emu, before, backend.emu.requests.length);
+      },
     });
+    const all = readFigures(backend.emu, before, backend.emu.requests.length);
     say(
       `vkubelet: all Running after ${seconds(v.upMs)}, all gone after ${seconds(v.downMs)}; ${
         backend.emu.requests.length - before
       } ACI requests through Prism`,
     );
+    say(
+      `vkubelet ARM reads: ${all.reads}; most in a minute ${all.perMinute} (limit 1,500 at 25/s, ` +
+        `vkubelet's budget 1,200), most in 10 s ${all.per10s} (limit 500), mean ` +
+        `${all.meanPerMinute}/min; 429s ${JSON.stringify(diff(refused(), refusedBefore))}`,
+    );
+    if (held) {
+      say(
+        `vkubelet up and held ${holdS} s: longest gap between reads of one group ${
+          seconds(held.gapMs)
+        } (the status's oldest age); ${held.reads} reads`,
+      );
+    }
     await node.stop();
 
     // The floor: the apiserver path a kubelet must take, and the same ACI requests.
@@ -121,6 +191,7 @@ if (import.meta.main) {
       () => cluster.kubectl(["delete", "namespace", floorNs, "--wait=false"]),
     );
     before = backend.emu.requests.length;
+    const floorRefusedBefore = refused();
     const f = await timeRollout({
       kubectl: cluster.kubectlIn(floorNs),
       nodeName: floorNode,
@@ -131,7 +202,7 @@ if (import.meta.main) {
     say(
       `floor:    all Running after ${seconds(f.upMs)}, all gone after ${seconds(f.downMs)}; ${
         backend.emu.requests.length - before
-      } ACI requests through Prism`,
+      } ACI requests through Prism; 429s ${JSON.stringify(diff(refused(), floorRefusedBefore))}`,
     );
     say(
       `ratio:    to Running ${(v.upMs / f.upMs).toFixed(2)}×, to gone ${
@@ -139,14 +210,19 @@ if (import.meta.main) {
       }×`,
     );
 
-    // ACI alone: the same requests sent directly, no apiserver (the earlier floor).
-    before = backend.emu.requests.length;
-    const direct = await floor(backend.prism.url);
-    say(
-      `ACI alone: all Running after ${seconds(direct.upMs)}, all gone after ${
-        seconds(direct.downMs)
-      }; ${backend.emu.requests.length - before} ACI requests through Prism`,
-    );
+    // ACI alone: the same requests sent directly, no apiserver (the earlier floor); ARM's
+    // limits off, as it paces nothing.
+    if (alone) {
+      backend.emu.armLimits = undefined;
+      before = backend.emu.requests.length;
+      const direct = await floor(backend.prism.url);
+      say(
+        `ACI alone (no ARM limits): all Running after ${seconds(direct.upMs)}, all gone after ${
+          seconds(direct.downMs)
+        }; ${backend.emu.requests.length - before} ACI requests through Prism`,
+      );
+      backend.emu.armLimits = new ArmLimits();
+    }
     say(`Prism violations: ${backend.violations().length}`);
     const after = await Deno.readTextFile("/proc/loadavg").catch(() => "unknown");
     say(`load average after: ${after.trim()}`);

@@ -8,8 +8,8 @@
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { parseAciConfig } from "../../providers/aci/config.ts";
 import { createAciClient } from "../../providers/aci/azure.ts";
-import { AciGroups } from "../../providers/aci/groups.ts";
-import { containerGroupFor } from "../../providers/aci/container_group.ts";
+import { AciGroups } from "../../providers/aci/client/groups.ts";
+import { containerGroupFor } from "../../providers/aci/request/container_group.ts";
 import { groupName } from "../../providers/aci/names.ts";
 import { aciConfig } from "../../tools/harness/aci/env.ts";
 import type { FloorBackend } from "./floor.ts";

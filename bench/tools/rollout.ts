@@ -27,6 +27,8 @@ export interface RolloutOptions {
   name?: string;
   /** The pods' grace period on deletion, in seconds (default the API's, 30). */
   terminationGracePeriodSeconds?: number;
+  /** Runs once all are Running, before the deletion (not timed). */
+  afterUp?: () => Promise<void>;
 }
 
 /** Times to all Running and to all gone, in ms. */
@@ -69,6 +71,7 @@ export async function timeRollout(o: RolloutOptions): Promise<{ upMs: number; do
     await new Promise((r) => setTimeout(r, everyMs));
   }
   const upMs = performance.now() - started;
+  await o.afterUp?.();
   const deleting = performance.now();
   await o.kubectl(["delete", "deployment", name, "--wait=false"]);
   while ((await pods()).length > 0 || (await o.left()) > 0) {

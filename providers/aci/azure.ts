@@ -17,15 +17,19 @@ import {
 import { DefaultAzureCredential } from "@azure/identity";
 import { InvalidInputError, NotFoundError, TransientError } from "../../provider/mod.ts";
 import type { AciConfig } from "./config.ts";
-import { fetchHttpClient } from "./fetch_client.ts";
+import { fetchHttpClient } from "./client/fetch_client.ts";
+import { type ArmReadBudget, armReadLimitPolicy } from "./client/read_budget.ts";
 
 export type { ContainerGroup };
 
 /** The token sent to a plain-http (loopback, test) endpoint. */
 export const LOOPBACK_TOKEN = "vkubelet-loopback-test-token";
 
-/** Builds the SDK client for `config`. */
-export function createAciClient(config: AciConfig): ContainerInstanceManagementClient {
+/** Builds the SDK client for `config`; its reads go through `budget` when given. */
+export function createAciClient(
+  config: AciConfig,
+  budget?: ArmReadBudget,
+): ContainerInstanceManagementClient {
   const insecure = config.endpoint.startsWith("http:");
   const staticToken = {
     getToken: () => Promise.resolve({ token: LOOPBACK_TOKEN, expiresOnTimestamp: 8.64e15 }),
@@ -43,6 +47,7 @@ export function createAciClient(config: AciConfig): ContainerInstanceManagementC
       userAgentOptions: { userAgentPrefix: "vkubelet" },
     },
   );
+  if (budget) client.pipeline.addPolicy(armReadLimitPolicy(budget), { afterPhase: "Retry" });
   if (insecure) {
     client.pipeline.removePolicy({ name: "bearerTokenAuthenticationPolicy" });
     client.pipeline.addPolicy({

@@ -17,19 +17,21 @@ import type {
   ProviderKubeClient,
   RemoteBackend,
   RemoteMakeOptions,
+  RemoteProviderSetup,
   RemoteRead,
   RemoteRun,
   TerminatedReport,
 } from "../../provider/mod.ts";
-import { standInPod } from "../../provider/mod.ts";
-import { podKeyOf } from "../../provider/mod.ts";
+import { podEventSink, podKeyOf, standInPod } from "../../provider/mod.ts";
+import type { AciUsage } from "./stats.ts";
 import type { ContainerGroup } from "./azure.ts";
 import type { NodeCapacity } from "./capacity.ts";
 import type { AciConfig } from "./config.ts";
-import { containerGroupFor } from "./container_group.ts";
-import type { AciGroups } from "./groups.ts";
+import { containerGroupFor } from "./request/container_group.ts";
+import type { AciGroups } from "./client/groups.ts";
 import { groupName, podOfTags } from "./names.ts";
 import { identityFor } from "./request/identity.ts";
+import { ReadSchedule } from "./client/read_schedule.ts";
 import { endsOnDelete, runOfGroup } from "./status.ts";
 import { podVolumes, registryCredentials } from "./volumes.ts";
 
@@ -45,6 +47,42 @@ export interface AciBackendDeps {
   kube?: ProviderKubeClient;
   fence?: ProviderDeps["fence"];
   kubeProxyKubeconfig?: string;
+}
+
+/** What the aci provider is made of, built in `./mod.ts`. */
+export interface AciParts {
+  config: AciConfig;
+  groups: AciGroups;
+  capacity: NodeCapacity;
+  usage: AciUsage;
+}
+
+/** The kit's setup for ACI: this backend, and how the kit treats it. */
+export function aciPodsSetup(
+  parts: AciParts,
+  deps: ProviderDeps,
+  options: { kubeProxyKubeconfig?: string },
+): () => RemoteProviderSetup<ContainerGroup, AciBackend> {
+  const { config, groups, capacity } = parts;
+  return () => ({
+    backend: new AciBackend({
+      ...deps,
+      groups,
+      capacity,
+      config,
+      event: podEventSink(deps, "vkubelet-aci"),
+      kubeProxyKubeconfig: options.kubeProxyKubeconfig,
+    }),
+    alsoRun: (signal) => capacity.check(signal),
+    intervalMs: config.statusInterval,
+    // ACI runs no hooks; the kit runs them through ACI's exec.
+    hooks: "exec",
+    // ACI restarts a group's containers itself; the kit makes again only a group that is gone.
+    backendRestarts: true,
+    // A deletion seen before the groups are adopted would leave its group running.
+    retryList: true,
+    keepPodIP: true,
+  });
 }
 
 /** What the backend keeps of a pod, by uid. */
@@ -64,9 +102,15 @@ const READ_CONCURRENCY = 16;
 export class AciBackend implements RemoteBackend<ContainerGroup> {
   readonly #d: AciBackendDeps;
   readonly #pods = new Map<string, PodNotes>();
+  readonly #schedule: ReadSchedule;
 
   constructor(deps: AciBackendDeps) {
     this.#d = deps;
+    this.#schedule = new ReadSchedule({
+      statusIntervalMs: deps.config.statusInterval,
+      steadyIntervalMs: deps.config.steadyStatusInterval,
+      readsPerSecond: deps.config.armReads.perSecond,
+    });
   }
 
   /** The pod's group name. */
@@ -90,25 +134,35 @@ export class AciBackend implements RemoteBackend<ContainerGroup> {
   }
 
   async read(pod: Pod, signal?: AbortSignal): Promise<RemoteRun<ContainerGroup> | undefined> {
+    const uid = pod.metadata?.uid ?? "";
     const group = await this.#d.groups.get(this.groupOf(pod), signal);
-    if (!group) return undefined;
+    if (!group) {
+      this.#schedule.forget(uid);
+      return undefined;
+    }
+    this.#schedule.saw(uid, group, this.#d.clock.now());
     this.#copyEvents(pod, group);
     return this.#run(pod, { ...group, name: group.name ?? this.groupOf(pod) });
   }
 
   /**
-   * A GET of every pod's group, 16 at once; a group that cannot be read now is left as last
-   * read (a warning), as the kit would leave it if the read had not been tried.
+   * A GET of each pod's group that is due (`./client/read_schedule.ts`: those that can change
+   * every round, steady ones less often), 16 at once, oldest read first; the others, and a group
+   * that cannot be read now (a warning), are left as last read, as the kit would leave them.
    */
   async readMany(
     reads: RemoteRead<ContainerGroup>[],
     signal: AbortSignal,
   ): Promise<(RemoteRun<ContainerGroup> | undefined)[]> {
-    const out: (RemoteRun<ContainerGroup> | undefined)[] = new Array(reads.length);
+    const out: (RemoteRun<ContainerGroup> | undefined)[] = reads.map((r) => r.run);
+    const uids = reads.map((r) => r.pod.metadata?.uid ?? "");
+    const due = [...this.#schedule.due(uids, this.#d.clock.now())];
+    const index = new Map(uids.map((uid, i) => [uid, i]));
+    const order = due.map((uid) => index.get(uid)!);
     let next = 0;
     const worker = async () => {
-      while (next < reads.length && !signal.aborted) {
-        const i = next++;
+      while (next < order.length && !signal.aborted) {
+        const i = order[next++];
         const { pod, run } = reads[i];
         out[i] = await this.read(pod, signal).catch((err) => {
           this.#d.log.warning("{pod}: cannot read container group {group}: {err}", {
@@ -121,8 +175,7 @@ export class AciBackend implements RemoteBackend<ContainerGroup> {
       }
     };
     await Promise.all(Array.from({ length: READ_CONCURRENCY }, worker));
-    // Aborted midway: what was not read stays as it was.
-    return reads.map((r, i) => i < next ? out[i] : r.run);
+    return out;
   }
 
   /**
@@ -161,6 +214,7 @@ export class AciBackend implements RemoteBackend<ContainerGroup> {
     fence?.check(`creating container group ${name}`);
     const group = await this.#d.groups.create(name, body, signal);
     const uid = pod.metadata?.uid ?? "";
+    this.#schedule.saw(uid, group, clock.now());
     if (!this.#pods.has(uid)) {
       this.#pods.set(uid, { sinceMs: clock.now(), seenEvents: new Set(), adopted: false });
     }
@@ -180,6 +234,7 @@ export class AciBackend implements RemoteBackend<ContainerGroup> {
     this.#d.fence?.check(`deleting container group ${name}`);
     await this.#d.groups.delete(name, signal);
     this.#pods.delete(pod.metadata?.uid ?? "");
+    this.#schedule.forget(pod.metadata?.uid ?? "");
     // Between groups (no run) the kit keeps the last group's ends.
     if (!run?.handle) return {};
     const why = `container group ${name} deleted: the pod was deleted`;

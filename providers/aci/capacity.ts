@@ -9,7 +9,7 @@
  */
 import type { Logger } from "../../provider/mod.ts";
 import type { AciConfig } from "./config.ts";
-import type { AciGroups, LocationLimits } from "./groups.ts";
+import type { AciGroups, LocationLimits } from "./client/groups.ts";
 import type { GroupLimits } from "./sizing.ts";
 
 /** What {@link NodeCapacity} needs. */

@@ -19,8 +19,12 @@
  * tags: { team: platform }               # added to every container group
  * allowedIdentities:                     # per namespace, the managed identities its ServiceAccounts may name
  *   billing: [/subscriptions/.../resourceGroups/ids/providers/Microsoft.ManagedIdentity/userAssignedIdentities/billing]
- * statusInterval: 5s                     # how often the groups are read
+ * statusInterval: 5s                     # how often groups that can change are read
+ * steadyStatusInterval: 60s              # how often groups whose containers all run (or ended) are
+ * armReads: { perSecond: 20, burst: 100 } # vkubelet's share of ARM's reads (25/s per principal)
  * endpoint: https://management.azure.com # optional: another ARM endpoint (plain http: loopback only)
+ * metricsInterval: 60s                   # how often a group's Azure Monitor figures are read again
+ * monitorEndpoint: https://management.azure.com  # optional: where Azure Monitor's metrics are read
  * ```
  * @module
  */
@@ -74,6 +78,16 @@ export const aciConfigSchema = z.strictObject({
   location: z.string({ error: "is required: the Azure region, e.g. westeurope" })
     .regex(/^[a-z0-9]+$/, { error: "is not an Azure location name such as westeurope" }),
   endpoint: endpoint.default("https://management.azure.com"),
+  // Azure Monitor's metrics are ARM reads too; another endpoint only for tests (no spec to proxy).
+  monitorEndpoint: endpoint.optional(),
+  metricsInterval: z.string().default("60s").transform((text, ctx) => {
+    const ms = parseDuration(text);
+    if (ms === undefined || ms < 1000) {
+      ctx.addIssue(`expected a duration of at least 1s such as 60s, got ${JSON.stringify(text)}`);
+      return z.NEVER;
+    }
+    return ms;
+  }),
   osType: z.enum(["Linux", "Windows"]).default("Linux"),
   subnetIds: z.array(
     z.string().regex(
@@ -136,6 +150,24 @@ export const aciConfigSchema = z.strictObject({
     }
     return ms;
   }),
+  steadyStatusInterval: z.string().default("60s").transform((text, ctx) => {
+    const ms = parseDuration(text);
+    if (ms === undefined || ms < 1000) {
+      ctx.addIssue(`expected a duration of at least 1s such as 60s, got ${JSON.stringify(text)}`);
+      return z.NEVER;
+    }
+    return ms;
+  }),
+  // ARM's token bucket for reads is 250, refilled at 25 a second (see ./client/read_budget.ts).
+  armReads: z.strictObject({
+    perSecond: z.number().positive().max(25, {
+      error:
+        "ARM refills 25 read tokens a second per subscription and principal; stay at or below it",
+    }).default(20),
+    burst: z.number().int().min(1).max(250, {
+      error: "ARM's read bucket holds 250 tokens; stay at or below it",
+    }).default(100),
+  }).default({ perSecond: 20, burst: 100 }),
 }).superRefine((c, ctx) => {
   // azure-aci adds the extension to Linux groups only (pkg/provider/aci.go): Windows has none.
   if (c.kubeProxy && c.osType === "Windows") {
@@ -148,7 +180,7 @@ export const aciConfigSchema = z.strictObject({
   }
 });
 
-/** The validated config; `statusInterval` in milliseconds. */
+/** The validated config; `statusInterval` and `steadyStatusInterval` in milliseconds. */
 export type AciConfig = z.output<typeof aciConfigSchema>;
 
 /** Validates a parsed config file; returns every problem, each with its field. */

@@ -9,22 +9,40 @@
 import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
 import { createAciClient } from "./azure.ts";
 import { type AciConfig, parseAciConfig } from "./config.ts";
-import { AciGroups } from "./groups.ts";
+import { AciGroups } from "./client/groups.ts";
 import { AciProvider } from "./provider.ts";
+import { ArmReadBudget } from "./client/read_budget.ts";
+import { readGroupUsage } from "./client/monitor.ts";
+import { NodeCapacity } from "./capacity.ts";
+import { AciUsage } from "./stats.ts";
 
 export { type AciConfig, parseAciConfig } from "./config.ts";
 export { AciProvider } from "./provider.ts";
-export { containerGroupFor } from "./container_group.ts";
+export { containerGroupFor } from "./request/container_group.ts";
 
 /** Builds the provider from its parsed config file; every config problem at once. */
-export function createProvider(config: unknown, deps: ProviderDeps): AciProvider {
-  const parsed = parseAciConfig(config);
+export function createProvider(input: unknown, deps: ProviderDeps): AciProvider {
+  const parsed = parseAciConfig(input);
   if (!parsed.ok) {
     throw new InvalidInputError(`invalid aci provider config: ${parsed.errors.join("; ")}`);
   }
-  const groups = new AciGroups(createAciClient(parsed.config), parsed.config);
-  return new AciProvider(parsed.config, deps, groups, {
-    kubeProxyKubeconfig: readKubeProxyKubeconfig(parsed.config),
+  const config = parsed.config;
+  const budget = new ArmReadBudget(config.armReads);
+  const client = createAciClient(config, budget);
+  const groups = new AciGroups(client, config);
+  const capacity = new NodeCapacity({ config, groups, log: deps.log });
+  const usage = new AciUsage({
+    read: (groupId, signal) =>
+      readGroupUsage(client, config.monitorEndpoint ?? config.endpoint, groupId, {
+        nowMs: Date.now(),
+        signal,
+      }),
+    clock: deps.clock,
+    log: deps.log,
+    refreshMs: config.metricsInterval,
+  });
+  return new AciProvider({ config, groups, capacity, usage }, deps, {
+    kubeProxyKubeconfig: readKubeProxyKubeconfig(config),
   });
 }
 

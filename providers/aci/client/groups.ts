@@ -6,8 +6,8 @@
  * @module
  */
 import type { ContainerInstanceManagementClient } from "@azure/arm-containerinstance";
-import { aciError, type ContainerGroup, statusOf } from "./azure.ts";
-import type { AciConfig } from "./config.ts";
+import { aciError, type ContainerGroup, statusOf } from "../azure.ts";
+import type { AciConfig } from "../config.ts";
 
 /** The location's quota and per-group maximum, as far as ACI reported them. */
 export interface LocationLimits {

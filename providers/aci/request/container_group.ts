@@ -9,22 +9,22 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError, isSidecar } from "../../provider/mod.ts";
-import type { AciConfig } from "./config.ts";
-import { groupTags } from "./names.ts";
-import { type GroupLimits, podResources } from "./sizing.ts";
-import type { AciVolume } from "./volumes.ts";
-import { aciSecurityContext } from "./security_context.ts";
+import { InvalidInputError, isSidecar } from "../../../provider/mod.ts";
+import type { AciConfig } from "../config.ts";
+import { groupTags } from "../names.ts";
+import { type GroupLimits, podResources } from "../sizing.ts";
+import type { AciVolume } from "../volumes.ts";
+import { aciSecurityContext } from "../security_context.ts";
 import {
   type AciExtension,
   dnsConfigFor,
   extensionsFor,
   ipAddressFor,
   subnetIdsFor,
-} from "./network.ts";
-import { probesFor } from "./probes.ts";
-import { groupOptionsFor } from "./group_options.ts";
-import type { GroupIdentity } from "./request/identity.ts";
+} from "../network.ts";
+import { probesFor } from "../probes.ts";
+import { groupOptionsFor } from "../group_options.ts";
+import type { GroupIdentity } from "./identity.ts";
 
 /** ACI's `EnvironmentVariable`. */
 interface AciEnv {

@@ -8,8 +8,8 @@
  * code: a session that ends normally answers 0.
  * @module
  */
-import type { AttachIO } from "../../provider/mod.ts";
-import type { AciGroups } from "./groups.ts";
+import type { AttachIO } from "../../../provider/mod.ts";
+import type { AciGroups } from "../client/groups.ts";
 
 /** Where to run and what. */
 export interface ExecTarget {

@@ -12,8 +12,8 @@ import {
   type ContainerLogOptions,
   linesToStream,
   NotSupportedError,
-} from "../../provider/mod.ts";
-import type { AciGroups } from "./groups.ts";
+} from "../../../provider/mod.ts";
+import type { AciGroups } from "../client/groups.ts";
 
 /** Where a container's log is and how to poll it. */
 export interface LogSource {

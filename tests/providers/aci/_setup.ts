@@ -44,7 +44,14 @@ export async function startAciEnv(
   const ns = await cluster.newNamespace(prefix);
   const kubectl = cluster.kubectlIn(ns);
   const providerConfig = JSON.stringify(
-    aciConfig(backend.prism.url, { statusInterval: "500ms", tags: { team: "platform" }, ...extra }),
+    aciConfig(backend.prism.url, {
+      statusInterval: "500ms",
+      tags: { team: "platform" },
+      // Azure Monitor's metrics go to the emulator directly: Prism has no description for them.
+      monitorEndpoint: backend.emu.url,
+      metricsInterval: "1s",
+      ...extra,
+    }),
   );
   const node = await startVkubelet(cluster, { nodeName, provider: "aci", providerConfig })
     .catch(async (err) => {

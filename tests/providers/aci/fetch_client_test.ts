@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { createHttpHeaders, createPipelineRequest, RestError } from "@azure/core-rest-pipeline";
-import { fetchHttpClient } from "../../../providers/aci/fetch_client.ts";
+import { fetchHttpClient } from "../../../providers/aci/client/fetch_client.ts";
 
 function server(handler: (req: Request) => Response | Promise<Response>) {
   const s = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, handler);

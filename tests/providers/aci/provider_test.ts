@@ -165,20 +165,3 @@ Deno.test("a pod's security context reaches ACI as the specification's securityC
     await env.close();
   }
 });
-
-Deno.test("stats and resource metrics answer 501 naming why: ACI's API reports no usage", async () => {
-  const env = await startProviderOnAci();
-  try {
-    await env.provider.createPod(sleeper("measured"), {});
-    await running(env, "measured");
-    for (const call of [env.provider.getStatsSummary({}), env.provider.getMetricsResource({})]) {
-      await assert.rejects(
-        call,
-        (err: Error) =>
-          isNotSupported(err) && /reports no CPU or memory use.*Azure Monitor/.test(err.message),
-      );
-    }
-  } finally {
-    await env.close();
-  }
-});

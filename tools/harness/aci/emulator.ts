@@ -17,6 +17,7 @@ import {
   scriptOf,
   TIMING,
 } from "./model.ts";
+import { ArmLimits } from "./arm_limits.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = any;
@@ -49,6 +50,16 @@ export interface AciEmulator {
   remove(name: string): void;
   /** Changes every group the emulator answers with (to send a reply that breaks the spec). */
   mangle?: (group: Json) => Json;
+  /**
+   * ARM's per-subscription limits (`./arm_limits.ts`), enforced on every ARM request: 429 with
+   * Retry-After past them, the remaining-tokens headers on every answer. `undefined`: none.
+   */
+  armLimits?: ArmLimits;
+  /**
+   * Each running container's use, as Azure Monitor's `CpuUsage` (millicores) and `MemoryUsage`
+   * (bytes) report it; tests replace it to put load on a pod.
+   */
+  usage: (group: string, container: string) => { cpuMillicores: number; memoryBytes: number };
   /** Quota the usages route reports. */
   quota: { groups: number; cores: number };
   close(): Promise<void>;
@@ -144,6 +155,80 @@ function view(stored: Stored, base: string, nowMs: number): Json {
   };
 }
 
+/**
+ * Azure Monitor's Metrics - List answer for a group, in its documented shape: one metric per name
+ * asked, one time series per running container (dimension containerName), a value a minute for
+ * the minutes the container has run, `average` only (as asked).
+ */
+function metricsOf(
+  id: string,
+  stored: Stored,
+  query: URLSearchParams,
+  nowMs: number,
+  usage: AciEmulator["usage"],
+): Json {
+  const names = (query.get("metricnames") ?? "").split(",").filter(Boolean);
+  const [from, to] = (query.get("timespan") ?? "").split("/").map((t) => Date.parse(t));
+  const minute = 60_000;
+  const running = stored.model.containers.filter((c) => {
+    const run = c.runs.at(-1);
+    return run && run.startMs <= nowMs && (run.endMs === undefined || run.endMs > nowMs);
+  });
+  const metric = (name: string) => ({
+    id: `${id}/providers/Microsoft.Insights/metrics/${name}`,
+    type: "Microsoft.Insights/metrics",
+    name: { value: name, localizedValue: name === "CpuUsage" ? "CPU Usage" : "Memory Usage" },
+    displayDescription: name === "CpuUsage"
+      ? "CPU usage on all cores in millicores."
+      : "Total memory usage in byte.",
+    unit: name === "CpuUsage" ? "Count" : "Bytes",
+    timeseries: running.map((c) => {
+      const startMs = c.runs.at(-1)!.startMs;
+      const data = [];
+      for (let t = Math.floor(from / minute) * minute; t < to; t += minute) {
+        const u = usage(stored.name, c.name);
+        const value = name === "CpuUsage" ? u.cpuMillicores : u.memoryBytes;
+        // A minute the container had not started yet has a timestamp and no value.
+        data.push({
+          timeStamp: new Date(t).toISOString(),
+          ...(t + minute > startMs ? { average: value } : {}),
+        });
+      }
+      return {
+        metadatavalues: [{
+          name: { value: "containername", localizedValue: "containerName" },
+          value: c.name,
+        }],
+        data,
+      };
+    }),
+    errorCode: "Success",
+  });
+  return {
+    cost: 0,
+    timespan: query.get("timespan"),
+    interval: query.get("interval") ?? "PT1M",
+    value: names.map(metric),
+    namespace: "Microsoft.ContainerInstance/containerGroups",
+    resourceregion: stored.body.location,
+  };
+}
+
+/** A group as a list item: the GET's answer without its or its containers' instance views. */
+function withoutInstanceViews(group: Json): Json {
+  const strip = (c: Json) => ({ ...c, properties: { ...c.properties, instanceView: undefined } });
+  const p = group.properties;
+  return {
+    ...group,
+    properties: {
+      ...p,
+      instanceView: undefined,
+      containers: p.containers.map(strip),
+      ...(p.initContainers ? { initContainers: p.initContainers.map(strip) } : {}),
+    },
+  };
+}
+
 /** The group's identity as ACI answers: each user-assigned one with its principal and client IDs. */
 function identityView(identity: Json): Json {
   const ids = Object.keys(identity.userAssignedIdentities ?? {});
@@ -176,6 +261,8 @@ export function startAciEmulator(): AciEmulator {
     fail: (n) => void (failing = n),
     remove: (name) => void groups.delete(name),
     quota: { groups: 1000, cores: 1000 },
+    armLimits: new ArmLimits(),
+    usage: () => ({ cpuMillicores: 10, memoryBytes: 32 * 2 ** 20 }),
     close: () => server.shutdown(),
   };
   const handle = async (req: Request): Promise<Response> => {
@@ -196,6 +283,15 @@ export function startAciEmulator(): AciEmulator {
       return cloudError(503, "ServiceUnavailable", "The service is unavailable; retry later");
     }
     const now = Date.now();
+    const metrics = path.match(
+      /^(\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.ContainerInstance\/containerGroups\/([^/]+))\/providers\/Microsoft\.Insights\/metrics$/,
+    );
+    if (metrics && req.method === "GET") {
+      const stored = groups.get(metrics[2]);
+      if (!stored) return cloudError(404, "ResourceNotFound", `${metrics[1]} not found`);
+      advance(stored.model, now);
+      return Response.json(metricsOf(metrics[1], stored, url.searchParams, now, emu.usage));
+    }
     const loc = path.match(/\/locations\/([^/]+)\/(usages|capabilities)$/);
     if (loc && req.method === "GET") return locationRoute(loc[1], loc[2], emu.quota);
     const m = path.match(
@@ -206,7 +302,10 @@ export function startAciEmulator(): AciEmulator {
     if (!name) {
       const all = [...groups.values()];
       const skip = Number(url.searchParams.get("$skipToken") ?? 0);
-      const page = all.slice(skip, skip + PAGE).map((g) => view(g, base, now));
+      // As the published ListByResourceGroup example: no instance views in list items.
+      const page = all.slice(skip, skip + PAGE).map((g) =>
+        withoutInstanceViews(view(g, base, now))
+      );
       const next = skip + PAGE < all.length
         ? `${emu.publicUrl}${path}?api-version=2023-05-01&$skipToken=${skip + PAGE}`
         : undefined;
@@ -273,7 +372,27 @@ export function startAciEmulator(): AciEmulator {
     }
     return cloudError(405, "MethodNotAllowed", `${req.method} is not modelled`);
   };
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, handle);
+  const limited = async (req: Request): Promise<Response> => {
+    const path = new URL(req.url).pathname;
+    const subscription = path.match(/^\/subscriptions\/([^/]+)/)?.[1];
+    if (!subscription || !emu.armLimits) return await handle(req);
+    const verdict = emu.armLimits.take(subscription, req.method, Date.now());
+    const header = `x-ms-ratelimit-remaining-subscription-${verdict.operation}`;
+    if (!verdict.ok) {
+      emu.requests.push(`${req.method} ${path}`);
+      emu.requestTimes.push(Date.now());
+      return cloudError(
+        429,
+        "SubscriptionRequestsThrottled",
+        `Number of '${verdict.operation}' requests for subscription '${subscription}' exceeded; retry after ${verdict.retryAfterS} seconds`,
+        { "Retry-After": String(verdict.retryAfterS), [header]: "0" },
+      );
+    }
+    const response = await handle(req);
+    if (response.status !== 101) response.headers.set(header, String(verdict.remaining));
+    return response;
+  };
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, limited);
   emu.url = `http://127.0.0.1:${server.addr.port}`;
   emu.publicUrl = emu.url;
   return emu;

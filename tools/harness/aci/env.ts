@@ -23,6 +23,8 @@ export function aciConfig(endpoint: string, extra: Record<string, unknown> = {})
     location: "westeurope",
     endpoint,
     statusInterval: "300ms",
+    // Tests delete groups behind the provider's back and wait for it to notice.
+    steadyStatusInterval: "1s",
     ...extra,
   };
 }
@@ -83,7 +85,9 @@ export async function startProviderOnAci(
     signal: shutdown.signal,
     kube,
   };
-  const provider = createProvider(aciConfig(backend.prism.url, extra), deps);
+  // Azure Monitor's metrics go to the emulator directly: Prism has no description to check them by.
+  const monitor = { monitorEndpoint: backend.emu.url, metricsInterval: "1s" };
+  const provider = createProvider(aciConfig(backend.prism.url, { ...monitor, ...extra }), deps);
   const pushed: Pod[] = [];
   provider.notifyPods((pod) => void pushed.push(pod));
   return {
