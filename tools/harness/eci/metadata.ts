@@ -1,10 +1,10 @@
 /**
  * Alibaba's published request metadata for ECI (`./metadata/`, see its README for source and
  * licence) as a validator: a request whose action, version, method, parameter names, types,
- * positions or required parameters do not match is refused with every problem named. The
- * current files (`metadata/current/`) are the reference; where one lists a RepeatList without
- * its fields (Port, EnvironmentVar, VolumeMount, ConfigFileToPath...), the fields come from the
- * older top-level file of the same operation.
+ * positions, required parameters or list lengths (an ID list's "up to N IDs") do not match is
+ * refused with every problem named. The current files (`metadata/current/`) are the reference;
+ * where one lists a RepeatList without its fields (Port, EnvironmentVar, VolumeMount,
+ * ConfigFileToPath...), the fields come from the older top-level file of the same operation.
  * @module
  */
 
@@ -14,6 +14,7 @@ interface Param {
   type: "String" | "Integer" | "Long" | "Float" | "Boolean" | "RepeatList";
   position: string;
   required: boolean;
+  description?: string;
   sub_parameters?: Param[];
 }
 
@@ -196,5 +197,30 @@ export function validateRequest(ops: Map<string, Operation>, request: RpcRequest
     if (p.required && !top.has(p.name)) problems.push(`${p.name}: required by ${action}`);
   }
   problems.push(...missingInItems(op.parameters, seen, ""));
+  problems.push(...listLimits(op.parameters, request.query));
+  return problems;
+}
+
+/**
+ * A JSON list of IDs longer than its description allows ("You can specify up to 20 IDs":
+ * DescribeContainerGroups and DescribeContainerGroupEvents `ContainerGroupIds`).
+ */
+function listLimits(params: Param[], query: URLSearchParams): string[] {
+  const problems: string[] = [];
+  for (const p of params) {
+    const max = Number(/up to (\d+) IDs/.exec(p.description ?? "")?.[1]);
+    const value = query.get(p.name);
+    if (!max || value === null) continue;
+    let ids: unknown;
+    try {
+      ids = JSON.parse(value);
+    } catch {
+      ids = undefined;
+    }
+    if (!Array.isArray(ids)) problems.push(`${p.name}: not a JSON list of IDs`);
+    else if (ids.length > max) {
+      problems.push(`${p.name}: ${ids.length} IDs; the metadata allows up to ${max}`);
+    }
+  }
   return problems;
 }
