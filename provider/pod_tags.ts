@@ -7,8 +7,8 @@
  * and a carrier per backend for where the object keeps it: key/value pairs
  * ({@link keyedPodTags}: cloud tags, labels) or one line of text ({@link podTagText}: a job
  * comment). A backend whose objects anyone may write signs the text and checks the signature
- * before it decodes (providers/slurm/job_comment.ts). {@link standInPod} is the pod a run adopted
- * this way stands for until the core hands the real one over.
+ * before it decodes (providers/slurm/ownership/job_comment.ts). {@link standInPod} is the pod a
+ * run adopted this way stands for until the core hands the real one over.
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
