@@ -38,6 +38,7 @@ import { endOnDelete, goneTask, initReports, taskIp, taskReports } from "./statu
 import type { EcsTasks } from "./client/tasks.ts";
 import { taskDefinitionFor } from "./request/task_definition.ts";
 import { taskRoleFor } from "./task_role.ts";
+import { fileValues, isFileVolume, type VolumeFile, volumeFiles } from "./request/files.ts";
 import { capacityStrategyOf } from "./request/placement.ts";
 
 /** What a pod owns in AWS besides its tasks, by pod uid. */
@@ -51,6 +52,8 @@ interface PodResources {
   healthChecked: Set<string>;
   /** When the provider first took the pod (clock ms). */
   sinceMs: number;
+  /** The pod's volume files (`./request/files.ts`), read once. */
+  files?: VolumeFile[];
 }
 
 /** What {@link FargateBackend} needs. */
@@ -324,7 +327,11 @@ export class FargateBackend implements RemoteBackend<Task> {
       sinceMs: this.#d.clock.now(),
     };
     const secretArn = await this.#writeSecrets(resources, pod, signal);
-    const plan = taskDefinitionFor(pod, config, nodeName, { taskRoleArn: role.arn, secretArn });
+    const plan = taskDefinitionFor(pod, config, nodeName, {
+      taskRoleArn: role.arn,
+      secretArn,
+      files: resources.files,
+    });
     resources.taskDefinitionArn = await ecs.register(plan.input, signal).catch(async (err) => {
       if (secretArn) await this.#d.secrets.remove(identity(pod)).catch(() => {});
       throw err;
@@ -346,8 +353,17 @@ export class FargateBackend implements RemoteBackend<Task> {
     pod: Pod,
     signal?: AbortSignal,
   ): Promise<string | undefined> {
-    const values = secretValuesOf(pod);
+    const hasFiles = (pod.spec?.volumes ?? []).some(isFileVolume);
+    resources.files ??= hasFiles ? await volumeFiles(pod, this.#d.kube, signal) : undefined;
+    const values = { ...secretValuesOf(pod), ...fileValues(resources.files ?? []) };
     const text = JSON.stringify(values);
+    if (new TextEncoder().encode(text).length > SECRET_MAX_BYTES) {
+      const volumes = (pod.spec?.volumes ?? []).filter(isFileVolume).map((v) => v.name);
+      throw new InvalidInputError(
+        `spec.volumes (${volumes.join(", ")}): the pod's files and Secret-sourced env come to ` +
+          `more than the 64 KiB a Secrets Manager secret holds; mount fewer or smaller files`,
+      );
+    }
     if (Object.keys(values).length === 0 && !resources.secrets) return undefined;
     if (resources.written === text) return undefined;
     const { tags } = this.#d.config;
@@ -357,6 +373,9 @@ export class FargateBackend implements RemoteBackend<Task> {
     return arn;
   }
 }
+
+/** The most a Secrets Manager secret's value holds. */
+const SECRET_MAX_BYTES = 65_536;
 
 /** A pod's identity as the secret's name needs it. */
 function identity(pod: Pod): { namespace: string; name: string; uid: string } {

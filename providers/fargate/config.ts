@@ -19,6 +19,7 @@
  * capacity: { cpu: "100", memory: 400Gi, pods: "200" }
  * tags: { team: platform }                # added to every task definition and task
  * statusInterval: 5s                      # how often DescribeTasks polls
+ * filesImage: public.ecr.aws/docker/library/busybox:1.36   # writes ConfigMap/Secret volume files
  * metricsPeriod: 60                       # seconds: the CloudWatch period kubectl top reads
  * endpoint: http://127.0.0.1:5000         # optional: another ECS/Logs endpoint (tests)
  * ```
@@ -104,6 +105,7 @@ export const fargateConfigSchema = z.strictObject({
   tags: z.record(tagKey, z.string().max(256)).refine((t) => Object.keys(t).length <= 40, {
     error: "at most 40 tags (ECS allows 50 and vkubelet uses up to 10)",
   }).default({}),
+  filesImage: z.string().min(1).default("public.ecr.aws/docker/library/busybox:1.36"),
   metricsPeriod: z.number().int().refine((s) => [1, 5, 10, 30].includes(s) || s % 60 === 0, {
     error: "must be 1, 5, 10, 30 or a multiple of 60 (seconds), as CloudWatch periods are",
   }).positive().default(60),

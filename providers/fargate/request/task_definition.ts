@@ -6,7 +6,8 @@
  * `command`), env (already resolved by the
  * core), ports, working dir, the pod's and the container's security context
  * (`./security_context.ts`), tty/stdin, an exec liveness probe as the ECS health check, emptyDir
- * as task volumes, the grace period as `stopTimeout`, the task size from `./sizing.ts`. What is
+ * as task volumes, ConfigMap, Secret, downwardAPI and projected volumes as files a set-up
+ * container writes from the pod's secret (`./files.ts`), the grace period as `stopTimeout`, the task size from `./sizing.ts`. What is
  * only noted (returned in `notes`, recorded as events): rounding, clamping, probes ECS cannot
  * run, and the service-account token volume, which is not mounted.
  * @module
@@ -25,6 +26,13 @@ import type { FargateConfig } from "../config.ts";
 import { familyName, LOG_STREAM_PREFIX, podTags } from "../names.ts";
 import { secretKey } from "../client/pod_secrets.ts";
 import { containerSecurity } from "../security_context.ts";
+import {
+  checkFileVolumes,
+  filesContainer,
+  isFileVolume,
+  isTokenVolume,
+  type VolumeFile,
+} from "./files.ts";
 import { checkInitContainers, orderContainers } from "./init_containers.ts";
 import { runtimePlatformOf } from "./placement.ts";
 import { containerSize, taskSize } from "./sizing.ts";
@@ -52,6 +60,11 @@ export interface TaskDefinitionOptions {
    * as Secret-sourced become ECS `secrets` read from it, not plain `environment`.
    */
   secretArn?: string;
+  /**
+   * The files of the pod's ConfigMap, Secret, downwardAPI and projected volumes (`./files.ts`),
+   * in the pod's secret: a set-up container writes them before the others start.
+   */
+  files?: VolumeFile[];
 }
 
 /** Translates `pod` for `nodeName`; throws {@link InvalidInputError} for what Fargate lacks. */
@@ -71,7 +84,7 @@ export function taskDefinitionFor(
   if (spec.ephemeralContainers?.length) {
     refuse("spec.ephemeralContainers", "ephemeral containers need exec, which is not supported");
   }
-  const { volumes, skipped } = taskVolumes(pod);
+  const { volumes, skipped, readOnly } = taskVolumes(pod);
   if (skipped.length) {
     notes.push(`the service-account token volume ${skipped.join(", ")} is not mounted on Fargate`);
   }
@@ -96,11 +109,19 @@ export function taskDefinitionFor(
     podSecurity: spec.securityContext,
     size,
     skipped,
+    readOnly,
     stopTimeout,
     notes,
   };
+  const setup = options.files && options.secretArn
+    ? [filesContainer(pod, options.files, {
+      secretArn: options.secretArn,
+      image: config.filesImage,
+      memory: size.memory,
+    })]
+    : [];
   const containerDefinitions = orderContainers(
-    [],
+    setup,
     (spec.initContainers ?? []).map((c, i) =>
       containerDefinition(c, `spec.initContainers[${i}]`, context)
     ),
@@ -125,8 +146,11 @@ export function taskDefinitionFor(
   };
 }
 
-/** emptyDir volumes become task volumes; the automatic token volume is skipped; others refused. */
-function taskVolumes(pod: Pod): { volumes: Volume[]; skipped: string[] } {
+/**
+ * emptyDir and file volumes become task volumes; the automatic token volume is skipped; others
+ * are refused, naming the volume.
+ */
+function taskVolumes(pod: Pod): { volumes: Volume[]; skipped: string[]; readOnly: string[] } {
   const volumes: Volume[] = [];
   const skipped: string[] = [];
   (pod.spec?.volumes ?? []).forEach((v, i) => {
@@ -136,14 +160,22 @@ function taskVolumes(pod: Pod): { volumes: Volume[]; skipped: string[] } {
         refuse(`${field}.emptyDir.medium`, "Fargate has no tmpfs task volumes");
       }
       volumes.push({ name: v.name });
-    } else if (v.projected && v.name.startsWith("kube-api-access-")) {
+    } else if (isTokenVolume(v)) {
       skipped.push(v.name);
+    } else if (isFileVolume(v)) {
+      // A bind volume the set-up container writes the files into (`./files.ts`).
+      volumes.push({ name: v.name });
     } else {
       const kind = Object.keys(v).find((k) => k !== "name") ?? "source";
-      refuse(`${field}.${kind}`, `${kind} volumes are not supported (only emptyDir)`);
+      refuse(
+        `${field}.${kind}`,
+        `volume ${v.name}: ${kind} volumes are not supported (emptyDir, configMap, secret, downwardAPI and projected are)`,
+      );
     }
   });
-  return { volumes, skipped };
+  checkFileVolumes(pod);
+  const readOnly = (pod.spec?.volumes ?? []).filter(isFileVolume).map((v) => v.name);
+  return { volumes, skipped, readOnly };
 }
 
 interface ContainerContext {
@@ -152,6 +184,8 @@ interface ContainerContext {
   podSecurity: PodSecurityContext | undefined;
   size: { memory: number };
   skipped: string[];
+  /** Volumes mounted read-only whatever the mount says (files, as the kubelet mounts them). */
+  readOnly: string[];
   stopTimeout: number;
   notes: string[];
 }
@@ -179,7 +213,11 @@ function containerDefinition(
   const mountPoints = (c.volumeMounts ?? []).flatMap((m, j) => {
     if (ctx.skipped.includes(m.name)) return [];
     if (m.subPath || m.subPathExpr) refuse(`${field}.volumeMounts[${j}].subPath`, "not supported");
-    return [{ sourceVolume: m.name, containerPath: m.mountPath, readOnly: m.readOnly ?? false }];
+    return [{
+      sourceVolume: m.name,
+      containerPath: m.mountPath,
+      readOnly: ctx.readOnly.includes(m.name) || (m.readOnly ?? false),
+    }];
   });
   if (c.readinessProbe || c.startupProbe || (c.livenessProbe && !c.livenessProbe.exec)) {
     ctx.notes.push(

@@ -39,6 +39,11 @@ export interface Moto {
    * moto's CloudWatch, stamped now, as Container Insights would.
    */
   putTaskUsage(family: string, cpuUnits: number, memoryMiB: number): Promise<void>;
+  /**
+   * Every request moto got since it started (started with `record`): its headers (the
+   * operation in `x-amz-target`) and body as text.
+   */
+  recorded(): Promise<{ target: string; body: string }[]>;
   stop(): Promise<void>;
 }
 
@@ -82,11 +87,13 @@ print(json.dumps({"subnet": subnet, "securityGroup": sg, "cluster": "vk-test"}))
 `;
 
 /** Installs (if needed) and starts moto, and prepares a network and an ECS cluster. */
-export async function startMoto(): Promise<Moto> {
+export async function startMoto(options: { record?: boolean } = {}): Promise<Moto> {
   await installMoto();
   const port = freePort();
+  const recording = options.record ? await Deno.makeTempFile({ prefix: "moto-recording-" }) : "";
   const child = new Deno.Command(`${venv}/bin/moto_server`, {
     args: ["-H", "127.0.0.1", "-p", String(port)],
+    env: options.record ? { MOTO_ENABLE_RECORDING: "True", MOTO_RECORDER_FILEPATH: recording } : {},
     stdout: "null",
     stderr: "null",
   }).spawn();
@@ -98,6 +105,7 @@ export async function startMoto(): Promise<Moto> {
       // Already gone.
     }
     await child.status;
+    if (recording) await Deno.remove(recording).catch(() => {});
   };
   try {
     const deadline = Date.now() + 30_000;
@@ -121,6 +129,13 @@ export async function startMoto(): Promise<Moto> {
     });
     await set.body?.cancel();
     if (!set.ok) throw new Error(`moto refused the task transition setting: ${set.status}`);
+    if (options.record) {
+      const start = await fetch(`${endpoint}/moto-api/recorder/start-recording`, {
+        method: "POST",
+      });
+      await start.body?.cancel();
+      if (!start.ok) throw new Error(`moto did not start recording: ${start.status}`);
+    }
     const made = JSON.parse(await run(`${venv}/bin/python`, ["-c", SETUP, endpoint]));
     const clientConfig = {
       region: "us-east-1",
@@ -153,6 +168,20 @@ export async function startMoto(): Promise<Moto> {
             ],
           }),
         );
+      },
+      async recorded() {
+        const res = await fetch(`${endpoint}/moto-api/recorder/download-recording`);
+        const text = await res.text();
+        return text.split("\n").filter((l) => l.trim()).map((line) => {
+          const entry = JSON.parse(line);
+          const body = entry.body_encoded
+            ? new TextDecoder().decode(Uint8Array.from(atob(entry.body), (c) => c.charCodeAt(0)))
+            : entry.body ?? "";
+          const headers: Record<string, string> = entry.headers ?? {};
+          const target = Object.entries(headers).find(([k]) => k.toLowerCase() === "x-amz-target")
+            ?.[1] ?? "";
+          return { target, body };
+        });
       },
       async stop() {
         ecs.destroy();

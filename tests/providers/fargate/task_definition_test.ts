@@ -78,12 +78,8 @@ Deno.test("fields Fargate cannot honour fail the pod, naming the field", () => {
       /^spec\.volumes\[0\]\.hostPath:/,
     ],
     [
-      pod({ volumes: [{ name: "c", configMap: { name: "x" } }] }),
-      /^spec\.volumes\[0\]\.configMap:/,
-    ],
-    [
-      pod({ volumes: [{ name: "s", secret: { secretName: "x" } }] }),
-      /^spec\.volumes\[0\]\.secret:/,
+      pod({ volumes: [{ name: "c", persistentVolumeClaim: { claimName: "x" } }] }),
+      /^spec\.volumes\[0\]\.persistentVolumeClaim: volume c:/,
     ],
     [
       pod({ volumes: [{ name: "m", emptyDir: { medium: "Memory" } }] }),
