@@ -5,7 +5,9 @@
  * (`getContainerLogs` with `follow`, `timestamps` and `sinceTime`) and appends every line once,
  * in order, with the backend's time, to `<restartCount>.log`:
  *
- * - a container's restart starts `<n+1>.log`; `<n>.log` is read to its end first (`previous`);
+ * - a container's restart starts `<n+1>.log`; `<n>.log` is read to its end first (`previous`),
+ *   also when no status showed instance n running (it ran and ended between two status pushes,
+ *   or while vkubelet was away);
  * - vkubelet's restart resumes after the last record written: the stream is asked from that
  *   record's time, and the records at that time already written are skipped (by count);
  * - a stream that fails or ends while the container runs (a backend outage) is asked again after
@@ -20,6 +22,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../base/clock.ts";
 import type { ContainerLogOptions, ContainerRef } from "./contract.ts";
 import { CriLineSplitter, normalizeLogTime } from "./cri_log.ts";
+import { isNotFound } from "./errors.ts";
 import type { ContainerLog, ResumePoint } from "./container_log.ts";
 import { formatLogTime } from "./log_stream.ts";
 import type { Logger } from "./logger.ts";
@@ -81,21 +84,34 @@ export class LogMirror {
         containerId: status.containerID,
       };
       this.#states.set(`${uid}/${status.name}`, state);
-      const started = status.state?.running || status.state?.terminated;
-      const key = `${uid}/${status.name}/${state.restartCount}`;
-      if (!started || this.#followers.has(key)) continue;
-      const stop = new AbortController();
       const target = { namespace, pod: name, uid, container: status.name };
-      const done = this.#follow(target, state.restartCount, stop.signal)
-        .catch((err) =>
-          this.#o.log.warn("{pod}: mirroring the log of {container} stopped: {err}", {
-            pod: `${namespace}/${name}`,
-            container: status.name,
-            err,
-          })
-        );
-      this.#followers.set(key, { done, stop });
+      // The instance before, if no follower has read it: it ran and ended between two status
+      // pushes, or while vkubelet was away. Read to its end (`previous`) from where its file
+      // ends, so nothing is written twice.
+      if (state.restartCount > 0) this.#start(target, state.restartCount - 1);
+      if (status.state?.running || status.state?.terminated) {
+        this.#start(target, state.restartCount, state.containerId);
+      }
     }
+  }
+
+  #start(
+    target: Omit<ContainerRef, "pod"> & { pod: string; uid: string },
+    restartCount: number,
+    containerId?: string,
+  ): void {
+    const key = `${target.uid}/${target.container}/${restartCount}`;
+    if (this.#followers.has(key)) return;
+    const stop = new AbortController();
+    const done = this.#follow(target, restartCount, containerId, stop.signal)
+      .catch((err) =>
+        this.#o.log.warn("{pod}: mirroring the log of {container} stopped: {err}", {
+          pod: `${target.namespace}/${target.pod}`,
+          container: target.container,
+          err,
+        })
+      );
+    this.#followers.set(key, { done, stop });
   }
 
   /** The pod is gone: its followers stop and its log directory is removed. */
@@ -121,15 +137,12 @@ export class LogMirror {
   async #follow(
     target: Omit<ContainerRef, "pod"> & { pod: string; uid: string },
     restartCount: number,
+    containerId: string | undefined,
     stop: AbortSignal,
   ): Promise<void> {
     const signal = AbortSignal.any([stop, this.#closed.signal]);
     const stateKey = `${target.uid}/${target.container}`;
-    const log = await this.#o.dir.open({
-      ...target,
-      restartCount,
-      containerId: this.#states.get(stateKey)?.containerId,
-    });
+    const log = await this.#o.dir.open({ ...target, restartCount, containerId });
     try {
       while (!signal.aborted) {
         const state = this.#states.get(stateKey);
@@ -179,6 +192,8 @@ export class LogMirror {
           err,
         });
       }
+      // An instance before with no log to give (a backend that keeps none) is done with.
+      if (how.previous && isNotFound(err)) return true;
       return turn.signal.aborted && !signal.aborted;
     } finally {
       this.#release(turn);

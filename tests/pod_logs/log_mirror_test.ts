@@ -30,16 +30,15 @@ class FakeBackend {
     const n = runs.length - 1 - (o.previous ? 1 : 0);
     const since = o.sinceTime?.getTime() ?? 0;
     let sent = 0;
-    const self = this;
-    self.open++;
-    self.maxOpen = Math.max(self.maxOpen, self.open);
+    this.open++;
+    this.maxOpen = Math.max(this.maxOpen, this.open);
     let closed = false;
-    const finish = () => !closed && (closed = true, self.open--);
+    const finish = () => !closed && (closed = true, this.open--);
     return Promise.resolve(
       new ReadableStream<Uint8Array>({
-        async pull(controller) {
+        pull: async (controller) => {
           while (true) {
-            if (o.signal?.aborted || self.down) {
+            if (o.signal?.aborted || this.down) {
               finish();
               return controller.error(new Error("stream broken"));
             }
@@ -250,5 +249,43 @@ Deno.test("a gone pod's followers stop and its log directory is removed", async 
     await mirror.forget(p);
     await assert.rejects(Deno.stat(`${root}/pods/ns_job_1234-abcd`), Deno.errors.NotFound);
     await mirror.close();
+  });
+});
+
+Deno.test("an instance that ran and ended between two status pushes is still mirrored to <n>.log", async () => {
+  await withMirror(async ({ dir, backend }) => {
+    backend.add("app", 0, "quick run");
+    backend.add("app", 1, "second run");
+    const mirror = mirrorOf(dir, backend);
+    // The first status the mirror sees is already the second instance's.
+    mirror.observe(pod({ app: 1 }));
+    await eventually("1.log", async () => (await texts(dir, "app", 1)).length === 1, 5000, 20);
+    await eventually("0.log", async () => (await texts(dir, "app", 0)).length === 1, 5000, 20);
+    await mirror.close();
+    assert.deepEqual(await texts(dir, "app", 0), ["quick run"]);
+  });
+});
+
+Deno.test("a restart while vkubelet was away: <n>.log gets the lines written after it stopped, once", async () => {
+  await withMirror(async ({ dir, backend }) => {
+    backend.add("app", 0, "first run");
+    const first = mirrorOf(dir, backend);
+    first.observe(pod({ app: 0 }));
+    await eventually("0.log", async () => (await texts(dir, "app", 0)).length === 1, 5000, 20);
+    await first.close();
+    backend.add("app", 0, "last words"); // while vkubelet was away, then the restart
+    backend.add("app", 1, "second run");
+    const second = mirrorOf(dir, backend);
+    second.observe(pod({ app: 1 }));
+    await eventually(
+      "0.log drained",
+      async () => (await texts(dir, "app", 0)).length >= 2,
+      5000,
+      20,
+    );
+    await eventually("1.log", async () => (await texts(dir, "app", 1)).length === 1, 5000, 20);
+    await new Promise((r) => setTimeout(r, 200));
+    await second.close();
+    assert.deepEqual(await texts(dir, "app", 0), ["first run", "last words"]);
   });
 });
