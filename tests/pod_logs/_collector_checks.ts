@@ -74,6 +74,17 @@ export async function startLogAgent(prefix: string): Promise<LogAgent> {
   return agent;
 }
 
+async function listFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  const entries = await Array.fromAsync(Deno.readDir(dir)).catch(() => []);
+  for (const e of entries) {
+    const path = `${dir}/${e.name}`;
+    if (e.isDirectory) out.push(...await listFiles(path));
+    else out.push(`${path} (${(await Deno.lstat(path)).size} B)`);
+  }
+  return out;
+}
+
 /**
  * Every record the collector read from `podLogDir` carries the pod's namespace, name, uid and a
  * container name and restart count (none lost its metadata on the way).
