@@ -47,7 +47,13 @@ export function aciFloorBackend(floor: AciFloorConfig, limit: Limit): FloorBacke
         volumes: [],
         credentials: [],
       });
-      await limit.run(() => groups.create(name(pod), body).then(() => {}));
+      // A create throttled past the SDK's retries (ARM's write limit) is tried again a second on.
+      for (let made = false; !made;) {
+        await limit.run(() =>
+          groups.create(name(pod), body).then(() => void (made = true), () => {})
+        );
+        if (!made) await new Promise((r) => setTimeout(r, 1000));
+      }
       for (;;) {
         await new Promise((r) => setTimeout(r, READ_EVERY_MS));
         let running = false;

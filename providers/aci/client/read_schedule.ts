@@ -11,9 +11,9 @@
  * stretched when the steady groups would need more than 80% of the read budget
  * (`./read_budget.ts`). A deleted group's reads are its deletion's own polls.
  *
- * The staleness bound this gives: a steady pod's status is at most
- * {@link ReadSchedule.steadyMs} + one `statusInterval` old (plus the time a round waits for read
- * tokens), a changing pod's one `statusInterval` (plus that wait).
+ * The staleness bound this gives: a steady pod's status is at most {@link ReadSchedule.steadyMs}
+ * old, plus the difference between two rounds' lengths (a group is read a round early, by the
+ * last round's length), a changing pod's one round (`statusInterval` plus the reads' time).
  * @module
  */
 import type { ContainerGroup } from "../azure.ts";
@@ -51,6 +51,7 @@ export function isSteady(group: ContainerGroup): boolean {
 export class ReadSchedule {
   readonly #o: ReadScheduleOptions;
   readonly #last = new Map<string, LastRead>();
+  #lastRoundMs?: number;
 
   constructor(options: ReadScheduleOptions) {
     this.#o = options;
@@ -66,8 +67,11 @@ export class ReadSchedule {
 
   /** Of `uids`, those to read this round (`nowMs`), oldest read first. */
   due(uids: string[], nowMs: number): Set<string> {
-    // Half a round early: a steady group is read in the round nearest its time, not the one after.
-    const steadyMs = this.steadyMs() - this.#o.statusIntervalMs / 2;
+    // A round early: a steady group is read in the last round before its time is up, not the one
+    // after. A round is the interval plus the reads' own time, so it is measured, not assumed.
+    const roundMs = Math.max(this.#o.statusIntervalMs, nowMs - (this.#lastRoundMs ?? -Infinity));
+    this.#lastRoundMs = nowMs;
+    const steadyMs = this.steadyMs() - Math.min(roundMs, this.#o.steadyIntervalMs / 2);
     const due = uids.filter((uid) => {
       const last = this.#last.get(uid);
       return !last || !last.steady || nowMs - last.atMs >= steadyMs;
