@@ -303,6 +303,32 @@ export interface ProviderDeps {
    * there, the kit's remote pods mirror their backend's logs there. Absent when turned off.
    */
   podLogs?: PodLogDir;
+  /**
+   * Remote providers on a node with a pod network for remote pods (issue #64, vkubelet's
+   * `--remote-pod-network`): gives each pod an IP on this node and the tunnel agent to start
+   * beside its containers. The kit's RemotePods calls it; absent when turned off.
+   */
+  podNetwork?: PodNetworkHandle;
+}
+
+/** A remote pod's place on the node's pod network, and how its side of the tunnel starts. */
+export interface PodNetworkAttachment {
+  /** The pod's IP on this node, reported as `status.podIP`. */
+  podIP: string;
+  /** Every IP of the pod (`status.podIPs`). */
+  podIPs: string[];
+  /** The agent's argv, program first: run it beside the pod's containers, sharing their network. */
+  agentCommand: string[];
+  /** The agent's credential: give it as `VKUBELET_AGENT_CREDENTIAL`, never on a command line. */
+  agentCredential: string;
+}
+
+/** Attaches remote pods to the node's pod network (see {@link ProviderDeps.podNetwork}). */
+export interface PodNetworkHandle {
+  /** An IP and a tunnel credential for `pod` (an earlier attachment of it is replaced). */
+  attach(pod: Pod): Promise<PodNetworkAttachment>;
+  /** Revokes the pod's credential and gives its IP back; nothing when it is not attached. */
+  detach(pod: Pod): Promise<void>;
 }
 
 /** One event on a pod, as a provider records it. */

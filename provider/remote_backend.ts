@@ -6,7 +6,7 @@
  * @module
  */
 import type { Pod, PodCondition } from "kubernetes-types/core/v1.d.ts";
-import type { ContainerLogOptions } from "./contract.ts";
+import type { ContainerLogOptions, PodNetworkAttachment } from "./contract.ts";
 import type { ContainerReport, TerminatedReport } from "./pod_status.ts";
 
 /** What a backend says of one pod's run. */
@@ -66,6 +66,11 @@ export interface RemoteMakeOptions {
    * the pod's uid, so that a retried make of the same run makes one.
    */
   restarts: number;
+  /**
+   * The pod's attachment to the node's pod network, when the node has one (ProviderDeps
+   * `podNetwork`): start its `agentCommand` beside the containers, sharing their network.
+   */
+  network?: PodNetworkAttachment;
 }
 
 /** One pod's run to read in a batch: the pod, and its run as last read (with its handle). */

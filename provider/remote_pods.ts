@@ -14,7 +14,13 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../base/clock.ts";
-import type { CallOptions, ContainerLogOptions, ContainerRef } from "./contract.ts";
+import type {
+  CallOptions,
+  ContainerLogOptions,
+  ContainerRef,
+  PodNetworkAttachment,
+  PodNetworkHandle,
+} from "./contract.ts";
 import { raceSignal } from "../base/cancel.ts";
 import { isNotFound, NotFoundError } from "./errors.ts";
 import type { Logger } from "./logger.ts";
@@ -92,6 +98,12 @@ export interface RemotePodsOptions<H = unknown> {
   maxRemovals?: number;
   /** The node's pod log directory: the containers' logs are mirrored there (./log_mirror.ts). */
   podLogs?: PodLogDir;
+  /**
+   * The node's pod network for remote pods (ProviderDeps `podNetwork`): each pod is attached
+   * before its first run is made (the backend gets the attachment in `make`'s options, its
+   * runs report its IP) and detached once it is forgotten.
+   */
+  podNetwork?: PodNetworkHandle;
 }
 
 interface RemoteRecord<H> {
@@ -117,6 +129,8 @@ interface RemoteRecord<H> {
   removeFailed?: RemovalFailure;
   /** The ended run being let go of: the next run is made once it settles. */
   discarding?: Promise<void>;
+  /** The pod's place on the node's pod network (`podNetwork`), kept across its runs. */
+  network?: PodNetworkAttachment;
 }
 
 interface RemovalFailure {
@@ -260,7 +274,8 @@ export class RemotePods<H = unknown> {
         await record.discarding;
         record.discarding = undefined;
         const restarts = record.restarts + 1;
-        await this.#o.backend.make(record.pod, signal, { restarts }).then(
+        const network = record.network ? { network: record.network } : {};
+        await this.#o.backend.make(record.pod, signal, { restarts, ...network }).then(
           (made) => {
             record.restarts = restarts;
             record.restartAtMs = undefined;
@@ -289,8 +304,15 @@ export class RemotePods<H = unknown> {
         const failed = await raceSignal(this.#startRemoval(old), options.signal);
         if (failed) throw failed.err;
       }
-      const made = await this.#o.backend.make(pod, options.signal, { restarts: 0 });
+      const network = await this.#o.podNetwork?.attach(pod);
+      const made = await this.#o.backend
+        .make(pod, options.signal, { restarts: 0, ...(network ? { network } : {}) })
+        .catch(async (err) => {
+          await this.#o.podNetwork?.detach(pod).catch(() => {});
+          throw err;
+        });
       const record = this.#record(structuredClone(pod));
+      record.network = network;
       record.run = made ? made : await this.#readOne(pod, options.signal);
       this.#table.records.set(podKeyOf(pod), record);
     }
@@ -561,6 +583,14 @@ export class RemotePods<H = unknown> {
     this.#table.send({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
     this.#table.forget(record);
     await this.#mirror?.forget(record.pod).catch(() => {});
+    if (record.network) {
+      await this.#o.podNetwork?.detach(record.pod).catch((err) => {
+        this.#o.log.warning("cannot detach {pod} from the pod network: {err}", {
+          pod: podKeyOf(record.pod),
+          err,
+        });
+      });
+    }
   }
 
   /** Waits until fewer than `maxRemovals` removals are under way, and counts this one. */
@@ -591,7 +621,9 @@ export class RemotePods<H = unknown> {
       initContainers: inits,
       nowMs: now,
       startTimeMs: record.startTimeMs,
-      podIP: record.run?.podIP ?? keptIP,
+      // An attached pod's IP is the node's; the backend's own is not reachable from the cluster.
+      podIP: record.network?.podIP ?? record.run?.podIP ?? keptIP,
+      podIPs: record.network?.podIPs,
       hostIP: this.#o.hostIP,
       sandboxReady: record.run?.sandboxReady,
       extraConditions: record.run?.conditions,

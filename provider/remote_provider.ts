@@ -130,6 +130,7 @@ export abstract class RemotePodsProvider<
       log: deps.log,
       hostIP: deps.internalIp,
       podLogs: deps.podLogs,
+      podNetwork: deps.podNetwork,
       ...options,
     });
     if (hooks === "exec") {

@@ -503,6 +503,16 @@ export const OPTIONS = [
     help: "text for people, json (one object per line) for log collectors.",
   }),
   o({
+    key: "remotePodNetwork",
+    flag: "remote-pod-network",
+    env: ["VKUBELET_REMOTE_POD_NETWORK"],
+    kind: "string",
+    value: "PATH",
+    group: "Pods",
+    help:
+      "Remote providers (slurm, interlink): a YAML file with the node's CNI settings for remote pods (the process provider's network section, plus serverUrl, serverCaFile, agentCommand, stateDir); each pod then gets a pod IP on this node and a tunnel agent started beside its containers (docs/networking.md). Default: off.",
+  }),
+  o({
     key: "podLogDir",
     flag: "pod-log-dir",
     env: ["VKUBELET_POD_LOG_DIR"],

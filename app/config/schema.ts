@@ -404,6 +404,7 @@ const fields = z.object({
   ).default("info"),
   logFormat: oneOf(["text", "json"] as const, "text"),
   podLogDir: text("a directory or none").optional(),
+  remotePodNetwork: text("a file").optional(),
   containerLogMaxSize: z.union([z.string(), z.number()]).transform((v) => String(v).trim())
     .refine((v) => v === "-1" || (quantityToNumber(v) ?? -1) > 0, {
       error: (i) =>

@@ -20,6 +20,7 @@ import { preflight } from "../preflight.ts";
 import type { NodeEntry } from "../node_set.ts";
 import { type Clients, createClients } from "./clients.ts";
 import { StartupConfigError } from "./parts.ts";
+import { remotePodTunnelsFor, type Tunnels } from "./tunnel.ts";
 import type { RunDeps } from "./mod.ts";
 
 /**
@@ -49,6 +50,8 @@ export interface Loaded extends Clients {
   /** Each node's event recorder, by node name: its provider's and its pod controller's. */
   recorders: Map<string, EventRecorder>;
   identity?: NodeIdentity;
+  /** `--remote-pod-network`: each node's tunnel and the Services informer they share. */
+  tunnels?: Tunnels;
 }
 
 /**
@@ -98,14 +101,21 @@ export async function connectAndLoad(
   const recorders = new Map(
     options.entries.map((entry) => [entry.name, nodeRecorder(entry, deps, clients)]),
   );
+  let tunnels: Tunnels | undefined;
   try {
-    problems.push(...await loadProviders(config, deps, options, clients, { providers, recorders }));
+    tunnels = await remotePodTunnelsFor(config, options, clients.kube, deps.clock).catch((err) => {
+      if (err?.name !== "RemotePodNetworkError") throw err;
+      problems.push(err.message);
+      return undefined;
+    });
+    const nodes = { providers, recorders, tunnels };
+    problems.push(...await loadProviders(config, deps, options, clients, nodes));
     const haProblem = problems.length === 0
       ? highAvailabilityProblem(config, providers.values().next().value!)
       : undefined;
     if (haProblem) problems.push(haProblem);
     if (problems.length > 0) throw new StartupConfigError(problems);
-    return { ...clients, providers, recorders, identity };
+    return { ...clients, providers, recorders, identity, tunnels };
   } catch (err) {
     await Promise.all([...providers.values()].map((p) => p.close?.()));
     clients.close();
@@ -133,7 +143,7 @@ async function loadProviders(
   deps: RunDeps,
   options: LoadOptions,
   clients: Clients,
-  nodes: Pick<Loaded, "providers" | "recorders">,
+  nodes: Pick<Loaded, "providers" | "recorders" | "tunnels">,
 ): Promise<string[]> {
   const { providers, recorders } = nodes;
   const problems: string[] = [];
@@ -156,6 +166,7 @@ async function loadProviders(
         podLogs: logDir
           ? podLogDirOf(logDir, config, { nodeName: entry.name, clock: deps.clock })
           : undefined,
+        podNetwork: nodes.tunnels?.byNode.get(entry.name),
       },
     });
     providers.set(entry.name, provider);

@@ -110,6 +110,7 @@ export async function runVkubelet(config: Config, deps: RunDeps): Promise<void> 
     await drain(loops.all, deps.drainTimeoutMs ?? 10_000, deps.clock);
     for (const exit of atExit) await exit();
     await Promise.all([...loaded.providers.values()].map((p) => p.close?.()));
+    for (const tunnel of loaded.tunnels?.byNode.values() ?? []) await tunnel.close();
     loaded.close();
     await loaded.identity?.stop();
     log.info("stopped");

@@ -36,6 +36,7 @@ export async function serveNodes(ctx: ServeContext): Promise<void> {
     ? new NodeSharing({ kube: loaded.kube, heartbeat: loaded.heartbeat, clock })
     : undefined;
   if (sharing) loops.add("shared watches", sharing.run(signal));
+  if (loaded.tunnels) loops.add("tunnel services", loaded.tunnels.informer.run(signal));
   // --rotate-server-certificates: each node's serving certificate is asked for now, once per
   // process, on the client leader election does not fence, so a standby has its own before it
   // ever takes over (issue 43).
@@ -161,14 +162,25 @@ function kubeletServers(parts: Parts, set: NodeSet): KubeletServer[] {
   const { config, deps, entries, serving } = parts;
   const several = config.nodes.length > 0;
   const address = (entry: NodeEntry) => several ? entry.nodeIp : config.listenAddress;
+  // --remote-pod-network: /tunnel of each node, and the certificate its agents pin.
+  const tunnels = parts.loaded.tunnels?.byNode;
+  const tapped = (served: NodeEntry[], source: CertificateSource) =>
+    served.reduce((s, e) => tunnels?.get(e.name)?.tap(s) ?? s, source);
+  const withTunnel = (name: string) => {
+    const deps = set.apiDeps(name);
+    const tunnel = tunnels?.get(name);
+    return deps && tunnel ? { ...deps, tunnel } : deps;
+  };
   const server = (served: NodeEntry[], certificates: CertificateSource) =>
     new KubeletServer({
       auth: parts.auth,
       log: getLogger(["vkubelet", "kubelet-api"]).with(nodesOf(served)),
       port: config.port,
       hostnames: served.map(address),
-      certificates,
-      nodeAt: served.length === 1 ? () => set.apiDeps(served[0].name) : (at) => set.apiDepsAt(at),
+      certificates: tapped(served, certificates),
+      nodeAt: served.length === 1
+        ? () => withTunnel(served[0].name)
+        : (at) => withTunnel(set.apiDepsAt(at)?.nodeName ?? ""),
     });
   if (serving) return entries.map((entry) => server([entry], serving.get(entry.name)!));
   return [server(entries, sharedServingCertificate(config, entries, deps.clock))];

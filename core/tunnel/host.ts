@@ -137,7 +137,12 @@ export class TunnelHost {
       podIP: ips[0],
       podIPs: ips,
       agentCredential: credential,
-      agentArgs: ["agent", `--server=${this.#deps.serverUrl}`, `--ca-base64=${ca}`],
+      agentArgs: [
+        "agent",
+        `--server=${this.#deps.serverUrl}`,
+        `--ca-base64=${ca}`,
+        `--loopback-prefix=${loopbackPrefix(uid)}`,
+      ],
       credentialHash: hash,
     };
   }
@@ -315,6 +320,16 @@ export class TunnelHost {
 
 function visible(own: string, namespace: string, name: string): boolean {
   return namespace === own || (namespace === "default" && name === "kubernetes");
+}
+
+/**
+ * The first octets of the pod's Service addresses, `127.<64–253>`, from its uid: agents of pods
+ * that share a host's loopback (two jobs on one compute node) seldom pick the same addresses.
+ */
+export function loopbackPrefix(uid: string): string {
+  let h = 2166136261;
+  for (const c of new TextEncoder().encode(uid)) h = Math.imul(h ^ c, 16777619) >>> 0;
+  return `127.${64 + (h % 190)}`;
 }
 
 /** The pod's declared TCP containerPorts, once each. */

@@ -1,0 +1,318 @@
+/**
+ * `--remote-pod-network`: remote pods on this node's pod network (issue #64). Reads the file
+ * (the process provider's `network` section, plus where agents dial and what they run), and
+ * builds what start-up wires: the providers' `podNetwork` handle (attach, detach), the kubelet
+ * API's `/tunnel` endpoint, and a Services informer the {@link TunnelHost} pushes to the agents.
+ * The host is made once the kubelet API has its serving certificate (agents pin it, or
+ * `serverCaFile`, or with kubelet-serving CSRs the cluster's CA); attach waits for it.
+ * @module
+ */
+import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { fileURLToPath as fromFileUrl } from "node:url";
+import { basename, join } from "node:path";
+import { getLogger, type Logger } from "../../base/log.ts";
+import type { Config } from "../config/config.ts";
+import type { Clock } from "../../base/clock.ts";
+import type { Informer, KubeClient } from "../../k8s/mod.ts";
+import type { PodNetworkAttachment, PodNetworkHandle } from "../../provider/mod.ts";
+import {
+  type ClusterService,
+  type ServiceSource,
+  TunnelHost,
+  type TunnelNetwork,
+} from "../../core/tunnel/host.ts";
+import type { TunnelEndpoint } from "../../core/kubelet_api/mod.ts";
+import type { CertificateSource } from "../../x509/mod.ts";
+import { processConfigSchema } from "../../providers/process/config.ts";
+import { loadNetworkConfig } from "../../providers/process/network/cni.ts";
+import { PodNetworks } from "../../providers/process/network/pod_network.ts";
+import { RemotePodNetworks } from "../../providers/process/network/tunnel_network.ts";
+
+const absolute = z.string().refine((p) => p.startsWith("/"), { error: "must be an absolute path" });
+
+/** The file's schema: the process provider's `network` section and the tunnel's own keys. */
+export const remotePodNetworkSchema = processConfigSchema.shape.network.unwrap().extend({
+  /** Where the pods' namespaces and relays are kept; default `<state dir>/remote-pods`. */
+  stateDir: absolute.optional(),
+  /** The URL agents dial; default `https://<node IP>:<kubelet API port>`. */
+  serverUrl: z.url({ protocol: /^https$/ }).optional(),
+  /** The CA agents trust for it; default the serving certificate (or the cluster CA with CSRs). */
+  serverCaFile: absolute.optional(),
+  /** The agent's program on the remote side, before `agent …`; default this vkubelet. */
+  agentCommand: z.array(z.string().min(1)).min(1).optional(),
+});
+
+/** The parsed file. */
+export type RemotePodNetworkConfig = z.output<typeof remotePodNetworkSchema>;
+
+/** Reads and checks `--remote-pod-network`'s file; every problem in one message. */
+export async function readRemotePodNetwork(path: string): Promise<RemotePodNetworkConfig> {
+  let raw: unknown;
+  try {
+    raw = parseYaml(await Deno.readTextFile(path));
+  } catch (err) {
+    throw new RemotePodNetworkError(
+      `--remote-pod-network ${path} cannot be read as YAML: ${(err as Error).message}`,
+    );
+  }
+  const parsed = remotePodNetworkSchema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) =>
+      `${i.path.join(".") || "(file)"}: ${i.message}`
+    );
+    throw new RemotePodNetworkError(
+      `--remote-pod-network ${path} is not valid: ${problems.join("; ")}`,
+    );
+  }
+  return parsed.data;
+}
+
+/** A problem with `--remote-pod-network` (start-up reports it as a config problem). */
+export class RemotePodNetworkError extends Error {
+  override name = "RemotePodNetworkError";
+}
+
+/** This vkubelet as the remote side runs it: the binary, or `deno run` of main.ts. */
+export function defaultAgentProgram(): string[] {
+  const exec = Deno.execPath();
+  if (!basename(exec).startsWith("deno")) return [exec];
+  const main = new URL("../../main.ts", import.meta.url);
+  const config = new URL("../../deno.json", import.meta.url);
+  return [
+    exec,
+    "run",
+    `--config=${fromFileUrl(config)}`,
+    "--allow-net",
+    "--allow-read",
+    "--allow-write",
+    "--allow-env",
+    fromFileUrl(main),
+  ];
+}
+
+/** Services from an informer, as the tunnel host reads them. */
+export class InformedServices implements ServiceSource {
+  readonly #listeners = new Set<() => void>();
+
+  constructor(private readonly informer: Informer<Service>) {
+    const changed = () => {
+      for (const l of this.#listeners) l();
+    };
+    informer.on("add", changed);
+    informer.on("update", changed);
+    informer.on("delete", changed);
+  }
+
+  /** The namespace's Services that have a ClusterIP. */
+  list(namespace: string): ClusterService[] {
+    return this.informer.store.list().filter((s) => s.metadata?.namespace === namespace)
+      .flatMap((s) => {
+        const ip = s.spec?.clusterIP;
+        if (!ip || ip === "None") return [];
+        return [{
+          namespace,
+          name: s.metadata?.name ?? "",
+          clusterIP: ip,
+          ports: (s.spec?.ports ?? []).map((p) => ({
+            port: p.port,
+            protocol: p.protocol ?? "TCP",
+          })),
+        }];
+      });
+  }
+
+  /** Calls `changed` after any Service changes. */
+  subscribe(changed: () => void): () => void {
+    this.#listeners.add(changed);
+    return () => this.#listeners.delete(changed);
+  }
+}
+
+/** What {@link RemotePodTunnel} needs. */
+export interface RemotePodTunnelDeps {
+  network: TunnelNetwork;
+  services: ServiceSource;
+  log: Logger;
+  serverUrl: string;
+  clusterDomain?: string;
+  /** The agent's program before `agent …`. */
+  agentProgram: string[];
+  /** The CA agents pin, when known without the serving certificate. */
+  serverCaPem?: string;
+}
+
+/**
+ * One node's tunnel: the providers' {@link PodNetworkHandle} and the kubelet API's endpoint.
+ * The host is made by {@link serving} (or at once when the CA is known).
+ */
+export class RemotePodTunnel implements PodNetworkHandle, TunnelEndpoint {
+  readonly #deps: RemotePodTunnelDeps;
+  readonly #host = Promise.withResolvers<TunnelHost>();
+  #made?: TunnelHost;
+
+  constructor(deps: RemotePodTunnelDeps) {
+    this.#deps = deps;
+    if (deps.serverCaPem) this.#make(deps.serverCaPem);
+  }
+
+  /** The serving certificate as the kubelet API got it: agents pin it unless a CA was given. */
+  serving(certPem: string): void {
+    this.#make(certPem);
+  }
+
+  /** `source`, telling {@link serving} each certificate it serves. */
+  tap(source: CertificateSource): CertificateSource {
+    return {
+      run: (onPair, signal) =>
+        source.run((pair) => {
+          this.serving(pair.certPem);
+          onPair(pair);
+        }, signal),
+    };
+  }
+
+  #make(caPem: string): void {
+    if (this.#made) return;
+    const { network, services, log, serverUrl, clusterDomain } = this.#deps;
+    this.#made = new TunnelHost({
+      network,
+      services,
+      log,
+      serverUrl,
+      serverCaPem: caPem,
+      clusterDomain,
+    });
+    this.#host.resolve(this.#made);
+  }
+
+  /** `PodNetworkHandle.attach`: the pod's IP, and the agent's command and credential. */
+  async attach(pod: Pod): Promise<PodNetworkAttachment> {
+    const host = await this.#host.promise;
+    const attached = await host.attach(pod);
+    return {
+      podIP: attached.podIP,
+      podIPs: attached.podIPs,
+      agentCommand: [...this.#deps.agentProgram, ...attached.agentArgs],
+      agentCredential: attached.agentCredential,
+    };
+  }
+
+  /** `PodNetworkHandle.detach`. */
+  async detach(pod: Pod): Promise<void> {
+    await this.#made?.detach(pod);
+  }
+
+  /** `/tunnel` on the kubelet API. */
+  accept(upgrade: Parameters<TunnelHost["accept"]>[0]): Promise<Response | undefined> {
+    if (!this.#made) {
+      return Promise.resolve(new Response("The tunnel is not ready yet; retry\n", { status: 503 }));
+    }
+    return this.#made.accept(upgrade);
+  }
+
+  /** Ends the tunnels (pods' networks stay). */
+  async close(): Promise<void> {
+    await this.#made?.close();
+  }
+}
+
+/** The nodes' tunnels and the Services informer they share. */
+export interface Tunnels {
+  byNode: Map<string, RemotePodTunnel>;
+  /** Run it for the process's life: the agents' Service lists come from it. */
+  informer: Informer<Service>;
+}
+
+/** `--remote-pod-network`'s tunnels for start-up, or none when it is not given. */
+export async function remotePodTunnelsFor(
+  config: Pick<Config, "remotePodNetwork" | "rotateServerCertificates">,
+  options: { entries: { name: string; nodeIp: string }[]; port: number },
+  kube: KubeClient,
+  clock: Clock,
+): Promise<Tunnels | undefined> {
+  if (!config.remotePodNetwork) return undefined;
+  const file = await readRemotePodNetwork(config.remotePodNetwork);
+  const state = Deno.env.get("STATE_DIRECTORY")?.split(":")[0] ?? "/var/lib/vkubelet";
+  const { tunnels, informer } = await remotePodTunnels({
+    config: file,
+    entries: options.entries,
+    port: options.port,
+    kube,
+    clock,
+    log: getLogger(["vkubelet", "tunnel"]),
+    stateDir: state,
+    clusterCaPem: config.rotateServerCertificates ? kube.config.caCerts?.join("\n") : undefined,
+  });
+  return { byNode: tunnels, informer };
+}
+
+/** What {@link remotePodTunnels} needs from start-up. */
+export interface TunnelStartup {
+  config: RemotePodNetworkConfig;
+  /** Each node's name and IP. */
+  entries: { name: string; nodeIp: string }[];
+  port: number;
+  kube: KubeClient;
+  clock: Clock;
+  log: Logger;
+  /** vkubelet's state directory (the pods' namespaces go under it unless the file says). */
+  stateDir: string;
+  /** With kubelet-serving CSRs: the cluster CA signs the serving certificate. */
+  clusterCaPem?: string;
+}
+
+/**
+ * Every node's {@link RemotePodTunnel} (one CNI network for the process), the Services informer
+ * they share (run it with the process), or a {@link RemotePodNetworkError}.
+ */
+export async function remotePodTunnels(
+  startup: TunnelStartup,
+): Promise<{ tunnels: Map<string, RemotePodTunnel>; informer: Informer<Service> }> {
+  const { config, log } = startup;
+  const list = await loadNetworkConfig(config.cniConfDir);
+  if (!list) {
+    throw new RemotePodNetworkError(
+      `--remote-pod-network: no CNI network configuration (.conflist, .conf or .json) in ${config.cniConfDir}; install one or fix cniConfDir`,
+    );
+  }
+  const stateDir = config.stateDir ?? join(startup.stateDir, "remote-pods");
+  await Deno.mkdir(stateDir, { recursive: true, mode: 0o700 });
+  const networks = new PodNetworks(config, list, {
+    stateDir,
+    log,
+    nodeIPs: () => startup.entries.map((e) => e.nodeIp),
+  });
+  const informer = startup.kube.services.informer({
+    clock: startup.clock,
+    name: "tunnel services",
+  });
+  const services = new InformedServices(informer);
+  const caPem = config.serverCaFile
+    ? await Deno.readTextFile(config.serverCaFile)
+    : startup.clusterCaPem;
+  const network = new RemotePodNetworks(networks, stateDir);
+  const tunnels = new Map(startup.entries.map((entry) => [
+    entry.name,
+    new RemotePodTunnel({
+      network,
+      services,
+      log: log.with({ node: entry.name }),
+      serverUrl: config.serverUrl?.replace(/\/+$/, "") ??
+        `https://${hostPort(entry.nodeIp, startup.port)}`,
+      clusterDomain: config.clusterDomain || undefined,
+      agentProgram: config.agentCommand ?? defaultAgentProgram(),
+      serverCaPem: caPem,
+    }),
+  ]));
+  log.info("remote pods join the pod network by CNI network {name} ({file}) through the tunnel", {
+    name: list.name,
+    file: list.file,
+  });
+  return { tunnels, informer };
+}
+
+function hostPort(ip: string, port: number): string {
+  return ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`;
+}

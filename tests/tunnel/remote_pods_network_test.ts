@@ -1,0 +1,145 @@
+/**
+ * The kit's RemotePods with a node pod network (ProviderDeps `podNetwork`): the pod is attached
+ * before its run is made, the backend gets the attachment, the pod's IP is the attachment's,
+ * restarts keep it, and the pod is detached once forgotten. Fakes of our own interfaces.
+ * @module
+ */
+import assert from "node:assert/strict";
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import {
+  type Logger,
+  type PodNetworkAttachment,
+  type PodNetworkHandle,
+  type RemoteBackend,
+  type RemoteMakeOptions,
+  RemotePods,
+  type RemoteRun,
+} from "../../provider/mod.ts";
+import { FakeClock } from "../../provider/testing/mod.ts";
+
+const log: Logger = { debug() {}, info() {}, warn() {}, warning() {}, error() {} } as Logger;
+
+/** Records every call in order. */
+function fakeNetwork(calls: string[]): PodNetworkHandle {
+  return {
+    attach(pod) {
+      calls.push(`attach ${pod.metadata?.uid}`);
+      return Promise.resolve(
+        {
+          podIP: "198.18.1.7",
+          podIPs: ["198.18.1.7"],
+          agentCommand: ["vkubelet", "agent", "--server=https://node:10250"],
+          agentCredential: "vkt1.secret",
+        } satisfies PodNetworkAttachment,
+      );
+    },
+    detach(pod) {
+      calls.push(`detach ${pod.metadata?.uid}`);
+      return Promise.resolve();
+    },
+  };
+}
+
+function fakeBackend(calls: string[], clock: FakeClock, failMake = false) {
+  const runs = new Map<string, RemoteRun>();
+  const made: RemoteMakeOptions[] = [];
+  const backend: RemoteBackend = {
+    list: () => Promise.resolve([...runs.values()]),
+    read: (pod) => Promise.resolve(runs.get(pod.metadata!.uid!)),
+    make(pod, _signal, options) {
+      calls.push(`make ${pod.metadata?.uid}`);
+      made.push(options!);
+      if (failMake) return Promise.reject(new Error("the backend refused the job"));
+      const state = { running: { startedAtMs: clock.now() } };
+      // The backend's own address, which the cluster cannot reach.
+      runs.set(pod.metadata!.uid!, { pod, containers: { app: { state } }, podIP: "10.9.9.9" });
+      return Promise.resolve();
+    },
+    remove(pod) {
+      calls.push(`remove ${pod.metadata?.uid}`);
+      runs.delete(pod.metadata!.uid!);
+      return Promise.resolve();
+    },
+  };
+  return { backend, runs, made };
+}
+
+const pod = (restartPolicy = "Never"): Pod => ({
+  metadata: { namespace: "team", name: "job", uid: "uid-1" },
+  spec: { restartPolicy, containers: [{ name: "app", image: "busybox" }] },
+});
+
+Deno.test("a remote pod is attached before its run is made and reports the attached IP", async () => {
+  const calls: string[] = [];
+  const clock = new FakeClock();
+  const { backend, made } = fakeBackend(calls, clock);
+  const stop = new AbortController();
+  const pods = new RemotePods({
+    backend,
+    clock,
+    log,
+    intervalMs: 1000,
+    podNetwork: fakeNetwork(calls),
+  });
+  const running = pods.run(stop.signal);
+  await pods.createPod(pod(), {});
+  assert.deepEqual(calls, ["attach uid-1", "make uid-1"]);
+  assert.equal(made[0].network?.agentCredential, "vkt1.secret", "the backend gets the agent");
+  const status = (await pods.getPod("team", "job"))?.status;
+  assert.equal(status?.podIP, "198.18.1.7");
+  assert.deepEqual(status?.podIPs, [{ ip: "198.18.1.7" }]);
+
+  await pods.deletePod(pod(), {});
+  for (let i = 0; i < 50 && !calls.includes("detach uid-1"); i++) await Promise.resolve();
+  await new Promise((r) => setTimeout(r, 0));
+  assert.deepEqual(calls, ["attach uid-1", "make uid-1", "remove uid-1", "detach uid-1"]);
+  stop.abort();
+  await running;
+});
+
+Deno.test("a restarted run gets the same attachment, and a failed make detaches", async () => {
+  const calls: string[] = [];
+  const clock = new FakeClock();
+  const { backend, runs, made } = fakeBackend(calls, clock);
+  const pods = new RemotePods({
+    backend,
+    clock,
+    log,
+    intervalMs: 1000,
+    podNetwork: fakeNetwork(calls),
+    backoff: { initialMs: 10, maxMs: 10 },
+  });
+  const signal = new AbortController().signal;
+  await pods.createPod(pod("Always"), {});
+  const ended = { terminated: { exitCode: 1, finishedAtMs: clock.now() } };
+  runs.set("uid-1", { ...runs.get("uid-1")!, containers: { app: { state: ended } } });
+  await pods.poll(signal); // the run ended: a restart is planned
+  clock.advance(20);
+  await pods.poll(signal); // and made
+  assert.equal(made.length, 2);
+  assert.equal(made[1].restarts, 1);
+  assert.equal(made[1].network, made[0].network, "the restart keeps the pod's IP and agent");
+  assert.equal(calls.filter((c) => c.startsWith("attach")).length, 1);
+
+  const failing = fakeBackend([], clock, true);
+  const failCalls: string[] = [];
+  const other = new RemotePods({
+    backend: failing.backend,
+    clock,
+    log,
+    intervalMs: 1000,
+    podNetwork: fakeNetwork(failCalls),
+  });
+  await assert.rejects(other.createPod(pod(), {}), /refused the job/);
+  assert.deepEqual(failCalls, ["attach uid-1", "detach uid-1"]);
+});
+
+Deno.test("without a pod network the backend's own IP is reported", async () => {
+  const calls: string[] = [];
+  const clock = new FakeClock();
+  const { backend, made } = fakeBackend(calls, clock);
+  const pods = new RemotePods({ backend, clock, log, intervalMs: 1000 });
+  await pods.createPod(pod(), {});
+  assert.equal(made[0].network, undefined);
+  assert.equal((await pods.getPod("team", "job"))?.status?.podIP, "10.9.9.9");
+});
