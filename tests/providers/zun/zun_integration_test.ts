@@ -1,8 +1,10 @@
 /**
  * The zun provider against the local control plane and a real Zun (zun-api and zun-compute
- * 18.0.0 on podman, tools/harness/zun.ts), all through `kubectl`: a 2-replica Deployment becomes
- * two Running capsules labelled with their pods, with podman addresses as pod IPs; scaling to 3
- * makes one more; `kubectl logs` answers 501 naming why; scaling to 0 deletes the capsules.
+ * 18.0.0 on podman, tools/harness/zun.ts), all through `kubectl`: a 2-replica Deployment of
+ * two-container pods becomes two Running capsules labelled with their pods, with podman
+ * addresses as pod IPs; scaling to 3 makes one more; `kubectl logs` answers 501 naming why;
+ * scaling to 0 deletes the capsules. (One-container pods run as plain containers:
+ * metrics_test.ts.)
  */
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
@@ -65,12 +67,12 @@ Deno.test({
                   nodeSelector: { "kubernetes.io/hostname": nodeName },
                   tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
                   terminationGracePeriodSeconds: 1,
-                  containers: [{
-                    name: "main",
+                  containers: ["main", "side"].map((name) => ({
+                    name,
                     image: "localhost/busybox:latest",
                     command: ["sh", "-c", "echo hello; exec sleep 3600"],
                     resources: { limits: { cpu: "100m", memory: "32Mi" } },
-                  }],
+                  })),
                 },
               },
             },
@@ -96,7 +98,8 @@ Deno.test({
 
       await t.step("kubectl logs answers that Zun keeps no logs for a capsule", async () => {
         const [pod] = await pods();
-        const err = await kubectl(["logs", pod.metadata!.name!]).then(() => "", (e) => String(e));
+        const err = await kubectl(["logs", pod.metadata!.name!, "-c", "main"])
+          .then(() => "", (e) => String(e));
         assert.match(err, /Zun keeps no logs/);
       });
 
