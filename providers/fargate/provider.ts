@@ -9,6 +9,7 @@ import type { Task } from "@aws-sdk/client-ecs";
 import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import {
   type CallOptions,
+  metricsText,
   type Provider,
   type ProviderDeps,
   RemotePodsProvider,
@@ -26,21 +27,15 @@ export class FargateProvider extends RemotePodsProvider<Task, FargateBackend> im
   readonly #aws: AwsClients;
   readonly #ecs: EcsTasks;
   readonly #stats: TaskStats;
-  readonly #startMs: number;
   /** Secret-sourced env values come marked, and go to Secrets Manager (`./client/pod_secrets.ts`). */
   readonly secretEnvRefs = true;
 
   constructor(config: FargateConfig, deps: ProviderDeps, aws: AwsClients) {
     const ecs = new EcsTasks(aws, config);
     super(deps, (signal) => remoteOptions({ config, deps, aws, ecs, signal }));
-    [this.#config, this.#aws, this.#ecs, this.#startMs] = [config, aws, ecs, deps.clock.now()];
-    const now = () => deps.clock.now();
-    this.#stats = new TaskStats({
-      cloudwatch: aws.cloudwatch,
-      config,
-      throttle: ecs.throttle,
-      now,
-    });
+    [this.#config, this.#aws, this.#ecs] = [config, aws, ecs];
+    const { clock, nodeName } = deps;
+    this.#stats = new TaskStats({ ...aws, config, throttle: ecs.throttle, clock, nodeName });
   }
 
   override async deletePod(pod: Pod, options: CallOptions): Promise<void> {
@@ -62,8 +57,12 @@ export class FargateProvider extends RemotePodsProvider<Task, FargateBackend> im
 
   /** The running pods' CPU and memory from Container Insights; the node is their sum. */
   getStatsSummary(options: CallOptions): Promise<StatsSummary> {
-    const { nodeName } = this.deps;
-    return this.#stats.summary(nodeName, this.#startMs, this.pods.running(), options.signal);
+    return this.#stats.summary(this.pods.running(), options.signal);
+  }
+
+  /** `/metrics/resource` (what metrics-server reads), from the same summary. */
+  async getMetricsResource(options: CallOptions): Promise<string> {
+    return metricsText(await this.getStatsSummary(options));
   }
 
   /** From CloudWatch Logs: the current task's stream, or the one before with `previous`. */

@@ -11,7 +11,13 @@
 import type { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import type { Task } from "@aws-sdk/client-ecs";
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import type { ContainerStats, PodStats, RemoteRun, StatsSummary } from "../../provider/mod.ts";
+import type {
+  Clock,
+  ContainerStats,
+  PodStats,
+  RemoteRun,
+  StatsSummary,
+} from "../../provider/mod.ts";
 import { readTaskUsage, type TaskUsage } from "./client/metrics.ts";
 import type { Throttle } from "./client/throttle.ts";
 import type { FargateConfig } from "./config.ts";
@@ -30,7 +36,8 @@ export interface TaskStatsDeps {
   cloudwatch: CloudWatchClient;
   config: Pick<FargateConfig, "cluster" | "metricsPeriod">;
   throttle: Throttle;
-  now: () => number;
+  clock: Pick<Clock, "now">;
+  nodeName: string;
 }
 
 const MIB = 1024 * 1024;
@@ -48,18 +55,17 @@ export class TaskStats {
   /** Each container's cumulative CPU (core-nanoseconds) and when it was last added to. */
   #counters = new Map<string, { coreNanoSeconds: number; atMs: number }>();
 
+  /** When the node started (clock ms). */
+  readonly #startMs: number;
+
   constructor(deps: TaskStatsDeps) {
     this.#d = deps;
+    this.#startMs = deps.clock.now();
   }
 
   /** The node's summary: its running pods with CloudWatch data, and their sum. */
-  async summary(
-    nodeName: string,
-    startMs: number,
-    running: RunningPod[],
-    signal?: AbortSignal,
-  ): Promise<StatsSummary> {
-    const nowMs = this.#d.now();
+  async summary(running: RunningPod[], signal?: AbortSignal): Promise<StatsSummary> {
+    const nowMs = this.#d.clock.now();
     const family = (p: Pod) => familyName(p.metadata?.namespace ?? "", p.metadata?.name ?? "");
     const usage = running.length
       ? await readTaskUsage(this.#d.cloudwatch, running.map((r) => family(r.pod)), {
@@ -84,8 +90,8 @@ export class TaskStats {
       pods.reduce((n, p) => n + (f(p) ?? 0), 0);
     return {
       node: {
-        nodeName,
-        startTime: new Date(startMs).toISOString(),
+        nodeName: this.#d.nodeName,
+        startTime: new Date(this.#startMs).toISOString(),
         cpu: {
           time,
           usageNanoCores: sum((p) => p.cpu?.usageNanoCores),

@@ -37,7 +37,8 @@ Deno.test("stats from Container Insights in moto: usage, shares, counters, batch
     cloudwatch: moto.cloudwatch,
     config: { cluster: moto.cluster, metricsPeriod: 10 },
     throttle: new Throttle(),
-    now: () => nowMs,
+    clock: { now: () => nowMs },
+    nodeName: "n1",
   });
   try {
     const web = running("web", {
@@ -49,7 +50,7 @@ Deno.test("stats from Container Insights in moto: usage, shares, counters, batch
     const idle = running("idle", { containers: [{ name: "main" }] });
     await moto.putTaskUsage("vk_ns_web", 512, 256);
     calls.length = 0;
-    const first = await stats.summary("n1", startedAtMs, [web, idle]);
+    const first = await stats.summary([web, idle]);
     assert.deepEqual(first.pods.map((p) => p.podRef.name), ["web"], "no data, no stats");
     const pod = first.pods[0];
     assert.equal(pod.cpu?.usageNanoCores, 0.5e9, "512 CPU units are half a core");
@@ -63,7 +64,7 @@ Deno.test("stats from Container Insights in moto: usage, shares, counters, batch
     assert.equal(first.node.cpu?.usageNanoCores, 0.5e9, "the node sums its pods");
 
     nowMs += 10_000;
-    const second = await stats.summary("n1", startedAtMs, [web, idle]);
+    const second = await stats.summary([web, idle]);
     const grown = second.pods[0].containers[0].cpu!.usageCoreNanoSeconds! - counter;
     assert.ok(Math.abs(grown - 0.375e9 * 10) < 1e6, `grew by rate × 10 s: ${grown}`);
     assert.deepEqual(calls, ["GetMetricDataCommand", "GetMetricDataCommand"]);
@@ -73,7 +74,7 @@ Deno.test("stats from Container Insights in moto: usage, shares, counters, batch
       { length: 300 },
       (_, i) => running(`p${i}`, { containers: [{ name: "c" }] }),
     );
-    await stats.summary("n1", startedAtMs, many);
+    await stats.summary(many);
     assert.deepEqual(
       calls,
       ["GetMetricDataCommand", "GetMetricDataCommand"],
