@@ -28,6 +28,8 @@ import { ServiceListeners } from "./services.ts";
 /** The agent's settings. */
 export interface AgentOptions extends DialTarget {
   hostsFile?: string;
+  /** Where the Services' env vars go (./services.ts). */
+  envFile?: string;
   loopbackPrefix?: string;
   /** Where pod ports are dialed; default 127.0.0.1. */
   podHost?: string;
@@ -47,7 +49,8 @@ VKUBELET_AGENT_CREDENTIAL (or --credential-file=PATH), never from the command li
   --ca-base64=PEM64      the CA or certificate to trust for it, base64 of the PEM
   --ca-file=PATH         the same, from a file
   --credential-file=PATH the pod's tunnel credential, from a file
-  --hosts-file=PATH      where to write the Services' hosts entries (default: none)
+  --hosts-file=PATH      where to write the pod's hosts file, Services named (default: none)
+  --env-file=PATH        where to write the Services' env vars, NAME=value (default: none)
   --loopback-prefix=A.B  first octets of the Services' addresses (default 127.77)
 `;
 
@@ -89,6 +92,7 @@ export async function parseAgentArgs(
     caPem,
     credential,
     hostsFile: flags.get("hosts-file"),
+    envFile: flags.get("env-file"),
     loopbackPrefix: flags.get("loopback-prefix"),
   };
 }
@@ -99,6 +103,7 @@ export async function runAgent(options: AgentOptions, signal: AbortSignal): Prom
   let session: MuxSession | undefined;
   const listeners = new ServiceListeners({
     hostsFile: options.hostsFile,
+    envFile: options.envFile,
     prefix: options.loopbackPrefix,
     log,
     dial: (service, port, conn) => void dialService(session, service, port, conn),

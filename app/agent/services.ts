@@ -4,6 +4,13 @@
  * ports, and an `/etc/hosts` fragment naming them as the cluster DNS would (`name`,
  * `name.ns`, `name.ns.svc`, `name.ns.svc.<domain>`; the short name only in the pod's own
  * namespace). Each connection becomes a tunnel stream that vkubelet dials from the pod's IP.
+ *
+ * The hosts file is a whole `/etc/hosts` (the kubelet's localhost lines first), written in place
+ * rather than renamed, so that a container it is bound into (`--bind hosts:/etc/hosts`) sees each
+ * change. The env file gives the Services' env vars that carry an address
+ * (`{SVC}_SERVICE_HOST`, `{SVC}_PORT`, `{SVC}_PORT_<port>_TCP`, `…_TCP_ADDR`, named as the
+ * kubelet names them: kubernetes/kubernetes pkg/kubelet/envvars/envvars.go `FromServices`) with
+ * the loopback addresses, one `NAME=value` a line, for the pod's own namespace and `kubernetes`.
  * @module
  */
 import type { ServiceList, TunnelService } from "../../core/tunnel/protocol.ts";
@@ -25,8 +32,10 @@ export class ServiceListeners {
   constructor(
     private readonly options: {
       dial: ServiceDialer;
-      /** Where the hosts fragment goes; none writes nothing. */
+      /** Where the hosts file goes; none writes nothing. */
       hostsFile?: string;
+      /** Where the Services' env vars go; none writes nothing. */
+      envFile?: string;
       /** The first two octets of the loopback addresses; default `127.77`. */
       prefix?: string;
       log: (message: string) => void;
@@ -75,6 +84,7 @@ export class ServiceListeners {
       }
     }
     if (this.options.hostsFile) await this.#writeHosts(this.options.hostsFile);
+    if (this.options.envFile) await Deno.writeTextFile(this.options.envFile, this.#envLines());
   }
 
   /** Closes every listener. */
@@ -99,13 +109,46 @@ export class ServiceListeners {
   }
 
   async #writeHosts(path: string): Promise<void> {
-    const lines = ["# Services of the cluster, through vkubelet's tunnel (vkubelet agent)"];
+    const lines = [...HOSTS_HEADER];
     for (const { address, names } of this.entries()) lines.push(`${address}\t${names.join(" ")}`);
-    const temp = `${path}.tmp`;
-    await Deno.writeTextFile(temp, `${lines.join("\n")}\n`);
-    await Deno.rename(temp, path);
+    await Deno.writeTextFile(path, `${lines.join("\n")}\n`);
+  }
+
+  /** The Services' address-carrying env vars, as the kubelet names them; see the module doc. */
+  #envLines(): string {
+    const list = this.#last;
+    if (!list) return "";
+    const lines: string[] = [];
+    for (const s of list.services) {
+      const own = s.namespace === list.namespace;
+      if (!own && !(s.namespace === "default" && s.name === "kubernetes")) continue;
+      const address = this.#bound.get(key(s))?.address;
+      const tcp = s.ports.filter((p) => p.protocol === "TCP");
+      if (!address || !tcp.length) continue;
+      const prefix = s.name.toUpperCase().replaceAll("-", "_");
+      lines.push(
+        `${prefix}_SERVICE_HOST=${address}`,
+        `${prefix}_PORT=tcp://${address}:${tcp[0].port}`,
+      );
+      for (const { port } of tcp) {
+        lines.push(`${prefix}_PORT_${port}_TCP=tcp://${address}:${port}`);
+        lines.push(`${prefix}_PORT_${port}_TCP_ADDR=${address}`);
+      }
+    }
+    return lines.filter((l) => /^[A-Z_][A-Z0-9_]*=/.test(l)).map((l) => `${l}\n`).join("");
   }
 }
+
+/** The kubelet's own lines of a pod's hosts file (pkg/kubelet/kubelet_pods.go `managedHostsHeader`). */
+const HOSTS_HEADER = [
+  "# Kubernetes-managed hosts file; the cluster's Services through vkubelet's tunnel.",
+  "127.0.0.1\tlocalhost",
+  "::1\tlocalhost ip6-localhost ip6-loopback",
+  "fe00::0\tip6-localnet",
+  "fe00::0\tip6-mcastprefix",
+  "fe00::1\tip6-allnodes",
+  "fe00::2\tip6-allrouters",
+];
 
 function key(s: TunnelService): string {
   return `${s.namespace}/${s.name}`;

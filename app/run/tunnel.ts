@@ -74,16 +74,18 @@ export class RemotePodNetworkError extends Error {
   override name = "RemotePodNetworkError";
 }
 
-/** This vkubelet as the remote side runs it: the binary, or `deno run` of main.ts. */
+/**
+ * This vkubelet as the remote side runs it: the binary, or under `deno run` the agent's own entry
+ * (app/agent/main.ts, no npm imports) with the permissions it needs.
+ */
 export function defaultAgentProgram(): string[] {
   const exec = Deno.execPath();
   if (!basename(exec).startsWith("deno")) return [exec];
-  const main = new URL("../../main.ts", import.meta.url);
-  const config = new URL("../../deno.json", import.meta.url);
+  const main = new URL("../agent/main.ts", import.meta.url);
   return [
     exec,
     "run",
-    `--config=${fromFileUrl(config)}`,
+    "--no-config",
     "--allow-net",
     "--allow-read",
     "--allow-write",

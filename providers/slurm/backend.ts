@@ -34,6 +34,7 @@ import { jobUserOf } from "./ownership/identity.ts";
 import { JobCommentKey } from "./ownership/job_comment.ts";
 import { jobFileSize, readJobText } from "./ownership/job_files.ts";
 import { jobRequestFor } from "./request/job_request.ts";
+import { withTunnelAgent } from "./request/tunnel_agent.ts";
 import { readLogFile } from "./streams/logs.ts";
 import { podDirOf, removePodDir, writePodDir } from "./request/pod_dir.ts";
 import {
@@ -192,6 +193,7 @@ export class SlurmJobs implements RemoteBackend<SlurmHandle> {
     let jobId: number;
     try {
       const request = jobRequestFor(pod, config, nodeName, run, elapsed);
+      request.script = withTunnelAgent(request.script, options?.network);
       request.comment = await key.sign(request.comment);
       jobId = await this.#d.slurm.submit(request, { signal });
     } catch (err) {

@@ -1,6 +1,6 @@
 /**
  * Start-up's wiring of `--remote-pod-network` on loopback: the kubelet API with the node's
- * {@link RemotePodTunnel} on `/tunnel` (its serving certificate tapped for the agents to pin),
+ * RemotePodTunnel on `/tunnel` (its serving certificate tapped for the agents to pin),
  * the kit's RemotePods with it as `podNetwork`, and a backend whose "job" runs the agent from
  * the attachment's command and credential, beside a pod server. The pod is then reached at its
  * attached IP and calls a Service by its hosts-file name; after the pod is deleted, the pod IP
@@ -10,16 +10,13 @@
  */
 import assert from "node:assert/strict";
 import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
-import { realClock } from "../../base/clock.ts";
-import { alwaysAllow, KubeletServer } from "../../core/kubelet_api/mod.ts";
 import { parseAgentArgs, runAgent } from "../../app/agent/mod.ts";
-import { InformedServices, readRemotePodNetwork, RemotePodTunnel } from "../../app/run/tunnel.ts";
+import { InformedServices, readRemotePodNetwork } from "../../app/run/tunnel.ts";
+import { realClock } from "../../base/clock.ts";
+import { log } from "../../tools/harness/kubelet_api_fakes.ts";
 import type { Informer } from "../../k8s/mod.ts";
-import { freePort } from "../../app/run/parts.ts";
 import { type RemoteBackend, RemotePods, type RemoteRun } from "../../provider/mod.ts";
-import { selfSignedCertificate } from "../../x509/mod.ts";
-import { ListedServices, loopbackNetwork } from "../../tools/tunnel/server.ts";
-import { bareProvider, log } from "../../tools/harness/kubelet_api_fakes.ts";
+import { ListedServices, loopbackNetwork, startTunnelNode } from "../../tools/tunnel/server.ts";
 
 const POD_IP = "127.0.0.3";
 
@@ -87,35 +84,8 @@ Deno.test("a remote pod made through the kit is reached at its attached IP and c
   const stop = new AbortController();
   const dir = await Deno.makeTempDir();
   const hostsFile = `${dir}/hosts`;
-  const port = freePort("127.0.0.1");
-  const tunnel = new RemotePodTunnel({
-    network: loopbackNetwork(POD_IP),
-    services,
-    log,
-    serverUrl: `https://127.0.0.1:${port}`,
-    agentProgram: ["vkubelet"],
-  });
-  const certificates = tunnel.tap(selfSignedCertificate({
-    nodeName: "tunnel-node",
-    dnsNames: ["localhost"],
-    ipAddresses: ["127.0.0.1"],
-    clock: realClock,
-    log,
-  }));
-  const server = new KubeletServer({
-    provider: bareProvider(),
-    nodeName: "tunnel-node",
-    podCache: () => [],
-    log,
-    clock: realClock,
-    auth: { accessReviewer: alwaysAllow },
-    hostname: "127.0.0.1",
-    port,
-    certificates,
-    shutdownGraceMs: 0,
-    tunnel,
-  });
-  const serving = server.run(stop.signal);
+  await using node = await startTunnelNode(loopbackNetwork(POD_IP), services, ["vkubelet"]);
+  const tunnel = node.tunnel;
   const { backend, agents, ready } = agentBackend(hostsFile, stop.signal);
   const pods = new RemotePods({
     backend,
@@ -126,7 +96,6 @@ Deno.test("a remote pod made through the kit is reached at its attached IP and c
   });
   const running = pods.run(stop.signal);
   try {
-    await server.ready;
     const spec: Pod = {
       metadata: { namespace: "team", name: "job", uid: "uid-job" },
       spec: {
@@ -155,8 +124,7 @@ Deno.test("a remote pod made through the kit is reached at its attached IP and c
     await assert.rejects(fetch(`http://${POD_IP}:${pod.port}/`));
   } finally {
     stop.abort();
-    await Promise.all([running, serving, ...agents]);
-    await tunnel.close();
+    await Promise.all([running, ...agents]);
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -15,6 +15,8 @@ import {
   type TunnelNetwork,
 } from "../../core/tunnel/host.ts";
 import { selfSignedCertificate } from "../../x509/mod.ts";
+import { RemotePodTunnel } from "../../app/run/tunnel.ts";
+import { freePort } from "../../app/run/parts.ts";
 import { bareProvider, log } from "../harness/kubelet_api_fakes.ts";
 
 /** A mutable Service list. */
@@ -163,6 +165,58 @@ export function remotePod(name: string, namespace: string, ports: number[]): Pod
     metadata: { name, namespace, uid: `uid-${name}` },
     spec: {
       containers: [{ name: "main", image: "x", ports: ports.map((p) => ({ containerPort: p })) }],
+    },
+  };
+}
+
+/** A started node tunnel (start-up's {@link RemotePodTunnel}); dispose stops it. */
+export interface TunnelNode extends AsyncDisposable {
+  tunnel: RemotePodTunnel;
+  url: string;
+}
+
+/**
+ * The kubelet API on 127.0.0.1 with a node's {@link RemotePodTunnel} as start-up wires it: its
+ * self-signed certificate tapped for the agents to pin, `/tunnel` served.
+ */
+export async function startTunnelNode(
+  network: TunnelNetwork,
+  services: ServiceSource,
+  agentProgram: string[],
+): Promise<TunnelNode> {
+  const stop = new AbortController();
+  const port = freePort("127.0.0.1");
+  const url = `https://127.0.0.1:${port}`;
+  const tunnel = new RemotePodTunnel({ network, services, log, serverUrl: url, agentProgram });
+  const certificates = tunnel.tap(selfSignedCertificate({
+    nodeName: "tunnel-node",
+    dnsNames: ["localhost"],
+    ipAddresses: ["127.0.0.1"],
+    clock: realClock,
+    log,
+  }));
+  const server = new KubeletServer({
+    provider: bareProvider(),
+    nodeName: "tunnel-node",
+    podCache: () => [],
+    log,
+    clock: realClock,
+    auth: { accessReviewer: alwaysAllow },
+    hostname: "127.0.0.1",
+    port,
+    certificates,
+    shutdownGraceMs: 0,
+    tunnel,
+  });
+  const running = server.run(stop.signal);
+  await Promise.race([server.ready, running]);
+  return {
+    tunnel,
+    url,
+    async [Symbol.asyncDispose]() {
+      await tunnel.close();
+      stop.abort();
+      await running;
     },
   };
 }

@@ -19,6 +19,7 @@
 import type { Container } from "kubernetes-types/core/v1.d.ts";
 import type { SlurmConfig } from "../config.ts";
 import type { InterlinkRequest } from "./interlink_annotations.ts";
+import { tunnelEnvLines } from "./tunnel_agent.ts";
 
 /** The instance's name in a launcher or exec shell (`$SLURM_JOB_ID` and the task expand there). */
 export function instanceName(container: string, task = "${SLURM_PROCID:-0}"): string {
@@ -56,6 +57,7 @@ export function apptainerLines(
     if (e.value === undefined || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(e.name)) continue;
     lines.push(`export APPTAINERENV_${e.name}=${quote(e.value)}`);
   }
+  lines.push(...tunnelEnvLines(launch.podDir)); // the tunnel's Service addresses and hosts
   const bin = config.apptainerBin;
   const start = [
     "instance",
