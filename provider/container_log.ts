@@ -5,9 +5,13 @@
  * file is renamed `<n>.log.<YYYYMMDD-hhmmss>` (the time in UTC), the rotated files before it are
  * gzip-compressed to `.gz` (through a `.tmp`), and only `--container-log-max-files` - 2 of those
  * are kept, oldest removed first, so that with the newest rotated file and the current one at
- * most max-files files remain. The kubelet checks sizes every 10 s; here the check is made
- * before each write, and a second rotation in the same second waits for the next second (the
- * rotated name has second precision), so a file may run past the cap by one second's output.
+ * most max-files files remain. The kubelet checks sizes every 10 s (`containerLogMonitorInterval`);
+ * here the check is made before each write, and a file is rotated only once it has been the
+ * current file for {@link ContainerLogFileOptions.rotationIntervalMs} (10 s): a log agent that
+ * polls for `*.log` more often sees every file before it is renamed away, also when a mirror
+ * catches up a burst of lines. A file may run past the cap by that long's output, as the
+ * kubelet's does; a second rotation in the same second also waits (the rotated name has second
+ * precision).
  *
  * Crash safety: a record is one `write` to a file opened for appending; a file whose last
  * record was cut short (vkubelet died within a write) loses that tail when it is opened again,
@@ -25,6 +29,11 @@ export interface ContainerLogFileOptions {
   maxFiles: number;
   /** Gives the records' times and the rotated files' names. */
   clock: { now(): number };
+  /**
+   * A file is rotated no sooner than this after it became the current file, ms; default 10 000
+   * (the kubelet's `containerLogMonitorInterval`).
+   */
+  rotationIntervalMs?: number;
 }
 
 /** Where a log ends: its last record's time and how many records end with that time. */
@@ -47,6 +56,8 @@ export class ContainerLog {
   #resume?: ResumePoint;
   #queue: Promise<void> = Promise.resolve();
   #lastRotationName?: string;
+  /** When the current file became current (opened, or made by a rotation). */
+  #currentSinceMs: number;
 
   private constructor(
     path: string,
@@ -58,6 +69,7 @@ export class ContainerLog {
     this.#file = file;
     this.#size = size;
     this.#options = options;
+    this.#currentSinceMs = options.clock.now();
   }
 
   /** Opens `path` for appending; a record cut short at its end is dropped first. */
@@ -113,7 +125,11 @@ export class ContainerLog {
 
   async #append(bytes: Uint8Array, time: string): Promise<void> {
     const { maxBytes } = this.#options;
-    if (maxBytes >= 0 && this.#size > 0 && this.#size + bytes.length > maxBytes) {
+    const { rotationIntervalMs = 10_000, clock } = this.#options;
+    if (
+      maxBytes >= 0 && this.#size > 0 && this.#size + bytes.length > maxBytes &&
+      clock.now() - this.#currentSinceMs >= rotationIntervalMs
+    ) {
       await this.#rotate();
     }
     let written = 0;
@@ -143,6 +159,7 @@ export class ContainerLog {
       mode: 0o640,
     });
     this.#size = 0;
+    this.#currentSinceMs = this.#options.clock.now();
   }
 }
 

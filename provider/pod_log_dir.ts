@@ -27,6 +27,11 @@ export interface PodLogDirOptions {
   nodeName: string;
   /** Logs a mirror of a remote backend follows at once (`--pod-log-max-streams`); default 200. */
   maxStreams?: number;
+  /**
+   * A log is rotated no sooner than this after its file became current, ms; default 10 000 (the
+   * kubelet's `containerLogMonitorInterval`), so that a log agent sees every file.
+   */
+  rotationIntervalMs?: number;
 }
 
 /** Whose log: a container instance of a pod. */

@@ -62,8 +62,10 @@ export async function startLogAgent(prefix: string): Promise<LogAgent> {
         },
         ms,
         200,
-      ).catch((err) => {
-        throw new Error(`${err.message}\ncollector said: ${collector.output().slice(-2000)}`);
+      ).catch(async (err) => {
+        const files = await listFiles(podLogDir);
+        const said = collector.output().slice(-2000);
+        throw new Error(`${err.message}\nfiles: ${files.join(" ")}\ncollector said: ${said}`);
       });
     },
     async close() {

@@ -24,7 +24,11 @@ async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   }
 }
 
-function logDir(dir: string, clock: FakeClock, over: Partial<{ maxBytes: number }> = {}) {
+function logDir(
+  dir: string,
+  clock: FakeClock,
+  over: Partial<{ maxBytes: number; rotationIntervalMs: number }> = {},
+) {
   return new PodLogDir({
     dir: `${dir}/pods`,
     linkDir: `${dir}/containers`,
@@ -32,6 +36,8 @@ function logDir(dir: string, clock: FakeClock, over: Partial<{ maxBytes: number 
     maxFiles: 5,
     clock,
     nodeName: "node-a",
+    // The naming and compression tests rotate as often as the size asks.
+    rotationIntervalMs: over.rotationIntervalMs ?? 0,
   });
 }
 
@@ -125,6 +131,33 @@ Deno.test("rotation renames to <n>.log.<YYYYMMDD-hhmmss>, gzips older files and 
     assert.deepEqual(numbers, numbers.toSorted((a, b) => a - b));
     assert.equal(numbers.at(-1), 29);
     assert.ok(numbers.length >= 8, `only ${numbers.length} lines kept`);
+  });
+});
+
+Deno.test("a log is not rotated before its file has been current for 10 s, so an agent polling *.log sees every file", async () => {
+  await withDir(async (dir) => {
+    const clock = new FakeClock(Date.UTC(2026, 4, 6, 7, 8, 9));
+    const logs = new PodLogDir({
+      dir: `${dir}/pods`,
+      linkDir: "",
+      maxBytes: 250,
+      maxFiles: 5,
+      clock,
+      nodeName: "node-a",
+    });
+    const log = await logs.open(target);
+    const podDir = `${dir}/pods/ns1_web_0a1b-2c/app`;
+    const rotated = async () =>
+      (await Array.fromAsync(Deno.readDir(podDir))).filter((e) => e.name !== "0.log").length;
+    // A burst (a mirror catching up): 20 records of 100 bytes within 9.5 s stay in one file.
+    for (let i = 0; i < 20; i++) {
+      await log.write("stdout", enc.encode(`${"z".repeat(60)}${String(i).padStart(2, "0")}`));
+      clock.jump(500);
+    }
+    assert.equal(await rotated(), 0, "a file younger than 10 s was rotated away");
+    await log.write("stdout", enc.encode("after 10 s"));
+    assert.equal(await rotated(), 1, "the file is rotated once it is 10 s old");
+    await log.close();
   });
 });
 
