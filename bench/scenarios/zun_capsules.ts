@@ -16,8 +16,8 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { type TestCluster, useCluster } from "../../tools/cluster/harness.ts";
 import { startVkubelet } from "../../tools/cluster/vkubelet.ts";
 import { useZun, type ZunStack } from "../../tools/harness/zun.ts";
-import { capsuleCreateBody, LABELS } from "../../providers/zun/capsule.ts";
-import type { ZunApi } from "../../providers/zun/zun_api.ts";
+import { capsuleCreateBody, LABELS } from "../../providers/zun/request/capsule.ts";
+import type { ZunApi } from "../../providers/zun/client/zun_api.ts";
 import { capsulesOf, createCapsule, zunApiOf } from "../tools/floor_zun.ts";
 import { startFloorKubelet, timeRollout } from "../tools/rollout.ts";
 

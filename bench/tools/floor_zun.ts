@@ -7,10 +7,10 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { capsuleCreateBody, LABELS } from "../../providers/zun/capsule.ts";
+import { capsuleCreateBody, LABELS } from "../../providers/zun/request/capsule.ts";
 import { loadCredentials } from "../../providers/zun/credentials.ts";
 import type { ZunCapsule } from "../../providers/zun/status.ts";
-import { ZunApi, ZunApiError } from "../../providers/zun/zun_api.ts";
+import { ZunApi, ZunApiError } from "../../providers/zun/client/zun_api.ts";
 import type { FloorBackend } from "./floor.ts";
 
 /** Where the floor's Zun is. */

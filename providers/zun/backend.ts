@@ -1,7 +1,7 @@
 /**
  * The zun provider's backend for the kit's RemotePods: a pod with one container and no init
  * containers runs as a plain Zun container (./client/containers.ts: logs, exec, stats, a live
- * status), any other pod as a capsule (./capsules.ts: one network namespace for its
+ * status), any other pod as a capsule (./client/capsules.ts: one network namespace for its
  * containers). A run says which it is in its handle, so a pod keeps the kind it was made as (a
  * single-container pod adopted from a capsule made by an earlier vkubelet stays a capsule until
  * it is made again).
@@ -15,12 +15,12 @@ import type {
   RemoteRead,
   RemoteRun,
 } from "../../provider/mod.ts";
-import { ZunCapsules, type ZunCapsulesOptions } from "./capsules.ts";
+import { ZunCapsules, type ZunCapsulesOptions } from "./client/capsules.ts";
 import { ZunContainers } from "./client/containers.ts";
 import { runsAsContainer } from "./request/container.ts";
 import type { ZunConfig } from "./config.ts";
 import type { ZunHandle } from "./status.ts";
-import type { ZunApi } from "./zun_api.ts";
+import type { ZunApi } from "./client/zun_api.ts";
 
 /** Which kind a pod's run is: its handle's, else by the pod's shape. */
 export function kindOf(pod: Pod, run?: RemoteRun<ZunHandle>): ZunHandle["kind"] {

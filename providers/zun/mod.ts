@@ -1,16 +1,18 @@
 /**
- * The zun provider (`--provider zun`): every pod bound to the node runs as one capsule on
- * OpenStack Zun, authenticated with keystone v3 from clouds.yaml or the `OS_*` variables
- * (./credentials.ts), at the newest container API microversion both sides speak
- * (./zun_api.ts). The pod → capsule mapping is in ./capsule.ts, status in ./status.ts, the
- * capsules' life in ./capsules.ts on the kit's RemotePods. See README.md.
+ * The zun provider (`--provider zun`): a pod with one container and no init containers runs as
+ * a plain Zun container, any other as a capsule, on OpenStack Zun, authenticated with keystone v3
+ * from clouds.yaml or the `OS_*` variables (./credentials.ts), at the newest container API
+ * microversion both sides speak (./client/zun_api.ts). Layout: ./provider.ts wires it; the pod →
+ * Zun request mapping is in ./request/, Zun's answers as pod status in ./status.ts, the calls and
+ * the runs' life (on the kit's RemotePods, through ./backend.ts) in ./client/, logs and exec in
+ * ./streams/, stats in ./stats.ts. See README.md.
  * @module
  */
 import { InvalidInputError, type ProviderDeps } from "../../provider/mod.ts";
 import { parseZunConfig } from "./config.ts";
 import { loadCredentials } from "./credentials.ts";
 import { ZunProvider } from "./provider.ts";
-import { ZunApi } from "./zun_api.ts";
+import { ZunApi } from "./client/zun_api.ts";
 
 export { parseZunConfig, type ZunConfig } from "./config.ts";
 export { ZunProvider } from "./provider.ts";

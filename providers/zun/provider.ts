@@ -3,23 +3,23 @@
  * capsule (./backend.ts), its life owned by the kit's RemotePods. Logs, exec and stats are
  * Zun's for plain containers (./streams/, ./stats.ts); a capsule's containers have none in Zun
  * 18.0.0 (`/v1/containers/<uuid>/logs`, `/execute` and `/stats` answer 404 for them), so those
- * answer 501 saying so. The node's capacity comes from Zun's hosts or quotas (./capacity.ts).
+ * answer 501 saying so. The node's capacity comes from Zun's hosts or quotas (./client/capacity.ts).
  * @module
  */
 import type { Node } from "kubernetes-types/core/v1.d.ts";
 import * as kit from "../../provider/mod.ts";
 import { ZunBackend } from "./backend.ts";
-import { nodeCapacity, zunCapacity } from "./capacity.ts";
+import { nodeCapacity, zunCapacity } from "./client/capacity.ts";
 import type { ZunConfig } from "./config.ts";
 import { ZunStats } from "./stats.ts";
 import type { ZunHandle } from "./status.ts";
 import { NO_STREAMS, ZunStreams } from "./streams/mod.ts";
-import type { ZunApi } from "./zun_api.ts";
+import type { ZunApi } from "./client/zun_api.ts";
 
 /** The provider; see the module doc. */
 export class ZunProvider extends kit.RemotePodsProvider<ZunHandle, ZunBackend>
   implements kit.Provider {
-  /** The core marks Secret-sourced env vars, for `secretEnv: refuse` (./capsule.ts). */
+  /** The core marks Secret-sourced env vars, for `secretEnv: refuse` (./request/capsule.ts). */
   readonly secretEnvRefs = true;
   readonly #stats: ZunStats;
   readonly #streams: ZunStreams;

@@ -19,7 +19,7 @@
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { PodStats, RemoteRun, StatsSummary } from "../../provider/mod.ts";
 import type { ZunHandle } from "./status.ts";
-import type { ZunApi } from "./zun_api.ts";
+import type { ZunApi } from "./client/zun_api.ts";
 
 /** Zun's stats answer (zun/container/docker/driver.py `stats`). */
 interface ZunStatsAnswer {

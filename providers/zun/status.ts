@@ -16,7 +16,7 @@ import {
   type RemoteRun,
   standInPod,
 } from "../../provider/mod.ts";
-import { CAPSULE_TAG, SPEC_ANNOTATION } from "./capsule.ts";
+import { CAPSULE_TAG, SPEC_ANNOTATION } from "./request/capsule.ts";
 import { CONTAINER_LABELS, CONTAINER_TAG } from "./request/container.ts";
 
 /** A container of a capsule, as Zun shows it. */

@@ -22,9 +22,9 @@ import {
   type RemoteRead,
   type RemoteRun,
   TransientError,
-} from "../../provider/mod.ts";
-import { capsuleCreateBody, LABELS } from "./capsule.ts";
-import { parseZunTime, runOfCapsule, type ZunCapsule } from "./status.ts";
+} from "../../../provider/mod.ts";
+import { capsuleCreateBody, LABELS } from "../request/capsule.ts";
+import { parseZunTime, runOfCapsule, type ZunCapsule } from "../status.ts";
 import { type ZunApi, ZunApiError } from "./zun_api.ts";
 
 /** What {@link ZunCapsules} needs. */
@@ -33,7 +33,7 @@ export interface ZunCapsulesOptions {
   nodeName: string;
   log: Logger;
   exposePorts: boolean;
-  /** `refuse`: a pod with a Secret's value in its env fails (./capsule.ts). */
+  /** `refuse`: a pod with a Secret's value in its env fails (../request/capsule.ts). */
   secretEnv?: "env" | "refuse";
   /** How long a deletion waits for the capsule to be gone, ms. */
   deleteTimeoutMs: number;

@@ -28,10 +28,10 @@ import {
   type RemoteRun,
   TransientError,
 } from "../../../provider/mod.ts";
-import { LABELS } from "../capsule.ts";
+import { LABELS } from "../request/capsule.ts";
 import { CONTAINER_TAG, containerCreateBody } from "../request/container.ts";
 import { runOfContainer, type ZunHandle, type ZunPlainContainer } from "../status.ts";
-import { type ZunApi, ZunApiError } from "../zun_api.ts";
+import { type ZunApi, ZunApiError } from "./zun_api.ts";
 
 /** What {@link ZunContainers} needs. */
 export interface ZunContainersOptions {

@@ -6,8 +6,8 @@
  * catalog.
  * @module
  */
-import { credentialUrlProblem, InvalidInputError, TransientError } from "../../provider/mod.ts";
-import { checkAuthUrl, type Credentials } from "./credentials.ts";
+import { credentialUrlProblem, InvalidInputError, TransientError } from "../../../provider/mod.ts";
+import { checkAuthUrl, type Credentials } from "../credentials.ts";
 
 /** A token and the endpoint it was issued with. */
 export interface Session {

@@ -6,8 +6,8 @@
  * Errors name the method, the URL and Zun's own message.
  * @module
  */
-import { InvalidInputError, NotFoundError, TransientError } from "../../provider/mod.ts";
-import type { Credentials } from "./credentials.ts";
+import { InvalidInputError, NotFoundError, TransientError } from "../../../provider/mod.ts";
+import type { Credentials } from "../credentials.ts";
 import { authenticate, type Session } from "./keystone.ts";
 
 /** The microversions this provider speaks: 1.32 moved capsules to `name`, `labels` and a

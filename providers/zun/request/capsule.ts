@@ -11,8 +11,8 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError, keyedPodTags, quantityToNumber } from "../../provider/mod.ts";
-import { checkPodSecurityContext, checkSecurityContext } from "./security_context.ts";
+import { InvalidInputError, keyedPodTags, quantityToNumber } from "../../../provider/mod.ts";
+import { checkPodSecurityContext, checkSecurityContext } from "../security_context.ts";
 
 /** The labels a capsule carries for its pod. */
 export const LABELS = {

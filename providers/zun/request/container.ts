@@ -4,7 +4,7 @@
  * `container_create_v140`). Unlike a capsule's, a plain container has logs, exec, stats and a
  * status zun-api reads live from the engine (`GET /v1/containers/<uuid>`), so a pod with one
  * container and no init containers runs as one ({@link runsAsContainer}); a pod whose
- * containers must share one network namespace stays a capsule (../capsule.ts).
+ * containers must share one network namespace stays a capsule (./capsule.ts).
  *
  * The pod's identity, run count, container name and restart policy ride in the container's
  * labels (read back on adoption). Zun's own restart policy is `no`: the provider kit restarts
@@ -23,10 +23,10 @@ import {
   refuseSecretEnv,
   requestsOf,
   type TemplateOptions,
-} from "../capsule.ts";
+} from "./capsule.ts";
 import { checkPodSecurityContext, checkSecurityContext } from "../security_context.ts";
 
-/** The labels a plain container carries besides the pod's tag (../capsule.ts `LABELS`). */
+/** The labels a plain container carries besides the pod's tag (./capsule.ts `LABELS`). */
 export const CONTAINER_LABELS = {
   /** The restarts before this run, as the kit counts them. */
   run: "vkubelet.io/run",

@@ -18,7 +18,7 @@ import {
   NotSupportedError,
   TransientError,
 } from "../../../provider/mod.ts";
-import { type ZunApi, ZunApiError } from "../zun_api.ts";
+import { type ZunApi, ZunApiError } from "../client/zun_api.ts";
 
 /** Why `-i`/`-t` are refused. */
 export const NO_INTERACTIVE_EXEC =

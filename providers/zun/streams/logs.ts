@@ -17,7 +17,7 @@ import {
   linesToStream,
 } from "../../../provider/mod.ts";
 import type { ZunPlainContainer } from "../status.ts";
-import { type ZunApi, ZunApiError } from "../zun_api.ts";
+import { type ZunApi, ZunApiError } from "../client/zun_api.ts";
 
 /** One log line: its time (epoch ms) and text (with its newline). */
 interface LogLine {

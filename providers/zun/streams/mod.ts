@@ -15,7 +15,7 @@ import {
   type RemoteLogRuns,
 } from "../../../provider/mod.ts";
 import type { ZunHandle } from "../status.ts";
-import type { ZunApi } from "../zun_api.ts";
+import type { ZunApi } from "../client/zun_api.ts";
 import { zunExec } from "./exec.ts";
 import { zunLogs } from "./logs.ts";
 

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { capsuleCreateBody, LABELS } from "../../../providers/zun/capsule.ts";
+import { capsuleCreateBody, LABELS } from "../../../providers/zun/request/capsule.ts";
 import { ZUN_STATE, zunSkipReason } from "../../../tools/harness/zun.ts";
 
 const skip = await zunSkipReason();

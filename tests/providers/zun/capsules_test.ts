@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { getLogger } from "../../../base/log.ts";
 import { NotFoundError } from "../../../provider/mod.ts";
-import { ZunCapsules } from "../../../providers/zun/capsules.ts";
-import { LABELS } from "../../../providers/zun/capsule.ts";
+import { ZunCapsules } from "../../../providers/zun/client/capsules.ts";
+import { LABELS } from "../../../providers/zun/request/capsule.ts";
 import type { ZunCapsule } from "../../../providers/zun/status.ts";
-import { type ZunApi, ZunApiError } from "../../../providers/zun/zun_api.ts";
+import { type ZunApi, ZunApiError } from "../../../providers/zun/client/zun_api.ts";
 
 const pod: Pod = {
   metadata: { namespace: "ns", name: "web", uid: "uid-1" },

@@ -6,8 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { type CredentialSources, loadCredentials } from "../../../providers/zun/credentials.ts";
-import { endpointOf, identityBase, tokenRequestBody } from "../../../providers/zun/keystone.ts";
-import { chooseVersion } from "../../../providers/zun/zun_api.ts";
+import {
+  endpointOf,
+  identityBase,
+  tokenRequestBody,
+} from "../../../providers/zun/client/keystone.ts";
+import { chooseVersion } from "../../../providers/zun/client/zun_api.ts";
 
 function sources(
   env: Record<string, string>,

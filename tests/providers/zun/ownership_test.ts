@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { capsuleCreateBody } from "../../../providers/zun/capsule.ts";
+import { capsuleCreateBody } from "../../../providers/zun/request/capsule.ts";
 import { useZun, zunSkipReason, type ZunStack } from "../../../tools/harness/zun.ts";
 import { withEnv } from "./_env.ts";
 import { deleted, exec, logs, scriptPod, until, zunProvider } from "./_pods.ts";

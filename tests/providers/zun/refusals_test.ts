@@ -10,16 +10,16 @@ import type { Container, Pod, PodSecurityContext } from "kubernetes-types/core/v
 import { FakeClock } from "../../../base/fake_clock.ts";
 import { getLogger } from "../../../base/log.ts";
 import { isInvalidInput } from "../../../provider/mod.ts";
-import { capsuleCreateBody } from "../../../providers/zun/capsule.ts";
+import { capsuleCreateBody } from "../../../providers/zun/request/capsule.ts";
 import { parseZunConfig } from "../../../providers/zun/config.ts";
 import {
   type Credentials,
   type CredentialSources,
   loadCredentials,
 } from "../../../providers/zun/credentials.ts";
-import { authenticate, endpointOf } from "../../../providers/zun/keystone.ts";
+import { authenticate, endpointOf } from "../../../providers/zun/client/keystone.ts";
 import { ZunProvider } from "../../../providers/zun/provider.ts";
-import type { ZunApi } from "../../../providers/zun/zun_api.ts";
+import type { ZunApi } from "../../../providers/zun/client/zun_api.ts";
 
 function pod(container: Partial<Container>, securityContext?: PodSecurityContext): Pod {
   return {

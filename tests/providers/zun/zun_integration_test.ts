@@ -13,8 +13,8 @@ import { startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 import { eventually } from "../../../tools/harness/wait.ts";
 import { useZun, zunSkipReason } from "../../../tools/harness/zun.ts";
 import { loadCredentials } from "../../../providers/zun/credentials.ts";
-import { ZunApi } from "../../../providers/zun/zun_api.ts";
-import { LABELS } from "../../../providers/zun/capsule.ts";
+import { ZunApi } from "../../../providers/zun/client/zun_api.ts";
+import { LABELS } from "../../../providers/zun/request/capsule.ts";
 import type { ZunCapsule } from "../../../providers/zun/status.ts";
 
 const skip = await zunSkipReason();
