@@ -14,6 +14,7 @@
  *   {@link LogMirrorOptions.retryMs}, from where the file ends, so the gap is caught up;
  * - at most `maxStreams` streams are followed at once; while others wait, each holds its turn for
  *   {@link LogMirrorOptions.turnMs} and then queues again (it resumes where it stopped);
+ * - a line older than the last one written is dropped (a backend's follow that gives lines again);
  * - a line without a parseable time is stamped with vkubelet's clock (no resume dedupe for it);
  *   a line cut off by the end of a stream is left for the next read, which gives it whole.
  * @module
@@ -211,7 +212,13 @@ export class LogMirror {
     signal.addEventListener("abort", cancel, { once: true });
     const decoder = new TextDecoder();
     let pending = "";
-    let skip = resume?.count ?? 0;
+    // The stream's lines come in time order. At the last written time (first the resume
+    // point's), the records already written there are skipped by count; a line older than it is
+    // one the backend gives again (a follow whose cursor slipped back): dropped, and the count
+    // at that time skipped again when the replay reaches it.
+    let floor = resume?.time;
+    let atFloor = resume?.count ?? 0;
+    let skip = atFloor;
     try {
       while (true) {
         const { value, done } = await reader.read();
@@ -223,13 +230,18 @@ export class LogMirror {
           const space = line.indexOf(" ");
           const time = space > 0 ? normalizeLogTime(line.slice(0, space)) : undefined;
           const text = time ? line.slice(space + 1) : line;
-          if (time && resume) {
-            if (time < resume.time) continue;
-            if (time === resume.time && skip > 0) {
+          if (time && floor) {
+            if (time < floor) {
+              skip = atFloor;
+              continue;
+            }
+            if (time === floor && skip > 0) {
               skip--;
               continue;
             }
           }
+          if (time && time === floor) atFloor++;
+          else if (time) [floor, atFloor, skip] = [time, 1, 0];
           const stamp = time ?? formatLogTime(this.#o.clock.now());
           const split = new CriLineSplitter();
           const parts = [...split.push(new TextEncoder().encode(`${text}\n`))];

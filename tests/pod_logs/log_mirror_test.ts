@@ -289,3 +289,41 @@ Deno.test("a restart while vkubelet was away: <n>.log gets the lines written aft
     assert.deepEqual(await texts(dir, "app", 0), ["first run", "last words"]);
   });
 });
+
+Deno.test("lines a backend's follow gives again (its cursor slipped back) are written once", async () => {
+  await withMirror(async ({ dir, backend }) => {
+    const t0 = Date.now() - 10_000;
+    for (let i = 1; i <= 5; i++) backend.add("app", 0, `line ${i}`, t0 + i);
+    const replaying = (ref: ContainerRef, o: ContainerLogOptions) => {
+      // As a polled log whose next page starts from an index into another query's results: the
+      // lines so far, then lines 2..5 again, then whatever the stream has next.
+      const again = backend.instances.get("app")![0].slice(1, 5).map((l) =>
+        `${new Date(l.time).toISOString().replace("Z", "000000Z")} ${l.text}\n`
+      ).join("");
+      return backend.logs(ref, o).then((s) =>
+        s.pipeThrough(
+          new TransformStream<Uint8Array, Uint8Array>({
+            transform(chunk, c) {
+              c.enqueue(chunk);
+              if (new TextDecoder().decode(chunk).includes("line 5")) {
+                c.enqueue(new TextEncoder().encode(again));
+              }
+            },
+          }),
+        )
+      );
+    };
+    const mirror = new LogMirror({ dir, logs: replaying, clock: realClock, log: quiet });
+    mirror.observe(pod({ app: 0 }));
+    await eventually("five lines", async () => (await texts(dir, "app", 0)).length >= 5, 5000, 20);
+    backend.add("app", 0, "line 6", t0 + 6);
+    await eventually(
+      "line 6",
+      async () => (await texts(dir, "app", 0)).includes("line 6"),
+      5000,
+      20,
+    );
+    await mirror.close();
+    assert.deepEqual(await texts(dir, "app", 0), [1, 2, 3, 4, 5, 6].map((i) => `line ${i}`));
+  });
+});
