@@ -198,7 +198,7 @@ Deno.test({
               (e) => e,
             );
             assert.ok(isInvalidInput(err), String(err));
-            assert.match(err.message, /Zun refused the capsule of default\/big-.*memory/);
+            assert.match(err.message, /Zun refused the container of default\/big-.*memory/);
           });
         },
       );
