@@ -76,6 +76,19 @@ export async function startLogAgent(prefix: string): Promise<LogAgent> {
   return agent;
 }
 
+/** The pod log files and the collector's records by restart count, for a failure's message. */
+export async function describeLogs(agent: LogAgent, pod: Pod): Promise<string> {
+  const files = await listFiles(agent.podLogDir);
+  const byRestart = new Map<string, string[]>();
+  for (const r of await agent.collector.records()) {
+    if (r.uid !== pod.metadata?.uid) continue;
+    const key = `${r.container}/${r.restartCount}`;
+    byRestart.set(key, [...byRestart.get(key) ?? [], r.body.slice(0, 12)]);
+  }
+  const records = [...byRestart].map(([k, v]) => `${k}: ${v.join(",")}`).join("\n");
+  return `files: ${files.join(" ")}\nrecords:\n${records}`;
+}
+
 async function listFiles(dir: string): Promise<string[]> {
   const out: string[] = [];
   const entries = await Array.fromAsync(Deno.readDir(dir)).catch(() => []);
