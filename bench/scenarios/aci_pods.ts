@@ -115,6 +115,9 @@ if (import.meta.main) {
   const load = await Deno.readTextFile("/proc/loadavg").catch(() => "unknown");
   say(`aci_pods: ${pods} pods, statusInterval ${interval}, load average before: ${load.trim()}`);
   const cluster = await useCluster();
+  // metrics-server scraping the node makes vkubelet read Azure Monitor too (ARM reads).
+  const scraped = (await cluster.kubectl(["get", "apiservice", "v1beta1.metrics.k8s.io"])).code;
+  say(`metrics-server in the cluster: ${scraped === 0 ? "yes, scraping every node" : "no"}`);
   const backend = await startBackend();
   const suffix = crypto.randomUUID().slice(0, 6);
   const groupsOf = (node: string) =>

@@ -58,7 +58,8 @@ export function aciFloorBackend(floor: AciFloorConfig, limit: Limit): FloorBacke
         await new Promise((r) => setTimeout(r, READ_EVERY_MS));
         let running = false;
         await limit.run(async () => {
-          const group = await groups.get(name(pod));
+          // A read throttled past the SDK's retries is tried again at the next turn.
+          const group = await groups.get(name(pod)).catch(() => undefined);
           running = group?.containers.every((c) =>
             c.instanceView?.currentState?.state === "Running"
           ) ?? false;
@@ -67,7 +68,11 @@ export function aciFloorBackend(floor: AciFloorConfig, limit: Limit): FloorBacke
       }
     },
     async remove(pod) {
-      await limit.run(() => groups.delete(name(pod)));
+      // A deletion throttled past the SDK's retries (ARM's delete limit) is tried again.
+      for (let gone = false; !gone;) {
+        await limit.run(() => groups.delete(name(pod)).then(() => void (gone = true), () => {}));
+        if (!gone) await new Promise((r) => setTimeout(r, 1000));
+      }
     },
   };
 }

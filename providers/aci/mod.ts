@@ -40,6 +40,7 @@ export function createProvider(input: unknown, deps: ProviderDeps): AciProvider 
     clock: deps.clock,
     log: deps.log,
     refreshMs: config.metricsInterval,
+    readsPerSecond: config.armReads.perSecond,
   });
   return new AciProvider({ config, groups, capacity, usage }, deps, {
     kubeProxyKubeconfig: readKubeProxyKubeconfig(config),

@@ -2,9 +2,10 @@
  * `/stats/summary` and `/metrics/resource` for the aci node from Azure Monitor
  * (`./client/monitor.ts`): each running group's containers' newest one-minute averages of
  * `CpuUsage` and `MemoryUsage`. Azure Monitor keeps one value a minute, so a group is read again
- * only once its last read is `metricsInterval` old (default 60 s), and a summary does not wait for
- * more than 2 s of reads: it answers with what it has while the rest are read for the next (at
- * 1,000 pods a scrape cannot read 1,000 groups inside ARM's read budget). metrics-server needs a
+ * only once its last read is `metricsInterval` old (default 60 s) — longer when that would take
+ * more than a tenth of the ARM read budget (at 1,000 pods and 20 reads a second: every 500 s) —
+ * and a summary does not wait for more than 2 s of reads: it answers with what it has while the
+ * rest are read for the next. metrics-server needs a
  * cumulative CPU counter: each container's is the CPU time its averages add up to, counted from
  * its first sample (a rate × time integral, so `kubectl top` shows the average Azure reported).
  * A pod without a sample yet is left out, as metrics-server leaves out a pod it cannot rate.
@@ -30,6 +31,8 @@ export interface AciUsageDeps {
   log: Logger;
   /** How old a group's last read may get before it is read again, ms. */
   refreshMs: number;
+  /** The ARM read budget's reads a second: these reads take at most a tenth of it. */
+  readsPerSecond: number;
 }
 
 /** A running pod as the kit lists it. */
@@ -82,9 +85,12 @@ export class AciUsage {
 
   async #refresh(running: RunningPod[], signal?: AbortSignal): Promise<void> {
     const nowMs = this.#d.clock.now();
+    // At most a tenth of the read budget: the pods' status reads come first.
+    const shareMs = (running.length * 1000) / (0.1 * this.#d.readsPerSecond);
+    const refreshMs = Math.max(this.#d.refreshMs, shareMs);
     const stale = running.filter((r) => {
       const last = this.#samples.get(r.pod.metadata?.uid ?? "");
-      return r.run.handle?.id && (!last || nowMs - last.readAtMs >= this.#d.refreshMs);
+      return r.run.handle?.id && (!last || nowMs - last.readAtMs >= refreshMs);
     });
     let next = 0;
     const worker = async () => {
