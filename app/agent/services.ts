@@ -11,6 +11,10 @@
  * (`{SVC}_SERVICE_HOST`, `{SVC}_PORT`, `{SVC}_PORT_<port>_TCP`, `…_TCP_ADDR`, named as the
  * kubelet names them: kubernetes/kubernetes pkg/kubelet/envvars/envvars.go `FromServices`) with
  * the loopback addresses, one `NAME=value` a line, for the pod's own namespace and `kubernetes`.
+ *
+ * An unprivileged agent cannot listen on ports below 1024: such a Service port is served on
+ * port + 10000 (80 on 10080), which its env vars then name (`{SVC}_SERVICE_PORT`, `{SVC}_PORT`,
+ * `…_TCP_PORT`); its name in the hosts file reaches it only on that port.
  * @module
  */
 import type { ServiceList, TunnelService } from "../../core/tunnel/protocol.ts";
@@ -75,7 +79,7 @@ export class ServiceListeners {
       for (const port of ports) {
         if (bound.ports.has(port)) continue;
         try {
-          const listener = Deno.listen({ hostname: bound.address, port });
+          const listener = listenAt(bound.address, port);
           bound.ports.set(port, listener);
           void this.#serve(listener, service, port);
         } catch (err) {
@@ -126,16 +130,33 @@ export class ServiceListeners {
       const tcp = s.ports.filter((p) => p.protocol === "TCP");
       if (!address || !tcp.length) continue;
       const prefix = s.name.toUpperCase().replaceAll("-", "_");
+      const at = (port: number) => this.#bound.get(key(s))?.ports.get(port)?.addr.port ?? port;
+      const first = tcp[0].port;
       lines.push(
         `${prefix}_SERVICE_HOST=${address}`,
-        `${prefix}_PORT=tcp://${address}:${tcp[0].port}`,
+        `${prefix}_PORT=tcp://${address}:${at(first)}`,
       );
-      for (const { port } of tcp) {
-        lines.push(`${prefix}_PORT_${port}_TCP=tcp://${address}:${port}`);
+      if (at(first) !== first) lines.push(`${prefix}_SERVICE_PORT=${at(first)}`);
+      for (const { port, name } of tcp) {
+        lines.push(`${prefix}_PORT_${port}_TCP=tcp://${address}:${at(port)}`);
         lines.push(`${prefix}_PORT_${port}_TCP_ADDR=${address}`);
+        if (at(port) === port) continue;
+        lines.push(`${prefix}_PORT_${port}_TCP_PORT=${at(port)}`);
+        const named = name?.toUpperCase().replaceAll("-", "_");
+        if (named) lines.push(`${prefix}_SERVICE_PORT_${named}=${at(port)}`);
       }
     }
     return lines.filter((l) => /^[A-Z_][A-Z0-9_]*=/.test(l)).map((l) => `${l}\n`).join("");
+  }
+}
+
+/** A listener on `port`, or on port + 10000 when a port below 1024 is not ours to take. */
+function listenAt(hostname: string, port: number): Deno.TcpListener {
+  try {
+    return Deno.listen({ hostname, port });
+  } catch (err) {
+    if (port >= 1024 || !(err instanceof Deno.errors.PermissionDenied)) throw err;
+    return Deno.listen({ hostname, port: port + 10_000 });
   }
 }
 

@@ -120,6 +120,7 @@ export class InformedServices implements ServiceSource {
           ports: (s.spec?.ports ?? []).map((p) => ({
             port: p.port,
             protocol: p.protocol ?? "TCP",
+            ...(p.name ? { name: p.name } : {}),
           })),
         }];
       });

@@ -4,13 +4,14 @@
  * the kit's RemotePods with it as `podNetwork`, and a backend whose "job" runs the agent from
  * the attachment's command and credential, beside a pod server. The pod is then reached at its
  * attached IP and calls a Service by its hosts-file name; after the pod is deleted, the pod IP
- * answers no more. Also the file's schema, and Services
+ * answers no more and its agent's credential opens no tunnel. Also the file's schema, and Services
  * from an informer.
  * @module
  */
 import assert from "node:assert/strict";
 import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
 import { parseAgentArgs, runAgent } from "../../app/agent/mod.ts";
+import { dialTunnel } from "../../app/agent/dial.ts";
 import { InformedServices, readRemotePodNetwork } from "../../app/run/tunnel.ts";
 import { realClock } from "../../base/clock.ts";
 import { log } from "../../tools/harness/kubelet_api_fakes.ts";
@@ -45,6 +46,7 @@ function httpServer(body: string) {
 function agentBackend(hostsFile: string, stop: AbortSignal) {
   const runs = new Map<string, RemoteRun>();
   const agents: Promise<void>[] = [];
+  const made: { caPem: string; credential: string }[] = [];
   const ready = Promise.withResolvers<void>();
   const backend: RemoteBackend = {
     list: () => Promise.resolve([]),
@@ -59,6 +61,7 @@ function agentBackend(hostsFile: string, stop: AbortSignal) {
         { VKUBELET_AGENT_CREDENTIAL: network.agentCredential },
       );
       assert.ok(!("problems" in parsed), JSON.stringify(parsed));
+      made.push({ caPem: parsed.caPem, credential: parsed.credential });
       agents.push(runAgent({ ...parsed, log: () => {}, onReady: () => ready.resolve() }, stop));
       const state = { running: { startedAtMs: Date.now() } };
       runs.set(pod.metadata!.uid!, { pod, containers: { app: { state } } });
@@ -68,7 +71,7 @@ function agentBackend(hostsFile: string, stop: AbortSignal) {
       return Promise.resolve();
     },
   };
-  return { backend, agents, ready: ready.promise };
+  return { backend, agents, made, ready: ready.promise };
 }
 
 Deno.test("a remote pod made through the kit is reached at its attached IP and calls a Service by name", async () => {
@@ -86,7 +89,7 @@ Deno.test("a remote pod made through the kit is reached at its attached IP and c
   const hostsFile = `${dir}/hosts`;
   await using node = await startTunnelNode(loopbackNetwork(POD_IP), services, ["vkubelet"]);
   const tunnel = node.tunnel;
-  const { backend, agents, ready } = agentBackend(hostsFile, stop.signal);
+  const { backend, agents, made, ready } = agentBackend(hostsFile, stop.signal);
   const pods = new RemotePods({
     backend,
     clock: realClock,
@@ -122,6 +125,15 @@ Deno.test("a remote pod made through the kit is reached at its attached IP and c
       await new Promise((r) => setTimeout(r, 10));
     }
     await assert.rejects(fetch(`http://${POD_IP}:${pod.port}/`));
+    // The deleted pod's credential (leaked from its job) opens no tunnel any more.
+    await assert.rejects(
+      dialTunnel({
+        server: new URL(node.url),
+        caPem: made[0].caPem,
+        credential: made[0].credential,
+      }),
+      /401|revoked or unknown/,
+    );
   } finally {
     stop.abort();
     await Promise.all([running, ...agents]);
