@@ -19,6 +19,7 @@
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { PodStats, RemoteRun, StatsSummary } from "../../provider/mod.ts";
 import type { ZunHandle } from "./status.ts";
+import { mapLimited } from "./client/_limit.ts";
 import type { ZunApi } from "./client/zun_api.ts";
 
 /** Zun's stats answer (zun/container/docker/driver.py `stats`). */
@@ -135,12 +136,11 @@ export class ZunStats {
     running: { pod: Pod; run: RemoteRun<ZunHandle>; startTimeMs: number }[],
     signal?: AbortSignal,
   ): Promise<StatsSummary> {
-    const pods = (await Promise.all(
-      running.map(({ pod, run, startTimeMs }) =>
-        run.handle?.kind === "container"
-          ? this.podStats(pod, run.handle.uuid, startTimeMs, signal)
-          : undefined
-      ),
+    const plain = running.filter(({ run }) => run.handle?.kind === "container");
+    const pods = (await mapLimited(
+      plain,
+      8,
+      ({ pod, run, startTimeMs }) => this.podStats(pod, run.handle!.uuid, startTimeMs, signal),
     )).filter((p): p is PodStats => p !== undefined);
     const time = new Date().toISOString();
     const sum = (f: (p: PodStats) => number | undefined) =>

@@ -31,6 +31,7 @@ import {
 import { LABELS } from "../request/capsule.ts";
 import { CONTAINER_TAG, containerCreateBody } from "../request/container.ts";
 import { runOfContainer, type ZunHandle, type ZunPlainContainer } from "../status.ts";
+import { mapLimited } from "./_limit.ts";
 import { type ZunApi, ZunApiError } from "./zun_api.ts";
 
 /** What {@link ZunContainers} needs. */
@@ -47,6 +48,9 @@ export interface ZunContainersOptions {
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   now: () => number;
 }
+
+/** Live reads of containers at once, at most. */
+const READS_AT_ONCE = 8;
 
 /** Statuses in which Zun is still making the container: a delete then races the create. */
 const MAKING = new Set(["Creating", "Created"]);
@@ -105,7 +109,7 @@ export class ZunContainers {
     signal: AbortSignal,
   ): Promise<(RemoteRun<ZunHandle> | undefined)[]> {
     const listed = await this.all(signal);
-    return await Promise.all(reads.map(async ({ pod }) => {
+    return await mapLimited(reads, READS_AT_ONCE, async ({ pod }) => {
       const uid = pod.metadata?.uid ?? "";
       const mine = this.#ofPod(listed, uid);
       const known = this.#uuids.get(uid);
@@ -116,7 +120,7 @@ export class ZunContainers {
         ? listedOne
         : await this.#get(listedOne.uuid, signal);
       return current && runOfContainer(current, this.#o.now(), pod);
-    }));
+    });
   }
 
   /** One container read live, or undefined once Zun has none. */
