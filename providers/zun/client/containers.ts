@@ -225,9 +225,4 @@ export class ZunContainers {
       await this.#o.sleep(this.#o.pollMs ?? 500, signal);
     }
   }
-
-  /** The container of the pod's current run (as last listed or made), if any. */
-  uuidOf(pod: Pod): string | undefined {
-    return this.#uuids.get(pod.metadata?.uid ?? "");
-  }
 }

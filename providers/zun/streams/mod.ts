@@ -4,8 +4,8 @@
  * neither in Zun 18.0.0, so those are refused with {@link NO_STREAMS}.
  * @module
  */
-import type { Clock } from "../../../base/clock.ts";
 import {
+  type Clock,
   type ContainerLogOptions,
   type ContainerRef,
   type ExecOptions,
