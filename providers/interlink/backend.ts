@@ -32,6 +32,7 @@ import type { InterlinkConfig } from "./config.ts";
 import { type Job, lostRun, runOf } from "./status.ts";
 import { downwardAsProjected, podObjects } from "./request/volumes.ts";
 import { CreateRefusedError, provesJob } from "./client/wire.ts";
+import { withTunnelAgent } from "./request/tunnel_agent.ts";
 
 /** What {@link InterlinkBackend} needs. */
 export interface InterlinkBackendDeps {
@@ -160,6 +161,7 @@ export class InterlinkBackend implements RemoteBackend<Job> {
     signal?: AbortSignal,
     options?: RemoteMakeOptions,
   ): Promise<RemoteRun<Job>> {
+    pod = withTunnelAgent(pod, options?.network); // the pod network's agent (issue 64)
     const uid = pod.metadata?.uid ?? "";
     if ((options?.restarts ?? 0) > 0) {
       const old = this.#jobs.get(uid);
