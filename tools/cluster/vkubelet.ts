@@ -45,7 +45,7 @@ export interface RunningVkubelet {
   port: number;
   pid: number;
   kubeconfig: string;
-  files: { cert: string; key: string; providerConfig?: string };
+  files: { cert: string; key: string; providerConfig?: string; podLogDir?: string };
   /** Everything it logged so far. */
   output(): string;
   /** Sends `signal` and waits for the exit; returns the exit code and how long it took. */
@@ -86,6 +86,12 @@ export async function startVkubelet(
     );
   }
   const port = options.like?.port ?? freePort();
+  // A test's pod logs go to a directory of its own (kept across a restart of the same run), not
+  // to the host's /var/log/pods, where a test that stops vkubelet before deleting its pods would
+  // leave them for good. A test that names --pod-log-dir chooses for itself.
+  const ownLogDir = options.args?.some((a) => a.startsWith("--pod-log-dir"));
+  const podLogDir = ownLogDir ? undefined : options.like?.files.podLogDir ??
+    await Deno.makeTempDir({ prefix: `vkubelet-pod-logs-${nodeName}-` });
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -101,6 +107,7 @@ export async function startVkubelet(
       `--port=${port}`,
       `--tls-cert-file=${serving.certFile}`,
       `--tls-private-key-file=${serving.keyFile}`,
+      ...(podLogDir ? [`--pod-log-dir=${podLogDir}`] : []),
       ...(options.args ?? []),
     ],
     env: { NO_COLOR: "1", ...options.env },
@@ -129,7 +136,7 @@ export async function startVkubelet(
     port,
     pid: child.pid,
     kubeconfig,
-    files: { cert: serving.certFile, key: serving.keyFile, providerConfig },
+    files: { cert: serving.certFile, key: serving.keyFile, providerConfig, podLogDir },
     output: () => output,
     status,
     async stop(signal: Deno.Signal = "SIGTERM") {
