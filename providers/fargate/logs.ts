@@ -63,7 +63,10 @@ async function* logLines(
   for (;;) {
     const page = await getEvents(source, {
       startFromHead: true,
-      startTime: token ? undefined : since,
+      // The same window on every page: a forward token is a position within the events the
+      // filter selects (moto's is an index into that list), so a page asked without the filter
+      // starts from the wrong place and replays lines.
+      startTime: since,
       nextToken: token,
     }, signal);
     for (const e of page?.events ?? []) yield line(e);

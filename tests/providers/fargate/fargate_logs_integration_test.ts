@@ -69,6 +69,47 @@ Deno.test("fargate provider: kubectl logs reads the container's CloudWatch Logs 
       assert.equal(seen, "hello\nline two\nline three\nwritten later\n");
     });
 
+    await t.step(
+      "-f --since-time: each line after the time once, those written later too",
+      async () => {
+        await new Promise((r) => setTimeout(r, 20));
+        const since = new Date().toISOString();
+        await new Promise((r) => setTimeout(r, 20));
+        await env.writeLog(task.taskArn!, "main", ["after one", "after two"]);
+        const follow = new Deno.Command(env.cluster.binary, {
+          args: [
+            "kubectl",
+            `--kubeconfig=${env.cluster.kubeconfigPath}`,
+            `--namespace=${env.ns}`,
+            "logs",
+            "-f",
+            `--since-time=${since}`,
+            "talker",
+          ],
+          stdout: "piped",
+          stderr: "null",
+        }).spawn();
+        let seen = "";
+        const reading = (async () => {
+          for await (const chunk of follow.stdout.pipeThrough(new TextDecoderStream())) {
+            seen += chunk;
+          }
+        })();
+        try {
+          await eventually("the lines after the time", () => seen.includes("after two\n"), 20_000);
+          await env.writeLog(task.taskArn!, "main", ["after three"]);
+          await eventually("the new line", () => seen.includes("after three\n"), 20_000);
+          // Two more polls: a replay would come with them.
+          await new Promise((r) => setTimeout(r, 2500));
+        } finally {
+          follow.kill("SIGTERM");
+          await follow.status;
+          await reading;
+        }
+        assert.equal(seen, "after one\nafter two\nafter three\n");
+      },
+    );
+
     await t.step("exec says plainly that Fargate pods do not support it", async () => {
       const res = await env.cluster.kubectl(["-n", env.ns, "exec", "talker", "--", "true"]);
       assert.notEqual(res.code, 0);
@@ -83,7 +124,7 @@ Deno.test("fargate provider: kubectl logs reads the container's CloudWatch Logs 
       });
       assert.equal(
         await kubectl(["logs", "talker", "--previous"]),
-        "hello\nline two\nline three\nwritten later\n",
+        "hello\nline two\nline three\nwritten later\nafter one\nafter two\nafter three\n",
       );
       assert.equal(await kubectl(["logs", "talker"]), "", "the new task wrote nothing yet");
     });
