@@ -50,20 +50,23 @@ export function containerName(namespace: string, name: string, run: number): str
 }
 
 /**
- * Kubernetes' command is the image's entrypoint replaced, its args the command (Docker's Cmd):
- * Zun 1.40 takes both. Before 1.40 there is no entrypoint field: command and args go together
- * as the Cmd, which the image's entrypoint (if it has one) still precedes.
+ * Kubernetes' command replaces the image's entrypoint and drops its Cmd; its args are the Cmd.
+ * Zun 1.40 takes an `entrypoint` and a `command` (the Cmd), but fills an empty command from the
+ * image's Cmd (zun/container/docker/driver.py `create`: `command or image_dict['Config']['Cmd']`),
+ * which Kubernetes would drop: so a command without args goes with its last word as the Cmd
+ * (the engine runs entrypoint then Cmd, the same argv). A one-word command without args still
+ * gets the image's Cmd after it. Before 1.40 there is no entrypoint field: command and args go
+ * together as the Cmd, which the image's entrypoint (if it has one) still precedes.
  */
 function argvOf(c: Container, env: Record<string, string>, version: string) {
   const command = c.command?.map((s) => expand(s, env));
   const args = c.args?.map((s) => expand(s, env));
-  if (Number(version.split(".")[1]) >= 40) {
-    return {
-      ...(command ? { entrypoint: command, command: args ?? [] } : {}),
-      ...(!command && args ? { command: args } : {}),
-    };
+  if (Number(version.split(".")[1]) < 40) {
+    return command || args ? { command: [...command ?? [], ...args ?? []] } : {};
   }
-  return command || args ? { command: [...command ?? [], ...args ?? []] } : {};
+  if (!command?.length) return args ? { command: args } : {};
+  if (args?.length || command.length === 1) return { entrypoint: command, command: args ?? [] };
+  return { entrypoint: command.slice(0, -1), command: command.slice(-1) };
 }
 
 /** What {@link containerCreateBody} needs besides the pod. */

@@ -72,6 +72,20 @@ Deno.test({
         await deleted(p, pod);
       });
 
+      await t.step("a command without args runs as given: no image Cmd after it", async () => {
+        const pod = scriptPod("argv", "");
+        pod.spec!.restartPolicy = "Always";
+        pod.spec!.containers[0].command = ["sleep", "600"];
+        await p.createPod(pod, {});
+        await until(p, pod, "running", (now) => state(now)?.running !== undefined);
+        const argv = await exec(p, pod, ["cat", "/proc/1/cmdline"]);
+        assert.equal(argv.out, "sleep\x00600\x00");
+        await new Promise((r) => setTimeout(r, 3_000));
+        const now = await p.getPod("default", pod.metadata!.name!, {});
+        assert.equal(now?.status?.containerStatuses?.[0]?.restartCount, 0);
+        await deleted(p, pod);
+      });
+
       await t.step(
         "OnFailure restarts it, --previous has the ended run's log; adoption",
         async () => {

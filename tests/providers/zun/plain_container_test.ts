@@ -68,6 +68,16 @@ Deno.test("a plain container carries the pod's tag, entrypoint and command, and 
   const adopted = podOfContainer({ uuid: "u", name: "ns.web.2", status: "Running", labels });
   assert.equal(adopted?.spec?.restartPolicy, "OnFailure");
   assert.equal(adopted?.spec?.containers[0].name, "main");
+  // a command without args: its last word is the Cmd, or Zun would append the image's Cmd
+  const sleeping = pod();
+  sleeping.spec!.containers[0] = { name: "main", image: "busybox", command: ["sleep", "600"] };
+  const alone = containerCreateBody(sleeping, {
+    nodeName: "vk",
+    exposePorts: false,
+    version: "1.40",
+    run: 0,
+  });
+  assert.deepEqual([alone.entrypoint, alone.command], [["sleep"], ["600"]]);
   // before 1.40 there is no entrypoint: command and args go together
   const old = containerCreateBody(pod(), {
     nodeName: "vk",
