@@ -3,8 +3,9 @@
  * (the process provider's `network` section, plus where agents dial and what they run), and
  * builds what start-up wires: the providers' `podNetwork` handle (attach, detach), the kubelet
  * API's `/tunnel` endpoint, and a Services informer the {@link TunnelHost} pushes to the agents.
- * The host is made once the kubelet API has its serving certificate (agents pin it, or
- * `serverCaFile`, or with kubelet-serving CSRs the cluster's CA); attach waits for it.
+ * The host is made once the kubelet API has its serving certificate: agents pin it and the
+ * kubeconfig's cluster CA (which signs kubelet-serving CSRs, and often `--tls-cert-file`), or
+ * only `serverCaFile` when given; attach waits for it.
  * @module
  */
 import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
@@ -38,7 +39,7 @@ export const remotePodNetworkSchema = processConfigSchema.shape.network.unwrap()
   stateDir: absolute.optional(),
   /** The URL agents dial; default `https://<node IP>:<kubelet API port>`. */
   serverUrl: z.url({ protocol: /^https$/ }).optional(),
-  /** The CA agents trust for it; default the serving certificate (or the cluster CA with CSRs). */
+  /** The CA agents trust for it; default the serving certificate and the cluster CA. */
   serverCaFile: absolute.optional(),
   /** The agent's program on the remote side, before `agent …`; default this vkubelet. */
   agentCommand: z.array(z.string().min(1)).min(1).optional(),
@@ -142,8 +143,10 @@ export interface RemotePodTunnelDeps {
   clusterDomain?: string;
   /** The agent's program before `agent …`. */
   agentProgram: string[];
-  /** The CA agents pin, when known without the serving certificate. */
+  /** The CA agents pin (`serverCaFile`): then the serving certificate is not pinned. */
   serverCaPem?: string;
+  /** The cluster's CA, pinned beside the serving certificate (which it may have signed). */
+  clusterCaPem?: string;
 }
 
 /**
@@ -162,7 +165,8 @@ export class RemotePodTunnel implements PodNetworkHandle, TunnelEndpoint {
 
   /** The serving certificate as the kubelet API got it: agents pin it unless a CA was given. */
   serving(certPem: string): void {
-    this.#make(certPem);
+    const cluster = this.#deps.clusterCaPem;
+    this.#make(cluster ? `${certPem.trim()}\n${cluster.trim()}\n` : certPem);
   }
 
   /** `source`, telling {@link serving} each certificate it serves. */
@@ -246,7 +250,7 @@ export async function remotePodTunnelsFor(
     clock,
     log: getLogger(["vkubelet", "tunnel"]),
     stateDir: state,
-    clusterCaPem: config.rotateServerCertificates ? kube.config.caCerts?.join("\n") : undefined,
+    clusterCaPem: kube.config.caCerts?.join("\n"),
   });
   return { byNode: tunnels, informer };
 }
@@ -262,7 +266,7 @@ export interface TunnelStartup {
   log: Logger;
   /** vkubelet's state directory (the pods' namespaces go under it unless the file says). */
   stateDir: string;
-  /** With kubelet-serving CSRs: the cluster CA signs the serving certificate. */
+  /** The kubeconfig's cluster CA: it may have signed the serving certificate. */
   clusterCaPem?: string;
 }
 
@@ -292,9 +296,7 @@ export async function remotePodTunnels(
     name: "tunnel services",
   });
   const services = new InformedServices(informer);
-  const caPem = config.serverCaFile
-    ? await Deno.readTextFile(config.serverCaFile)
-    : startup.clusterCaPem;
+  const caPem = config.serverCaFile ? await Deno.readTextFile(config.serverCaFile) : undefined;
   const network = new RemotePodNetworks(networks, stateDir);
   const tunnels = new Map(startup.entries.map((entry) => [
     entry.name,
@@ -307,6 +309,7 @@ export async function remotePodTunnels(
       clusterDomain: config.clusterDomain || undefined,
       agentProgram: config.agentCommand ?? defaultAgentProgram(),
       serverCaPem: caPem,
+      clusterCaPem: startup.clusterCaPem,
     }),
   ]));
   log.info("remote pods join the pod network by CNI network {name} ({file}) through the tunnel", {

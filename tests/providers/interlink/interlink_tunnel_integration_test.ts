@@ -79,7 +79,7 @@ Deno.test({
     const stateDir = await Deno.makeTempDir({ prefix: "vk-il-tunnel-" });
     await Deno.chmod(stateDir, 0o755);
     const backend = new Deno.Command("ip", {
-      args: ["netns", "exec", lab.name, "python3", "-c", ECHO, lab.gateway],
+      args: ["netns", "exec", lab.name, "python3", "-c", ECHO, "0.0.0.0"],
       stdout: "null",
       stderr: "null",
     }).spawn();
@@ -93,6 +93,23 @@ Deno.test({
 }`,
       );
       await lab.inHost("nft", "-f", join(stateDir, "svc.nft"));
+      // The Service's backend (python) may still be starting on a loaded machine.
+      await eventually(
+        "the Service's backend",
+        async () =>
+          (await tryRun(
+            "ip",
+            "netns",
+            "exec",
+            lab.name,
+            "curl",
+            "-sS",
+            "-m",
+            "1",
+            "http://127.0.0.1:8080/",
+          ))
+            .code === 0,
+      );
       const networks = new PodNetworks(
         { ...lab.network, cniBinDir: [lab.network.cniBinDir] },
         (await loadNetworkConfig(lab.network.cniConfDir))!,

@@ -83,7 +83,7 @@ Deno.test({
     Deno.env.set("SLURM_CONF", slurm.conf);
     const stateDir = await Deno.makeTempDir({ prefix: "vk-slurm-tunnel-" });
     const backend = new Deno.Command("ip", {
-      args: ["netns", "exec", lab.name, "python3", "-c", ECHO, lab.gateway],
+      args: ["netns", "exec", lab.name, "python3", "-c", ECHO, "0.0.0.0"],
       stdout: "null",
       stderr: "null",
     }).spawn();
@@ -101,6 +101,23 @@ Deno.test({
 }`,
       );
       await lab.inHost("nft", "-f", join(stateDir, "svc.nft"));
+      // The Service's backend (python) may still be starting on a loaded machine.
+      await eventually(
+        "the Service's backend",
+        async () =>
+          (await tryRun(
+            "ip",
+            "netns",
+            "exec",
+            lab.name,
+            "curl",
+            "-sS",
+            "-m",
+            "1",
+            "http://127.0.0.1:8080/",
+          ))
+            .code === 0,
+      );
       const networks = new PodNetworks(
         { ...lab.network, cniBinDir: [lab.network.cniBinDir] },
         (await loadNetworkConfig(lab.network.cniConfDir))!,
