@@ -136,6 +136,9 @@ if (import.meta.main) {
         aciConfig(backend.prism.url, {
           statusInterval: interval,
           steadyStatusInterval: "60s",
+          // Azure Monitor's metrics straight to the emulator: Prism has no description for them.
+          monitorEndpoint: backend.emu.url,
+          metricsInterval: "60s",
           capacity: { cpu: "2000", memory: "4000Gi", pods: String(pods + 10) },
         }),
       ),

@@ -54,6 +54,8 @@ export class AciUsage {
   /** CPU core-nanoseconds so far, by `uid/container`, and when counted to. */
   readonly #cpu = new Map<string, { atMs: number; coreNs: number }>();
   #refreshing?: Promise<void>;
+  #tokens = 10;
+  #tokensAtMs = -Infinity;
 
   constructor(deps: AciUsageDeps) {
     this.#d = deps;
@@ -88,10 +90,15 @@ export class AciUsage {
     // At most a tenth of the read budget: the pods' status reads come first.
     const shareMs = (running.length * 1000) / (0.1 * this.#d.readsPerSecond);
     const refreshMs = Math.max(this.#d.refreshMs, shareMs);
+    // Tokens at that tenth, 10 at most: a rollout's new pods are not read all at once either.
+    const rate = 0.1 * this.#d.readsPerSecond;
+    this.#tokens = Math.min(10, this.#tokens + ((nowMs - this.#tokensAtMs) / 1000) * rate);
+    this.#tokensAtMs = nowMs;
     const stale = running.filter((r) => {
       const last = this.#samples.get(r.pod.metadata?.uid ?? "");
       return r.run.handle?.id && (!last || nowMs - last.readAtMs >= refreshMs);
-    });
+    }).slice(0, Math.floor(this.#tokens));
+    this.#tokens -= stale.length;
     let next = 0;
     const worker = async () => {
       while (next < stale.length && !signal?.aborted) {
