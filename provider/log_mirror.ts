@@ -23,7 +23,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import type { Clock } from "../base/clock.ts";
 import type { ContainerLogOptions, ContainerRef } from "./contract.ts";
 import { CriLineSplitter, normalizeLogTime } from "./cri_log.ts";
-import { isNotFound } from "./errors.ts";
+import { isNotFound, isNotSupported } from "./errors.ts";
 import type { ContainerLog, ResumePoint } from "./container_log.ts";
 import { formatLogTime } from "./log_stream.ts";
 import type { Logger } from "./logger.ts";
@@ -156,7 +156,7 @@ export class LogMirror {
           signal,
         );
         // A finished instance is read once to its end; a live one is followed again.
-        if (ended && ok) return;
+        if (ok === "unsupported" || (ended && ok)) return;
         await this.#o.clock.sleep(this.#o.retryMs ?? 5_000, signal).catch(() => {});
       }
     } finally {
@@ -170,7 +170,7 @@ export class LogMirror {
     log: ContainerLog,
     how: { follow: boolean; previous: boolean },
     signal: AbortSignal,
-  ): Promise<boolean> {
+  ): Promise<boolean | "unsupported"> {
     const turn = new AbortController();
     await this.#acquire(turn, signal);
     try {
@@ -195,6 +195,8 @@ export class LogMirror {
       }
       // An instance before with no log to give (a backend that keeps none) is done with.
       if (how.previous && isNotFound(err)) return true;
+      // A container whose logs the provider cannot serve at all: its file says nothing.
+      if (isNotSupported(err)) return "unsupported";
       return turn.signal.aborted && !signal.aborted;
     } finally {
       this.#release(turn);

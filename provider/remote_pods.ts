@@ -99,6 +99,14 @@ export interface RemotePodsOptions<H = unknown> {
   /** The node's pod log directory: the containers' logs are mirrored there (./log_mirror.ts). */
   podLogs?: PodLogDir;
   /**
+   * Where the mirror reads a container's log: what the provider serves `kubectl logs` from
+   * (a provider whose logs are its own, not the backend's). Default the backend's `logs`.
+   */
+  mirrorLogs?: (
+    ref: ContainerRef,
+    options: ContainerLogOptions,
+  ) => Promise<ReadableStream<Uint8Array>>;
+  /**
    * The node's pod network for remote pods (ProviderDeps `podNetwork`): each pod is attached
    * before its first run is made (the backend gets the attachment in `make`'s options, its
    * runs report its IP) and detached once it is forgotten.
@@ -203,8 +211,10 @@ export class RemotePods<H = unknown> {
       log: options.log,
     });
     const { podLogs: dir, clock, log } = options;
-    if (dir && options.backend.logs && dir.options.maxStreams !== 0) {
-      const logs = (ref: ContainerRef, o: ContainerLogOptions) => this.getContainerLogs(ref, o);
+    const mirrorable = options.mirrorLogs ?? (options.backend.logs && this.getContainerLogs);
+    if (dir && mirrorable && dir.options.maxStreams !== 0) {
+      const logs = options.mirrorLogs ??
+        ((ref: ContainerRef, o: ContainerLogOptions) => this.getContainerLogs(ref, o));
       this.#mirror = new LogMirror({ dir, logs, clock, log });
       this.#table.subscribe((pod) => this.#mirror?.observe(pod));
     }

@@ -131,6 +131,8 @@ export abstract class RemotePodsProvider<
       hostIP: deps.internalIp,
       podLogs: deps.podLogs,
       podNetwork: deps.podNetwork,
+      // The mirror follows what `kubectl logs` shows, the backend's or the provider's own.
+      mirrorLogs: this.#ownLogs(),
       ...options,
     });
     if (hooks === "exec") {
@@ -237,6 +239,12 @@ export abstract class RemotePodsProvider<
       throw new NotFoundError(`pod ${ref.namespace}/${name} has no container ${ref.container}`);
     }
     return pod;
+  }
+
+  /** The subclass's `getContainerLogs` (a method, so already there while this constructor runs). */
+  #ownLogs(): RemotePodsOptions<H>["mirrorLogs"] {
+    const own = (this as Partial<Provider>).getContainerLogs;
+    return own && ((ref, options) => own.call(this, ref, options));
   }
 
   /**
