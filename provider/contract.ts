@@ -329,6 +329,16 @@ export interface PodNetworkHandle {
   attach(pod: Pod): Promise<PodNetworkAttachment>;
   /** Revokes the pod's credential and gives its IP back; nothing when it is not attached. */
   detach(pod: Pod): Promise<void>;
+  /**
+   * After a restart, for a pod whose run was adopted: its attachment from before (same IP, its
+   * agent's credential accepted), or undefined when it had none.
+   */
+  reattach?(pod: Pod): Promise<PodNetworkAttachment | undefined>;
+  /**
+   * Once the first list's runs are adopted (never after a failed list): detaches what was kept
+   * for pods not among `pods` (gone while vkubelet was not running).
+   */
+  adopted?(pods: Pod[]): Promise<void>;
 }
 
 /** One event on a pod, as a provider records it. */

@@ -431,6 +431,11 @@ export class RemotePods<H = unknown> {
     while (!signal.aborted) {
       try {
         for (const run of await this.#o.backend.list(signal)) await this.#adopt(run, signal);
+        // Only after a list that answered: the pod network lets go of pods gone meanwhile.
+        const pods = [...this.#table.records.values()].map((r) => r.pod);
+        await this.#o.podNetwork?.adopted?.(pods).catch((err) => {
+          this.#o.log.warning("cannot detach gone pods from the pod network: {err}", { err });
+        });
         return;
       } catch (err) {
         if (signal.aborted) return;
@@ -456,6 +461,12 @@ export class RemotePods<H = unknown> {
     record.run = run;
     record.restarts = run.restarts ?? 0;
     record.startTimeMs = run.createdAtMs ?? record.startTimeMs;
+    // Attached before the restart: the same IP, and its agent's credential accepted again.
+    record.network = existing?.network ??
+      await this.#o.podNetwork?.reattach?.(run.pod).catch((err) => {
+        this.#o.log.warning("cannot reattach {pod} to the pod network: {err}", { pod: k, err });
+        return undefined;
+      });
     this.#table.records.set(k, record);
     this.#o.log.info("adopted {pod}", { pod: k });
   }

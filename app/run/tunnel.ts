@@ -5,7 +5,8 @@
  * API's `/tunnel` endpoint, and a Services informer the {@link TunnelHost} pushes to the agents.
  * The host is made once the kubelet API has its serving certificate: agents pin it and the
  * kubeconfig's cluster CA (which signs kubelet-serving CSRs, and often `--tls-cert-file`), or
- * only `serverCaFile` when given; attach waits for it.
+ * only `serverCaFile` when given; attach waits for it. Each node's attachments are kept in
+ * `<stateDir>/attachments/<node>/`, so that adopted pods are reattached after a restart.
  * @module
  */
 import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
@@ -147,6 +148,8 @@ export interface RemotePodTunnelDeps {
   serverCaPem?: string;
   /** The cluster's CA, pinned beside the serving certificate (which it may have signed). */
   clusterCaPem?: string;
+  /** Where this node's attachments are kept across restarts (`TunnelHostDeps.stateDir`). */
+  attachmentsDir?: string;
 }
 
 /**
@@ -190,6 +193,7 @@ export class RemotePodTunnel implements PodNetworkHandle, TunnelEndpoint {
       serverUrl,
       serverCaPem: caPem,
       clusterDomain,
+      stateDir: this.#deps.attachmentsDir,
     });
     this.#host.resolve(this.#made);
   }
@@ -204,6 +208,23 @@ export class RemotePodTunnel implements PodNetworkHandle, TunnelEndpoint {
       agentCommand: [...this.#deps.agentProgram, ...attached.agentArgs],
       agentCredential: attached.agentCredential,
     };
+  }
+
+  /** `PodNetworkHandle.reattach`: an adopted pod attached before the restart, as it was. */
+  async reattach(pod: Pod): Promise<PodNetworkAttachment | undefined> {
+    const host = await this.#host.promise;
+    const attached = await host.reattach(pod);
+    return attached && {
+      podIP: attached.podIP,
+      podIPs: attached.podIPs,
+      agentCommand: [...this.#deps.agentProgram, ...attached.agentArgs],
+      agentCredential: attached.agentCredential,
+    };
+  }
+
+  /** `PodNetworkHandle.adopted`: detaches what was kept for pods gone while vkubelet was away. */
+  async adopted(pods: Pod[]): Promise<void> {
+    await (await this.#host.promise).adopted(pods);
   }
 
   /** `PodNetworkHandle.detach`. */
@@ -310,6 +331,7 @@ export async function remotePodTunnels(
       agentProgram: config.agentCommand ?? defaultAgentProgram(),
       serverCaPem: caPem,
       clusterCaPem: startup.clusterCaPem,
+      attachmentsDir: join(stateDir, "attachments", entry.name),
     }),
   ]));
   log.info("remote pods join the pod network by CNI network {name} ({file}) through the tunnel", {

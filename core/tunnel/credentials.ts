@@ -2,7 +2,8 @@
  * Per-pod tunnel credentials: `vkt1.<pod uid>.<32 random bytes, base64url>`. vkubelet keeps
  * only the SHA-256 of each (a provider may store it in the pod's state and {@link
  * TunnelCredentials.restore} it after a restart), compares in constant time, and forgets it on
- * revoke. A credential names its pod, so it can only ever open that pod's tunnel.
+ * revoke. A credential names its pod, so it can only ever open that pod's tunnel. A pod may hold
+ * several (one kept from before a restart and one issued after it, for its next runs).
  * @module
  */
 import { timingSafeEqual } from "node:crypto";
@@ -11,22 +12,35 @@ const PREFIX = "vkt1";
 
 /** Issues, checks and revokes credentials; see the module doc. */
 export class TunnelCredentials {
-  readonly #hashes = new Map<string, Uint8Array>();
+  readonly #hashes = new Map<string, Uint8Array[]>();
 
-  /** A new credential for pod `uid` (replacing any earlier one) and the hash to keep. */
-  async issue(uid: string): Promise<{ credential: string; hash: string }> {
+  /**
+   * A new credential for pod `uid` and the hash to keep: it replaces any earlier one, or with
+   * `keep` is accepted beside them.
+   */
+  async issue(uid: string, keep = false): Promise<{ credential: string; hash: string }> {
     if (!uid || uid.includes(".")) throw new TypeError(`Pod uid ${uid} cannot name a credential`);
     const secret = new Uint8Array(32);
     crypto.getRandomValues(secret);
     const credential = `${PREFIX}.${uid}.${base64url(secret)}`;
     const hash = await sha256(credential);
-    this.#hashes.set(uid, hash);
+    this.#hashes.set(uid, [...(keep ? this.#hashes.get(uid) ?? [] : []), hash]);
     return { credential, hash: hex(hash) };
   }
 
-  /** Accepts the credential of pod `uid` whose hash was kept elsewhere. */
-  restore(uid: string, hash: string): void {
-    this.#hashes.set(uid, Uint8Array.from(hash.match(/../g) ?? [], (h) => parseInt(h, 16)));
+  /** Accepts the credentials of pod `uid` whose hashes were kept elsewhere (hex SHA-256). */
+  restore(uid: string, ...hashes: string[]): void {
+    const good = hashes.filter((h) => /^[0-9a-f]{64}$/.test(h));
+    if (good.length === 0) return;
+    this.#hashes.set(
+      uid,
+      good.map((h) => Uint8Array.from(h.match(/../g)!, (x) => parseInt(x, 16))),
+    );
+  }
+
+  /** The hashes pod `uid`'s credentials have now (hex), to keep across a restart. */
+  hashes(uid: string): string[] {
+    return (this.#hashes.get(uid) ?? []).map(hex);
   }
 
   /** Forgets pod `uid`'s credential: it opens nothing from now on. */
@@ -45,7 +59,7 @@ export class TunnelCredentials {
       return { refused: `no credential is issued for pod uid ${uid} (revoked or unknown)` };
     }
     const given = await sha256(credential);
-    if (!timingSafeEqual(given, kept)) {
+    if (!kept.some((hash) => timingSafeEqual(given, hash))) {
       return { refused: `the credential for pod uid ${uid} does not match the one issued` };
     }
     return { uid };

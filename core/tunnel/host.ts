@@ -7,12 +7,20 @@
  * pod's namespace, so Services, NetworkPolicies and logs see the pod IP as the source. A pod
  * reaches only its own namespace's Services and `default/kubernetes`, as its env vars would
  * name them.
+ *
+ * With `stateDir`, each attachment is kept there (`<uid>.json`, 0600, written whole: the pod's
+ * IPs and namespace, its declared ports and its credentials' SHA-256, never a credential), so
+ * that a restarted vkubelet {@link TunnelHost.reattach reattaches} the pods it adopts with the
+ * same IP and accepts their agents' credentials, and {@link TunnelHost.adopted detaches} those
+ * whose pods are gone.
  * @module
  */
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import { join } from "node:path";
 import type { Logger } from "../../base/log.ts";
+import { writeAtomically } from "../../x509/mod.ts";
 import { duplexFromNodeSocket } from "../../spdy/node_socket_duplex.ts";
 import { TunnelCredentials } from "./credentials.ts";
 import {
@@ -40,8 +48,16 @@ export interface TunnelConn {
 export interface TunnelNetwork {
   /** A namespace and IPs for the pod (CNI ADD). */
   setUp(pod: Pod): Promise<{ ips: string[]; netns: string }>;
-  /** Undoes {@link setUp} (CNI DEL, the namespace removed). */
-  tearDown(pod: Pod): Promise<void>;
+  /**
+   * Undoes {@link setUp} (CNI DEL, the namespace removed); `saved` is what an earlier process's
+   * setUp gave, for a pod this one never set up.
+   */
+  tearDown(pod: Pod, saved?: SavedNetwork): Promise<void>;
+  /**
+   * After a restart: takes over the namespace an earlier process's setUp gave (bound again and
+   * CNI CHECK where it can). Absent: nothing to take over (a network with no such state).
+   */
+  restore?(pod: Pod, saved: SavedNetwork): Promise<void>;
   /** A TCP connection to `host:port` opened inside `netns`. */
   dial(netns: string, host: string, port: number): TunnelConn;
   /** Accepts TCP connections to `port` inside `netns` until the returned close. */
@@ -50,6 +66,24 @@ export interface TunnelNetwork {
     port: number,
     onConnection: (conn: TunnelConn) => void,
   ): Promise<{ close(): Promise<void> }>;
+}
+
+/** What {@link TunnelNetwork.setUp} gave a pod. */
+export interface SavedNetwork {
+  ips: string[];
+  netns: string;
+}
+
+/** One attachment as kept in `stateDir` (`<uid>.json`). */
+export interface SavedAttachment extends SavedNetwork {
+  version: 1;
+  uid: string;
+  namespace: string;
+  name: string;
+  /** The TCP ports listened on. */
+  ports: number[];
+  /** SHA-256 (hex) of each credential the pod's agents may hold; never a credential. */
+  credentialHashes: string[];
 }
 
 /** A Service as vkubelet knows it. */
@@ -75,6 +109,11 @@ export interface TunnelHostDeps {
   serverCaPem: string;
   clusterDomain?: string;
   credentials?: TunnelCredentials;
+  /**
+   * Where attachments are kept across restarts (one directory per node; made 0700). Without
+   * it a restart loses them: adopted pods are not reattached.
+   */
+  stateDir?: string;
 }
 
 /** What a remote provider gets for a pod: what to report and how to start its agent. */
@@ -94,6 +133,8 @@ interface AttachedPod {
   key: string;
   netns: string;
   ips: string[];
+  /** The TCP ports listened on. */
+  ports: number[];
   listeners: { close(): Promise<void> }[];
   session?: MuxSession;
   control?: WritableStreamDefaultWriter<Uint8Array>;
@@ -119,10 +160,11 @@ export class TunnelHost {
     if (!uid) throw new TypeError("Pod has no metadata.uid: attach pods read from the cluster");
     await this.detach(pod);
     const { ips, netns } = await this.#deps.network.setUp(pod);
-    const entry: AttachedPod = { pod, key: podKey(pod), netns, ips, listeners: [] };
+    const ports = declaredTcpPorts(pod);
+    const entry: AttachedPod = { pod, key: podKey(pod), netns, ips, ports, listeners: [] };
     this.#pods.set(uid, entry);
     try {
-      for (const port of declaredTcpPorts(pod)) {
+      for (const port of ports) {
         entry.listeners.push(
           await this.#deps.network.listen(netns, port, (conn) => this.#inbound(entry, port, conn)),
         );
@@ -131,11 +173,104 @@ export class TunnelHost {
       await this.detach(pod);
       throw err;
     }
-    const { credential, hash } = await this.#credentials.issue(uid);
+    const issued = await this.#credentials.issue(uid);
+    try {
+      await this.#save(entry);
+    } catch (err) {
+      await this.detach(pod);
+      throw err;
+    }
+    return this.#attachment(entry, issued);
+  }
+
+  /**
+   * After a restart: the pod attached by an earlier process (kept in `stateDir`) attached again
+   * with the same IP and namespace, its listeners made anew, and its agents' credentials
+   * accepted; a new credential (also accepted) is issued for the pod's next runs. Undefined
+   * when nothing is kept for the pod (it was never attached, or there is no `stateDir`).
+   */
+  async reattach(pod: Pod): Promise<TunnelAttachment | undefined> {
+    const uid = pod.metadata?.uid;
+    if (!uid) throw new TypeError("Pod has no metadata.uid: reattach pods read from the cluster");
+    const saved = await this.#load(uid);
+    if (!saved) return undefined;
+    const known = this.#pods.get(uid);
+    if (known) {
+      return this.#attachment(known, await this.#credentials.issue(uid, true));
+    }
+    await this.#deps.network.restore?.(pod, saved);
+    const ports = Array.isArray(saved.ports) ? saved.ports : declaredTcpPorts(pod);
+    const entry: AttachedPod = {
+      pod,
+      key: podKey(pod),
+      netns: saved.netns,
+      ips: saved.ips,
+      ports,
+      listeners: [],
+    };
+    this.#pods.set(uid, entry);
+    this.#credentials.restore(uid, ...saved.credentialHashes);
+    try {
+      for (const port of ports) {
+        entry.listeners.push(
+          await this.#deps.network.listen(
+            saved.netns,
+            port,
+            (conn) => this.#inbound(entry, port, conn),
+          ),
+        );
+      }
+      const issued = await this.#credentials.issue(uid, true);
+      await this.#save(entry);
+      this.#deps.log.info("pod {pod} reattached at {ip}", { pod: entry.key, ip: saved.ips[0] });
+      return this.#attachment(entry, issued);
+    } catch (err) {
+      await this.detach(pod);
+      throw err;
+    }
+  }
+
+  /**
+   * Once the pods on this node are known after a start (a successful list, each adopted one
+   * {@link reattach reattached}): every attachment kept in `stateDir` whose pod is not among
+   * `pods` is detached (its pod went away while vkubelet was not running) and its state
+   * removed. Never call it after a failed list: every kept pod would look gone.
+   */
+  async adopted(pods: Pod[]): Promise<void> {
+    const dir = this.#deps.stateDir;
+    if (!dir) return;
+    const keep = new Set(pods.map((p) => p.metadata?.uid));
+    for (const uid of await savedUids(dir)) {
+      if (keep.has(uid) || this.#pods.has(uid)) continue;
+      const saved = await this.#load(uid).catch(() => undefined);
+      const pod: Pod = {
+        metadata: { uid, namespace: saved?.namespace, name: saved?.name },
+      };
+      this.#deps.log.info("detaching pod {pod}: it went away while vkubelet was not running", {
+        pod: saved ? `${saved.namespace}/${saved.name}` : uid,
+      });
+      this.#credentials.revoke(uid);
+      try {
+        if (saved) await this.#deps.network.tearDown(pod, saved);
+      } catch (err) {
+        this.#deps.log.warning("cannot tear down the network of gone pod {uid}: {err}", {
+          uid,
+          err,
+        });
+      }
+      await Deno.remove(join(dir, `${uid}.json`)).catch(() => {});
+    }
+  }
+
+  #attachment(
+    entry: AttachedPod,
+    { credential, hash }: { credential: string; hash: string },
+  ): TunnelAttachment {
+    const uid = entry.pod.metadata?.uid ?? "";
     const ca = btoa(this.#deps.serverCaPem);
     return {
-      podIP: ips[0],
-      podIPs: ips,
+      podIP: entry.ips[0],
+      podIPs: entry.ips,
       agentCredential: credential,
       agentArgs: [
         "agent",
@@ -147,10 +282,57 @@ export class TunnelHost {
     };
   }
 
+  /** Keeps `entry` in `stateDir` (0600, replaced whole). */
+  async #save(entry: AttachedPod): Promise<void> {
+    const dir = this.#deps.stateDir;
+    if (!dir) return;
+    const uid = entry.pod.metadata?.uid ?? "";
+    const saved: SavedAttachment = {
+      version: 1,
+      uid,
+      namespace: entry.pod.metadata?.namespace ?? "default",
+      name: entry.pod.metadata?.name ?? "",
+      ips: entry.ips,
+      netns: entry.netns,
+      ports: entry.ports,
+      credentialHashes: this.#credentials.hashes(uid),
+    };
+    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+    await writeAtomically(join(dir, `${uid}.json`), `${JSON.stringify(saved)}\n`);
+  }
+
+  /** The kept attachment of pod `uid`, if any; a file that is not one is an error. */
+  async #load(uid: string): Promise<SavedAttachment | undefined> {
+    const dir = this.#deps.stateDir;
+    if (!dir || !isUid(uid)) return undefined;
+    const path = join(dir, `${uid}.json`);
+    let text: string;
+    try {
+      text = await Deno.readTextFile(path);
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound) return undefined;
+      throw err;
+    }
+    const saved = JSON.parse(text) as SavedAttachment;
+    if (
+      saved?.version !== 1 || saved.uid !== uid || !Array.isArray(saved.ips) ||
+      !saved.ips.length || typeof saved.netns !== "string" ||
+      !Array.isArray(saved.credentialHashes)
+    ) {
+      throw new Error(
+        `${path} is not a tunnel attachment vkubelet keeps (version 1, uid, ips, netns, ` +
+          `credentialHashes); remove it and delete the pod to attach it anew`,
+      );
+    }
+    return saved;
+  }
+
   /** Revokes the pod's credential, ends its tunnel and listeners, and tears its network down. */
   async detach(pod: Pod): Promise<void> {
     const uid = pod.metadata?.uid ?? "";
     this.#credentials.revoke(uid);
+    const dir = this.#deps.stateDir;
+    if (dir && isUid(uid)) await Deno.remove(join(dir, `${uid}.json`)).catch(() => {});
     const entry = this.#pods.get(uid);
     if (!entry) return;
     this.#pods.delete(uid);
@@ -339,6 +521,25 @@ export function declaredTcpPorts(pod: Pod): number[] {
     for (const p of c.ports ?? []) if ((p.protocol ?? "TCP") === "TCP") ports.add(p.containerPort);
   }
   return [...ports];
+}
+
+/** A uid that names a file of `stateDir` and nothing else. */
+function isUid(uid: string): boolean {
+  return /^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(uid);
+}
+
+/** The uids of the attachments kept in `dir`. */
+async function savedUids(dir: string): Promise<string[]> {
+  const uids: string[] = [];
+  try {
+    for await (const e of Deno.readDir(dir)) {
+      const uid = e.isFile && e.name.endsWith(".json") ? e.name.slice(0, -5) : "";
+      if (isUid(uid)) uids.push(uid);
+    }
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  }
+  return uids;
 }
 
 function podKey(pod: Pod): string {

@@ -12,7 +12,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { join } from "node:path";
 import { HELPER_ENV, toolPath } from "../host/host_tools.ts";
 import { dialInNetns } from "./dial.ts";
-import type { PodNetworkRecord, PodNetworks } from "./pod_network.ts";
+import { type PodNetworkRecord, type PodNetworks, sandboxId } from "./pod_network.ts";
 
 /** A byte connection (the core's `TunnelConn`). */
 export interface RelayedConn {
@@ -37,13 +37,36 @@ export class RemotePodNetworks {
     return { ips: record.ips, netns: record.netns! };
   }
 
-  /** CNI DEL and the namespace removed. */
-  async tearDown(pod: Pod): Promise<void> {
+  /**
+   * After a restart: the namespace and IPs an earlier process's {@link setUp} gave `pod`, taken
+   * over (bound again if its bind is gone, CNI CHECK; see `PodNetworks.adopt`).
+   */
+  async restore(pod: Pod, saved: { ips: string[]; netns: string }): Promise<void> {
+    const record = this.#recordOf(pod, saved);
+    await this.networks.adopt(pod, record, []);
+    this.#records.set(pod.metadata?.uid ?? "", record);
+  }
+
+  /** CNI DEL and the namespace removed; `saved` for a pod an earlier process set up. */
+  async tearDown(pod: Pod, saved?: { ips: string[]; netns: string }): Promise<void> {
     const uid = pod.metadata?.uid ?? "";
-    const record = this.#records.get(uid);
+    const record = this.#records.get(uid) ?? (saved ? this.#recordOf(pod, saved) : undefined);
     this.#records.delete(uid);
     if (record) await this.networks.tearDown(pod, record);
     await Deno.remove(join(this.stateDir, "remote", uid), { recursive: true }).catch(() => {});
+  }
+
+  /** The record {@link setUp} made, rebuilt from what it gave. */
+  #recordOf(pod: Pod, saved: { ips: string[]; netns: string }): PodNetworkRecord {
+    const uid = pod.metadata?.uid ?? "";
+    const dir = join(this.stateDir, "remote", uid);
+    return {
+      netns: saved.netns,
+      containerId: sandboxId(uid),
+      ips: saved.ips,
+      resolvConf: join(dir, "resolv.conf"),
+      hosts: join(dir, "hosts"),
+    };
   }
 
   /** `host:port` dialed from inside `netns`. */
