@@ -4,8 +4,9 @@
  * network (198.19.x.0/24); a real single-node SLURM; a ClusterIP Service made with kubectl (an nft
  * DNAT in the test host stands in for kube-proxy's rule) whose backend answers with the caller's
  * address. A pod made with kubectl gets `status.podIP` on the test host's network, answers there,
- * and calls the Service by the env var vkubelet resolved for it (service links) from that IP; once
- * deleted, its IP answers no more. Root only.
+ * and calls the Service by the env var vkubelet resolved for it (service links) from that IP. After
+ * vkubelet restarts (SIGTERM, the same flags) the same IP answers again through the pod's agent,
+ * which reconnected; once deleted, its IP answers no more. Root only.
  * @module
  */
 import assert from "node:assert/strict";
@@ -38,7 +39,7 @@ socketserver.ThreadingTCPServer((sys.argv[1], 8080), Echo).serve_forever()
 
 Deno.test({
   name:
-    "vkubelet with --remote-pod-network: a SLURM pod made by kubectl answers at its pod IP and calls a Service by its env var",
+    "vkubelet with --remote-pod-network: a SLURM pod made by kubectl answers at its pod IP, calls a Service by its env var, and answers there again after a vkubelet restart",
   ignore: skip !== undefined,
   sanitizeResources: false,
   sanitizeOps: false,
@@ -190,6 +191,32 @@ Deno.test({
         return r.code === 0 && r.stdout;
       }, 20_000);
       assert.equal(inbound, "hello from the job");
+
+      // A vkubelet restart (SIGTERM, the same flags again) keeps the pod's network: it is
+      // adopted and reattached with the same IP, and its agent, running on in the job,
+      // reconnects with its credential and serves the pod IP again.
+      const stopped = await node.stop();
+      assert.equal(stopped.code, 0, node.output().slice(-2000));
+      node = await startVkubelet(cluster, {
+        nodeName,
+        provider: "slurm",
+        like: node,
+        env: slurm.env,
+        args: [`--remote-pod-network=${file}`],
+      });
+      const again = await eventually("the pod at its IP after a restart", async () => {
+        const r = await fromHost();
+        return r.code === 0 && r.stdout;
+      }, 60_000).catch((err) => {
+        throw new Error(`${err.message}\n${tunnelLog()}`);
+      });
+      assert.equal(again, "hello from the job");
+      assert.match(node.output(), /tunnel of pod \S*job\S* connected/, tunnelLog());
+      assert.equal(
+        (await kubectl(["get", "pod", "job", "-o", "jsonpath={.status.podIP}"])).trim(),
+        podIP,
+        "the pod's IP changed across the restart",
+      );
 
       await kubectl(["delete", "pod", "job", "--wait=true", "--timeout=60s"]);
       const after = await fromHost();
