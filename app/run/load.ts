@@ -20,7 +20,7 @@ import { preflight } from "../preflight.ts";
 import type { NodeEntry } from "../node_set.ts";
 import { type Clients, createClients } from "./clients.ts";
 import { StartupConfigError } from "./parts.ts";
-import { remotePodTunnelsFor, type Tunnels } from "./tunnel.ts";
+import { remotePodTunnelsFor, type Tunnels, withTunnelNode } from "./tunnel.ts";
 import type { RunDeps } from "./mod.ts";
 
 /**
@@ -169,7 +169,8 @@ async function loadProviders(
         podNetwork: nodes.tunnels?.byNode.get(entry.name),
       },
     });
-    providers.set(entry.name, provider);
+    const tunnel = nodes.tunnels?.byNode.get(entry.name);
+    providers.set(entry.name, tunnel ? withTunnelNode(provider, tunnel) : provider);
   }));
   for (const [i, result] of loaded.entries()) {
     if (result.status === "fulfilled") continue;

@@ -9,7 +9,7 @@
  * `<stateDir>/attachments/<node>/`, so that adopted pods are reattached after a restart.
  * @module
  */
-import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
+import type { Node, Pod, Service } from "kubernetes-types/core/v1.d.ts";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { fileURLToPath as fromFileUrl } from "node:url";
@@ -18,7 +18,7 @@ import { getLogger, type Logger } from "../../base/log.ts";
 import type { Config } from "../config/config.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Informer, KubeClient } from "../../k8s/mod.ts";
-import type { PodNetworkAttachment, PodNetworkHandle } from "../../provider/mod.ts";
+import type { PodNetworkAttachment, PodNetworkHandle, Provider } from "../../provider/mod.ts";
 import {
   type ClusterService,
   type ServiceSource,
@@ -150,6 +150,10 @@ export interface RemotePodTunnelDeps {
   clusterCaPem?: string;
   /** Where this node's attachments are kept across restarts (`TunnelHostDeps.stateDir`). */
   attachmentsDir?: string;
+  /** The file's `podCIDR`: the Node is registered with it when it has none. */
+  podCIDR?: string;
+  /** This node's CNI ranges, set from the Node's `spec.podCIDRs` ({@link observeNode}). */
+  ranges?: { setPodCIDRs(cidrs: string[]): void };
 }
 
 /**
@@ -232,6 +236,20 @@ export class RemotePodTunnel implements PodNetworkHandle, TunnelEndpoint {
     await this.#made?.detach(pod);
   }
 
+  /** The Node to register: the file's `podCIDR` when it has none (spec is written only then). */
+  configureNode(node: Node): void {
+    const podCIDR = this.#deps.podCIDR;
+    if (podCIDR && !node.spec?.podCIDR && !node.spec?.podCIDRs?.length) {
+      node.spec = { ...node.spec, podCIDR, podCIDRs: [podCIDR] };
+    }
+  }
+
+  /** The Node as the server has it: its podCIDRs (the controller-manager's) are the pods'. */
+  observeNode(node: Node): void {
+    const cidrs = node.spec?.podCIDRs ?? (node.spec?.podCIDR ? [node.spec.podCIDR] : []);
+    this.#deps.ranges?.setPodCIDRs(cidrs);
+  }
+
   /** `/tunnel` on the kubelet API. */
   accept(upgrade: Parameters<TunnelHost["accept"]>[0]): Promise<Response | undefined> {
     if (!this.#made) {
@@ -244,6 +262,31 @@ export class RemotePodTunnel implements PodNetworkHandle, TunnelEndpoint {
   async close(): Promise<void> {
     await this.#made?.close();
   }
+}
+
+/**
+ * `provider` with the node's tunnel in its Node: {@link RemotePodTunnel.configureNode} after the
+ * provider's own, and {@link RemotePodTunnel.observeNode} beside its own.
+ */
+export function withTunnelNode(provider: Provider, tunnel: RemotePodTunnel): Provider {
+  const configure = async (node: Node) => {
+    await provider.configureNode?.(node);
+    tunnel.configureNode(node);
+  };
+  const observe = (node: Node) => {
+    tunnel.observeNode(node);
+    provider.observeNode?.(node);
+  };
+  return new Proxy(provider, {
+    get(target, name) {
+      if (name === "configureNode") return configure;
+      if (name === "observeNode") return observe;
+      const value = Reflect.get(target, name, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+    has: (target, name) =>
+      name === "configureNode" || name === "observeNode" || Reflect.has(target, name),
+  });
 }
 
 /** The nodes' tunnels and the Services informer they share. */
@@ -307,22 +350,21 @@ export async function remotePodTunnels(
   }
   const stateDir = config.stateDir ?? join(startup.stateDir, "remote-pods");
   await Deno.mkdir(stateDir, { recursive: true, mode: 0o700 });
-  const networks = new PodNetworks(config, list, {
-    stateDir,
-    log,
-    nodeIPs: () => startup.entries.map((e) => e.nodeIp),
-  });
   const informer = startup.kube.services.informer({
     clock: startup.clock,
     name: "tunnel services",
   });
   const services = new InformedServices(informer);
   const caPem = config.serverCaFile ? await Deno.readTextFile(config.serverCaFile) : undefined;
-  const network = new RemotePodNetworks(networks, stateDir);
-  const tunnels = new Map(startup.entries.map((entry) => [
-    entry.name,
-    new RemotePodTunnel({
-      network,
+  const tunnels = new Map(startup.entries.map((entry) => {
+    // Each node's ranges are its own (the controller-manager gives each Node a podCIDR).
+    const networks = new PodNetworks(config, list, {
+      stateDir,
+      log: log.with({ node: entry.name }),
+      nodeIPs: () => [entry.nodeIp],
+    });
+    const tunnel = new RemotePodTunnel({
+      network: new RemotePodNetworks(networks, stateDir),
       services,
       log: log.with({ node: entry.name }),
       serverUrl: config.serverUrl?.replace(/\/+$/, "") ??
@@ -332,8 +374,11 @@ export async function remotePodTunnels(
       serverCaPem: caPem,
       clusterCaPem: startup.clusterCaPem,
       attachmentsDir: join(stateDir, "attachments", entry.name),
-    }),
-  ]));
+      podCIDR: config.podCIDR,
+      ranges: networks,
+    });
+    return [entry.name, tunnel] as const;
+  }));
   log.info("remote pods join the pod network by CNI network {name} ({file}) through the tunnel", {
     name: list.name,
     file: list.file,

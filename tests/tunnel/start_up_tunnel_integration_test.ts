@@ -125,6 +125,12 @@ Deno.test({
         env: slurm.env,
         args: [`--remote-pod-network=${file}`],
       });
+      // The file's podCIDR is the Node's (registered with it), as kube-proxy and routes read it.
+      assert.equal(
+        (await cluster.kubectl(["get", "node", nodeName, "-o", "jsonpath={.spec.podCIDR}"]))
+          .stdout.trim(),
+        lab.podCIDR,
+      );
       const port = freePort("127.0.0.1");
       const answer = "HTTP/1.1 200 OK\\r\\nContent-Length: 18\\r\\nConnection: close\\r\\n\\r\\n" +
         "hello from the job";
