@@ -143,3 +143,54 @@ Deno.test("without a pod network the backend's own IP is reported", async () => 
   assert.equal(made[0].network, undefined);
   assert.equal((await pods.getPod("team", "job"))?.status?.podIP, "10.9.9.9");
 });
+
+Deno.test("after a restart adopted pods are reattached, and pods not adopted are let go only after a list that answered", async () => {
+  const calls: string[] = [];
+  const clock = new FakeClock();
+  const { backend, runs } = fakeBackend(calls, clock);
+  const state = { running: { startedAtMs: clock.now() } };
+  runs.set("uid-1", { pod: pod(), containers: { app: { state } }, podIP: "10.9.9.9" });
+  let lists = 0;
+  const list = backend.list;
+  // The first list fails: nothing may be let go then, every kept pod would look gone.
+  backend.list = (signal) =>
+    ++lists === 1 ? Promise.reject(new Error("the backend is down")) : list(signal);
+  const network: PodNetworkHandle = {
+    ...fakeNetwork(calls),
+    reattach(p) {
+      calls.push(`reattach ${p.metadata?.uid}`);
+      return Promise.resolve({
+        podIP: "198.18.1.7",
+        podIPs: ["198.18.1.7"],
+        agentCommand: ["vkubelet", "agent"],
+        agentCredential: "vkt1.uid-1.new",
+      });
+    },
+    adopted(pods) {
+      calls.push(`adopted ${pods.map((p) => p.metadata?.uid).join(",")}`);
+      return Promise.resolve();
+    },
+  };
+  const pods = new RemotePods({
+    backend,
+    clock,
+    log,
+    intervalMs: 1000,
+    podNetwork: network,
+    retryList: true,
+  });
+  const stop = new AbortController();
+  const running = pods.run(stop.signal);
+  for (let i = 0; i < 20 && lists < 1; i++) await new Promise((r) => setTimeout(r, 0));
+  for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 0)); // the failure handled
+  assert.deepEqual(calls, [], "something was reattached or let go after a failed list");
+  for (let i = 0; i < 50 && lists < 2; i++) {
+    clock.advance(1000); // the next try of the list
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  await pods.listPods({});
+  assert.deepEqual(calls, ["reattach uid-1", "adopted uid-1"]);
+  assert.equal((await pods.getPod("team", "job"))?.status?.podIP, "198.18.1.7");
+  stop.abort();
+  await running;
+});
