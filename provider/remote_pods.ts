@@ -100,12 +100,13 @@ export interface RemotePodsOptions<H = unknown> {
   podLogs?: PodLogDir;
   /**
    * Where the mirror reads a container's log: what the provider serves `kubectl logs` from
-   * (a provider whose logs are its own, not the backend's). Default the backend's `logs`.
+   * (a provider whose logs are its own, not the backend's); `false`: not mirrored (a backend whose
+   * log reads are too dear to follow every container, as ACI's under ARM's read limit). Default
+   * the backend's `logs`.
    */
-  mirrorLogs?: (
-    ref: ContainerRef,
-    options: ContainerLogOptions,
-  ) => Promise<ReadableStream<Uint8Array>>;
+  mirrorLogs?:
+    | ((ref: ContainerRef, options: ContainerLogOptions) => Promise<ReadableStream<Uint8Array>>)
+    | false;
   /**
    * The node's pod network for remote pods (ProviderDeps `podNetwork`): each pod is attached
    * before its first run is made (the backend gets the attachment in `make`'s options, its
@@ -213,7 +214,7 @@ export class RemotePods<H = unknown> {
     const { podLogs: dir, clock, log } = options;
     const mirrorable = options.mirrorLogs ?? (options.backend.logs && this.getContainerLogs);
     if (dir && mirrorable && dir.options.maxStreams !== 0) {
-      const logs = options.mirrorLogs ??
+      const logs = options.mirrorLogs ||
         ((ref: ContainerRef, o: ContainerLogOptions) => this.getContainerLogs(ref, o));
       this.#mirror = new LogMirror({ dir, logs, clock, log });
       this.#table.subscribe((pod) => this.#mirror?.observe(pod));

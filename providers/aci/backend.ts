@@ -85,7 +85,7 @@ export function aciPodsSetup(
     // Not mirrored into --pod-log-dir: the kit's mirror follows each container, which for ACI is
     // a Containers_ListLogs GET per container every 2 s — 200 streams make 100 reads a second,
     // four times ARM's read limit for the whole subscription (see ./client/read_budget.ts).
-    mirrorLogs: undefined,
+    mirrorLogs: false,
   });
 }
 
