@@ -8,6 +8,7 @@ export type * from "./contract.ts";
 export { providerCapabilities } from "./contract.ts";
 export type * from "./stats.ts";
 export { formatGoFloat, metricsText } from "./metrics.ts";
+export { podsSummary, type SummaryNode } from "./stats_summary.ts";
 export {
   formatMap,
   goQuote,

@@ -12,13 +12,14 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type {
-  Clock,
-  ContainerStats,
-  Logger,
-  PodStats,
-  RemoteRun,
-  StatsSummary,
+import {
+  type Clock,
+  type ContainerStats,
+  type Logger,
+  podsSummary,
+  type PodStats,
+  type RemoteRun,
+  type StatsSummary,
 } from "../../provider/mod.ts";
 import type { ContainerGroup } from "./azure.ts";
 import type { ContainerUsage } from "./client/monitor.ts";
@@ -82,7 +83,7 @@ export class AciUsage {
       const stats = this.#podStats(r, nowMs);
       return stats ? [stats] : [];
     });
-    return summaryOf(nodeName, startMs, nowMs, pods);
+    return podsSummary({ nodeName, startMs }, nowMs, pods);
   }
 
   async #refresh(running: RunningPod[], signal?: AbortSignal): Promise<void> {
@@ -162,32 +163,4 @@ export class AciUsage {
     this.#cpu.set(key, counter);
     return counter.coreNs;
   }
-}
-
-/** The summary: the pods', and a node that adds them up. */
-function summaryOf(
-  nodeName: string,
-  startMs: number,
-  nowMs: number,
-  pods: PodStats[],
-): StatsSummary {
-  const time = new Date(nowMs).toISOString();
-  const sum = (f: (p: PodStats) => number | undefined) => pods.reduce((n, p) => n + (f(p) ?? 0), 0);
-  return {
-    node: {
-      nodeName,
-      startTime: new Date(startMs).toISOString(),
-      cpu: {
-        time,
-        usageNanoCores: sum((p) => p.cpu?.usageNanoCores),
-        usageCoreNanoSeconds: sum((p) => p.cpu?.usageCoreNanoSeconds),
-      },
-      memory: {
-        time,
-        usageBytes: sum((p) => p.memory?.usageBytes),
-        workingSetBytes: sum((p) => p.memory?.workingSetBytes),
-      },
-    },
-    pods,
-  };
 }

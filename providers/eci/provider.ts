@@ -11,6 +11,7 @@ import {
   type ContainerRef,
   type ExecOptions,
   NotFoundError,
+  podsSummary,
   type Provider,
   type ProviderDeps,
   RemotePodsProvider,
@@ -20,7 +21,7 @@ import type { ContainerGroup, EciApi } from "./client/api.ts";
 import { type EciBackend, eciGroupsSetup } from "./backend.ts";
 import type { EciConfig } from "./config.ts";
 import { execInGroup } from "./streams/exec.ts";
-import { groupsStats, statsSummary } from "./stats.ts";
+import { groupsStats } from "./stats.ts";
 
 /** Runs the virtual node's pods as ECI container groups; see the module doc. */
 export class EciProvider extends RemotePodsProvider<ContainerGroup, EciBackend>
@@ -65,6 +66,10 @@ export class EciProvider extends RemotePodsProvider<ContainerGroup, EciBackend>
   /** Each running group's newest DescribeContainerGroupMetric sample; the node is their sum. */
   async getStatsSummary(options: CallOptions): Promise<StatsSummary> {
     const pods = await groupsStats(this.#api, this.pods.running(), options.signal);
-    return statsSummary(this.deps.nodeName, this.#startMs, this.deps.clock.now(), pods);
+    return podsSummary(
+      { nodeName: this.deps.nodeName, startMs: this.#startMs },
+      this.deps.clock.now(),
+      pods,
+    );
   }
 }

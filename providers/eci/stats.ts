@@ -6,7 +6,7 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { ContainerStats, PodStats, RemoteRun, StatsSummary } from "../../provider/mod.ts";
+import type { ContainerStats, PodStats, RemoteRun } from "../../provider/mod.ts";
 import type { ContainerGroup, EciApi, MetricRecord } from "./client/api.ts";
 
 type Cpu = MetricRecord["CPU"];
@@ -51,34 +51,6 @@ export function podStatsOf(
     containers,
     cpu: cpuOf(sample?.CPU, time),
     memory: memoryOf(sample?.memory, time),
-  };
-}
-
-/** The summary: the pods', and a node that adds them up. */
-export function statsSummary(
-  nodeName: string,
-  startMs: number,
-  nowMs: number,
-  pods: PodStats[],
-): StatsSummary {
-  const time = new Date(nowMs).toISOString();
-  const sum = (f: (p: PodStats) => number | undefined) => pods.reduce((n, p) => n + (f(p) ?? 0), 0);
-  return {
-    node: {
-      nodeName,
-      startTime: new Date(startMs).toISOString(),
-      cpu: {
-        time,
-        usageNanoCores: sum((p) => p.cpu?.usageNanoCores),
-        usageCoreNanoSeconds: sum((p) => p.cpu?.usageCoreNanoSeconds),
-      },
-      memory: {
-        time,
-        usageBytes: sum((p) => p.memory?.usageBytes),
-        workingSetBytes: sum((p) => p.memory?.workingSetBytes),
-      },
-    },
-    pods,
   };
 }
 

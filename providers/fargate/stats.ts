@@ -11,12 +11,13 @@
 import type { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import type { Task } from "@aws-sdk/client-ecs";
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import type {
-  Clock,
-  ContainerStats,
-  PodStats,
-  RemoteRun,
-  StatsSummary,
+import {
+  type Clock,
+  type ContainerStats,
+  podsSummary,
+  type PodStats,
+  type RemoteRun,
+  type StatsSummary,
 } from "../../provider/mod.ts";
 import { readTaskUsage, type TaskUsage } from "./client/metrics.ts";
 import type { Throttle } from "./client/throttle.ts";
@@ -85,26 +86,7 @@ export class TaskStats {
     });
     // Counters of pods that no longer run are dropped.
     this.#counters = counters;
-    const time = new Date(nowMs).toISOString();
-    const sum = (f: (p: PodStats) => number | undefined) =>
-      pods.reduce((n, p) => n + (f(p) ?? 0), 0);
-    return {
-      node: {
-        nodeName: this.#d.nodeName,
-        startTime: new Date(this.#startMs).toISOString(),
-        cpu: {
-          time,
-          usageNanoCores: sum((p) => p.cpu?.usageNanoCores),
-          usageCoreNanoSeconds: sum((p) => p.cpu?.usageCoreNanoSeconds),
-        },
-        memory: {
-          time,
-          usageBytes: sum((p) => p.memory?.usageBytes),
-          workingSetBytes: sum((p) => p.memory?.workingSetBytes),
-        },
-      },
-      pods,
-    };
+    return podsSummary({ nodeName: this.#d.nodeName, startMs: this.#startMs }, nowMs, pods);
   }
 
   #podStats(

@@ -17,7 +17,12 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import type { PodStats, RemoteRun, StatsSummary } from "../../provider/mod.ts";
+import {
+  podsSummary,
+  type PodStats,
+  type RemoteRun,
+  type StatsSummary,
+} from "../../provider/mod.ts";
 import type { ZunHandle } from "./status.ts";
 import { mapLimited } from "./client/_limit.ts";
 import type { ZunApi } from "./client/zun_api.ts";
@@ -69,6 +74,7 @@ const TOP_ARGS = ["pid,time", "-o pid,time"];
 export class ZunStats {
   readonly #api: ZunApi;
   readonly #node: { nodeName: string; startMs: number };
+  readonly #clock: { now(): number };
   /** The `ps_args` this Zun's engine took, once one did. */
   #topArgs?: string;
 
@@ -76,6 +82,7 @@ export class ZunStats {
   constructor(api: ZunApi, deps: { nodeName: string; clock: { now(): number } }) {
     this.#api = api;
     this.#node = { nodeName: deps.nodeName, startMs: deps.clock.now() };
+    this.#clock = deps.clock;
   }
 
   /** The CPU seconds of the container's live processes, or undefined when top answers none. */
@@ -142,17 +149,6 @@ export class ZunStats {
       8,
       ({ pod, run, startTimeMs }) => this.podStats(pod, run.handle!.uuid, startTimeMs, signal),
     )).filter((p): p is PodStats => p !== undefined);
-    const time = new Date().toISOString();
-    const sum = (f: (p: PodStats) => number | undefined) =>
-      pods.reduce((n, p) => n + (f(p) ?? 0), 0);
-    return {
-      node: {
-        nodeName: this.#node.nodeName,
-        startTime: new Date(this.#node.startMs).toISOString(),
-        cpu: { time, usageCoreNanoSeconds: sum((p) => p.cpu?.usageCoreNanoSeconds) },
-        memory: { time, workingSetBytes: sum((p) => p.memory?.workingSetBytes) },
-      },
-      pods,
-    };
+    return podsSummary(this.#node, this.#clock.now(), pods);
   }
 }
