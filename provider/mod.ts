@@ -10,6 +10,12 @@ export type * from "./stats.ts";
 export { formatGoFloat, metricsText } from "./metrics.ts";
 export { podsSummary, type SummaryNode } from "./stats_summary.ts";
 export {
+  checkNamespaceAllows,
+  type NamespaceAllowlist,
+  type PodServiceAccount,
+  podServiceAccount,
+} from "./service_account_grant.ts";
+export {
   formatMap,
   goQuote,
   type PodAddresses,

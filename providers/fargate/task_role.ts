@@ -15,10 +15,10 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import {
+  checkNamespaceAllows,
   InvalidInputError,
-  isKubeNotFound,
+  podServiceAccount,
   type ProviderKubeClient,
-  TransientError,
 } from "../../provider/mod.ts";
 import type { FargateConfig } from "./config.ts";
 
@@ -49,21 +49,8 @@ export async function taskRoleFor(
   if (Object.keys(config.allowedTaskRoles).length === 0) {
     return { arn: config.taskRoleArn, notes: [] };
   }
-  const namespace = pod.metadata?.namespace ?? "";
-  const name = pod.spec?.serviceAccountName || "default";
-  const what = `serviceaccount ${namespace}/${name}`;
-  const get = options.kube?.serviceAccounts.get?.bind(options.kube.serviceAccounts);
-  if (!get) {
-    throw new TransientError(
-      `cannot read ${what} for its task role: vkubelet's Kubernetes client has no ServiceAccount reads`,
-    );
-  }
-  const account = await get(namespace, name, { signal: options.signal }).catch((err) => {
-    const why = isKubeNotFound(err)
-      ? "it does not exist"
-      : `${err instanceof Error ? err.message : err}; vkubelet needs get on serviceaccounts`;
-    throw new TransientError(`cannot read ${what} for its task role: ${why}`, { cause: err });
-  });
+  const sa = await podServiceAccount(pod, options.kube, "its task role", options.signal);
+  const { account, what } = sa;
   const annotations = account.metadata?.annotations ?? {};
   const arn = annotations[TASK_ROLE_ANNOTATION];
   if (arn === undefined) {
@@ -78,31 +65,11 @@ export async function taskRoleFor(
         `IAM role (arn:aws:iam::<account>:role/<name>, no wildcards)`,
     );
   }
-  if (!roleAllowed(config.allowedTaskRoles, namespace, arn)) {
-    throw new InvalidInputError(
-      `${what}: annotation ${TASK_ROLE_ANNOTATION} names ${arn}, which the provider config's ` +
-        `allowedTaskRoles does not allow in namespace ${namespace} (neither ` +
-        `allowedTaskRoles.${namespace} nor allowedTaskRoles["*"] matches it); add it to ` +
-        `allowedTaskRoles.${namespace} if that namespace may use it, or change the annotation`,
-    );
-  }
+  checkNamespaceAllows(sa, {
+    annotation: TASK_ROLE_ANNOTATION,
+    value: arn,
+    key: "allowedTaskRoles",
+    allowed: config.allowedTaskRoles,
+  });
   return { arn, notes: [] };
-}
-
-/** Whether `arn` matches a pattern of `namespace`'s list or of the `"*"` list. */
-function roleAllowed(
-  allowed: Readonly<Record<string, readonly string[]>>,
-  namespace: string,
-  arn: string,
-): boolean {
-  // Own-property reads only: a namespace called "constructor" must not find Object's.
-  const lists = [namespace, "*"].map((key) => Object.hasOwn(allowed, key) ? allowed[key] : []);
-  return lists.flat().some((pattern) => matchesRolePattern(pattern, arn));
-}
-
-/** `pattern` with `*` standing for any run of characters (as IAM's own ARN wildcards). */
-function matchesRolePattern(pattern: string, arn: string): boolean {
-  if (!pattern.includes("*")) return pattern === arn;
-  const parts = pattern.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, "\\$&"));
-  return new RegExp(`^${parts.join(".*")}$`).test(arn);
 }

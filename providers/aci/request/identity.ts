@@ -16,10 +16,10 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import {
+  checkNamespaceAllows,
   InvalidInputError,
-  isKubeNotFound,
+  podServiceAccount,
   type ProviderKubeClient,
-  TransientError,
 } from "../../../provider/mod.ts";
 
 /** The ServiceAccount annotation that names a pod's user-assigned managed identity. */
@@ -52,23 +52,8 @@ export async function identityFor(
   options: IdentityOptions,
 ): Promise<{ identity?: GroupIdentity; notes: string[] }> {
   if (Object.keys(options.allowed).length === 0) return { notes: [] };
-  const namespace = pod.metadata?.namespace ?? "";
-  const name = pod.spec?.serviceAccountName || "default";
-  const what = `serviceaccount ${namespace}/${name}`;
-  const get = options.kube?.serviceAccounts.get?.bind(options.kube.serviceAccounts);
-  if (!get) {
-    throw new TransientError(
-      `cannot read ${what} for its managed identity: vkubelet's Kubernetes client has no ServiceAccount reads`,
-    );
-  }
-  const account = await get(namespace, name, { signal: options.signal }).catch((err) => {
-    const why = isKubeNotFound(err)
-      ? "it does not exist"
-      : `${err instanceof Error ? err.message : err}; vkubelet needs get on serviceaccounts`;
-    throw new TransientError(`cannot read ${what} for its managed identity: ${why}`, {
-      cause: err,
-    });
-  });
+  const sa = await podServiceAccount(pod, options.kube, "its managed identity", options.signal);
+  const { account, what } = sa;
   const annotations = account.metadata?.annotations ?? {};
   const id = annotations[IDENTITY_ANNOTATION];
   if (id === undefined) {
@@ -84,30 +69,11 @@ export async function identityFor(
         `providers/Microsoft.ManagedIdentity/userAssignedIdentities/<name>, no wildcards)`,
     );
   }
-  if (!identityAllowed(options.allowed, namespace, id)) {
-    throw new InvalidInputError(
-      `${what}: annotation ${IDENTITY_ANNOTATION} names ${id}, which the provider config's ` +
-        `allowedIdentities does not allow in namespace ${namespace} (neither ` +
-        `allowedIdentities.${namespace} nor allowedIdentities["*"] matches it); add it to ` +
-        `allowedIdentities.${namespace} if that namespace may use it, or change the annotation`,
-    );
-  }
+  checkNamespaceAllows(sa, {
+    annotation: IDENTITY_ANNOTATION,
+    value: id,
+    key: "allowedIdentities",
+    allowed: options.allowed,
+  }, { ignoreCase: true }); // ARM resource IDs compare without case
   return { identity: { type: "UserAssigned", userAssignedIdentities: { [id]: {} } }, notes: [] };
-}
-
-/** Whether `id` matches a pattern of `namespace`'s list or of the `"*"` list. */
-function identityAllowed(
-  allowed: Readonly<Record<string, readonly string[]>>,
-  namespace: string,
-  id: string,
-): boolean {
-  // Own-property reads only: a namespace called "constructor" must not find Object's.
-  const lists = [namespace, "*"].map((key) => Object.hasOwn(allowed, key) ? allowed[key] : []);
-  return lists.flat().some((pattern) => matches(pattern, id));
-}
-
-/** ARM resource IDs compare without case; `*` in a pattern stands for any run of characters. */
-function matches(pattern: string, id: string): boolean {
-  const parts = pattern.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, "\\$&"));
-  return new RegExp(`^${parts.join(".*")}$`, "i").test(id);
 }
