@@ -130,6 +130,7 @@ export {
   tagMap,
 } from "./pod_tags.ts";
 export { qosClass } from "./qos.ts";
+export { requestOrLimit } from "./resources.ts";
 export { effectiveSecurityContext } from "./security_context.ts";
 /** Whether a URL is safe for a credential: https, or plain http to this machine only. */
 export { credentialUrlProblem } from "./credential_url.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError, quantityToNumber } from "../../../provider/mod.ts";
+import { InvalidInputError, requestOrLimit } from "../../../provider/mod.ts";
 
 const GIB = 1024 ** 3;
 
@@ -40,22 +40,7 @@ export interface GroupSize {
 
 /** One container's vCPUs and GiB: the larger of request and limit. */
 export function containerSize(c: Container, field: string): { cpu: number; memory: number } {
-  const amount = (resource: "cpu" | "memory"): number => {
-    let most = 0;
-    for (const kind of ["requests", "limits"] as const) {
-      const text = c.resources?.[kind]?.[resource];
-      if (text === undefined) continue;
-      const value = quantityToNumber(text);
-      if (value === undefined || value < 0) {
-        throw new InvalidInputError(
-          `${field}.resources.${kind}.${resource}: ${text} is not a quantity`,
-        );
-      }
-      most = Math.max(most, value);
-    }
-    return most;
-  };
-  return { cpu: amount("cpu"), memory: amount("memory") / GIB };
+  return { cpu: requestOrLimit(c, "cpu", field), memory: requestOrLimit(c, "memory", field) / GIB };
 }
 
 /**

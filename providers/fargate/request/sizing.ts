@@ -5,7 +5,7 @@
  * @module
  */
 import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
-import { InvalidInputError, quantityToNumber } from "../../../provider/mod.ts";
+import { InvalidInputError, requestOrLimit } from "../../../provider/mod.ts";
 
 const MIB = 1024 * 1024;
 
@@ -46,24 +46,9 @@ export function containerSize(
   container: Container,
   field: string,
 ): { cpu: number; memory: number } {
-  const amount = (resource: "cpu" | "memory"): number => {
-    let most = 0;
-    for (const kind of ["requests", "limits"] as const) {
-      const text = container.resources?.[kind]?.[resource];
-      if (text === undefined) continue;
-      const value = quantityToNumber(text);
-      if (value === undefined || value < 0) {
-        throw new InvalidInputError(
-          `${field}.resources.${kind}.${resource}: ${text} is not a quantity`,
-        );
-      }
-      most = Math.max(most, value);
-    }
-    return most;
-  };
   return {
-    cpu: Math.ceil(amount("cpu") * 1024 - 1e-9),
-    memory: Math.ceil(amount("memory") / MIB - 1e-9),
+    cpu: Math.ceil(requestOrLimit(container, "cpu", field) * 1024 - 1e-9),
+    memory: Math.ceil(requestOrLimit(container, "memory", field) / MIB - 1e-9),
   };
 }
 
