@@ -15,7 +15,9 @@ export type NamespaceAllowlist = Readonly<Record<string, readonly string[]>>;
 
 /** The pod's ServiceAccount and how messages name it. */
 export interface PodServiceAccount {
+  /** The ServiceAccount as read. */
   account: ServiceAccount;
+  /** The pod's (and the account's) namespace. */
   namespace: string;
   /** `serviceaccount <namespace>/<name>`. */
   what: string;
