@@ -127,7 +127,11 @@ export class ZunStats {
         ? { availableBytes: Math.max(0, Math.round(limitMiB * 1024 * 1024) - workingSetBytes) }
         : {}),
     };
-    const cpu = { time, usageCoreNanoSeconds: cpuSeconds * 1e9 };
+    // A running container has spent some CPU; TIME counts it in whole seconds, so an idle one
+    // reads 0, and metrics-server drops a pod any of whose containers reports a CPU counter of 0
+    // (pkg/scraper/client/resource/decode.go): the HPA then has no figure and never scales down.
+    // Below the resolution it is reported as 1 ns, the least that is not nothing.
+    const cpu = { time, usageCoreNanoSeconds: Math.max(1, cpuSeconds * 1e9) };
     const { namespace = "", name = "", uid = "" } = pod.metadata ?? {};
     return {
       podRef: { namespace, name, uid },
