@@ -82,10 +82,11 @@ export function aciPodsSetup(
     // A deletion seen before the groups are adopted would leave its group running.
     retryList: true,
     keepPodIP: true,
-    // Not mirrored into --pod-log-dir: the kit's mirror follows each container, which for ACI is
-    // a Containers_ListLogs GET per container every 2 s — 200 streams make 100 reads a second,
-    // four times ARM's read limit for the whole subscription (see ./client/read_budget.ts).
-    mirrorLogs: false,
+    // Not mirrored into --pod-log-dir unless the config asks: the kit's mirror follows each
+    // container, which for ACI is a Containers_ListLogs GET per container every 2 s — 200 streams
+    // make 100 reads a second, four times ARM's read limit for the whole subscription (see
+    // ./client/read_budget.ts). A node of a few pods may (--pod-log-max-streams bounds it).
+    ...(config.mirrorLogs ? {} : { mirrorLogs: false as const }),
   });
 }
 

@@ -24,6 +24,7 @@
  * armReads: { perSecond: 20, burst: 100 } # vkubelet's share of ARM's reads (25/s per principal)
  * endpoint: https://management.azure.com # optional: another ARM endpoint (plain http: loopback only)
  * metricsInterval: 60s                   # how often a group's Azure Monitor figures are read again
+ * mirrorLogs: false                      # true: logs to --pod-log-dir (an ARM read per container every 2 s)
  * monitorEndpoint: https://management.azure.com  # optional: where Azure Monitor's metrics are read
  * ```
  * @module
@@ -158,6 +159,9 @@ export const aciConfigSchema = z.strictObject({
     }
     return ms;
   }),
+  // Off by default: following a container's log is a Containers_ListLogs read every 2 s, and 200
+  // followed logs ask ARM four times its read limit (see ./backend.ts).
+  mirrorLogs: z.boolean().default(false),
   // ARM's token bucket for reads is 250, refilled at 25 a second (see ./client/read_budget.ts).
   armReads: z.strictObject({
     perSecond: z.number().positive().max(25, {

@@ -73,6 +73,7 @@ export interface ProviderOnAci extends AciBackend {
 export async function startProviderOnAci(
   extra: Record<string, unknown> = {},
   kube?: ProviderKubeClient,
+  moreDeps: Partial<ProviderDeps> = {},
 ): Promise<ProviderOnAci> {
   const backend = await startBackend();
   const shutdown = new AbortController();
@@ -84,6 +85,7 @@ export async function startProviderOnAci(
     daemonPort: 10250,
     signal: shutdown.signal,
     kube,
+    ...moreDeps,
   };
   // Azure Monitor's metrics go to the emulator directly: Prism has no description to check them by.
   const monitor = { monitorEndpoint: backend.emu.url, metricsInterval: "1s" };
