@@ -18,24 +18,10 @@ import { NOBODY, startSlurm } from "../../tools/harness/slurm.ts";
 import { eventually } from "../../tools/harness/wait.ts";
 import { freePort } from "../../app/run/parts.ts";
 import { networkLab, networkSkipReason, tryRun } from "../providers/process/_network_lab.ts";
+import { serviceBackend } from "./_service_backend.ts";
 
 const skip = networkSkipReason();
 if (skip) console.warn(`start-up tunnel test skipped: ${skip}`);
-
-const ECHO = `
-import http.server, socketserver, sys
-class Echo(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = f"backend saw {self.client_address[0]}\\n".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-socketserver.ThreadingTCPServer.allow_reuse_address = True
-socketserver.ThreadingTCPServer((sys.argv[1], 8080), Echo).serve_forever()
-`;
 
 Deno.test({
   name:
@@ -50,11 +36,7 @@ Deno.test({
     const slurm = await startSlurm();
     const dir = await Deno.makeTempDir({ prefix: "vk-startup-tunnel-" });
     await Deno.chmod(dir, 0o755);
-    const backend = new Deno.Command("ip", {
-      args: ["netns", "exec", lab.name, "python3", "-c", ECHO, "0.0.0.0"],
-      stdout: "null",
-      stderr: "null",
-    }).spawn();
+    const backend = serviceBackend(lab, "0.0.0.0");
     const nodeName = `vk-tunnel-${crypto.randomUUID().slice(0, 6)}`;
     const ns = await cluster.newNamespace("tunnel");
     const kubectl = cluster.kubectlIn(ns);
@@ -70,30 +52,7 @@ Deno.test({
       const clusterIP =
         (await kubectl(["get", "service", "web", "-o", "jsonpath={.spec.clusterIP}"]))
           .trim();
-      await Deno.writeTextFile(
-        join(dir, "svc.nft"),
-        `table ip vkt_svc {
-  chain pre { type nat hook prerouting priority -100; ip daddr ${clusterIP} tcp dport 8080 dnat to ${lab.gateway}:8080; }
-}`,
-      );
-      await lab.inHost("nft", "-f", join(dir, "svc.nft"));
-      // The Service's backend (python) may still be starting on a loaded machine.
-      await eventually(
-        "the Service's backend",
-        async () =>
-          (await tryRun(
-            "ip",
-            "netns",
-            "exec",
-            lab.name,
-            "curl",
-            "-sS",
-            "-m",
-            "1",
-            "http://127.0.0.1:8080/",
-          ))
-            .code === 0,
-      );
+      await backend.route([{ ip: clusterIP, port: 8080 }], dir);
       // The agent as a job of nobody runs it: Deno and the agent's source readable by nobody.
       const deno = join(dir, "deno");
       await Deno.copyFile(Deno.execPath(), deno);
@@ -229,12 +188,7 @@ Deno.test({
       assert.notEqual(after.stdout, "hello from the job", "the pod IP answered after deletion");
     } finally {
       await node?.stop();
-      try {
-        backend.kill("SIGKILL");
-      } catch {
-        // it ended already
-      }
-      await backend.status;
+      await backend.stop();
       await slurm.stop();
       await lab.close();
       await Deno.remove(dir, { recursive: true }).catch(() => {});

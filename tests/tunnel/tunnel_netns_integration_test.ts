@@ -18,24 +18,10 @@ import { RemotePodNetworks } from "../../providers/process/network/tunnel_networ
 import { ListedServices, remotePod, startTunnelServer } from "../../tools/tunnel/server.ts";
 import { log } from "../../tools/harness/kubelet_api_fakes.ts";
 import { networkLab, networkSkipReason, tryRun } from "../providers/process/_network_lab.ts";
+import { serviceBackend } from "./_service_backend.ts";
 
 const skip = networkSkipReason();
 if (skip) console.warn(`tunnel netns test skipped: ${skip}`);
-
-const ECHO = `
-import http.server, socketserver, sys
-class Echo(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = f"backend saw {self.client_address[0]}\\n".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-socketserver.ThreadingTCPServer.allow_reuse_address = True
-socketserver.ThreadingTCPServer((sys.argv[1], 8080), Echo).serve_forever()
-`;
 
 const CLUSTER_IP = "198.18.96.77";
 
@@ -52,11 +38,7 @@ Deno.test({
   async fn() {
     const lab = await networkLab();
     const stateDir = await Deno.makeTempDir({ prefix: "vk-tunnel-state-" });
-    const backend = new Deno.Command("ip", {
-      args: ["netns", "exec", lab.name, "python3", "-c", ECHO, lab.gateway],
-      stdout: "null",
-      stderr: "null",
-    }).spawn();
+    const backend = serviceBackend(lab, "0.0.0.0");
     const podListener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
     const podPort = podListener.addr.port;
     const podServing = (async () => {
@@ -75,11 +57,7 @@ Deno.test({
     const stop = new AbortController();
     let agent: Promise<void> | undefined;
     try {
-      const rules = `table ip vkt_svc {
-  chain pre { type nat hook prerouting priority -100; ip daddr ${CLUSTER_IP} tcp dport 80 dnat to ${lab.gateway}:8080; }
-}`;
-      await Deno.writeTextFile(join(stateDir, "svc.nft"), rules);
-      await lab.inHost("nft", "-f", join(stateDir, "svc.nft"));
+      await backend.route([{ ip: CLUSTER_IP, port: 80 }], stateDir);
       const list = await loadNetworkConfig(lab.network.cniConfDir);
       const networks = new PodNetworks(
         { ...lab.network, cniBinDir: [lab.network.cniBinDir] },
@@ -171,8 +149,7 @@ Deno.test({
       await agent;
       podListener.close();
       await podServing;
-      backend.kill("SIGKILL");
-      await backend.status;
+      await backend.stop();
       await lab.close();
       await Deno.remove(stateDir, { recursive: true }).catch(() => {});
     }

@@ -31,27 +31,13 @@ import { eventually } from "../../../tools/harness/wait.ts";
 import { ListedServices, startTunnelNode } from "../../../tools/tunnel/server.ts";
 import { freePort } from "../../../app/run/parts.ts";
 import { networkLab, networkSkipReason, tryRun } from "../process/_network_lab.ts";
+import { serviceBackend } from "../../tunnel/_service_backend.ts";
 
 const skip = networkSkipReason();
 const plugin = skip ? { missing: skip } : await ensureSlurmPlugin();
 if ("missing" in plugin) console.warn(`interlink tunnel test skipped: ${plugin.missing}`);
 
 const CLUSTER_IP = "198.18.96.79";
-
-const ECHO = `
-import http.server, socketserver, sys
-class Echo(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = f"backend saw {self.client_address[0]}\\n".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-socketserver.ThreadingTCPServer.allow_reuse_address = True
-socketserver.ThreadingTCPServer((sys.argv[1], 8080), Echo).serve_forever()
-`;
 
 /** The container: an HTTP answer on 127.0.0.1:`port`, the Service by its env var, into $OUT. */
 function jobCommand(port: number): string {
@@ -78,38 +64,11 @@ Deno.test({
     const slurm = await startSlurm({ cpus: 2, memoryMiB: 2000 });
     const stateDir = await Deno.makeTempDir({ prefix: "vk-il-tunnel-" });
     await Deno.chmod(stateDir, 0o755);
-    const backend = new Deno.Command("ip", {
-      args: ["netns", "exec", lab.name, "python3", "-c", ECHO, "0.0.0.0"],
-      stdout: "null",
-      stderr: "null",
-    }).spawn();
+    const backend = serviceBackend(lab, "0.0.0.0");
     const stop = new AbortController();
     const providers: Provider[] = [];
     try {
-      await Deno.writeTextFile(
-        join(stateDir, "svc.nft"),
-        `table ip vkt_svc {
-  chain pre { type nat hook prerouting priority -100; ip daddr ${CLUSTER_IP} tcp dport 8080 dnat to ${lab.gateway}:8080; }
-}`,
-      );
-      await lab.inHost("nft", "-f", join(stateDir, "svc.nft"));
-      // The Service's backend (python) may still be starting on a loaded machine.
-      await eventually(
-        "the Service's backend",
-        async () =>
-          (await tryRun(
-            "ip",
-            "netns",
-            "exec",
-            lab.name,
-            "curl",
-            "-sS",
-            "-m",
-            "1",
-            "http://127.0.0.1:8080/",
-          ))
-            .code === 0,
-      );
+      await backend.route([{ ip: CLUSTER_IP, port: 8080 }], stateDir);
       const networks = new PodNetworks(
         { ...lab.network, cniBinDir: [lab.network.cniBinDir] },
         (await loadNetworkConfig(lab.network.cniConfDir))!,
@@ -236,12 +195,7 @@ Deno.test({
     } finally {
       stop.abort();
       await Promise.all(providers.map((p) => p.close?.()));
-      try {
-        backend.kill("SIGKILL");
-      } catch {
-        // it ended already
-      }
-      await backend.status;
+      await backend.stop();
       await slurm.stop();
       await lab.close();
       await Deno.remove(stateDir, { recursive: true }).catch(() => {});

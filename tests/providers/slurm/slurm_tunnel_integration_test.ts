@@ -28,6 +28,7 @@ import { eventually } from "../../../tools/harness/wait.ts";
 import { ListedServices, startTunnelNode } from "../../../tools/tunnel/server.ts";
 import { freePort } from "../../../app/run/parts.ts";
 import { networkLab, networkSkipReason, tryRun } from "../process/_network_lab.ts";
+import { serviceBackend } from "../../tunnel/_service_backend.ts";
 
 const skip = networkSkipReason();
 if (skip) console.warn(`slurm tunnel test skipped: ${skip}`);
@@ -35,21 +36,6 @@ if (skip) console.warn(`slurm tunnel test skipped: ${skip}`);
 const CLUSTER_IP = "198.18.96.77";
 /** A Service on port 80, which an unprivileged agent serves on 10080 (its env vars say so). */
 const API_IP = "198.18.96.78";
-
-const ECHO = `
-import http.server, socketserver, sys
-class Echo(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = f"backend saw {self.client_address[0]}\\n".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-socketserver.ThreadingTCPServer.allow_reuse_address = True
-socketserver.ThreadingTCPServer((sys.argv[1], 8080), Echo).serve_forever()
-`;
 
 /**
  * The job: an HTTP answer on 127.0.0.1:`port` (socat), the Service by its env var and by name
@@ -82,42 +68,11 @@ Deno.test({
     const slurm = await startSlurm();
     Deno.env.set("SLURM_CONF", slurm.conf);
     const stateDir = await Deno.makeTempDir({ prefix: "vk-slurm-tunnel-" });
-    const backend = new Deno.Command("ip", {
-      args: ["netns", "exec", lab.name, "python3", "-c", ECHO, "0.0.0.0"],
-      stdout: "null",
-      stderr: "null",
-    }).spawn();
+    const backend = serviceBackend(lab, "0.0.0.0");
     const stop = new AbortController();
     const providers: Provider[] = [];
     try {
-      await Deno.writeTextFile(
-        join(stateDir, "svc.nft"),
-        `table ip vkt_svc {
-  chain pre {
-    type nat hook prerouting priority -100;
-    ip daddr ${CLUSTER_IP} tcp dport 8080 dnat to ${lab.gateway}:8080;
-    ip daddr ${API_IP} tcp dport 80 dnat to ${lab.gateway}:8080;
-  }
-}`,
-      );
-      await lab.inHost("nft", "-f", join(stateDir, "svc.nft"));
-      // The Service's backend (python) may still be starting on a loaded machine.
-      await eventually(
-        "the Service's backend",
-        async () =>
-          (await tryRun(
-            "ip",
-            "netns",
-            "exec",
-            lab.name,
-            "curl",
-            "-sS",
-            "-m",
-            "1",
-            "http://127.0.0.1:8080/",
-          ))
-            .code === 0,
-      );
+      await backend.route([{ ip: CLUSTER_IP, port: 8080 }, { ip: API_IP, port: 80 }], stateDir);
       const networks = new PodNetworks(
         { ...lab.network, cniBinDir: [lab.network.cniBinDir] },
         (await loadNetworkConfig(lab.network.cniConfDir))!,
@@ -261,12 +216,7 @@ Deno.test({
     } finally {
       stop.abort();
       await Promise.all(providers.map((p) => p.close?.()));
-      try {
-        backend.kill("SIGKILL");
-      } catch {
-        // it ended already
-      }
-      await backend.status;
+      await backend.stop();
       await slurm.stop();
       await lab.close();
       await Deno.remove(stateDir, { recursive: true }).catch(() => {});
