@@ -149,7 +149,10 @@ export function metricsText(summary: StatsSummary): string {
       if (c.cpu?.usageCoreNanoSeconds !== undefined) {
         containerCpu.samples.push({
           labels: l,
-          value: c.cpu.usageCoreNanoSeconds / 1e9,
+          // metrics-server also drops the pod when a container's CPU counter is 0 (decode.go):
+          // an idle container a backend measures coarsely (Zun's TIME in whole seconds, a rate of
+          // 0 from CloudWatch or Azure Monitor) has spent something; 1 ns is the least that is.
+          value: Math.max(1, c.cpu.usageCoreNanoSeconds) / 1e9,
           timestampMs: Date.parse(c.cpu.time),
         });
       }

@@ -127,11 +127,9 @@ export class ZunStats {
         ? { availableBytes: Math.max(0, Math.round(limitMiB * 1024 * 1024) - workingSetBytes) }
         : {}),
     };
-    // A running container has spent some CPU; TIME counts it in whole seconds, so an idle one
-    // reads 0, and metrics-server drops a pod any of whose containers reports a CPU counter of 0
-    // (pkg/scraper/client/resource/decode.go): the HPA then has no figure and never scales down.
-    // Below the resolution it is reported as 1 ns, the least that is not nothing.
-    const cpu = { time, usageCoreNanoSeconds: Math.max(1, cpuSeconds * 1e9) };
+    // TIME counts whole seconds: an idle container reads 0 (the kit's metricsText keeps such a
+    // pod in metrics-server's view).
+    const cpu = { time, usageCoreNanoSeconds: cpuSeconds * 1e9 };
     const { namespace = "", name = "", uid = "" } = pod.metadata ?? {};
     return {
       podRef: { namespace, name, uid },
