@@ -339,6 +339,58 @@ export interface PodNetworkHandle {
    * for pods not among `pods` (gone while vkubelet was not running).
    */
   adopted?(pods: Pod[]): Promise<void>;
+  /**
+   * For pods that run in another cluster's pod network (the kubernetes provider, issue #64 item
+   * 4): one gateway agent, run in that cluster, carries the streams of all of this node's pods.
+   */
+  gateway?(options?: { credential?: string }): Promise<PodNetworkGateway>;
+}
+
+/**
+ * A node's gateway (see {@link PodNetworkHandle.gateway}): its pods get an IP on this node with
+ * no agent of their own; connections to that IP reach the pod's address where it runs through
+ * the gateway agent, and the gateway's listeners carry the pods' calls to this cluster's
+ * Services, dialed from the calling pod's IP here.
+ */
+export interface PodNetworkGateway {
+  /** The gateway agent's argv, program first (`… agent --gateway --server=… --ca-base64=…`). */
+  agentCommand: string[];
+  /**
+   * Its credential (`VKUBELET_AGENT_CREDENTIAL`): the one passed to {@link PodNetworkHandle.gateway}
+   * when this node still accepts it (kept across restarts), else a new one (the old revoked).
+   */
+  agentCredential: string;
+  /** An IP on this node for `pod`, with listeners on its declared ports; replaces an earlier one. */
+  attach(pod: Pod): Promise<{ podIP: string; podIPs: string[] }>;
+  /** After a restart: the pod's IP from before, or undefined when it had none. */
+  reattach(pod: Pod): Promise<{ podIP: string; podIPs: string[] } | undefined>;
+  /** Gives the pod's IP back; nothing when it is not attached. */
+  detach(pod: Pod): Promise<void>;
+  /** As {@link PodNetworkHandle.adopted}, for the gateway's pods. */
+  adopted(pods: Pod[]): Promise<void>;
+  /**
+   * Where the pod runs (its IP in the other cluster), once known: connections to its IP here
+   * are dialed there by the gateway, and calls the gateway receives from that address are the
+   * pod's. Undefined: the pod has no address there (yet, or any more).
+   */
+  setRemoteAddress(pod: Pod, address: string | undefined): void;
+  /**
+   * The Services the gateway serves, each port on a port of the gateway's own (chosen by the
+   * provider, ≥ 1024, stable while the Service exists): a connection to it from a pod's address is
+   * dialed from that pod's IP here to the Service, if the pod may see it (its namespace's).
+   * Replaces the earlier list.
+   */
+  setServices(services: GatewayService[]): void;
+}
+
+/** One Service port the gateway listens for (see {@link PodNetworkGateway.setServices}). */
+export interface GatewayService {
+  namespace: string;
+  name: string;
+  /** The Service's port in this cluster. */
+  port: number;
+  /** The gateway's own TCP port for it. */
+  gatewayPort: number;
 }
 
 /** One event on a pod, as a provider records it. */
