@@ -64,6 +64,8 @@ export interface NodeLabels {
   provider: string;
   /** `kubernetes.io/os`; default linux. */
   os?: string;
+  /** `kubernetes.io/arch` in Go's names (`amd64`, `arm64`): where the pods run, not vkubelet. */
+  arch?: string;
   /** `topology.kubernetes.io/region`. */
   region?: string;
   /** `topology.kubernetes.io/zone`. */
@@ -303,11 +305,12 @@ export abstract class RemotePodsProvider<
    * (default linux), `vkubelet.io/provider`, the region and zone where given, then `fields`'.
    */
   protected applyNode(node: Node, fields: ProviderNodeFields, labels: NodeLabels): void {
-    const { provider, os = "linux", region, zone } = labels;
+    const { provider, os = "linux", arch, region, zone } = labels;
     applyProviderNode(node, {
       ...fields,
       labels: {
         "kubernetes.io/os": os,
+        ...(arch ? { "kubernetes.io/arch": arch } : {}),
         ...(region ? { "topology.kubernetes.io/region": region } : {}),
         ...(zone ? { "topology.kubernetes.io/zone": zone } : {}),
         "vkubelet.io/provider": provider,

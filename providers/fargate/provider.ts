@@ -45,8 +45,11 @@ export class FargateProvider extends RemotePodsProvider<Task, FargateBackend> im
   }
 
   configureNode(node: Node): void {
-    const { capacity, region } = this.#config;
-    this.applyNode(node, { capacity: { ...capacity } }, { provider: "fargate", region });
+    const { capacity, region, cpuArchitecture } = this.#config;
+    // The tasks' architecture, not vkubelet's: a pod that asks for the other one says so in its
+    // fargate.vkubelet.io/cpu-architecture annotation (and a nodeSelector on the label fails).
+    const arch = cpuArchitecture === "ARM64" ? "arm64" : "amd64";
+    this.applyNode(node, { capacity: { ...capacity } }, { provider: "fargate", region, arch });
   }
 
   async ping(options: CallOptions): Promise<void> {

@@ -2,11 +2,12 @@
  * ARM64 and FARGATE_SPOT from the node config or a pod's annotations: the task definition's
  * `runtimePlatform` and RunTask's capacity provider strategy (instead of the FARGATE launch type),
  * a bad annotation refused naming it; and the task definition of a pod with init containers on
- * ARM64, registered and run on FARGATE_SPOT through moto, comes back as sent.
+ * ARM64, registered and run on FARGATE_SPOT through moto, comes back as sent; the node is labelled
+ * with the tasks' architecture.
  */
 import assert from "node:assert/strict";
 import { DescribeTaskDefinitionCommand } from "@aws-sdk/client-ecs";
-import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import type { Node, Pod } from "kubernetes-types/core/v1.d.ts";
 import { createAwsClients } from "../../../providers/fargate/client/aws.ts";
 import { EcsTasks } from "../../../providers/fargate/client/tasks.ts";
 import { parseFargateConfig } from "../../../providers/fargate/config.ts";
@@ -14,6 +15,7 @@ import { capacityStrategyOf } from "../../../providers/fargate/request/placement
 import { taskDefinitionFor } from "../../../providers/fargate/request/task_definition.ts";
 import { config, ecsPod } from "./_fake_ecs.ts";
 import { MOTO_ENV, startMoto } from "./_moto.ts";
+import { startProviderOnMoto } from "./_provider.ts";
 
 const annotated = (annotations: Record<string, string>): Pod => {
   const pod = ecsPod();
@@ -108,5 +110,22 @@ Deno.test("moto takes an ARM64 task definition with init containers and a FARGAT
     aws.logs.destroy();
     aws.secrets.destroy();
     await moto.stop();
+  }
+});
+
+Deno.test("the node's kubernetes.io/arch is the tasks' architecture, not vkubelet's host", async () => {
+  for (const [cpuArchitecture, arch] of [["ARM64", "arm64"], ["X86_64", "amd64"]]) {
+    const env = await startProviderOnMoto({ cpuArchitecture });
+    try {
+      // What the core's template gives before the provider has its say: the host's arch.
+      const node: Node = {
+        metadata: { name: "n1", labels: { "kubernetes.io/arch": "s390x" } },
+        status: {},
+      };
+      env.provider.configureNode(node);
+      assert.equal(node.metadata?.labels?.["kubernetes.io/arch"], arch, cpuArchitecture);
+    } finally {
+      await env.close();
+    }
   }
 });
