@@ -147,4 +147,17 @@ export interface RemoteBackend<H = unknown> {
     options: ContainerLogOptions,
     runs?: RemoteLogRuns<H>,
   ): Promise<ReadableStream<Uint8Array>>;
+  /**
+   * A container's log as the node's log mirror follows it (./log_mirror.ts), for a backend
+   * whose per-container follow (`logs`) costs too much to keep open for every container: one
+   * that reads many containers in one call, or polls them under one request budget. The same
+   * contract as `logs` (the mirror asks `follow`, `timestamps`, `sinceTime`, `previous`);
+   * `kubectl logs` keeps reading `logs`. Default: the mirror follows what `kubectl logs` shows.
+   */
+  mirrorLogs?(
+    pod: Pod,
+    container: string,
+    options: ContainerLogOptions,
+    runs?: RemoteLogRuns<H>,
+  ): Promise<ReadableStream<Uint8Array>>;
 }

@@ -212,9 +212,14 @@ export class RemotePods<H = unknown> {
       log: options.log,
     });
     const { podLogs: dir, clock, log } = options;
-    const mirrorable = options.mirrorLogs ?? (options.backend.logs && this.getContainerLogs);
+    // A backend's own way for the mirror (batched, budgeted) wins unless the mirror is off.
+    const viaBackend = options.mirrorLogs !== false && options.backend.mirrorLogs
+      ? (ref: ContainerRef, o: ContainerLogOptions) => this.#mirrorLogs(ref, o)
+      : undefined;
+    const mirrorable = viaBackend ?? options.mirrorLogs ??
+      (options.backend.logs && this.getContainerLogs);
     if (dir && mirrorable && dir.options.maxStreams !== 0) {
-      const logs = options.mirrorLogs ||
+      const logs = viaBackend || options.mirrorLogs ||
         ((ref: ContainerRef, o: ContainerLogOptions) => this.getContainerLogs(ref, o));
       this.#mirror = new LogMirror({ dir, logs, clock, log });
       this.#table.subscribe((pod) => this.#mirror?.observe(pod));
@@ -379,6 +384,16 @@ export class RemotePods<H = unknown> {
     if (!this.#o.backend.logs) throw new NotFoundError("this backend keeps no logs");
     const runs = this.logRunsOf(ref.namespace, ref.pod);
     return await this.#o.backend.logs(record.pod, ref.container, options, runs);
+  }
+
+  /** The backend's `mirrorLogs` for the mirror, with the pod's runs as `logs` gets them. */
+  async #mirrorLogs(
+    ref: ContainerRef,
+    options: ContainerLogOptions,
+  ): Promise<ReadableStream<Uint8Array>> {
+    const pod = this.knownPod(ref.namespace, ref.pod, ref.container);
+    const runs = this.logRunsOf(ref.namespace, ref.pod);
+    return await this.#o.backend.mirrorLogs!(pod, ref.container, options, runs);
   }
 
   /**
