@@ -162,6 +162,49 @@ export class PodNetworks {
   }
 
   /**
+   * After a restart, for a pod whose namespace is gone with nothing of it left running here to
+   * bind it from (a host reboot; removed by hand): a new namespace, CNI DEL of the old attachment
+   * (no DEL ran when the namespace went, so its IPAM lease would refuse the IP to the pod), then
+   * ADD asking for the record's IPs again, as the `ips` capability (to plugins that advertise
+   * it) and `CNI_ARGS` `IP=` (one IP); host-local honours both (containernetworking/plugins
+   * plugins/ipam/host-local/backend/allocator/config.go `LoadIPAMConfig`, allocator.go `Get`).
+   * Throws {@link PodIPUnavailableError}, with nothing left set up, when CNI gives other IPs.
+   */
+  async recreate(pod: Pod, record: PodNetworkRecord): Promise<void> {
+    if (!record.netns) return;
+    const wanted = record.ips;
+    const cached = await this.#main.cached(record.containerId ?? "", IFNAME);
+    // The addresses with their prefix where the old result has them, as the convention shows.
+    const requested = wanted.map((ip) =>
+      cached?.result.ips?.find((c) => c.address.split("/")[0] === ip)?.address ?? ip
+    );
+    await createNetns(record.netns);
+    let got: string[] = [];
+    try {
+      await this.#main.del(this.#attachment(pod, record, IFNAME));
+      if (this.#loopback) await this.#loopback.add(this.#attachment(pod, record, "lo"));
+      const result = await this.#main.add(this.#attachment(pod, record, IFNAME, requested));
+      got = (result.ips ?? []).map((ip) => ip.address.split("/")[0]);
+    } catch (err) {
+      await this.tearDown(pod, record).catch(() => {});
+      throw new PodIPUnavailableError(podName(pod), wanted, (err as Error).message, {
+        cause: err,
+      });
+    }
+    if ([...got].sort().join() !== [...wanted].sort().join()) {
+      await this.tearDown(pod, record).catch(() => {});
+      const said = `CNI network ${this.list.name} gave ${got.join(", ") || "no IP"} instead ` +
+        `(its IPAM plugin does not honour the ips capability or CNI_ARGS IP=)`;
+      throw new PodIPUnavailableError(podName(pod), wanted, said);
+    }
+    await this.#writeFiles(pod, got, record);
+    this.deps.log.warn("pod {pod}: network namespace was gone; made a new one with IP {ip}", {
+      pod: podName(pod),
+      ip: got.join(","),
+    });
+  }
+
+  /**
    * Garbage collection at start: DEL of cached attachments whose pod is not among `pods`, the
    * CNI `GC` verb where the list's version has it, and the removal of netns files of pods gone.
    */
@@ -185,8 +228,19 @@ export class PodNetworks {
     }
   }
 
-  #attachment(pod: Pod, record: PodNetworkRecord, ifName: string): Attachment {
+  /** With `requestedIPs`, CNI is asked for those addresses (see {@link recreate}). */
+  #attachment(
+    pod: Pod,
+    record: PodNetworkRecord,
+    ifName: string,
+    requestedIPs: string[] = [],
+  ): Attachment {
     const capabilityArgs: Record<string, unknown> = {};
+    if (requestedIPs.length) capabilityArgs.ips = requestedIPs;
+    // host-local reads one address from CNI_ARGS IP= (IPAMEnvArgs); two would fail to parse.
+    const ipArg: [string, string][] = requestedIPs.length === 1
+      ? [["IP", requestedIPs[0].split("/")[0]]]
+      : [];
     const mappings = portMappings(pod);
     if (mappings.length) capabilityArgs.portMappings = mappings;
     if (this.#podCIDRs.length) {
@@ -202,6 +256,7 @@ export class PodNetworks {
         ["K8S_POD_NAME", pod.metadata?.name ?? ""],
         ["K8S_POD_INFRA_CONTAINER_ID", record.containerId ?? ""],
         ["K8S_POD_UID", pod.metadata?.uid ?? ""],
+        ...ipArg,
       ],
       capabilityArgs,
     };
@@ -226,6 +281,23 @@ export class PodNetworks {
     await Deno.writeTextFile(files.hosts, hosts, { mode: 0o644 });
     await Deno.chmod(files.resolvConf, 0o644);
     await Deno.chmod(files.hosts, 0o644);
+  }
+}
+
+/** A pod's IPs could not be had again for it (taken meanwhile, or not honoured by the IPAM). */
+export class PodIPUnavailableError extends Error {
+  override name = "PodIPUnavailableError";
+  constructor(
+    readonly pod: string,
+    readonly ips: string[],
+    detail: string,
+    options?: ErrorOptions,
+  ) {
+    super(
+      `Pod ${pod} could not have its IP ${ips.join(", ")} again in a new network namespace: ` +
+        `${detail}; the pod's network was removed, attach it anew to give it a new IP`,
+      options,
+    );
   }
 }
 

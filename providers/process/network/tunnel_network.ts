@@ -12,6 +12,7 @@ import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { join } from "node:path";
 import { HELPER_ENV, toolPath } from "../host/host_tools.ts";
 import { dialInNetns } from "./dial.ts";
+import { isNetns } from "./netns.ts";
 import { type PodNetworkRecord, type PodNetworks, sandboxId } from "./pod_network.ts";
 
 /** A byte connection (the core's `TunnelConn`). */
@@ -39,11 +40,15 @@ export class RemotePodNetworks {
 
   /**
    * After a restart: the namespace and IPs an earlier process's {@link setUp} gave `pod`, taken
-   * over (bound again if its bind is gone, CNI CHECK; see `PodNetworks.adopt`).
+   * over (CNI CHECK; see `PodNetworks.adopt`). A namespace that is gone (a host reboot, removed
+   * by hand; nothing runs in a remote pod's namespace to bind it again from) is made anew with
+   * the same IPs, so that the pod's reported IP stays true; if CNI cannot give them, this throws
+   * `PodIPUnavailableError` with nothing left set up (see `PodNetworks.recreate`).
    */
   async restore(pod: Pod, saved: { ips: string[]; netns: string }): Promise<void> {
     const record = this.#recordOf(pod, saved);
-    await this.networks.adopt(pod, record, []);
+    if (isNetns(saved.netns)) await this.networks.adopt(pod, record, []);
+    else await this.networks.recreate(pod, record);
     this.#records.set(pod.metadata?.uid ?? "", record);
   }
 
