@@ -89,8 +89,16 @@ export class RemotePodNetworks {
     const socket = join(this.stateDir, "remote", `${netns.split("/").pop()}-${port}.sock`);
     await Deno.remove(socket).catch(() => {});
     const listener = Deno.listen({ transport: "unix", path: socket });
-    const relay = new Deno.Command(toolPath("nsenter"), {
+    // The relay dies with this process (SIGKILL, a crash) instead of holding the port and the
+    // namespace for ever: the kernel's parent-death signal, set by setpriv before the exec of
+    // nsenter and kept through its exec of socat. It is sent only to this child, so unlike pids
+    // kept and killed after a restart it can never hit an unrelated process that reused a pid.
+    const relay = new Deno.Command(toolPath("setpriv"), {
       args: [
+        "--pdeathsig",
+        "KILL",
+        "--",
+        toolPath("nsenter"),
         `--net=${netns}`,
         "--",
         toolPath("socat"),
