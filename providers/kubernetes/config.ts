@@ -21,6 +21,9 @@
  * pingTimeout: 5s
  * profile: cci                      # shape pods to Huawei CCI's rules (see ./cci/cci_profile.ts)
  * unschedulableTimeout: 5m   # a pod B cannot schedule this long is failed upstream, to be replaced
+ * gateway: { image: <vkubelet image>, namespace: vkubelet-gateway }   # with --remote-pod-network
+ *                                   # and namespaces: same: pods across a non-flat boundary
+ *                                   # (./network/gateway_deployment.ts)
  * ```
  * @module
  */
@@ -41,6 +44,20 @@ const toleration = z.strictObject({
   value: z.string().optional(),
   effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]).optional(),
   tolerationSeconds: z.number().int().optional(),
+});
+
+const quantities = z.record(z.string(), z.string().or(z.number()).transform(String));
+
+/** `gateway`: the agent vkubelet deploys in B to carry its pods' streams (./network/). */
+const gatewaySchema = z.strictObject({
+  image: z.string({
+    error: "is required: the image of vkubelet whose agent runs as the gateway in B",
+  }).min(1),
+  namespace: dnsLabel.default("vkubelet-gateway"),
+  resources: z.strictObject({
+    requests: quantities.optional(),
+    limits: quantities.optional(),
+  }).optional(),
 });
 
 /** The kubernetes provider's config schema. */
@@ -73,7 +90,24 @@ export const kubernetesConfigSchema = z.strictObject({
   profile: z.enum(PROFILES).optional(),
   unschedulableTimeout: durationField("5m"),
   syncServices: z.boolean().default(false),
+  gateway: gatewaySchema.optional(),
 }).superRefine((config, ctx) => {
+  if (config.gateway && config.namespaces !== "same") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["gateway"],
+      message:
+        "needs namespaces: same (a pod in B calls A's Services by the names they have in its own namespace, where the gateway's Services are reflected)",
+    });
+  }
+  if (config.gateway && config.syncServices) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["syncServices"],
+      message:
+        "cannot be used with gateway: both write A's Services into B under their own names (syncServices selects B's pods, the gateway points them at A through itself); remove one",
+    });
+  }
   if (config.syncServices && config.namespaces !== "same") {
     ctx.addIssue({
       code: "custom",

@@ -24,6 +24,11 @@ export async function createProvider(
   if (!parsed.ok) {
     throw new InvalidInputError(`invalid kubernetes provider config: ${parsed.errors.join("; ")}`);
   }
+  if (parsed.config.gateway && !deps.podNetwork?.gateway) {
+    throw new InvalidInputError(
+      "invalid kubernetes provider config: gateway: needs the node's pod network for remote pods (start vkubelet with --remote-pod-network=FILE, which gives forwarded pods their IPs in this cluster), or remove gateway",
+    );
+  }
   // By presence, not `instanceof`: a provider loaded by URL has its own copy of KubeClient.
   if (!deps.kube) {
     throw new InvalidInputError(

@@ -46,6 +46,7 @@ import { TokenMirror } from "./copies/tokens.ts";
 import { DEFERRED_FIELD_PATHS, translatePod } from "./translate/translate.ts";
 import { DownstreamAccess } from "./streaming/access.ts";
 import { withMutableFields } from "./_private.ts";
+import { GatewayNetwork } from "./network/gateway_network.ts";
 import { podKey, raceSignal } from "../../provider/mod.ts";
 
 /** The two clusters: A (where the virtual node is, vkubelet's client) and B (where pods run). */
@@ -69,6 +70,10 @@ export class KubernetesProvider implements Provider {
   readonly #unschedulable: UnschedulableWatch;
   readonly #place: Placement;
   readonly #services?: ServiceMirror;
+  /** `gateway`: the pods' IPs in A through the gateway in B, and A's Services reflected. */
+  readonly #network?: GatewayNetwork;
+  /** `gateway`: the first list's pods were handed to the gateway (reattached, the rest let go). */
+  #adopted = false;
   /** `persistentVolumeClaims: copy`: the claims' copies in B (and A's binding). */
   readonly #claims?: ClaimCopies;
   /** The virtual node's `kubernetes.io/hostname` label, once the node is configured. */
@@ -124,13 +129,27 @@ export class KubernetesProvider implements Provider {
       log: deps.log,
       signal,
     });
-    if (config.syncServices && clients.upstream.services) {
+    const { gateway } = config;
+    if (gateway && deps.podNetwork?.gateway) {
+      this.#network = new GatewayNetwork({
+        config: { ...config, gateway },
+        downstream: clients.downstream,
+        podNetwork: { gateway: deps.podNetwork.gateway.bind(deps.podNetwork) },
+        nodeName: deps.nodeName,
+        clock: deps.clock,
+        log: deps.log,
+        onAttached: (k) => this.#reportAgain(k),
+      });
+      this.#running.push(this.#network.run(signal));
+    }
+    if ((config.syncServices || this.#network) && clients.upstream.services) {
       this.#services = new ServiceMirror({
         upstream: clients.upstream.services,
         downstream: clients.downstream,
         nodeName: deps.nodeName,
         log: deps.log,
         signal,
+        writer: this.#network?.reflection,
       });
     }
     this.#claims = claimCopiesFor(config, {
@@ -160,6 +179,7 @@ export class KubernetesProvider implements Provider {
       clock: deps.clock,
       log: deps.log,
       release: (k, pod) => this.#release(k, pod),
+      podAddress: this.#network ? (k) => this.#network!.addresses.of(k) : undefined,
     });
     this.#unschedulable = new UnschedulableWatch({
       timeoutMs: config.unschedulableTimeout,
@@ -169,6 +189,7 @@ export class KubernetesProvider implements Provider {
     });
     for (const event of ["add", "update"] as const) {
       this.#ours.on(event, (p: Pod) => {
+        this.#tellRemoteAddress(p);
         this.#relay.onDownstream(p);
         this.#unschedulable.observe(p);
       });
@@ -218,6 +239,8 @@ export class KubernetesProvider implements Provider {
     // Copied before the pod starts: B's kubelet sets service links from what exists then.
     await this.#services?.track(k, pod.metadata!.namespace!, options.signal);
     const target = this.#services ? this.#translate(pod).pod : translation.pod;
+    // Its IP in A first: the gateway must know the pod before B reports it running.
+    await this.#network?.addresses.attach(k, pod, options.signal);
     try {
       await this.#b.pods.create(where, target, { signal: options.signal });
       await recordShaping(this.#deps.kube, pod, translation.shaped ?? [], {
@@ -258,6 +281,7 @@ export class KubernetesProvider implements Provider {
     // per-name watches and the token renewal must start again (issue 24).
     await this.#mirror.track(k, translation.dependencies, options);
     await this.#services?.track(k, pod.metadata!.namespace!, options.signal);
+    await this.#network?.addresses.ensure(k, pod, options.signal);
     if (translation.tokenSecret && !this.#tokens.renews(k)) {
       await this.#tokens.start(pod, translation.tokenSecret, options).catch((err) => {
         throw downstreamError("writing the service-account token Secret", err);
@@ -318,10 +342,21 @@ export class KubernetesProvider implements Provider {
 
   async listPods(options: CallOptions): Promise<Pod[]> {
     await raceSignal(this.#ours.synced, options.signal);
-    return this.#ours.store.list().flatMap((p) => {
+    const pods = this.#ours.store.list().flatMap((p) => {
       const up = this.#relay.toUpstream(p);
       return up ? [up] : [];
     });
+    if (this.#network && !this.#adopted) {
+      // In the background: the gateway may still be on its way into B.
+      this.#adopted = true;
+      const byKey = new Map(pods.map((p) => [podKey(p.metadata?.namespace, p.metadata?.name), p]));
+      this.#network.addresses.adopt(byKey, this.#signal).catch((err) => {
+        this.#adopted = false;
+        if (this.#signal.aborted) return;
+        this.#deps.log.warn("could not hand B's pods to the gateway: {err}", { err: String(err) });
+      });
+    }
+    return pods;
   }
 
   notifyPods(callback: (pod: Pod) => void): () => void {
@@ -388,6 +423,7 @@ export class KubernetesProvider implements Provider {
         const t = this.#translate(pod);
         void this.#mirror.track(k, t.dependencies).catch(() => {});
         void this.#services?.track(k, namespace).catch(() => {});
+        void this.#network?.addresses.ensure(k, pod).catch(() => {});
         if (t.tokenSecret) {
           this.#tokens.start(pod, t.tokenSecret).catch((err) =>
             this.#deps.log.warn("could not renew the token of {pod}: {err}", {
@@ -434,6 +470,25 @@ export class KubernetesProvider implements Provider {
     return translatePod(pod, { config: this.#config, nodeName, placement: this.#place, services });
   }
 
+  /** `gateway`: the pod's IP in B (or none), as B's status says, told to the gateway. */
+  #tellRemoteAddress(downstream: Pod): void {
+    if (!this.#network) return;
+    const up = upstreamOf(downstream.metadata);
+    if (!up) return;
+    const running = !downstream.metadata?.deletionTimestamp;
+    this.#network.addresses.setRemote(
+      podKey(up.namespace, up.name),
+      running ? downstream.status?.podIP || undefined : undefined,
+    );
+  }
+
+  /** The pod `ns/name` got its IP in A: its status is reported again with it. */
+  #reportAgain(k: string): void {
+    const [namespace, name] = k.split("/");
+    const downstream = this.#downstreamOf(namespace, name);
+    if (downstream) this.#relay.onDownstream(downstream);
+  }
+
   /** The downstream pod of the upstream pod `namespace/name`, if B has it. */
   #downstreamOf(namespace: string, name: string): Pod | undefined {
     const place = this.#place;
@@ -471,6 +526,12 @@ export class KubernetesProvider implements Provider {
     this.#mirror.untrack(k);
     const namespace = pod.metadata!.namespace!;
     this.#services?.untrack(k, namespace);
+    this.#network?.addresses.detach(k, pod).catch((err) => {
+      this.#deps.log.warn("could not detach {pod} from the pod network: {err}", {
+        pod: k,
+        err: String(err),
+      });
+    });
     const tokenSecret = this.#place.nameOf(namespace, `${pod.metadata!.name}.token`);
     const stopped = this.#config.serviceAccountToken === "upstream"
       ? this.#tokens.stop(pod, tokenSecret)

@@ -21,6 +21,17 @@ export interface ServiceMirrorOptions {
   nodeName: string;
   log: Logger;
   signal: AbortSignal;
+  /**
+   * What B gets for each Service of A; default a copy with the selector (`syncServices`). The
+   * gateway's reflection (../network/service_reflection.ts) writes its own objects instead.
+   */
+  writer?: ServiceWriter;
+}
+
+/** Writes A's Service `source` into B's `namespace`, and removes it (by name) from there. */
+export interface ServiceWriter {
+  write(namespace: string, source: Service, signal: AbortSignal): Promise<void>;
+  remove(namespace: string, name: string, signal: AbortSignal): Promise<void>;
 }
 
 interface Watched {
@@ -36,12 +47,22 @@ interface Watched {
 /** Services of A's namespaces with forwarded pods, copied to B while a pod needs them. */
 export class ServiceMirror {
   readonly #o: ServiceMirrorOptions;
+  readonly #writer: ServiceWriter;
   readonly #byNamespace = new Map<string, Watched>();
   /** Watches stopped by {@link standby}, awaited by {@link close}. */
   readonly #stopped: Promise<void>[] = [];
 
   constructor(options: ServiceMirrorOptions) {
     this.#o = options;
+    this.#writer = options.writer ?? {
+      write: (namespace, source, signal) => this.#copy(namespace, source, signal),
+      remove: (namespace, name, signal) => this.#remove(namespace, name, signal),
+    };
+  }
+
+  /** The namespaces whose Services are kept in B now. */
+  namespaces(): string[] {
+    return [...this.#byNamespace.keys()];
   }
 
   /** Starts copying `namespace`'s Services for the pod `podKey`; resolves once copied. */
@@ -67,7 +88,15 @@ export class ServiceMirror {
     this.#byNamespace.delete(namespace);
     watched.stop.abort();
     for (const name of watched.names) {
-      watched.writes = watched.writes.then(() => this.#remove(namespace, name, this.#o.signal));
+      watched.writes = watched.writes.then(() =>
+        this.#writer.remove(namespace, name, this.#o.signal)
+      ).catch((err) => {
+        this.#o.log.warn("could not remove Service {namespace}/{name} from B: {err}", {
+          namespace,
+          name,
+          err: String(err),
+        });
+      });
     }
   }
 
@@ -114,13 +143,13 @@ export class ServiceMirror {
     };
     const copy = (s: Service) => {
       watched.names.add(s.metadata!.name!);
-      write(() => this.#copy(namespace, s, signal));
+      write(() => this.#writer.write(namespace, s, signal));
     };
     informer.on("add", copy);
     informer.on("update", copy);
     informer.on("delete", (s: Service) => {
       watched.names.delete(s.metadata!.name!);
-      write(() => this.#remove(namespace, s.metadata!.name!, signal));
+      write(() => this.#writer.remove(namespace, s.metadata!.name!, signal));
     });
     watched.running = informer.run(signal);
     watched.synced = informer.synced.then(() => watched.writes);

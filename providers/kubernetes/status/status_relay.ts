@@ -4,7 +4,7 @@
  * is reported with every container terminated. Identical reports are sent once.
  * @module
  */
-import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import type { Pod, PodStatus } from "kubernetes-types/core/v1.d.ts";
 import { podKey, PodStatusPush, type ProviderDeps } from "../../../provider/mod.ts";
 import { upstreamOf } from "../names.ts";
 import { goneStatus, upstreamStatus } from "./status.ts";
@@ -16,6 +16,11 @@ export interface StatusRelayDeps {
   log: ProviderDeps["log"];
   /** Called when a pod has left B, after its last status went out: free what it held. */
   release: (key: string, pod: Pod) => void;
+  /**
+   * `gateway`: the pod's IPs in A by upstream `ns/name`, reported in place of B's (none while
+   * it has none there): B's IP is not reachable from A.
+   */
+  podAddress?: (key: string) => { podIP: string; podIPs: string[] } | undefined;
 }
 
 /** Maps downstream pods back to upstream ones and reports their status to the core. */
@@ -63,8 +68,22 @@ export class StatusRelay {
       kind: "Pod",
       metadata,
       spec: sameUid ? structuredClone(record!.spec) : undefined,
-      status: upstreamStatus(downstream, this.#deps.internalIp),
+      status: this.#status(podKey(up.namespace, up.name), downstream),
     };
+  }
+
+  /** B's status as A sees it; with `podAddress`, the pod's IPs in A. */
+  #status(k: string, downstream: Pod): PodStatus {
+    const status = upstreamStatus(downstream, this.#deps.internalIp);
+    if (!this.#deps.podAddress) return status;
+    delete status.podIP;
+    delete status.podIPs;
+    const address = this.#deps.podAddress(k);
+    if (address) {
+      status.podIP = address.podIP;
+      status.podIPs = address.podIPs.map((ip) => ({ ip }));
+    }
+    return status;
   }
 
   /** A downstream pod was added or changed. */
@@ -104,7 +123,7 @@ export class StatusRelay {
   finish(k: string, pod: Pod, downstream: Pod | undefined): void {
     const failure = this.#failures.get(k);
     const deleting = this.#deleting.has(k) && !failure;
-    const last = downstream ? upstreamStatus(downstream, this.#deps.internalIp) : pod.status;
+    const last = downstream ? this.#status(k, downstream) : pod.status;
     const status = goneStatus(last, {
       deleting,
       reason: failure?.reason ?? (deleting ? "Terminated" : "DownstreamPodDeleted"),

@@ -1,0 +1,135 @@
+/**
+ * `gateway`: each forwarded pod's IP in A, given by the node's pod network through the gateway
+ * (attached before the pod is created in B, reattached after a restart, detached when it leaves
+ * B), and the pod's IP in B told to the gateway whenever B's status gives, changes or loses it.
+ * A's `status.podIP(s)` report the A-side IP; B's IP stays B's (the pod's own address there).
+ * @module
+ */
+import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import { type Logger, type PodNetworkGateway, raceSignal } from "../../../provider/mod.ts";
+
+/** A pod's IPs in A. */
+export interface PodAddress {
+  podIP: string;
+  podIPs: string[];
+}
+
+interface Attached {
+  pod: Pod;
+  address: PodAddress;
+  /** The address in B last told to the gateway. */
+  told?: string;
+}
+
+/** What {@link PodAddresses} needs. */
+export interface PodAddressesOptions {
+  /** The gateway, once deployed. */
+  gateway: Promise<PodNetworkGateway>;
+  log: Logger;
+  /** A pod (by `ns/name`) got its A-side IP: report its status again. */
+  onAttached: (key: string) => void;
+}
+
+/** The forwarded pods' A-side IPs (see the module doc), by upstream `ns/name`. */
+export class PodAddresses {
+  readonly #o: PodAddressesOptions;
+  readonly #attached = new Map<string, Attached>();
+  /** The pods' IPs in B as B's status says, by `ns/name`. */
+  readonly #remote = new Map<string, string>();
+  #gateway?: PodNetworkGateway;
+
+  constructor(options: PodAddressesOptions) {
+    this.#o = options;
+    void options.gateway.then((g) => this.#gateway = g, () => {});
+  }
+
+  /** The pod's IPs in A, if attached. */
+  of(key: string): PodAddress | undefined {
+    return this.#attached.get(key)?.address;
+  }
+
+  /**
+   * An IP in A for the pod (before it is created in B): the one it has (same uid), else a new
+   * one, replacing an earlier pod's of that name.
+   */
+  async attach(key: string, pod: Pod, signal?: AbortSignal): Promise<PodAddress> {
+    const held = this.#held(key, pod);
+    if (held) return held;
+    const gateway = await raceSignal(this.#o.gateway, signal);
+    const address = await gateway.attach(pod);
+    this.#set(key, pod, address);
+    return address;
+  }
+
+  /** The pod's IP: the one it has, else the one from before a restart, else a new one. */
+  async ensure(key: string, pod: Pod, signal?: AbortSignal): Promise<void> {
+    if (this.#held(key, pod)) return;
+    const gateway = await raceSignal(this.#o.gateway, signal);
+    const kept = await gateway.reattach(pod);
+    if (kept) this.#set(key, pod, kept);
+    else await this.attach(key, pod, signal);
+  }
+
+  /**
+   * After the first list of B's pods: takes back the IPs of `pods` (by `ns/name`) from before a
+   * restart, then lets the gateway detach what it kept for pods not among them.
+   */
+  async adopt(pods: Map<string, Pod>, signal?: AbortSignal): Promise<void> {
+    const gateway = await raceSignal(this.#o.gateway, signal);
+    for (const [key, pod] of pods) {
+      if (this.#attached.has(key)) continue;
+      const kept = await gateway.reattach(pod).catch((err) => {
+        this.#o.log.warn("cannot reattach {pod} to the pod network: {err}", {
+          pod: key,
+          err: String(err),
+        });
+        return undefined;
+      });
+      if (kept) this.#set(key, pod, kept);
+    }
+    await gateway.adopted([...pods.values()]);
+  }
+
+  /** B's status gives (or changes, or loses: undefined) the pod's IP in B. */
+  setRemote(key: string, address: string | undefined): void {
+    if (address) this.#remote.set(key, address);
+    else this.#remote.delete(key);
+    this.#tell(key);
+  }
+
+  /** The pod left B: the gateway forgets its address and gives its IP in A back. */
+  async detach(key: string, pod: Pod): Promise<void> {
+    this.#remote.delete(key);
+    const attached = this.#attached.get(key);
+    this.#attached.delete(key);
+    const gateway = this.#gateway;
+    if (!gateway) return;
+    if (attached?.told) gateway.setRemoteAddress(attached.pod, undefined);
+    await gateway.detach(attached?.pod ?? pod);
+  }
+
+  /** The pod's address when this very pod (by uid) is attached. */
+  #held(key: string, pod: Pod): PodAddress | undefined {
+    const attached = this.#attached.get(key);
+    return attached && attached.pod.metadata?.uid === pod.metadata?.uid
+      ? attached.address
+      : undefined;
+  }
+
+  #set(key: string, pod: Pod, address: PodAddress): void {
+    this.#attached.set(key, { pod, address: { podIP: address.podIP, podIPs: address.podIPs } });
+    this.#tell(key);
+    this.#o.onAttached(key);
+  }
+
+  /** Tells the gateway the pod's address in B when it changed since it was last told. */
+  #tell(key: string): void {
+    const attached = this.#attached.get(key);
+    const gateway = this.#gateway;
+    if (!attached || !gateway) return;
+    const address = this.#remote.get(key);
+    if (attached.told === address) return;
+    attached.told = address;
+    gateway.setRemoteAddress(attached.pod, address);
+  }
+}
