@@ -6,6 +6,12 @@
  * (./services.ts), from the list vkubelet pushes on the control stream. It never talks to the
  * apiserver. Reconnects with backoff until stopped.
  *
+ * With `--gateway` it is a node's gateway in another cluster (the kubernetes provider's): one
+ * agent for all the node's pods, with the node's gateway credential. It dials each inbound
+ * stream's `host:port` (the pod's address in that cluster), listens on each gateway port
+ * vkubelet lists (./gateway.ts) and opens a Service stream with the caller's address as its
+ * `source`; it writes no hosts or env file.
+ *
  * ```sh
  * VKUBELET_AGENT_CREDENTIAL=vkt1.… vkubelet agent --server=https://node:10250 \
  *   --ca-base64=… --hosts-file=/etc/hosts.d/cluster
@@ -19,10 +25,11 @@ import {
   type ServiceList,
   splice,
   type StreamAnswer,
-  type TunnelService,
+  type StreamHeader,
   writeMessage,
 } from "../../core/tunnel/protocol.ts";
 import { type DialTarget, dialTunnel } from "./dial.ts";
+import { GatewayPorts } from "./gateway.ts";
 import { ServiceListeners } from "./services.ts";
 
 /** The agent's settings. */
@@ -33,6 +40,10 @@ export interface AgentOptions extends DialTarget {
   loopbackPrefix?: string;
   /** Where pod ports are dialed; default 127.0.0.1. */
   podHost?: string;
+  /** A node's gateway (see the module doc), not a pod's agent. */
+  gateway?: boolean;
+  /** The gateway's listeners' address; default 0.0.0.0. */
+  listenAddress?: string;
   log?: (message: string) => void;
   /** Called each time the tunnel is up and the first Service list applied. */
   onReady?: () => void;
@@ -44,6 +55,10 @@ export const AGENT_HELP =
 
 The remote side of a pod's network tunnel. The credential is read from
 VKUBELET_AGENT_CREDENTIAL (or --credential-file=PATH), never from the command line.
+With --gateway it is a node's gateway in another cluster (the kubernetes provider
+deploys it): it carries the streams of all the node's pods there, dialing each
+pod's address for connections to its IP on the node, and listening on the ports
+vkubelet lists for the pods' calls to the node's cluster's Services.
 
   --server=URL           vkubelet's kubelet API, https://<node address>:10250
   --ca-base64=PEM64      the CA or certificate to trust for it, base64 of the PEM
@@ -52,6 +67,9 @@ VKUBELET_AGENT_CREDENTIAL (or --credential-file=PATH), never from the command li
   --hosts-file=PATH      where to write the pod's hosts file, Services named (default: none)
   --env-file=PATH        where to write the Services' env vars, NAME=value (default: none)
   --loopback-prefix=A.B  first octets of the Services' addresses (default 127.77)
+  --gateway              be the node's gateway (with the node's gateway credential;
+                         no --hosts-file, --env-file or --loopback-prefix)
+  --listen-address=IP    the gateway's listeners' address (default 0.0.0.0)
 `;
 
 /** Parses `vkubelet agent` arguments; returns the options or every problem. */
@@ -61,10 +79,20 @@ export async function parseAgentArgs(
 ): Promise<AgentOptions | { problems: string[] }> {
   const flags = new Map<string, string>();
   const problems: string[] = [];
+  let gateway = false;
   for (const arg of args) {
     const m = /^--([a-z0-9-]+)=(.*)$/.exec(arg);
-    if (m) flags.set(m[1], m[2]);
-    else problems.push(`unknown argument ${arg}: every option is --name=value`);
+    if (arg === "--gateway") gateway = true;
+    else if (m) flags.set(m[1], m[2]);
+    else problems.push(`unknown argument ${arg}: every option but --gateway is --name=value`);
+  }
+  for (const name of ["hosts-file", "env-file", "loopback-prefix"]) {
+    if (gateway && flags.has(name)) {
+      problems.push(`--${name} is a pod's agent's: a gateway writes no files; drop it`);
+    }
+  }
+  if (!gateway && flags.has("listen-address")) {
+    problems.push("--listen-address is a gateway's: give --gateway too, or drop it");
   }
   let server: URL | undefined;
   try {
@@ -94,6 +122,7 @@ export async function parseAgentArgs(
     hostsFile: flags.get("hosts-file"),
     envFile: flags.get("env-file"),
     loopbackPrefix: flags.get("loopback-prefix"),
+    ...(gateway ? { gateway, listenAddress: flags.get("listen-address") } : {}),
   };
 }
 
@@ -106,8 +135,27 @@ export async function runAgent(options: AgentOptions, signal: AbortSignal): Prom
     envFile: options.envFile,
     prefix: options.loopbackPrefix,
     log,
-    dial: (service, port, conn) => void dialService(session, service, port, conn),
+    dial: (service, port, conn) =>
+      void dialService(session, {
+        kind: "service",
+        namespace: service.namespace,
+        name: service.name,
+        port,
+      }, conn),
   });
+  const gatewayPorts = new GatewayPorts({
+    hostname: options.listenAddress,
+    log,
+    dial: (listener, source, conn) =>
+      void dialService(session, {
+        kind: "service",
+        namespace: listener.namespace,
+        name: listener.name,
+        port: listener.port,
+        source,
+      }, conn),
+  });
+  const gateway = options.gateway === true;
   const stop = () => session?.close();
   signal.addEventListener("abort", stop);
   let delay = 500;
@@ -117,11 +165,14 @@ export async function runAgent(options: AgentOptions, signal: AbortSignal): Prom
         const transport = await dialTunnel(options);
         session = new MuxSession(transport, {
           client: true,
-          onStream: (s) => void servePort(s, options.podHost ?? "127.0.0.1"),
+          onStream: (s) => void servePort(s, options.podHost ?? "127.0.0.1", gateway),
         });
         delay = 500;
-        log(`connected to ${options.server}`);
-        void control(session, listeners, options, log);
+        log(`connected to ${options.server}${gateway ? " as the gateway" : ""}`);
+        const apply = gateway
+          ? (line: string) => gatewayPorts.update(JSON.parse(line))
+          : (line: string) => listeners.update(JSON.parse(line) as ServiceList);
+        void control(session, apply, options, log);
         const err = await session.closed;
         if (!signal.aborted) log(`tunnel closed${err ? `: ${err.message}` : ""}; reconnecting`);
       } catch (err) {
@@ -135,13 +186,14 @@ export async function runAgent(options: AgentOptions, signal: AbortSignal): Prom
     signal.removeEventListener("abort", stop);
     session?.close();
     listeners.close();
+    gatewayPorts.close();
   }
 }
 
-/** Reads Service lists from the control stream and applies each. */
+/** Reads Service lists (a gateway's listener lists) from the control stream and applies each. */
 async function control(
   session: MuxSession,
-  listeners: ServiceListeners,
+  apply: (line: string) => void | Promise<void>,
   options: AgentOptions,
   log: (m: string) => void,
 ) {
@@ -156,7 +208,7 @@ async function control(
     for await (const text of lines) {
       pending += text;
       for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
-        await listeners.update(JSON.parse(pending.slice(0, nl)) as ServiceList);
+        await apply(pending.slice(0, nl));
         pending = pending.slice(nl + 1);
         options.onReady?.();
       }
@@ -166,11 +218,13 @@ async function control(
   }
 }
 
-/** A connection to a Service's loopback address: a stream vkubelet dials from the pod IP. */
+/**
+ * A connection to a Service's loopback address (or a gateway port): a stream vkubelet dials from
+ * the pod IP.
+ */
 async function dialService(
   session: MuxSession | undefined,
-  service: TunnelService,
-  port: number,
+  header: StreamHeader & { kind: "service" },
   conn: Deno.Conn,
 ) {
   let stream: MuxStream | undefined;
@@ -178,12 +232,7 @@ async function dialService(
     if (!session) throw new Error("no tunnel");
     stream = session.open();
     const writer = stream.writable.getWriter();
-    await writeMessage(writer, {
-      kind: "service",
-      namespace: service.namespace,
-      name: service.name,
-      port,
-    });
+    await writeMessage(writer, header);
     writer.releaseLock();
     const { value, rest } = await readMessage(stream.readable);
     if (!("ok" in (value as StreamAnswer))) throw new Error((value as { error: string }).error);
@@ -199,15 +248,24 @@ async function dialService(
   }
 }
 
-/** A stream from vkubelet: a connection to the pod's port on this host's loopback. */
-async function servePort(stream: MuxStream, host: string) {
+/**
+ * A stream from vkubelet: a connection to the pod's port on this host's loopback, or for a
+ * gateway to the pod's address that vkubelet names (it trusts the vkubelet it pinned).
+ */
+async function servePort(stream: MuxStream, host: string, gateway: boolean) {
   const writer = stream.writable.getWriter();
   let conn: Deno.Conn | undefined;
   try {
     const { value, rest } = await readMessage(stream.readable);
     const header = parseHeader(value);
     if (header.kind !== "port") throw new Error("vkubelet opens port streams only");
-    conn = await Deno.connect({ hostname: host, port: header.port });
+    if (!gateway && header.host !== undefined) {
+      throw new Error("A pod's agent dials its own pod only: a port stream names no host");
+    }
+    if (gateway && header.host === undefined) {
+      throw new Error("A gateway dials the pod's address: a port stream must name its host");
+    }
+    conn = await Deno.connect({ hostname: header.host ?? host, port: header.port });
     await writeMessage(writer, { ok: true });
     writer.releaseLock();
     await splice(conn, { readable: rest, writable: stream.writable });

@@ -6,7 +6,9 @@
  * The host is made once the kubelet API has its serving certificate: agents pin it and the
  * kubeconfig's cluster CA (which signs kubelet-serving CSRs, and often `--tls-cert-file`), or
  * only `serverCaFile` when given; attach waits for it. Each node's attachments are kept in
- * `<stateDir>/attachments/<node>/`, so that adopted pods are reattached after a restart.
+ * `<stateDir>/attachments/<node>/`, so that adopted pods are reattached after a restart; the
+ * node's gateway (the kubernetes provider's pods, `PodNetworkHandle.gateway`) keeps its
+ * credential's hash there too.
  * @module
  */
 import type { Node, Pod, Service } from "kubernetes-types/core/v1.d.ts";
@@ -18,7 +20,12 @@ import { getLogger, type Logger } from "../../base/log.ts";
 import type { Config } from "../config/config.ts";
 import type { Clock } from "../../base/clock.ts";
 import type { Informer, KubeClient } from "../../k8s/mod.ts";
-import type { PodNetworkAttachment, PodNetworkHandle, Provider } from "../../provider/mod.ts";
+import type {
+  PodNetworkAttachment,
+  PodNetworkGateway,
+  PodNetworkHandle,
+  Provider,
+} from "../../provider/mod.ts";
 import {
   type ClusterService,
   type ServiceSource,
@@ -224,6 +231,16 @@ export class RemotePodTunnel implements PodNetworkHandle, TunnelEndpoint {
       agentCommand: [...this.#deps.agentProgram, ...attached.agentArgs],
       agentCredential: attached.agentCredential,
     };
+  }
+
+  /**
+   * `PodNetworkHandle.gateway`: the node's gateway for pods in another cluster's pod network;
+   * its agent runs `agentCommand` (the file's, or this vkubelet) with `agent --gateway …`.
+   */
+  async gateway(options: { credential?: string } = {}): Promise<PodNetworkGateway> {
+    const host = await this.#host.promise;
+    const { agentArgs, ...gateway } = await host.gateway(options);
+    return { ...gateway, agentCommand: [...this.#deps.agentProgram, ...agentArgs] };
   }
 
   /** `PodNetworkHandle.adopted`: detaches what was kept for pods gone while vkubelet was away. */

@@ -4,15 +4,27 @@
  * TunnelCredentials.restore} it after a restart), compares in constant time, and forgets it on
  * revoke. A credential names its pod, so it can only ever open that pod's tunnel. A pod may hold
  * several (one kept from before a restart and one issued after it, for its next runs).
+ *
+ * A node's gateway (./gateway.ts) has credentials of its own kind, `vkg1.gateway.<secret>`, kept
+ * by another instance ({@link GATEWAY_PREFIX}): neither kind opens what the other does.
  * @module
  */
 import { timingSafeEqual } from "node:crypto";
 
-const PREFIX = "vkt1";
+/** Pods' credentials. */
+export const POD_PREFIX = "vkt1";
+/** Gateways' credentials. */
+export const GATEWAY_PREFIX = "vkg1";
 
 /** Issues, checks and revokes credentials; see the module doc. */
 export class TunnelCredentials {
   readonly #hashes = new Map<string, Uint8Array[]>();
+  readonly #prefix: string;
+
+  /** `prefix`: the kind of credential this instance issues and accepts (default a pod's). */
+  constructor(prefix: string = POD_PREFIX) {
+    this.#prefix = prefix;
+  }
 
   /**
    * A new credential for pod `uid` and the hash to keep: it replaces any earlier one, or with
@@ -22,7 +34,7 @@ export class TunnelCredentials {
     if (!uid || uid.includes(".")) throw new TypeError(`Pod uid ${uid} cannot name a credential`);
     const secret = new Uint8Array(32);
     crypto.getRandomValues(secret);
-    const credential = `${PREFIX}.${uid}.${base64url(secret)}`;
+    const credential = `${this.#prefix}.${uid}.${base64url(secret)}`;
     const hash = await sha256(credential);
     this.#hashes.set(uid, [...(keep ? this.#hashes.get(uid) ?? [] : []), hash]);
     return { credential, hash: hex(hash) };
@@ -51,16 +63,19 @@ export class TunnelCredentials {
   /** The pod uid `credential` was issued for, or why it is refused. */
   async verify(credential: string): Promise<{ uid: string } | { refused: string }> {
     const [prefix, uid, secret, extra] = credential.split(".");
-    if (prefix !== PREFIX || !uid || !secret || extra !== undefined) {
-      return { refused: "the credential is not one vkubelet issues (vkt1.<uid>.<secret>)" };
+    if (prefix !== this.#prefix || !uid || !secret || extra !== undefined) {
+      return {
+        refused: `the credential is not one vkubelet issues here (${this.#prefix}.<id>.<secret>)`,
+      };
     }
+    const who = this.#prefix === POD_PREFIX ? `pod uid ${uid}` : uid;
     const kept = this.#hashes.get(uid);
     if (!kept) {
-      return { refused: `no credential is issued for pod uid ${uid} (revoked or unknown)` };
+      return { refused: `no credential is issued for ${who} (revoked or unknown)` };
     }
     const given = await sha256(credential);
     if (!kept.some((hash) => timingSafeEqual(given, hash))) {
-      return { refused: `the credential for pod uid ${uid} does not match the one issued` };
+      return { refused: `the credential for ${who} does not match the one issued` };
     }
     return { uid };
   }

@@ -13,6 +13,13 @@
  * that a restarted vkubelet {@link TunnelHost.reattach reattaches} the pods it adopts with the
  * same IP and accepts their agents' credentials, and {@link TunnelHost.adopted detaches} those
  * whose pods are gone.
+ *
+ * Pods in another cluster's pod network (the kubernetes provider's) are attached through the
+ * node's {@link TunnelHost.gateway gateway} instead (./gateway.ts): the same namespace, IP and
+ * listeners, no credential of their own; their connections go over the gateway's session to the
+ * address the provider {@link TunnelGateway.setRemoteAddress set} for them (refused while there
+ * is none or the gateway is not connected), and the gateway's calls from that address are dialed
+ * from their namespace as their own agent's would be.
  * @module
  */
 import type { Socket } from "node:net";
@@ -23,8 +30,11 @@ import type { Logger } from "../../base/log.ts";
 import { writeAtomically } from "../../x509/mod.ts";
 import { duplexFromNodeSocket } from "../../spdy/node_socket_duplex.ts";
 import { TunnelCredentials } from "./credentials.ts";
+import { GatewayLink } from "./gateway.ts";
 import {
   CREDENTIAL_HEADER,
+  type GatewayListener,
+  normalAddress,
   parseHeader,
   readMessage,
   type ServiceList,
@@ -84,6 +94,8 @@ export interface SavedAttachment extends SavedNetwork {
   ports: number[];
   /** SHA-256 (hex) of each credential the pod's agents may hold; never a credential. */
   credentialHashes: string[];
+  /** Attached through the gateway (no credential of its own). */
+  gateway?: true;
 }
 
 /** A Service as vkubelet knows it. */
@@ -128,9 +140,31 @@ export interface TunnelAttachment {
   credentialHash: string;
 }
 
+/** The pod's IPs on this node. */
+export interface PodIPs {
+  podIP: string;
+  podIPs: string[];
+}
+
+/** A node's gateway as {@link TunnelHost.gateway} gives it (`PodNetworkGateway` less the program). */
+export interface TunnelGateway {
+  /** Arguments after the vkubelet program: `agent --gateway --server=… --ca-base64=…`. */
+  agentArgs: string[];
+  /** Give it as `VKUBELET_AGENT_CREDENTIAL`, never on a command line. */
+  agentCredential: string;
+  attach(pod: Pod): Promise<PodIPs>;
+  reattach(pod: Pod): Promise<PodIPs | undefined>;
+  detach(pod: Pod): Promise<void>;
+  adopted(pods: Pod[]): Promise<void>;
+  setRemoteAddress(pod: Pod, address: string | undefined): void;
+  setServices(services: GatewayListener[]): void;
+}
+
 interface AttachedPod {
   pod: Pod;
   key: string;
+  /** Attached through the gateway. */
+  gateway: boolean;
   netns: string;
   ips: string[];
   /** The TCP ports listened on. */
@@ -146,33 +180,32 @@ export class TunnelHost {
   readonly #deps: TunnelHostDeps;
   readonly #credentials: TunnelCredentials;
   readonly #pods = new Map<string, AttachedPod>();
+  /** Gateway pods' addresses where they run, by uid. */
+  readonly #remoteAddresses = new Map<string, string>();
+  readonly #gateway: GatewayLink;
   readonly #unsubscribe: () => void;
 
   constructor(deps: TunnelHostDeps) {
     this.#deps = deps;
     this.#credentials = deps.credentials ?? new TunnelCredentials();
     this.#unsubscribe = deps.services.subscribe(() => this.#pushServices());
+    this.#gateway = new GatewayLink({
+      log: deps.log,
+      stateDir: deps.stateDir,
+      podAt: (source) => this.#gatewayPodAt(source)?.key,
+      dialService: (key, service) => {
+        const entry = [...this.#pods.values()].find((e) => e.gateway && e.key === key);
+        if (!entry) throw new Error(`Pod ${key} is not attached`);
+        const target = this.#serviceTarget(entry, service);
+        return this.#deps.network.dial(entry.netns, target, service.port);
+      },
+    });
   }
 
   /** Gives `pod` an IP on this node and the listeners on its ports; see the module doc. */
   async attach(pod: Pod): Promise<TunnelAttachment> {
-    const uid = pod.metadata?.uid;
-    if (!uid) throw new TypeError("Pod has no metadata.uid: attach pods read from the cluster");
-    await this.detach(pod);
-    const { ips, netns } = await this.#deps.network.setUp(pod);
-    const ports = declaredTcpPorts(pod);
-    const entry: AttachedPod = { pod, key: podKey(pod), netns, ips, ports, listeners: [] };
-    this.#pods.set(uid, entry);
-    try {
-      for (const port of ports) {
-        entry.listeners.push(
-          await this.#deps.network.listen(netns, port, (conn) => this.#inbound(entry, port, conn)),
-        );
-      }
-    } catch (err) {
-      await this.detach(pod);
-      throw err;
-    }
+    const entry = await this.#attachNetwork(pod, false);
+    const uid = pod.metadata?.uid ?? "";
     const issued = await this.#credentials.issue(uid);
     try {
       await this.#save(entry);
@@ -184,45 +217,114 @@ export class TunnelHost {
   }
 
   /**
+   * The node's gateway (see the module doc and ./gateway.ts): its credential (`credential` when
+   * it is still accepted, else a new one, the old revoked) and the operations on its pods.
+   */
+  async gateway(options: { credential?: string } = {}): Promise<TunnelGateway> {
+    const agentCredential = await this.#gateway.credential(options.credential);
+    return {
+      agentArgs: [
+        "agent",
+        "--gateway",
+        `--server=${this.#deps.serverUrl}`,
+        `--ca-base64=${btoa(this.#deps.serverCaPem)}`,
+      ],
+      agentCredential,
+      attach: async (pod) => {
+        const uid = pod.metadata?.uid ?? "";
+        const address = this.#remoteAddresses.get(uid);
+        const entry = await this.#attachNetwork(pod, true);
+        if (address) this.#remoteAddresses.set(uid, address);
+        try {
+          await this.#save(entry);
+        } catch (err) {
+          await this.detach(pod);
+          throw err;
+        }
+        return { podIP: entry.ips[0], podIPs: entry.ips };
+      },
+      reattach: async (pod) => {
+        const entry = await this.#reattachNetwork(pod, true);
+        return entry && { podIP: entry.ips[0], podIPs: entry.ips };
+      },
+      detach: (pod) => this.detach(pod),
+      adopted: (pods) => this.#adopted(pods, true),
+      setRemoteAddress: (pod, address) => this.#setRemoteAddress(pod, address),
+      setServices: (services) => this.#gateway.setServices(services),
+    };
+  }
+
+  /** Forgets the gateway's credentials and ends its session (its pods stay attached). */
+  revokeGateway(): Promise<void> {
+    return this.#gateway.revoke();
+  }
+
+  /** A namespace, IPs and listeners for `pod` (an earlier attachment replaced). */
+  async #attachNetwork(pod: Pod, gateway: boolean): Promise<AttachedPod> {
+    const uid = pod.metadata?.uid;
+    if (!uid) throw new TypeError("Pod has no metadata.uid: attach pods read from the cluster");
+    await this.detach(pod);
+    const { ips, netns } = await this.#deps.network.setUp(pod);
+    const ports = declaredTcpPorts(pod);
+    const entry: AttachedPod = { pod, key: podKey(pod), gateway, netns, ips, ports, listeners: [] };
+    this.#pods.set(uid, entry);
+    try {
+      await this.#listen(entry);
+    } catch (err) {
+      await this.detach(pod);
+      throw err;
+    }
+    return entry;
+  }
+
+  async #listen(entry: AttachedPod): Promise<void> {
+    for (const port of entry.ports) {
+      entry.listeners.push(
+        await this.#deps.network.listen(
+          entry.netns,
+          port,
+          (conn) => this.#inbound(entry, port, conn),
+        ),
+      );
+    }
+  }
+
+  #setRemoteAddress(pod: Pod, address: string | undefined): void {
+    const uid = pod.metadata?.uid ?? "";
+    if (address === undefined) {
+      this.#remoteAddresses.delete(uid);
+      return;
+    }
+    const normal = normalAddress(address);
+    // Two live pods never share an address there: an earlier holder is gone (B reused it).
+    for (const [other, held] of this.#remoteAddresses) {
+      if (held === normal && other !== uid) this.#remoteAddresses.delete(other);
+    }
+    this.#remoteAddresses.set(uid, normal);
+  }
+
+  /** The gateway pod at `source` (its address where it runs), if it is attached. */
+  #gatewayPodAt(source: string): AttachedPod | undefined {
+    for (const [uid, address] of this.#remoteAddresses) {
+      const entry = this.#pods.get(uid);
+      if (address === source && entry?.gateway) return entry;
+    }
+    return undefined;
+  }
+
+  /**
    * After a restart: the pod attached by an earlier process (kept in `stateDir`) attached again
    * with the same IP and namespace, its listeners made anew, and its agents' credentials
    * accepted; a new credential (also accepted) is issued for the pod's next runs. Undefined
    * when nothing is kept for the pod (it was never attached, or there is no `stateDir`).
    */
   async reattach(pod: Pod): Promise<TunnelAttachment | undefined> {
-    const uid = pod.metadata?.uid;
-    if (!uid) throw new TypeError("Pod has no metadata.uid: reattach pods read from the cluster");
-    const saved = await this.#load(uid);
-    if (!saved) return undefined;
-    const known = this.#pods.get(uid);
-    if (known) {
-      return this.#attachment(known, await this.#credentials.issue(uid, true));
-    }
-    await this.#deps.network.restore?.(pod, saved);
-    const ports = Array.isArray(saved.ports) ? saved.ports : declaredTcpPorts(pod);
-    const entry: AttachedPod = {
-      pod,
-      key: podKey(pod),
-      netns: saved.netns,
-      ips: saved.ips,
-      ports,
-      listeners: [],
-    };
-    this.#pods.set(uid, entry);
-    this.#credentials.restore(uid, ...saved.credentialHashes);
+    const entry = await this.#reattachNetwork(pod, false);
+    if (!entry) return undefined;
+    const uid = pod.metadata?.uid ?? "";
     try {
-      for (const port of ports) {
-        entry.listeners.push(
-          await this.#deps.network.listen(
-            saved.netns,
-            port,
-            (conn) => this.#inbound(entry, port, conn),
-          ),
-        );
-      }
       const issued = await this.#credentials.issue(uid, true);
       await this.#save(entry);
-      this.#deps.log.info("pod {pod} reattached at {ip}", { pod: entry.key, ip: saved.ips[0] });
       return this.#attachment(entry, issued);
     } catch (err) {
       await this.detach(pod);
@@ -231,35 +333,89 @@ export class TunnelHost {
   }
 
   /**
+   * The pod's kept attachment taken over (see {@link reattach}), or undefined; one kept the other
+   * way (through the gateway or not) is torn down and forgotten, for the pod to be attached anew.
+   */
+  async #reattachNetwork(pod: Pod, gateway: boolean): Promise<AttachedPod | undefined> {
+    const uid = pod.metadata?.uid;
+    if (!uid) throw new TypeError("Pod has no metadata.uid: reattach pods read from the cluster");
+    const saved = await this.#load(uid);
+    if (!saved) return undefined;
+    const known = this.#pods.get(uid);
+    if (known && known.gateway === gateway) return known;
+    if (known || (saved.gateway === true) !== gateway) {
+      await this.#forget(uid, saved);
+      return undefined;
+    }
+    await this.#deps.network.restore?.(pod, saved);
+    const entry: AttachedPod = {
+      pod,
+      key: podKey(pod),
+      gateway,
+      netns: saved.netns,
+      ips: saved.ips,
+      ports: Array.isArray(saved.ports) ? saved.ports : declaredTcpPorts(pod),
+      listeners: [],
+    };
+    this.#pods.set(uid, entry);
+    if (!gateway) this.#credentials.restore(uid, ...saved.credentialHashes);
+    try {
+      await this.#listen(entry);
+      if (gateway) await this.#save(entry);
+    } catch (err) {
+      await this.detach(pod);
+      throw err;
+    }
+    this.#deps.log.info("pod {pod} reattached at {ip}", { pod: entry.key, ip: saved.ips[0] });
+    return entry;
+  }
+
+  /**
    * Once the pods on this node are known after a start (a successful list, each adopted one
    * {@link reattach reattached}): every attachment kept in `stateDir` whose pod is not among
    * `pods` is detached (its pod went away while vkubelet was not running) and its state
    * removed. Never call it after a failed list: every kept pod would look gone.
    */
-  async adopted(pods: Pod[]): Promise<void> {
+  adopted(pods: Pod[]): Promise<void> {
+    return this.#adopted(pods, false);
+  }
+
+  /** {@link adopted} for the pods attached with an agent each, or through the gateway. */
+  async #adopted(pods: Pod[], gateway: boolean): Promise<void> {
     const dir = this.#deps.stateDir;
     if (!dir) return;
     const keep = new Set(pods.map((p) => p.metadata?.uid));
     for (const uid of await savedUids(dir)) {
       if (keep.has(uid) || this.#pods.has(uid)) continue;
       const saved = await this.#load(uid).catch(() => undefined);
-      const pod: Pod = {
-        metadata: { uid, namespace: saved?.namespace, name: saved?.name },
-      };
+      if (saved && (saved.gateway === true) !== gateway) continue;
       this.#deps.log.info("detaching pod {pod}: it went away while vkubelet was not running", {
         pod: saved ? `${saved.namespace}/${saved.name}` : uid,
       });
-      this.#credentials.revoke(uid);
-      try {
-        if (saved) await this.#deps.network.tearDown(pod, saved);
-      } catch (err) {
-        this.#deps.log.warning("cannot tear down the network of gone pod {uid}: {err}", {
-          uid,
-          err,
-        });
-      }
-      await Deno.remove(join(dir, `${uid}.json`)).catch(() => {});
+      await this.#forget(uid, saved);
     }
+  }
+
+  /** Revokes, tears down what `saved` says and removes the kept attachment of pod `uid`. */
+  async #forget(uid: string, saved: SavedAttachment | undefined): Promise<void> {
+    const pod: Pod = { metadata: { uid, namespace: saved?.namespace, name: saved?.name } };
+    this.#credentials.revoke(uid);
+    this.#remoteAddresses.delete(uid);
+    const known = this.#pods.get(uid);
+    if (known) {
+      await this.detach(known.pod);
+      return;
+    }
+    try {
+      if (saved) await this.#deps.network.tearDown(pod, saved);
+    } catch (err) {
+      this.#deps.log.warning("cannot tear down the network of gone pod {uid}: {err}", {
+        uid,
+        err,
+      });
+    }
+    const dir = this.#deps.stateDir;
+    if (dir) await Deno.remove(join(dir, `${uid}.json`)).catch(() => {});
   }
 
   #attachment(
@@ -295,7 +451,8 @@ export class TunnelHost {
       ips: entry.ips,
       netns: entry.netns,
       ports: entry.ports,
-      credentialHashes: this.#credentials.hashes(uid),
+      credentialHashes: entry.gateway ? [] : this.#credentials.hashes(uid),
+      ...(entry.gateway ? { gateway: true as const } : {}),
     };
     await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
     await writeAtomically(join(dir, `${uid}.json`), `${JSON.stringify(saved)}\n`);
@@ -331,6 +488,7 @@ export class TunnelHost {
   async detach(pod: Pod): Promise<void> {
     const uid = pod.metadata?.uid ?? "";
     this.#credentials.revoke(uid);
+    this.#remoteAddresses.delete(uid);
     const dir = this.#deps.stateDir;
     if (dir && isUid(uid)) await Deno.remove(join(dir, `${uid}.json`)).catch(() => {});
     const entry = this.#pods.get(uid);
@@ -344,6 +502,7 @@ export class TunnelHost {
   /** Ends every tunnel and listener (pods' networks stay, for a restart to adopt). */
   async close(): Promise<void> {
     this.#unsubscribe();
+    this.#gateway.close();
     for (const entry of this.#pods.values()) {
       entry.session?.close();
       await Promise.allSettled(entry.listeners.map((l) => l.close()));
@@ -361,8 +520,11 @@ export class TunnelHost {
     }
     const given = headers.get(CREDENTIAL_HEADER);
     if (!given) return text(401, `The tunnel needs the agent's credential in ${CREDENTIAL_HEADER}`);
+    if (GatewayLink.owns(given)) return this.#acceptGateway(given, upgrade);
     const checked = await this.#credentials.verify(given);
-    const entry = "uid" in checked ? this.#pods.get(checked.uid) : undefined;
+    const found = "uid" in checked ? this.#pods.get(checked.uid) : undefined;
+    // A gateway pod has no credential of its own; were one ever kept, it opens nothing.
+    const entry = found?.gateway ? undefined : found;
     if (!entry) {
       const why = "refused" in checked ? checked.refused : "the pod is not attached";
       this.#deps.log.info("tunnel refused: {reason}", { reason: why });
@@ -391,8 +553,31 @@ export class TunnelHost {
     return undefined;
   }
 
-  /** A connection to the pod IP: carried to the agent. */
+  /** The gateway's `/tunnel`: its own kind of credential, its own session. */
+  async #acceptGateway(
+    given: string,
+    upgrade: { socket: Duplex; head: Uint8Array },
+  ): Promise<Response | undefined> {
+    const why = await this.#gateway.refused(given);
+    if (why) {
+      this.#deps.log.info("gateway refused: {reason}", { reason: why });
+      return text(401, `Gateway credential refused: ${why}`);
+    }
+    const socket = upgrade.socket as Socket;
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${TUNNEL_UPGRADE}\r\n\r\n`,
+    );
+    this.#gateway.connect(duplexFromNodeSocket(socket, { head: upgrade.head }));
+    return undefined;
+  }
+
+  /** A connection to the pod IP: carried to the agent (or the gateway). */
   async #inbound(entry: AttachedPod, port: number, conn: TunnelConn): Promise<void> {
+    if (entry.gateway) {
+      const address = this.#remoteAddresses.get(entry.pod.metadata?.uid ?? "");
+      if (!address) return conn.close();
+      return await this.#gateway.inbound(entry.key, port, address, conn);
+    }
     const session = entry.session;
     if (!session) return conn.close();
     let stream: MuxStream | undefined;
@@ -431,6 +616,9 @@ export class TunnelHost {
       }
       if (header.kind !== "service") {
         throw new Error("An agent opens control and service streams only");
+      }
+      if (header.source !== undefined) {
+        throw new Error("A pod's agent calls Services as its pod: only a gateway names a source");
       }
       const target = this.#serviceTarget(entry, header);
       const conn = this.#deps.network.dial(entry.netns, target, header.port);
@@ -496,7 +684,7 @@ export class TunnelHost {
   }
 
   #pushServices(): void {
-    for (const entry of this.#pods.values()) void this.#sendServices(entry);
+    for (const entry of this.#pods.values()) if (!entry.gateway) void this.#sendServices(entry);
   }
 }
 

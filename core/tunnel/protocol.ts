@@ -10,8 +10,23 @@
  * - agent → vkubelet `{"kind":"service","namespace","name","port"}`: a TCP connection to that
  *   Service port, dialed by vkubelet from the pod's network namespace.
  * - vkubelet → agent `{"kind":"port","port"}`: a connection that reached the pod IP on that
- *   declared containerPort; the agent dials `127.0.0.1:<port>` where the pod runs.
+ *   declared containerPort; the agent dials `127.0.0.1:<port>` where the pod runs. A pod's agent
+ *   refuses a header with a `host`.
  *
+ * A gateway (the kubernetes provider's pods, in another cluster's pod network: one agent for
+ * all the node's pods, `vkubelet agent --gateway`, with a gateway credential) says instead:
+ *
+ * - gateway → vkubelet `{"kind":"control"}`: vkubelet sends newline-delimited
+ *   {@link GatewayListeners} messages (one now, one on each change): the gateway listens on
+ *   each `gatewayPort`.
+ * - gateway → vkubelet `{"kind":"service","namespace","name","port","source"}`: a connection the
+ *   gateway accepted on a listener from `source` (the caller's address in its cluster, as the
+ *   listener saw it); vkubelet dials the Service from the A-side network namespace of the pod
+ *   at that address, if it is this node's and may see the Service.
+ * - vkubelet → gateway `{"kind":"port","port","host"}`: a connection that reached a pod's IP
+ *   here; the gateway dials `host:port` (the pod's address in its cluster).
+ *
+ * vkubelet refuses `source` from a pod's agent and a service stream without it from a gateway.
  * The answer is `{"ok":true}` or `{"error":"..."}`; after `ok` the stream carries raw bytes.
  * @module
  */
@@ -28,8 +43,8 @@ const MAX_HEADER = 4096;
 /** A stream's opening header. */
 export type StreamHeader =
   | { kind: "control" }
-  | { kind: "service"; namespace: string; name: string; port: number }
-  | { kind: "port"; port: number };
+  | { kind: "service"; namespace: string; name: string; port: number; source?: string }
+  | { kind: "port"; port: number; host?: string };
 
 /** The answer to a stream header. */
 export type StreamAnswer = { ok: true } | { error: string };
@@ -54,6 +69,21 @@ export interface ServiceList {
   namespace: string;
   clusterDomain: string;
   services: TunnelService[];
+}
+
+/** One port a gateway listens on, for one Service port. */
+export interface GatewayListener {
+  /** The gateway's own TCP port. */
+  gatewayPort: number;
+  namespace: string;
+  name: string;
+  /** The Service's port. */
+  port: number;
+}
+
+/** The gateway's control stream message: every listener it should have now. */
+export interface GatewayListeners {
+  listeners: GatewayListener[];
 }
 
 /** Writes one length-prefixed JSON message to `writer`. */
@@ -123,18 +153,34 @@ export function parseHeader(value: unknown): StreamHeader {
   const port = v.port;
   const validPort = typeof port === "number" && Number.isInteger(port) && port > 0 &&
     port < 65536;
+  const address = (a: unknown) => a === undefined || (typeof a === "string" && isAddress(a));
   if (v.kind === "control") return { kind: "control" };
-  if (v.kind === "port" && validPort) return { kind: "port", port };
+  if (v.kind === "port" && validPort && address(v.host)) {
+    return { kind: "port", port, ...(v.host === undefined ? {} : { host: v.host as string }) };
+  }
   if (
     v.kind === "service" && validPort && typeof v.namespace === "string" &&
-    typeof v.name === "string"
+    typeof v.name === "string" && address(v.source)
   ) {
-    return { kind: "service", namespace: v.namespace, name: v.name, port };
+    const source = v.source === undefined ? {} : { source: v.source as string };
+    return { kind: "service", namespace: v.namespace, name: v.name, port, ...source };
   }
   throw new Error(
-    "Tunnel stream header must be {kind: control}, {kind: port, port} or " +
-      "{kind: service, namespace, name, port} with a port from 1 to 65535",
+    "Tunnel stream header must be {kind: control}, {kind: port, port[, host]} or " +
+      "{kind: service, namespace, name, port[, source]} with a port from 1 to 65535 and " +
+      "host or source an IP address",
   );
+}
+
+/** An IPv4 or IPv6 address (a gateway's `host` and `source` are addresses, never names). */
+export function isAddress(text: string): boolean {
+  return /^\d{1,3}(\.\d{1,3}){3}$/.test(text) || (/^[0-9a-fA-F:.]+$/.test(text) &&
+    text.includes(":") && text.length <= 45);
+}
+
+/** `source` as one form: an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) as its IPv4. */
+export function normalAddress(address: string): string {
+  return address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, "").toLowerCase();
 }
 
 /** Pipes each side into the other; resolves when both directions are done. */

@@ -2,15 +2,19 @@
  * A kubelet API server with a {@link TunnelHost} on 127.0.0.1 and a self-signed serving
  * certificate, for the tunnel's tests and bench; and a {@link TunnelNetwork} on loopback that
  * stands in for the CNI path where no network namespace is wanted (the pod "IP" is
- * `127.0.0.2`, each declared containerPort listened on there; Services dialed directly).
+ * `127.0.0.2`, each declared containerPort listened on there; Services dialed directly), or
+ * with {@link loopbackPodsNetwork} an IP per pod, whose dials leave from that IP.
  * @module
  */
+import { createConnection } from "node:net";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import { duplexFromNodeSocket } from "../../spdy/node_socket_duplex.ts";
 import { realClock } from "../../base/clock.ts";
 import { alwaysAllow, KubeletServer } from "../../core/kubelet_api/mod.ts";
 import {
   type ClusterService,
   type ServiceSource,
+  type TunnelConn,
   TunnelHost,
   type TunnelNetwork,
 } from "../../core/tunnel/host.ts";
@@ -71,30 +75,74 @@ export function loopbackNetwork(podIP = "127.0.0.2"): TunnelNetwork & { dials: s
       });
       return { readable, writable, close: () => void conn.then((c) => c.close()).catch(() => {}) };
     },
-    listen(_netns, port, onConnection) {
-      const listener = Deno.listen({ hostname: podIP, port });
-      void (async () => {
-        try {
-          for await (const conn of listener) {
-            onConnection({
-              readable: conn.readable,
-              writable: conn.writable,
-              close: () => {
-                try {
-                  conn.close();
-                } catch {
-                  // closed
-                }
-              },
-            });
-          }
-        } catch {
-          // closed
-        }
-      })();
-      return Promise.resolve({ close: () => Promise.resolve(listener.close()) });
-    },
+    listen: (_netns, port, onConnection) => loopbackListen(podIP, port, onConnection),
   };
+}
+
+/**
+ * Pod IPs `127.0.<subnet>.<n>` on loopback, a new one per setUp (the netns names the IP): each
+ * declared port is listened on at the pod's IP, and each dial leaves from it, so that a server
+ * sees the pod's IP as the source, as from a pod's network namespace. Records the dials.
+ */
+export function loopbackPodsNetwork(subnet: number): TunnelNetwork & { dials: string[] } {
+  let next = 10;
+  const dials: string[] = [];
+  return {
+    dials,
+    setUp() {
+      const ip = `127.0.${subnet}.${next++}`;
+      return Promise.resolve({ ips: [ip], netns: ip });
+    },
+    tearDown: () => Promise.resolve(),
+    restore: () => Promise.resolve(),
+    dial(netns, host, port) {
+      dials.push(`${netns}>${host}:${port}`);
+      return dialFrom(netns, host, port);
+    },
+    listen: (netns, port, onConnection) => loopbackListen(netns, port, onConnection),
+  };
+}
+
+/** A TCP connection to `host:port` from the local address `from`. */
+export function dialFrom(from: string, host: string, port: number): TunnelConn {
+  const socket = createConnection({ host, port, localAddress: from });
+  const duplex = duplexFromNodeSocket(socket);
+  return {
+    readable: duplex.readable,
+    writable: new WritableStream<Uint8Array>({
+      write: (chunk) => duplex.write(chunk),
+      close: () => void socket.end(),
+    }),
+    close: () => void socket.destroy(),
+  };
+}
+
+function loopbackListen(
+  hostname: string,
+  port: number,
+  onConnection: (conn: TunnelConn) => void,
+): Promise<{ close(): Promise<void> }> {
+  const listener = Deno.listen({ hostname, port });
+  void (async () => {
+    try {
+      for await (const conn of listener) {
+        onConnection({
+          readable: conn.readable,
+          writable: conn.writable,
+          close: () => {
+            try {
+              conn.close();
+            } catch {
+              // closed
+            }
+          },
+        });
+      }
+    } catch {
+      // closed
+    }
+  })();
+  return Promise.resolve({ close: () => Promise.resolve(listener.close()) });
 }
 
 /** A started server; dispose stops it. */
@@ -108,6 +156,7 @@ export interface TunnelServer extends AsyncDisposable {
 export async function startTunnelServer(
   network: TunnelNetwork,
   services: ServiceSource,
+  options: { stateDir?: string } = {},
 ): Promise<TunnelServer> {
   const stop = new AbortController();
   const cert = Promise.withResolvers<string>();
@@ -145,7 +194,14 @@ export async function startTunnelServer(
   await Promise.race([server.ready, running]);
   const url = `https://127.0.0.1:${server.address!.port}`;
   const caPem = await cert.promise;
-  const host = new TunnelHost({ network, services, log, serverUrl: url, serverCaPem: caPem });
+  const host = new TunnelHost({
+    network,
+    services,
+    log,
+    serverUrl: url,
+    serverCaPem: caPem,
+    stateDir: options.stateDir,
+  });
   late.host = host;
   return {
     host,
@@ -219,4 +275,51 @@ export async function startTunnelNode(
       await running;
     },
   };
+}
+
+/**
+ * A TCP server on `hostname` that answers each connection with `<greeting> <caller's address>`
+ * and closes: it shows where a connection came from. Dispose stops it.
+ */
+export function sourceEcho(hostname: string, greeting: string) {
+  const listener = Deno.listen({ hostname, port: 0 });
+  const served = (async () => {
+    for await (const conn of listener) {
+      const from = (conn.remoteAddr as Deno.NetAddr).hostname;
+      void conn.write(new TextEncoder().encode(`${greeting} ${from}`))
+        .catch(() => {}).finally(() => conn.close());
+    }
+  })().catch(() => {});
+  return {
+    port: (listener.addr as Deno.NetAddr).port,
+    async [Symbol.asyncDispose]() {
+      listener.close();
+      await served;
+    },
+  };
+}
+
+/**
+ * Connects to `host:port` (from the local address `from` when given) and reads until the other
+ * end closes: the text it sent. Rejects when the connection is refused or reset before any byte.
+ */
+export async function readAll(host: string, port: number, from?: string): Promise<string> {
+  const conn = from ? dialFrom(from, host, port) : await (async () => {
+    const c = await Deno.connect({ hostname: host, port });
+    return { readable: c.readable, writable: c.writable, close: () => c.close() };
+  })();
+  const chunks: string[] = [];
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of conn.readable) chunks.push(decoder.decode(chunk, { stream: true }));
+  } finally {
+    try {
+      conn.close();
+    } catch {
+      // closed
+    }
+  }
+  const text = chunks.join("");
+  if (!text) throw new Error(`${host}:${port} closed the connection with nothing sent`);
+  return text;
 }
