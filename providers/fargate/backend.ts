@@ -14,6 +14,7 @@ import {
   type Clock,
   type ContainerLogOptions,
   InvalidInputError,
+  type Logger,
   NotFoundError,
   type PodEventSink,
   podEventSink,
@@ -31,6 +32,8 @@ import {
 import type { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import type { FargateConfig } from "./config.ts";
 import { readContainerLog } from "./logs.ts";
+import { filterLogEventsApi } from "./client/log_events.ts";
+import { LogBatch } from "./streams/log_batch.ts";
 import { LOG_STREAM_PREFIX, podOfTags, podTags, startedBy, TAGS, taskId } from "./names.ts";
 import type { AwsClients } from "./client/aws.ts";
 import { PodSecrets, secretValuesOf } from "./client/pod_secrets.ts";
@@ -69,6 +72,8 @@ export interface FargateBackendDeps {
   clock: Clock;
   event: PodEventSink;
   kube?: ProviderKubeClient;
+  /** Where the log mirror's batched reads log their failures. */
+  log?: Logger;
   /** The provider's life: log streams end with it. */
   signal: AbortSignal;
 }
@@ -105,8 +110,11 @@ export function remoteOptions(
     // A deletion seen before the tasks are adopted would leave its task running.
     retryList: true,
     keepPodIP: true,
+    ...(config.logMirror === "off" ? { mirrorLogs: false as const } : {}),
   };
 }
+
+const SILENT: Logger = { debug() {}, info() {}, warn() {}, warning() {}, error() {} };
 
 /** Why a pod's task is stopped when the pod goes. */
 const DELETED = "the pod was deleted";
@@ -116,9 +124,20 @@ export class FargateBackend implements RemoteBackend<Task> {
   readonly #d: FargateBackendDeps;
   readonly #pods = new Map<string, PodResources>();
   #logGroup?: Promise<void>;
+  /** The log mirror's batched reads (`./streams/log_batch.ts`). */
+  readonly logBatch?: LogBatch;
 
   constructor(deps: FargateBackendDeps) {
     this.#d = deps;
+    const { logs, config, clock, log = SILENT } = deps;
+    if (logs && config.logMirror === "batched") {
+      const api = filterLogEventsApi(logs);
+      const [intervalMs, requestsPerSecond] = [
+        config.logMirrorInterval,
+        config.logMirrorRequestsPerSecond,
+      ];
+      this.logBatch = new LogBatch({ api, clock, log, intervalMs, requestsPerSecond });
+    }
   }
 
   /** The running tasks this node started, by their tags (ListTasks by `startedBy`). */
@@ -287,6 +306,29 @@ export class FargateBackend implements RemoteBackend<Task> {
       stream: `${LOG_STREAM_PREFIX}/${container}/${taskId(arn)}`,
       clock: this.#d.clock,
     }, { ...options, signal }));
+  }
+
+  /**
+   * The container's log as the node's log mirror follows it: the current task's stream read in
+   * the node's batches (config `logMirror: batched`); an ended instance's, or with `follow`,
+   * through {@link logs}.
+   */
+  mirrorLogs(
+    pod: Pod,
+    container: string,
+    options: ContainerLogOptions,
+    runs: RemoteLogRuns<Task> = {},
+  ): Promise<ReadableStream<Uint8Array>> {
+    const arn = (runs.current ?? runs.previous)?.handle?.taskArn;
+    if (!this.logBatch || !options.follow || options.previous || !arn) {
+      return this.logs(pod, container, options, runs);
+    }
+    const signal = AbortSignal.any([this.#d.signal, ...(options.signal ? [options.signal] : [])]);
+    const stream = `${LOG_STREAM_PREFIX}/${container}/${taskId(arn)}`;
+    const sinceMs = options.sinceTime?.getTime();
+    return Promise.resolve(
+      this.logBatch.follow(this.#d.config.logGroup, stream, { sinceMs, signal }),
+    );
   }
 
   /** A task as a run of `pod`. */

@@ -21,12 +21,16 @@
  * statusInterval: 5s                      # how often DescribeTasks polls
  * filesImage: public.ecr.aws/docker/library/busybox:1.36   # writes ConfigMap/Secret volume files
  * metricsPeriod: 60                       # seconds: the CloudWatch period kubectl top reads
+ * logMirror: batched                      # --pod-log-dir: FilterLogEvents in batches; follow, off
+ * logMirrorInterval: 2s                   # a batched round's pause
+ * logMirrorRequestsPerSecond: 1           # the mirror's FilterLogEvents rate (5/s per account)
  * endpoint: http://127.0.0.1:5000         # optional: another ECS/Logs endpoint (tests)
  * ```
  * @module
  */
 import { z } from "zod";
 import {
+  durationField,
   type ParsedConfig,
   parseDuration,
   parseProviderConfig,
@@ -109,6 +113,17 @@ export const fargateConfigSchema = z.strictObject({
   metricsPeriod: z.number().int().refine((s) => [1, 5, 10, 30].includes(s) || s % 60 === 0, {
     error: "must be 1, 5, 10, 30 or a multiple of 60 (seconds), as CloudWatch periods are",
   }).positive().default(60),
+  /**
+   * How the node's log mirror (--pod-log-dir) reads the containers' streams: `batched` (one
+   * FilterLogEvents per log group and 100 streams a round), `follow` (each stream's own
+   * GetLogEvents every second, as `kubectl logs -f`), `off` (not mirrored).
+   */
+  logMirror: z.enum(["batched", "follow", "off"], {
+    error: "must be batched, follow or off",
+  }).default("batched"),
+  logMirrorInterval: durationField("2s", 200),
+  logMirrorRequestsPerSecond: z.number({ error: "must be a number of requests per second" })
+    .positive({ error: "must be above zero" }).default(1),
   statusInterval: z.string().default("5s").transform((text, ctx) => {
     const ms = parseDuration(text);
     if (ms === undefined || ms < 200) {
@@ -119,7 +134,7 @@ export const fargateConfigSchema = z.strictObject({
   }),
 });
 
-/** The validated config; `statusInterval` in milliseconds. */
+/** The validated config; `statusInterval` and `logMirrorInterval` in milliseconds. */
 export type FargateConfig = z.output<typeof fargateConfigSchema>;
 
 /** Validates a parsed config file; returns every problem, each with its field. */

@@ -1,0 +1,252 @@
+/**
+ * The node's log mirror reads its containers' CloudWatch Logs streams in batches: each round,
+ * one FilterLogEvents per log group and up to 100 stream names (`logStreamNames`, the API's
+ * limit), from the oldest cursor among them (`startTime`), paged with `nextToken`, and every
+ * event handed to the follower of its stream. Following each stream with its own GetLogEvents
+ * every second (`../logs.ts`, what `kubectl logs -f` still does) asks 200 times a second for 200
+ * containers; FilterLogEvents' quota is 5 requests a second per account and Region (AWS
+ * knowledge center, "How do I determine throttling in my CloudWatch logs?").
+ *
+ * - Each follower keeps a cursor: the last event's timestamp and the event ids given at that
+ *   timestamp, so a round that asks from an older time (another stream's cursor) gives it each
+ *   event once, in the stream's order (FilterLogEvents sorts by timestamp, then ingestion).
+ * - Once a batch was read to its last page, its followers are asked next from no earlier than
+ *   the round's start less {@link LogBatchOptions.latenessMs} (an event stamped earlier that
+ *   reaches CloudWatch later than that is not read): an idle stream does not hold every later
+ *   round of its batch at its old cursor.
+ * - Requests go out no faster than {@link LogBatchOptions.requestsPerSecond}; a
+ *   ThrottlingException holds every request back for a jittered delay that doubles while it
+ *   repeats (a retry hint wins if longer) and shrinks again after successes; a failed read is
+ *   asked again next round from the same cursors, so an outage is caught up.
+ * - The loop runs while someone follows and ends when the last follower's signal aborts.
+ * @module
+ */
+import type { FilteredLogEvent } from "@aws-sdk/client-cloudwatch-logs";
+import { type Clock, formatLogTime, type Logger } from "../../../provider/mod.ts";
+import { awsErrorName } from "../client/aws.ts";
+import { type FilterLogEventsApi, MAX_STREAM_NAMES } from "../client/log_events.ts";
+import { isThrottled, retryHintMs } from "../client/throttle.ts";
+
+/** What {@link LogBatch} needs. */
+export interface LogBatchOptions {
+  api: FilterLogEventsApi;
+  clock: Clock;
+  log: Logger;
+  /** Pause between rounds, ms. */
+  intervalMs: number;
+  /** FilterLogEvents requests per second at most (this node's share of the account's). */
+  requestsPerSecond: number;
+  /** Stream names per request; default (and at most) 100. */
+  namesPerRequest?: number;
+  /** Events per page; default the API's (10 000). */
+  pageLimit?: number;
+  /** How late an event may reach CloudWatch after its timestamp and still be read; 30 s. */
+  latenessMs?: number;
+  /** The longest wait after throttling, ms; default 60 s. */
+  maxBackoffMs?: number;
+  /** Uniform in [0, 1); default Math.random. */
+  random?: () => number;
+}
+
+interface Follower {
+  group: string;
+  stream: string;
+  /** Events before it are not this follower's (its `sinceTime`). */
+  sinceMs?: number;
+  /** Where the next request for it starts (`startTime`); undefined: the stream's start. */
+  readFromMs?: number;
+  lastMs?: number;
+  idsAtLast: Set<string>;
+  queue: string[];
+  wake?: () => void;
+}
+
+const encoder = new TextEncoder();
+
+/** Batched reads for many followers of CloudWatch Logs streams; see the module doc. */
+export class LogBatch {
+  readonly #o: LogBatchOptions;
+  readonly #followers = new Set<Follower>();
+  #loop?: Promise<void>;
+  /** Aborted when the last follower leaves: the loop's sleeps and request end with it. */
+  #active = new AbortController();
+  #nextRequestMs = 0;
+  #backoffLevel = 0;
+  /** FilterLogEvents requests sent, and the rounds made (for tests and the bench). */
+  readonly stats = { requests: 0, rounds: 0, throttled: 0 };
+
+  constructor(options: LogBatchOptions) {
+    if (!(options.requestsPerSecond > 0)) throw new RangeError("requestsPerSecond must be > 0");
+    this.#o = options;
+  }
+
+  /**
+   * The stream's events from `sinceMs` on, each line `<RFC 3339 time> <message>\n`, open until
+   * `signal` aborts or the reader cancels.
+   */
+  follow(
+    group: string,
+    stream: string,
+    options: { sinceMs?: number; signal: AbortSignal },
+  ): ReadableStream<Uint8Array> {
+    const { sinceMs, signal } = options;
+    const f: Follower = {
+      group,
+      stream,
+      sinceMs,
+      readFromMs: sinceMs,
+      idsAtLast: new Set(),
+      queue: [],
+    };
+    const leave = () => {
+      this.#followers.delete(f);
+      f.wake?.();
+      if (this.#followers.size === 0) this.#active.abort();
+    };
+    if (signal.aborted) return new ReadableStream({ start: (c) => c.close() });
+    signal.addEventListener("abort", leave, { once: true });
+    this.#followers.add(f);
+    this.#start();
+    return new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        while (f.queue.length === 0) {
+          if (signal.aborted || !this.#followers.has(f)) return controller.close();
+          await new Promise<void>((resolve) => f.wake = resolve);
+        }
+        controller.enqueue(encoder.encode(f.queue.splice(0).join("")));
+      },
+      cancel: () => {
+        signal.removeEventListener("abort", leave);
+        leave();
+      },
+    });
+  }
+
+  /** Settles once no one follows and the loop has ended. */
+  async idle(): Promise<void> {
+    while (this.#loop) await this.#loop;
+  }
+
+  #start(): void {
+    if (this.#loop) return;
+    if (this.#active.signal.aborted) this.#active = new AbortController();
+    const signal = this.#active.signal;
+    this.#loop = this.#run(signal).finally(() => {
+      this.#loop = undefined;
+      if (this.#followers.size > 0) this.#start();
+    });
+  }
+
+  async #run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      await this.#round(signal);
+      this.stats.rounds++;
+      await this.#o.clock.sleep(this.#o.intervalMs, signal).catch(() => {});
+    }
+  }
+
+  /** One round: every group's followed streams, in batches of up to 100 names. */
+  async #round(signal: AbortSignal): Promise<void> {
+    const groups = new Map<string, Map<string, Follower[]>>();
+    for (const f of this.#followers) {
+      const streams = groups.get(f.group) ?? new Map<string, Follower[]>();
+      groups.set(f.group, streams.set(f.stream, [...streams.get(f.stream) ?? [], f]));
+    }
+    const per = Math.min(this.#o.namesPerRequest ?? MAX_STREAM_NAMES, MAX_STREAM_NAMES);
+    for (const [group, streams] of groups) {
+      const names = [...streams.keys()].sort();
+      for (let i = 0; i < names.length && !signal.aborted; i += per) {
+        const batch = new Map(names.slice(i, i + per).map((n) => [n, streams.get(n)!]));
+        await this.#readBatch(group, batch, signal);
+      }
+    }
+  }
+
+  /** One batch read to its last page; false if a request failed (asked again next round). */
+  async #readBatch(
+    group: string,
+    streams: Map<string, Follower[]>,
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    const startedMs = this.#o.clock.now();
+    const followers = [...streams.values()].flat();
+    const starts = followers.map((f) => f.readFromMs);
+    const startTime = starts.includes(undefined) ? undefined : Math.min(...(starts as number[]));
+    let nextToken: string | undefined;
+    do {
+      try {
+        await this.#turn(signal);
+        this.stats.requests++;
+        const page = await this.#o.api.filterLogEvents({
+          logGroupName: group,
+          logStreamNames: [...streams.keys()],
+          startTime,
+          nextToken,
+          limit: this.#o.pageLimit,
+        }, signal);
+        this.#backoffLevel = Math.max(0, this.#backoffLevel - 1);
+        for (const event of page.events ?? []) {
+          for (const f of streams.get(event.logStreamName ?? "") ?? []) offer(f, event);
+        }
+        nextToken = page.nextToken;
+      } catch (err) {
+        if (signal.aborted) return false;
+        // No group (or stream) yet: nothing written so far.
+        if (awsErrorName(err) === "ResourceNotFoundException") return false;
+        if (isThrottled(err)) this.#backOff(retryHintMs(err));
+        else {
+          this.#o.log.debug("reading log group {group} for the log mirror failed: {err}", {
+            group,
+            err,
+          });
+        }
+        return false;
+      }
+    } while (nextToken);
+    const floor = startedMs - (this.#o.latenessMs ?? 30_000);
+    for (const f of followers) {
+      f.readFromMs = Math.max(f.readFromMs ?? -Infinity, f.lastMs ?? -Infinity, floor);
+    }
+    return true;
+  }
+
+  /** Waits for the request budget's next slot. */
+  async #turn(signal: AbortSignal): Promise<void> {
+    const now = this.#o.clock.now();
+    const at = Math.max(now, this.#nextRequestMs);
+    this.#nextRequestMs = at + 1000 / this.#o.requestsPerSecond;
+    if (at > now) await this.#o.clock.sleep(at - now, signal);
+  }
+
+  /** Holds every request back: half to all of interval × 2^level, capped, or the hint. */
+  #backOff(hintMs: number | undefined): void {
+    this.stats.throttled++;
+    const cap = this.#o.maxBackoffMs ?? 60_000;
+    const ceiling = Math.min(cap, this.#o.intervalMs * 2 ** ++this.#backoffLevel);
+    const delay = Math.max(
+      hintMs ?? 0,
+      ceiling / 2 + (this.#o.random ?? Math.random)() * ceiling / 2,
+    );
+    this.#nextRequestMs = Math.max(this.#nextRequestMs, this.#o.clock.now() + delay);
+    this.#o.log.debug("the log mirror's FilterLogEvents was throttled; waiting {ms} ms", {
+      ms: Math.round(delay),
+    });
+  }
+}
+
+/** Hands `event` to `f` unless it is before its start or was given already. */
+function offer(f: Follower, event: FilteredLogEvent): void {
+  const ms = event.timestamp ?? 0;
+  const id = event.eventId ?? `${ms}/${event.message}`;
+  if (f.lastMs === undefined ? ms < (f.sinceMs ?? -Infinity) : ms < f.lastMs) return;
+  if (ms === f.lastMs) {
+    if (f.idsAtLast.has(id)) return;
+    f.idsAtLast.add(id);
+  } else {
+    f.lastMs = ms;
+    f.idsAtLast = new Set([id]);
+  }
+  const message = event.message ?? "";
+  f.queue.push(`${formatLogTime(ms)} ${message.endsWith("\n") ? message : `${message}\n`}`);
+  f.wake?.();
+}
