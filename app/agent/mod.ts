@@ -252,7 +252,7 @@ async function dialService(
  * A stream from vkubelet: a connection to the pod's port on this host's loopback, or for a
  * gateway to the pod's address that vkubelet names (it trusts the vkubelet it pinned).
  */
-async function servePort(stream: MuxStream, host: string, gateway: boolean) {
+export async function servePort(stream: MuxStream, host: string, gateway: boolean) {
   const writer = stream.writable.getWriter();
   let conn: Deno.Conn | undefined;
   try {
