@@ -16,7 +16,7 @@ import type { Container, Pod } from "kubernetes-types/core/v1.d.ts";
 import { InvalidInputError, isSidecar } from "../../../provider/mod.ts";
 import type { SlurmConfig } from "../config.ts";
 import { apptainerLines } from "./apptainer.ts";
-import { tunnelEnvLines } from "./tunnel_agent.ts";
+import { tunnelEnvLines, tunnelHostsLines } from "./tunnel_agent.ts";
 import { interlinkRequest } from "./interlink_annotations.ts";
 import { DNS_LABEL, isDnsSubdomain } from "../ownership/job_comment.ts";
 import { mainContainer, stepLayoutArgs, type TaskLayout } from "./tasks.ts";
@@ -89,7 +89,7 @@ export function launcherScript(
       mpi,
     }, shellQuote));
   } else {
-    lines.push(...tunnelEnvLines(podDir));
+    lines.push(...tunnelEnvLines(podDir), ...tunnelHostsLines(podDir));
     lines.push(`cd ${shellQuote(container.workingDir ?? `${podDir}/home`)} || exit 1`);
     lines.push(`exec ${mpi}${argv.map(shellQuote).join(" ")}`);
   }

@@ -6,8 +6,9 @@
  * naming the Services) and `state/tunnel.env` (their env vars with its loopback addresses) in the
  * pod's directory (`state/` is the job's to write), its log in `state/tunnel.log`. Each launcher
  * then takes the env vars the pod already has from `tunnel.env`, and an apptainer container gets
- * `tunnel.hosts` as its /etc/hosts (`APPTAINER_BIND`). Without the
- * files (no tunnel, or the agent never connected) nothing changes. The containers share the
+ * `tunnel.hosts` as its /etc/hosts (`APPTAINER_BIND`). A `runtime: none` container gets it the
+ * same way, unprivileged, where the node allows user namespaces ({@link tunnelHostsLines}). Without
+ * the files (no tunnel, or the agent never connected) nothing changes. The containers share the
  * agent's network (the host's, as apptainer's default), so the agent reaches their ports on
  * 127.0.0.1.
  * @module
@@ -57,5 +58,33 @@ export function tunnelEnvLines(podDir: string): string[] {
     `  eval "[ -z \\"\\\${$k+x}\\" ] || export $k=\\"\\$v\\"; [ -z \\"\\\${APPTAINERENV_$k+x}\\" ] || export APPTAINERENV_$k=\\"\\$v\\""`,
     `done < ${dir}/tunnel.env; fi`,
     `[ ! -s ${dir}/tunnel.hosts ] || export APPTAINER_BIND="\${APPTAINER_BIND:+$APPTAINER_BIND,}"${dir}/tunnel.hosts:/etc/hosts:ro`,
+  ];
+}
+
+/**
+ * A `runtime: none` launcher's lines before its exec: the agent's hosts file bound over
+ * /etc/hosts in a mount namespace of the container's own, so that its processes resolve the
+ * Services by name as an apptainer container does. No privilege: a user namespace mapping the
+ * job's user to root allows the bind (as `unshare -rm` does), then a nested one maps it back to
+ * itself (an `unshare` that has `--map-user`) before the launcher runs again inside
+ * (`$0 "$@"`; the bound file is /etc/hosts then, so it runs on). `HOSTALIASES` is no way out: glibc
+ * reads it only for names without a dot, and only in DNS lookups. Where the node allows no
+ * unprivileged user namespace (or its unshare is older), the container runs on the node's
+ * /etc/hosts and its log says once that only the Services' env vars name them.
+ */
+export function tunnelHostsLines(podDir: string): string[] {
+  const hosts = q(`${podDir}/state/tunnel.hosts`);
+  // sh -c's $0 is the hosts file, $1 and $2 the job's uid and gid, the rest the command.
+  const bind = q(
+    'mount --bind "$0" /etc/hosts && u=$1 g=$2 && shift 2 && ' +
+      'exec unshare --map-user="$u" --map-group="$g" -- "$@"',
+  );
+  const inside = `unshare -rm sh -c ${bind} ${hosts} "$(id -u)" "$(id -g)"`;
+  return [
+    `if [ -s ${hosts} ] && [ ! ${hosts} -ef /etc/hosts ]; then`,
+    `  if ${inside} true 2>/dev/null; then exec ${inside} "$0" "$@"; fi`,
+    "  echo 'vkubelet: no unprivileged user namespace here (unshare -rm, --map-user):" +
+    " Service names do not resolve in this container; their env vars name them' >&2",
+    "fi",
   ];
 }
