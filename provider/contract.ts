@@ -371,14 +371,16 @@ export interface PodNetworkGateway {
   /**
    * Where the pod runs (its IP in the other cluster), once known: connections to its IP here
    * are dialed there by the gateway, and calls the gateway receives from that address are the
-   * pod's. Undefined: the pod has no address there (yet, or any more).
+   * pod's. Undefined: the pod has no address there (yet, or any more). An IP address, never a
+   * name; setting one another pod of the node had takes it from that pod (the other cluster gave
+   * it anew).
    */
   setRemoteAddress(pod: Pod, address: string | undefined): void;
   /**
    * The Services the gateway serves, each port on a port of the gateway's own (chosen by the
    * provider, ≥ 1024, stable while the Service exists): a connection to it from a pod's address is
    * dialed from that pod's IP here to the Service, if the pod may see it (its namespace's).
-   * Replaces the earlier list.
+   * Replaces the earlier list; throws a RangeError for a gateway port below 1024 or given twice.
    */
   setServices(services: GatewayService[]): void;
 }
