@@ -6,7 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { runAgent } from "../../app/agent/mod.ts";
+import { parseAgentArgs, runAgent } from "../../app/agent/mod.ts";
 import { dialTunnel } from "../../app/agent/dial.ts";
 import { freePort } from "../../app/run/parts.ts";
 import { MuxSession } from "../../core/tunnel/session.ts";
@@ -18,6 +18,7 @@ import {
   readAll,
   remotePod,
   sourceEcho,
+  startTunnelNode,
   startTunnelServer,
   type TunnelServer,
 } from "../../tools/tunnel/server.ts";
@@ -164,4 +165,52 @@ Deno.test("a restarted tunnel host keeps the gateway's credential and its pods' 
   } finally {
     await Deno.remove(stateDir, { recursive: true });
   }
+});
+
+Deno.test("start-up's node tunnel runs the gateway as the file's program with agent --gateway, and pods are reached through it", async () => {
+  await using pod = sourceEcho(POD_ADDRESS, "pod answered");
+  await using node = await startTunnelNode(loopbackPodsNetwork(64), new ListedServices(), [
+    "/shared/vkubelet",
+  ]);
+  const gateway = await node.tunnel.gateway();
+  const [program, ...args] = gateway.agentCommand;
+  assert.equal(program, "/shared/vkubelet");
+  assert.deepEqual(args.slice(0, 2), ["agent", "--gateway"]);
+  assert.ok(!args.some((a) => a.includes(gateway.agentCredential)), "no credential in argv");
+  const parsed = await parseAgentArgs([...args.slice(1), `--listen-address=${GATEWAY_ADDRESS}`], {
+    VKUBELET_AGENT_CREDENTIAL: gateway.agentCredential,
+  });
+  assert.ok(!("problems" in parsed), JSON.stringify(parsed));
+  assert.equal(parsed.gateway, true);
+  assert.equal(parsed.listenAddress, GATEWAY_ADDRESS);
+
+  const spec = remotePod("web", "team", [pod.port]);
+  const { podIP } = await gateway.attach(spec);
+  gateway.setRemoteAddress(spec, POD_ADDRESS);
+  const stop = new AbortController();
+  const ready = Promise.withResolvers<void>();
+  const running = runAgent(
+    { ...parsed, log: () => {}, onReady: () => ready.resolve() },
+    stop.signal,
+  );
+  try {
+    await ready.promise;
+    assert.match(await readAll(podIP, pod.port), /^pod answered /);
+  } finally {
+    stop.abort();
+    await running;
+    await gateway.detach(spec);
+  }
+});
+
+Deno.test("the gateway agent refuses a pod agent's file options, and a pod's agent the gateway's", async () => {
+  const pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  const common = ["--server=https://127.0.0.1:10250", `--ca-base64=${btoa(pem)}`];
+  const env = { VKUBELET_AGENT_CREDENTIAL: "vkg1.gateway.secret" };
+  const gateway = await parseAgentArgs([...common, "--gateway", "--hosts-file=/tmp/h"], env);
+  assert.ok("problems" in gateway);
+  assert.match(gateway.problems.join("\n"), /--hosts-file is a pod's agent's/);
+  const pod = await parseAgentArgs([...common, "--listen-address=127.0.0.1"], env);
+  assert.ok("problems" in pod);
+  assert.match(pod.problems.join("\n"), /--listen-address is a gateway's/);
 });
