@@ -31,6 +31,7 @@ import type { ContainerGroup, EciApi } from "./client/api.ts";
 import type { EciConfig } from "./config.ts";
 import { checkPod, groupRequestFor } from "./request/container_group.ts";
 import { readContainerLog } from "./streams/logs.ts";
+import { LogBudget } from "./streams/log_budget.ts";
 import { podOfTags } from "./request/names.ts";
 import { registryCredentials } from "./request/pull_secrets.ts";
 import { endsOnDelete, runOfGroup } from "./status.ts";
@@ -86,8 +87,17 @@ export class EciBackend implements RemoteBackend<ContainerGroup> {
   readonly #d: EciBackendDeps;
   readonly #pods = new Map<string, PodNotes>();
 
+  /** The log mirror's polls under the node's budget (`./streams/log_budget.ts`). */
+  readonly logBudget: LogBudget;
+
   constructor(deps: EciBackendDeps) {
     this.#d = deps;
+    const { api, clock, log, config } = deps;
+    const [requestsPerSecond, intervalMs] = [
+      config.logMirrorRequestsPerSecond,
+      Math.min(config.statusInterval, 2000),
+    ];
+    this.logBudget = new LogBudget({ api, clock, log, requestsPerSecond, intervalMs });
   }
 
   /** The groups tagged with this node. */
@@ -206,6 +216,26 @@ export class EciBackend implements RemoteBackend<ContainerGroup> {
       clock: this.#d.clock,
       intervalMs: Math.min(this.#d.config.statusInterval, 2000),
     }, { ...options, signal });
+  }
+
+  /**
+   * The container's log as the node's log mirror follows it: polled in turn with the node's
+   * other followed containers under `logMirrorRequestsPerSecond`; without `follow`, {@link logs}.
+   */
+  mirrorLogs(
+    pod: Pod,
+    container: string,
+    options: ContainerLogOptions,
+    runs: RemoteLogRuns<ContainerGroup> = {},
+  ): Promise<ReadableStream<Uint8Array>> {
+    const groupId = runs.current?.handle?.containerGroupId;
+    if (!options.follow || options.previous || !groupId) {
+      return this.logs(pod, container, options, runs);
+    }
+    const signal = AbortSignal.any([this.#d.signal, ...(options.signal ? [options.signal] : [])]);
+    return Promise.resolve(
+      this.logBudget.follow(groupId, container, { since: options.sinceTime, signal }),
+    );
   }
 
   /** A group as a run of `pod`. */

@@ -13,6 +13,7 @@
  * capacity: { cpu: "100", memory: 400Gi, pods: "200" }
  * tags: { team: platform }                 # added to every container group
  * statusInterval: 5s                       # how often DescribeContainerGroups polls
+ * logMirrorRequestsPerSecond: 2            # --pod-log-dir: DescribeContainerLog calls/s, node-wide
  * endpoint: http://127.0.0.1:8080          # optional: another ECI endpoint (tests)
  * ```
  * @module
@@ -64,6 +65,12 @@ export const eciConfigSchema = z.strictObject({
     error: "at most 15 tags (ECI allows 20 and vkubelet uses 5)",
   }).default({}),
   statusInterval: durationField("5s", 200),
+  /**
+   * The node's log mirror (--pod-log-dir) polls its containers in turn with at most this many
+   * DescribeContainerLog calls a second (ECI allows 500 a minute per account).
+   */
+  logMirrorRequestsPerSecond: z.number({ error: "must be a number of calls per second" })
+    .positive({ error: "must be above zero" }).default(2),
 });
 
 /** The validated config; `statusInterval` in milliseconds. */

@@ -67,6 +67,30 @@ function linesOf(text: string): { stamp: string; line: string }[] {
   });
 }
 
+/**
+ * Where a followed log is: the last line's timestamp and the lines sent at it, which the next
+ * query (asked from that timestamp) gives again.
+ */
+export class LogCursor {
+  /** The last line's timestamp (RFC 3339), "" before any. */
+  lastStamp = "";
+  #sentAtLast = new Set<string>();
+
+  /** The lines of an answer (asked with timestamps) not sent yet, stamps kept. */
+  take(text: string): string[] {
+    const out: string[] = [];
+    for (const { stamp, line } of linesOf(text)) {
+      if (stamp && this.lastStamp && stamp < this.lastStamp) continue;
+      if (stamp && stamp === this.lastStamp && this.#sentAtLast.has(line)) continue;
+      if (stamp !== this.lastStamp) this.#sentAtLast = new Set();
+      this.lastStamp = stamp || this.lastStamp;
+      this.#sentAtLast.add(line);
+      out.push(line);
+    }
+    return out;
+  }
+}
+
 function follow(
   target: LogTarget,
   options: ContainerLogOptions,
@@ -74,17 +98,10 @@ function follow(
 ): ReadableStream<Uint8Array> {
   const signal = options.signal;
   let left = options.limitBytes ?? Infinity;
-  let lastStamp = "";
-  /** Lines already sent that carry `lastStamp` (sent again by the next query). */
-  let sentAtLast = new Set<string>();
+  const cursor = new LogCursor();
   const take = (text: string): Uint8Array[] => {
     const out: Uint8Array[] = [];
-    for (const { stamp, line } of linesOf(text)) {
-      if (stamp && lastStamp && stamp < lastStamp) continue;
-      if (stamp && stamp === lastStamp && sentAtLast.has(line)) continue;
-      if (stamp !== lastStamp) sentAtLast = new Set();
-      lastStamp = stamp || lastStamp;
-      sentAtLast.add(line);
+    for (const line of cursor.take(text)) {
       const shown = options.timestamps ? line : line.replace(STAMP, "");
       const bytes = clip(encoder.encode(`${shown}\n`), left);
       left -= bytes.length;
@@ -102,7 +119,7 @@ function follow(
           const text = await target.api.log({
             groupId: target.groupId,
             container: target.container,
-            startTime: lastStamp || undefined,
+            startTime: cursor.lastStamp || undefined,
             timestamps: true,
           }, signal);
           pending = take(text);

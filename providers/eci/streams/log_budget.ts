@@ -1,0 +1,198 @@
+/**
+ * The node's log mirror polls its ECI containers under one budget: ECI has no call that reads
+ * many containers' logs, and DescribeContainerLog allows 500 calls a minute per account (Alibaba
+ * Cloud, "Elastic Container Instance limits", API limits), so following each container by
+ * itself every 2 s (`./logs.ts`, what `kubectl logs -f` still does) spends that on 17
+ * containers. Here one scheduler per node calls DescribeContainerLog for the followed containers
+ * in turn (round-robin), no faster than {@link LogBudgetOptions.requestsPerSecond} and no
+ * container more often than {@link LogBudgetOptions.intervalMs}; each poll asks from the
+ * container's last line (its {@link LogCursor}), so a container waits longer between polls as the
+ * node follows more, but loses nothing. A throttled answer (`Throttling.*`) holds every poll back
+ * for a delay that doubles while it repeats; a failed poll is asked again on the container's next
+ * turn. The loop runs while someone follows.
+ * @module
+ */
+import type { Clock, Logger } from "../../../provider/mod.ts";
+import type { EciApi } from "../client/api.ts";
+import { isThrottling } from "../client/retry.ts";
+import { LogCursor } from "./logs.ts";
+
+/** What {@link LogBudget} needs. */
+export interface LogBudgetOptions {
+  api: Pick<EciApi, "log">;
+  clock: Clock;
+  log: Logger;
+  /** DescribeContainerLog calls per second at most, for the whole node. */
+  requestsPerSecond: number;
+  /** The shortest time between two polls of one container, ms. */
+  intervalMs: number;
+  /** The longest wait after throttling, ms; default 60 s. */
+  maxBackoffMs?: number;
+}
+
+interface Follower {
+  groupId: string;
+  container: string;
+  /** The first poll's `StartTime` (RFC 3339); later ones ask from the cursor. */
+  since?: string;
+  cursor: LogCursor;
+  dueMs: number;
+  queue: string[];
+  wake?: () => void;
+}
+
+const encoder = new TextEncoder();
+
+/** Polls many ECI containers' logs under one request budget; see the module doc. */
+export class LogBudget {
+  readonly #o: LogBudgetOptions;
+  /** The followers in turn order; the next turn starts at {@link #next}. */
+  readonly #ring: Follower[] = [];
+  #next = 0;
+  #loop?: Promise<void>;
+  #active = new AbortController();
+  #nextRequestMs = 0;
+  #backoffLevel = 0;
+  /** DescribeContainerLog calls made, and how many were throttled (for tests and the bench). */
+  readonly stats = { requests: 0, throttled: 0 };
+
+  constructor(options: LogBudgetOptions) {
+    if (!(options.requestsPerSecond > 0)) throw new RangeError("requestsPerSecond must be > 0");
+    this.#o = options;
+  }
+
+  /**
+   * The container's log from `since` on (asked with timestamps, each line `<time> <text>\n`),
+   * open until `signal` aborts or the reader cancels.
+   */
+  follow(
+    groupId: string,
+    container: string,
+    options: { since?: Date; signal: AbortSignal },
+  ): ReadableStream<Uint8Array> {
+    const { signal } = options;
+    if (signal.aborted) return new ReadableStream({ start: (c) => c.close() });
+    const f: Follower = {
+      groupId,
+      container,
+      since: options.since?.toISOString(),
+      cursor: new LogCursor(),
+      dueMs: 0,
+      queue: [],
+    };
+    const leave = () => {
+      const at = this.#ring.indexOf(f);
+      if (at >= 0) this.#ring.splice(at, 1);
+      if (at >= 0 && at < this.#next) this.#next--;
+      f.wake?.();
+      if (this.#ring.length === 0) this.#active.abort();
+    };
+    signal.addEventListener("abort", leave, { once: true });
+    this.#ring.push(f);
+    this.#start();
+    return new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        while (f.queue.length === 0) {
+          if (signal.aborted || !this.#ring.includes(f)) return controller.close();
+          await new Promise<void>((resolve) => f.wake = resolve);
+        }
+        controller.enqueue(encoder.encode(f.queue.splice(0).join("")));
+      },
+      cancel: () => {
+        signal.removeEventListener("abort", leave);
+        leave();
+      },
+    });
+  }
+
+  /** Settles once no one follows and the loop has ended. */
+  async idle(): Promise<void> {
+    while (this.#loop) await this.#loop;
+  }
+
+  #start(): void {
+    if (this.#loop) return;
+    if (this.#active.signal.aborted) this.#active = new AbortController();
+    this.#loop = this.#run(this.#active.signal).finally(() => {
+      this.#loop = undefined;
+      if (this.#ring.length > 0) this.#start();
+    });
+  }
+
+  async #run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      const f = this.#dueFollower();
+      if (!f) {
+        const soonest = Math.min(...this.#ring.map((x) => x.dueMs));
+        const wait = Math.max(1, soonest - this.#o.clock.now());
+        await this.#o.clock.sleep(Number.isFinite(wait) ? wait : 1, signal).catch(() => {});
+        continue;
+      }
+      try {
+        await this.#turn(signal);
+      } catch {
+        return; // the last follower left while waiting
+      }
+      if (this.#ring.includes(f)) await this.#poll(f, signal);
+    }
+  }
+
+  /** The next follower in turn order whose interval has passed, if any; it takes its turn. */
+  #dueFollower(): Follower | undefined {
+    const now = this.#o.clock.now();
+    for (let k = 0; k < this.#ring.length; k++) {
+      const i = (this.#next + k) % this.#ring.length;
+      const f = this.#ring[i];
+      if (f.dueMs <= now) {
+        this.#next = (i + 1) % this.#ring.length;
+        return f;
+      }
+    }
+    return undefined;
+  }
+
+  async #poll(f: Follower, signal: AbortSignal): Promise<void> {
+    try {
+      this.stats.requests++;
+      const text = await this.#o.api.log({
+        groupId: f.groupId,
+        container: f.container,
+        startTime: f.cursor.lastStamp || f.since,
+        timestamps: true,
+      }, signal);
+      this.#backoffLevel = Math.max(0, this.#backoffLevel - 1);
+      const lines = f.cursor.take(text);
+      if (lines.length) {
+        f.queue.push(...lines.map((l) => `${l}\n`));
+        f.wake?.();
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      if (isThrottling(err) || isThrottling((err as { cause?: unknown })?.cause)) this.#backOff();
+      else {
+        this.#o.log.debug("{group}/{container}: polling the log for the mirror failed: {err}", {
+          group: f.groupId,
+          container: f.container,
+          err,
+        });
+      }
+    } finally {
+      f.dueMs = this.#o.clock.now() + this.#o.intervalMs;
+    }
+  }
+
+  /** Waits for the budget's next slot. */
+  async #turn(signal: AbortSignal): Promise<void> {
+    const now = this.#o.clock.now();
+    const at = Math.max(now, this.#nextRequestMs);
+    this.#nextRequestMs = at + 1000 / this.#o.requestsPerSecond;
+    if (at > now) await this.#o.clock.sleep(at - now, signal);
+  }
+
+  #backOff(): void {
+    this.stats.throttled++;
+    const cap = this.#o.maxBackoffMs ?? 60_000;
+    const delay = Math.min(cap, (1000 / this.#o.requestsPerSecond) * 2 ** ++this.#backoffLevel);
+    this.#nextRequestMs = Math.max(this.#nextRequestMs, this.#o.clock.now() + delay);
+  }
+}
