@@ -13,7 +13,12 @@
  */
 import type { Service, ServicePort } from "kubernetes-types/core/v1.d.ts";
 import type { EndpointSlice } from "kubernetes-types/discovery/v1.d.ts";
-import { isAlreadyExists, isKubeNotFound, type NamespacedApi } from "../../../k8s/mod.ts";
+import {
+  isAlreadyExists,
+  isInvalid,
+  isKubeNotFound,
+  type NamespacedApi,
+} from "../../../k8s/mod.ts";
 import type { GatewayService, Logger } from "../../../provider/mod.ts";
 import type { ServiceWriter } from "../copies/services.ts";
 import { markLabels, MARKS, nodeSelector } from "../names.ts";
@@ -49,6 +54,8 @@ export class ServiceReflection implements ServiceWriter {
   /** Reflected ports by `namespace/name`. */
   readonly #reflected = new Map<string, GatewayService[]>();
   #address?: string;
+  /** The gateway address B last refused in an EndpointSlice (warned once). */
+  #refused?: string;
   #restored?: Promise<void>;
 
   constructor(options: ServiceReflectionOptions) {
@@ -151,15 +158,27 @@ export class ServiceReflection implements ServiceWriter {
   }
 
   async #writeSlice(namespace: string, name: string, signal: AbortSignal): Promise<void> {
-    const ports = this.#reflected.get(`${namespace}/${name}`);
-    if (!ports) return;
-    const slice = gatewaySlice(
-      namespace,
-      name,
-      this.#o.nodeName,
-      this.#ports.of(namespace, name),
-      this.#address,
-    );
+    if (!this.#reflected.has(`${namespace}/${name}`)) return;
+    const ports = this.#ports.of(namespace, name);
+    const slice = gatewaySlice(namespace, name, this.#o.nodeName, ports, this.#address);
+    try {
+      await this.#putSlice(namespace, slice, signal);
+    } catch (err) {
+      // B refuses some addresses in an EndpointSlice (loopback, link-local): keep the ports.
+      if (!isInvalid(err) || !this.#address) throw err;
+      if (this.#refused !== this.#address) {
+        this.#refused = this.#address;
+        this.#o.log.warn(
+          "B refuses the gateway pod's address {address} as an endpoint; the reflected Services have none: {err}",
+          { address: this.#address, err: String(err) },
+        );
+      }
+      const empty = gatewaySlice(namespace, name, this.#o.nodeName, ports, undefined);
+      await this.#putSlice(namespace, empty, signal);
+    }
+  }
+
+  async #putSlice(namespace: string, slice: EndpointSlice, signal: AbortSignal): Promise<void> {
     const api = this.#o.downstream.endpointSlices;
     try {
       await api.create(namespace, slice, { signal });
