@@ -4,9 +4,15 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { Pod } from "kubernetes-types/core/v1.d.ts";
+import type { Pod, Service } from "kubernetes-types/core/v1.d.ts";
+import type { EndpointSlice } from "kubernetes-types/discovery/v1.d.ts";
+import { KubeApiError } from "../../../k8s/mod.ts";
 import { getLogger } from "../../../base/log.ts";
-import type { PodNetworkHandle, ProviderKubeClient } from "../../../provider/mod.ts";
+import type {
+  GatewayService,
+  PodNetworkHandle,
+  ProviderKubeClient,
+} from "../../../provider/mod.ts";
 import { parseKubernetesConfig } from "../../../providers/kubernetes/config.ts";
 import { createProvider } from "../../../providers/kubernetes/mod.ts";
 import { markLabels, MARKS } from "../../../providers/kubernetes/names.ts";
@@ -18,6 +24,8 @@ import {
   gatewaySlice,
   reflectedPorts,
   reflectedService,
+  type ReflectionClients,
+  ServiceReflection,
 } from "../../../providers/kubernetes/network/service_reflection.ts";
 import { StatusRelay } from "../../../providers/kubernetes/status/status_relay.ts";
 import { FakeClock } from "../../fakes/clock.ts";
@@ -168,4 +176,100 @@ Deno.test("with the gateway, A's status reports the pod's IP in A, not B's, and 
   const status = relay.toUpstream(downstream)?.status;
   assert.equal(status?.podIP, "127.0.1.7");
   assert.deepEqual(status?.podIPs, [{ ip: "127.0.1.7" }]);
+});
+
+/** B's Services and EndpointSlices in memory, refusing loopback endpoints as B does. */
+function memoryApi<T extends { metadata?: { name?: string; labels?: Record<string, string> } }>(
+  refuse: (object: T) => boolean = () => false,
+) {
+  const objects = new Map<string, T>();
+  const fail = (code: number, reason?: string) =>
+    new KubeApiError(code, { method: "TEST", path: "/", status: reason ? { reason } : undefined });
+  return {
+    objects,
+    get: (ns: string, name: string) => {
+      const o = objects.get(`${ns}/${name}`);
+      return o ? Promise.resolve(structuredClone(o)) : Promise.reject(fail(404));
+    },
+    list: () => Promise.resolve({ metadata: {}, items: [...objects.values()] }),
+    create: (ns: string, o: T) => {
+      if (refuse(o)) return Promise.reject(fail(422));
+      if (objects.has(`${ns}/${o.metadata!.name}`)) {
+        return Promise.reject(fail(409, "AlreadyExists"));
+      }
+      objects.set(`${ns}/${o.metadata!.name}`, {
+        ...o,
+        metadata: { ...o.metadata, namespace: ns },
+      });
+      return Promise.resolve(o);
+    },
+    patch: (ns: string, name: string, options: { body: unknown }) => {
+      const body = options.body as T;
+      if (refuse(body)) return Promise.reject(fail(422));
+      objects.set(`${ns}/${name}`, { ...objects.get(`${ns}/${name}`)!, ...body });
+      return Promise.resolve(body);
+    },
+    delete: (ns: string, name: string) => {
+      objects.delete(`${ns}/${name}`);
+      return Promise.resolve({});
+    },
+  };
+}
+
+Deno.test("the reflected EndpointSlices follow the gateway pod's address; B's own Service of that name is left alone", async () => {
+  const services = memoryApi<Service>();
+  const slices = memoryApi<EndpointSlice>((s) =>
+    (s.endpoints ?? []).some((e) => e.addresses[0].startsWith("127."))
+  );
+  const told: GatewayService[][] = [];
+  const reflection = new ServiceReflection({
+    downstream: { services, endpointSlices: slices } as unknown as ReflectionClients,
+    nodeName: "vk-1",
+    log: getLogger(["vkubelet", "test"]),
+    onServices: (list) => told.push(list),
+  });
+  const signal = new AbortController().signal;
+  const web: Service = {
+    metadata: { name: "web", namespace: "shop" },
+    spec: { clusterIP: "10.96.0.9", ports: [{ name: "http", port: 80 }] },
+  };
+  await reflection.write("shop", web, signal);
+  assert.deepEqual(slices.objects.get("shop/web-gateway")?.endpoints, []);
+  await reflection.setGatewayAddress("198.18.4.2", signal);
+  assert.deepEqual(slices.objects.get("shop/web-gateway")?.endpoints, [{
+    addresses: ["198.18.4.2"],
+    conditions: { ready: true },
+  }]);
+  // A loopback address (these machines' test clusters) is refused: the slice keeps its ports.
+  await reflection.setGatewayAddress("127.0.0.1", signal);
+  assert.deepEqual(slices.objects.get("shop/web-gateway")?.endpoints, []);
+  assert.deepEqual(slices.objects.get("shop/web-gateway")?.ports, [{
+    name: "http",
+    protocol: "TCP",
+    port: FIRST_GATEWAY_PORT,
+  }]);
+  assert.deepEqual(told.at(-1), [{
+    namespace: "shop",
+    name: "web",
+    port: 80,
+    gatewayPort: FIRST_GATEWAY_PORT,
+  }]);
+
+  // B's own `kubernetes` Service in `default` is not taken over.
+  services.objects.set("default/kubernetes", { metadata: { name: "kubernetes" } });
+  await reflection.write("default", {
+    metadata: { name: "kubernetes", namespace: "default" },
+    spec: { clusterIP: "10.96.0.1", ports: [{ name: "https", port: 443 }] },
+  }, signal);
+  assert.deepEqual(services.objects.get("default/kubernetes"), {
+    metadata: { name: "kubernetes" },
+  });
+  assert.equal(told.at(-1)?.length, 1);
+  await reflection.remove("default", "kubernetes", signal);
+  assert.ok(services.objects.has("default/kubernetes"), "B's own Service was deleted");
+
+  await reflection.remove("shop", "web", signal);
+  assert.equal(services.objects.size, 1);
+  assert.equal(slices.objects.size, 0);
+  assert.deepEqual(told.at(-1), []);
 });
