@@ -104,13 +104,20 @@ export class GatewayDeployment {
   async #ensure(signal: AbortSignal): Promise<void> {
     const b = this.#o.downstream;
     const { namespace, name } = this;
-    await b.namespaces.create({
-      apiVersion: "v1",
-      kind: "Namespace",
-      metadata: { name: namespace, labels: { [MARKS.node]: this.#label } },
-    }, { signal }).catch((err) => {
-      if (!isAlreadyExists(err)) throw err;
+    // Read first: an admin may have made it (and granted no create).
+    const exists = await b.namespaces.get(namespace, { signal }).then(() => true, (err) => {
+      if (isKubeNotFound(err)) return false;
+      throw err;
     });
+    if (!exists) {
+      await b.namespaces.create({
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name: namespace, labels: { [MARKS.node]: this.#label } },
+      }, { signal }).catch((err) => {
+        if (!isAlreadyExists(err)) throw err;
+      });
+    }
     const secret = await b.secrets.get(namespace, name, { signal }).catch((err) => {
       if (isKubeNotFound(err)) return undefined;
       throw err;

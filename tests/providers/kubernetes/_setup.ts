@@ -10,6 +10,16 @@ import { type TestCluster, useCluster } from "../../../tools/cluster/harness.ts"
 import { type RunningVkubelet, startVkubelet } from "../../../tools/cluster/vkubelet.ts";
 import { killMarkedProcesses } from "../../../tools/harness/processes.ts";
 
+/** Options for {@link downstreamRbac}. */
+export interface DownstreamRbacOptions {
+  /**
+   * `gateway` (with `namespaces: same`): the gateway's namespace, made here, where the identity
+   * may write the gateway's Deployment, ServiceAccount and Secret; and EndpointSlices in every
+   * namespace (the reflected Services').
+   */
+  gatewayNamespace?: string;
+}
+
 /**
  * The RBAC the provider's identity needs in B: nothing more. With `namespaces: same` the
  * namespaced rules hold in every namespace, and namespaces may be created and deleted.
@@ -19,7 +29,14 @@ export function downstreamRbac(
   namespace: string,
   same = false,
   extraRules: unknown[] = [],
+  options: DownstreamRbacOptions = {},
 ): unknown[] {
+  if (same && options.gatewayNamespace) {
+    return [
+      ...gatewayRbac(user, options.gatewayNamespace),
+      ...sameNamespacesRbac(user, [...GATEWAY_CLUSTER_RULES, ...extraRules]),
+    ];
+  }
   if (same) return sameNamespacesRbac(user, extraRules);
   return [
     {
@@ -67,6 +84,43 @@ export function downstreamRbac(
       kind: "RoleBinding",
       metadata: { name: "vkubelet-forward", namespace },
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "vkubelet-forward" },
+      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: user }],
+    },
+  ];
+}
+
+/** `gateway`: the reflected Services' EndpointSlices, in every namespace with forwarded pods. */
+const GATEWAY_CLUSTER_RULES = [{
+  apiGroups: ["discovery.k8s.io"],
+  resources: ["endpointslices"],
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+}];
+
+/**
+ * `gateway`: its namespace and, only there, its Deployment and ServiceAccount (Secrets and
+ * pods are in the namespaced rules of `namespaces: same` already). The ServiceAccount gets no Role.
+ */
+function gatewayRbac(user: string, namespace: string): unknown[] {
+  return [
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "vkubelet-gateway", namespace },
+      rules: [
+        {
+          apiGroups: ["apps"],
+          resources: ["deployments"],
+          verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+        },
+        { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["get", "create"] },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "vkubelet-gateway", namespace },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "vkubelet-gateway" },
       subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: user }],
     },
   ];
@@ -150,6 +204,10 @@ export interface TwoClustersOptions {
   rulesB?: unknown[];
   /** RBAC rules for the virtual node's identity in A beyond the Node authorizer's (cluster-wide). */
   rulesA?: unknown[];
+  /** `gateway`: B's namespace for it, made with the provider's rights there. */
+  gatewayNamespace?: string;
+  /** More flags for the virtual node's vkubelet (`--remote-pod-network=…`). */
+  virtualNodeArgs?: string[];
 }
 
 /** Brings up B's node, the provider's identity and the virtual node in A. */
@@ -195,6 +253,7 @@ export async function twoClusters(options: TwoClustersOptions = {}): Promise<Two
         namespaceB,
         options.providerConfig?.namespaces === "same",
         options.rulesB,
+        { gatewayNamespace: options.gatewayNamespace },
       ),
     }),
   });
@@ -223,6 +282,7 @@ export async function twoClusters(options: TwoClustersOptions = {}): Promise<Two
       tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists" }],
       ...options.providerConfig,
     }),
+    args: options.virtualNodeArgs,
   }).catch(async (err) => {
     for (const n of nodesB) await n.stop();
     throw err;
@@ -250,6 +310,7 @@ export async function twoClusters(options: TwoClustersOptions = {}): Promise<Two
         like: env.virtualNode,
         logFile: logDir ? `${logDir}/virtual-node.log` : undefined,
         provider: "kubernetes",
+        args: options.virtualNodeArgs,
       });
     },
     async close() {
@@ -261,6 +322,9 @@ export async function twoClusters(options: TwoClustersOptions = {}): Promise<Two
       await a.kubectl(["delete", "node", env.virtualNode.nodeName, "--wait=false"]);
       await b.kubectl(["delete", "node", ...nodesB.map((n) => n.nodeName), "--wait=false"]);
       await b.kubectl(["delete", "clusterrole,clusterrolebinding", `${user}-capacity`]);
+      if (options.gatewayNamespace) {
+        await b.kubectl(["delete", "namespace", options.gatewayNamespace, "--wait=false"]);
+      }
       if (options.rulesA) {
         await a.kubectl(["delete", "clusterrole,clusterrolebinding", `${user}-upstream`]);
       }
