@@ -1,16 +1,16 @@
 /**
  * moto (PyPI `moto[server]`), a third-party emulator of the AWS APIs, for the fargate provider's
- * integration tests: installed into the cache's virtualenv on first use (the command `.ci/run`
- * runs), started on 127.0.0.1 on a free port and stopped afterwards, plus a VPC, subnet,
- * security group and ECS cluster made in it with boto3 (which moto brings along).
+ * integration tests and the bench: installed into the cache's virtualenv on first use (the
+ * command `.ci/run` runs), started on 127.0.0.1 on a free port and stopped afterwards, plus a
+ * VPC, subnet, security group and ECS cluster made in it with boto3 (which moto brings along).
  * @module
  */
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { CloudWatchLogsClient } from "@aws-sdk/client-cloudwatch-logs";
 import { CloudWatchClient, PutMetricDataCommand } from "@aws-sdk/client-cloudwatch";
-import { freePort } from "../../../tools/cluster/ports.ts";
+import { freePort } from "../cluster/ports.ts";
 
-const root = new URL("../../../", import.meta.url).pathname;
+const root = new URL("../../", import.meta.url).pathname;
 const venv = `${root}.cache/moto`;
 /** The moto release the tests are written against. */
 export const MOTO_VERSION = "5.2.5";
