@@ -31,6 +31,7 @@ import {
   terminalPodStatus,
   type TerminatedReport,
 } from "./pod_status.ts";
+import type { PodEventSink } from "./events.ts";
 import { podKeyOf, PodTable } from "./pod_table.ts";
 import type { RemoteBackend, RemoteLogRuns, RemoteRun } from "./remote_backend.ts";
 import {
@@ -38,6 +39,7 @@ import {
   type BackoffOptions,
   crashLoopWaiting,
   planRestart,
+  podRestartPolicy,
   shouldRestartPod,
 } from "./restart.ts";
 import { unknownEnd } from "./container_end.ts";
@@ -113,6 +115,8 @@ export interface RemotePodsOptions<H = unknown> {
    * runs report its IP) and detached once it is forgotten.
    */
   podNetwork?: PodNetworkHandle;
+  /** Where the kit's own pod events go (a pod's sandbox made anew); default none. */
+  event?: PodEventSink;
 }
 
 interface RemoteRecord<H> {
@@ -140,6 +144,8 @@ interface RemoteRecord<H> {
   discarding?: Promise<void>;
   /** The pod's place on the node's pod network (`podNetwork`), kept across its runs. */
   network?: PodNetworkAttachment;
+  /** The pod's sandbox changed (its attachment lost): its next run is attached anew first. */
+  attachAnew?: boolean;
 }
 
 interface RemovalFailure {
@@ -290,8 +296,10 @@ export class RemotePods<H = unknown> {
         await record.discarding;
         record.discarding = undefined;
         const restarts = record.restarts + 1;
-        const network = record.network ? { network: record.network } : {};
-        await this.#o.backend.make(record.pod, signal, { restarts, ...network }).then(
+        await this.#attachAnew(record).then(() => {
+          const network = record.network ? { network: record.network } : {};
+          return this.#o.backend.make(record.pod, signal, { restarts, ...network });
+        }).then(
           (made) => {
             record.restarts = restarts;
             record.restartAtMs = undefined;
@@ -478,13 +486,93 @@ export class RemotePods<H = unknown> {
     record.restarts = run.restarts ?? 0;
     record.startTimeMs = run.createdAtMs ?? record.startTimeMs;
     // Attached before the restart: the same IP, and its agent's credential accepted again.
-    record.network = existing?.network ??
-      await this.#o.podNetwork?.reattach?.(run.pod).catch((err) => {
-        this.#o.log.warning("cannot reattach {pod} to the pod network: {err}", { pod: k, err });
-        return undefined;
-      });
+    record.network = existing?.network ?? await this.#reattach(record, signal);
     this.#table.records.set(k, record);
     this.#o.log.info("adopted {pod}", { pod: k });
+  }
+
+  /**
+   * The adopted pod's attachment from before the restart. One that cannot be had again (its
+   * namespace lost and its IP taken meanwhile, its kept state unreadable) means the pod's
+   * sandbox changed: its kept attachment is let go of and {@link sandboxChanged} decides.
+   */
+  async #reattach(
+    record: RemoteRecord<H>,
+    signal: AbortSignal,
+  ): Promise<PodNetworkAttachment | undefined> {
+    const { podNetwork, log } = this.#o;
+    try {
+      return await podNetwork?.reattach?.(record.pod);
+    } catch (err) {
+      const pod = podKeyOf(record.pod);
+      log.warning("cannot reattach {pod} to the pod network: {err}", { pod, err });
+      await podNetwork?.detach(record.pod).catch((err) => {
+        log.warning("cannot detach {pod} from the pod network: {err}", { pod, err });
+      });
+      await this.#sandboxChanged(record, err, signal);
+      return undefined;
+    }
+  }
+
+  /**
+   * The kubelet's answer to a sandbox that must be made anew (kubernetes/kubernetes
+   * pkg/kubelet/kuberuntime/kuberuntime_manager.go computePodActions, SyncPod): the pod's
+   * containers are killed and started again in a new sandbox, their restarts counted, with a
+   * `SandboxChanged` event; but a pod that would not restart them (restartPolicy Never once a
+   * container was created, OnFailure once all succeeded) is only killed and ends. Here the run
+   * is let go of (the backend's discard) and, to restart, the next run is made at the next poll
+   * on a new attachment (a new IP, and a new credential its agent starts with), no back-off.
+   */
+  async #sandboxChanged(record: RemoteRecord<H>, err: unknown, signal: AbortSignal) {
+    const run = record.run!;
+    const now = this.#o.clock.now();
+    const why = `its pod network attachment could not be restored (${(err as Error)?.message})`;
+    const { ends, created } = killedEnds(record.pod, run, now, why);
+    const names = (record.pod.spec?.containers ?? []).map((c) => c.name);
+    const policy = podRestartPolicy(record.pod);
+    const restart = !run.failsPod && (!created || policy === "Always" ||
+      (policy === "OnFailure" && names.some((n) => ends.get(n)?.exitCode !== 0)));
+    this.#o.backend.ended?.(record.pod, run, restart);
+    await this.#discard(record.pod, run, signal);
+    if (!restart) {
+      this.#o.event?.(
+        record.pod,
+        "Warning",
+        "SandboxChanged",
+        `Pod sandbox changed; restartPolicy ${policy} starts no container again, so the ` +
+          `pod is killed: ${why}`,
+      );
+      for (const n of names) {
+        if (!ends.has(n)) {
+          ends.set(n, { exitCode: 137, message: `Killed: ${why}`, finishedAtMs: now });
+        }
+      }
+      record.finished = ends;
+      // Killed: its address (the backend's own, unreachable from the cluster) is not reported.
+      record.previous = run;
+      record.run = undefined;
+      return;
+    }
+    this.#o.event?.(
+      record.pod,
+      "Normal",
+      "SandboxChanged",
+      `Pod sandbox changed, it will be killed and re-created: ${why}`,
+    );
+    record.restarts += Math.max(0, ...names.map((n) => run.containers[n]?.restartCount ?? 0));
+    record.lastTerminated = ends;
+    record.previous = run;
+    record.run = undefined;
+    record.attachAnew = true;
+    record.restartAtMs = now;
+    record.restartDelayMs = 0;
+  }
+
+  /** A new attachment for the record's next run, when its sandbox changed. */
+  async #attachAnew(record: RemoteRecord<H>): Promise<void> {
+    if (!record.attachAnew || !this.#o.podNetwork) return;
+    record.network = await this.#o.podNetwork.attach(record.pod);
+    record.attachAnew = undefined;
   }
 
   /** The backend's discard (default remove) of one run; a failure is logged. */
@@ -703,6 +791,39 @@ export class RemotePods<H = unknown> {
     }
     return report?.state ?? { waiting: { reason: "ContainerCreating" } };
   }
+}
+
+/**
+ * The containers' ends once their run is killed (those that ended keep their end), and whether
+ * any was created (ran, or ended): what the kubelet's `len(podStatus.ContainerStatuses) != 0`
+ * asks. A container that never started has no end.
+ */
+function killedEnds(
+  pod: Pod,
+  run: RemoteRun,
+  nowMs: number,
+  why: string,
+): { ends: Map<string, TerminatedReport>; created: boolean } {
+  const ends = new Map<string, TerminatedReport>();
+  let created = (run.restarts ?? 0) > 0;
+  for (const { name } of [...pod.spec?.initContainers ?? [], ...pod.spec?.containers ?? []]) {
+    const report = run.containers[name] ?? run.initContainers?.[name];
+    const state = report?.state;
+    if (report?.restartCount || report?.lastTerminated) created = true;
+    if (!state || "waiting" in state) continue;
+    created = true;
+    if ("terminated" in state) ends.set(name, state.terminated);
+    else {
+      ends.set(name, {
+        exitCode: 137,
+        signal: 9,
+        message: `Killed: ${why}`,
+        startedAtMs: state.running.startedAtMs,
+        finishedAtMs: nowMs,
+      });
+    }
+  }
+  return { ends, created };
 }
 
 function terminatedOf(run: RemoteRun | undefined, name: string): TerminatedReport | undefined {

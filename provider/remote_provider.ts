@@ -133,6 +133,7 @@ export abstract class RemotePodsProvider<
       hostIP: deps.internalIp,
       podLogs: deps.podLogs,
       podNetwork: deps.podNetwork,
+      event: podEventSink(deps, "vkubelet"),
       // The mirror follows what `kubectl logs` shows, the backend's or the provider's own.
       mirrorLogs: this.#ownLogs(),
       ...options,
