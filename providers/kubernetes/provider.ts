@@ -238,6 +238,7 @@ export class KubernetesProvider implements Provider {
     await this.#claims?.ensure(pod, translation.claims, options);
     // Copied before the pod starts: B's kubelet sets service links from what exists then.
     await this.#services?.track(k, pod.metadata!.namespace!, options.signal);
+    this.#sweepReflections(pod.metadata!.namespace!);
     const target = this.#services ? this.#translate(pod).pod : translation.pod;
     // Its IP in A first: the gateway must know the pod before B reports it running.
     await this.#network?.addresses.attach(k, pod, options.signal);
@@ -281,6 +282,7 @@ export class KubernetesProvider implements Provider {
     // per-name watches and the token renewal must start again (issue 24).
     await this.#mirror.track(k, translation.dependencies, options);
     await this.#services?.track(k, pod.metadata!.namespace!, options.signal);
+    this.#sweepReflections(pod.metadata!.namespace!);
     await this.#network?.addresses.ensure(k, pod, options.signal);
     if (translation.tokenSecret && !this.#tokens.renews(k)) {
       await this.#tokens.start(pod, translation.tokenSecret, options).catch((err) => {
@@ -480,6 +482,16 @@ export class KubernetesProvider implements Provider {
       podKey(up.namespace, up.name),
       running ? downstream.status?.podIP || undefined : undefined,
     );
+  }
+
+  /** `gateway`: Services reflected by an earlier run that A no longer has go from B. */
+  #sweepReflections(namespace: string): void {
+    this.#network?.reflection.sweep(namespace, this.#signal).catch((err) => {
+      this.#deps.log.warn("could not remove stale reflected Services of {namespace}: {err}", {
+        namespace,
+        err: String(err),
+      });
+    });
   }
 
   /** The pod `ns/name` got its IP in A: its status is reported again with it. */

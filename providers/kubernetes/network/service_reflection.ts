@@ -57,6 +57,8 @@ export class ServiceReflection implements ServiceWriter {
   /** The gateway address B last refused in an EndpointSlice (warned once). */
   #refused?: string;
   #restored?: Promise<void>;
+  /** Services found reflected in B at {@link restore}, not yet swept, by `namespace/name`. */
+  readonly #found = new Set<string>();
 
   constructor(options: ServiceReflectionOptions) {
     this.#o = options;
@@ -131,6 +133,19 @@ export class ServiceReflection implements ServiceWriter {
     await removeOurs(this.#o.downstream.services, namespace, name, signal);
   }
 
+  /**
+   * After `namespace`'s Services of A were written (ServiceMirror's `track` resolved): removes
+   * what an earlier run reflected there for Services A no longer has (deleted while away).
+   */
+  async sweep(namespace: string, signal: AbortSignal): Promise<void> {
+    for (const key of this.#found) {
+      const [ns, name] = key.split("/");
+      if (ns !== namespace) continue;
+      this.#found.delete(key);
+      if (!this.#reflected.has(key)) await this.remove(ns, name, signal);
+    }
+  }
+
   /** Every reflected port (what the gateway serves). */
   services(): GatewayService[] {
     return [...this.#reflected.values()].flat();
@@ -149,6 +164,7 @@ export class ServiceReflection implements ServiceWriter {
       const service = slice.metadata?.labels?.["kubernetes.io/service-name"];
       const namespace = slice.metadata?.namespace;
       if (!service || !namespace) continue;
+      this.#found.add(`${namespace}/${service}`);
       this.#ports.restore(
         namespace,
         service,

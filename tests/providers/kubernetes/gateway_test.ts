@@ -273,3 +273,33 @@ Deno.test("the reflected EndpointSlices follow the gateway pod's address; B's ow
   assert.equal(slices.objects.size, 0);
   assert.deepEqual(told.at(-1), []);
 });
+
+Deno.test("after a restart, a reflection of a Service A deleted meanwhile is removed once its namespace is synced", async () => {
+  const services = memoryApi<Service>();
+  const slices = memoryApi<EndpointSlice>();
+  const options = {
+    downstream: { services, endpointSlices: slices } as unknown as ReflectionClients,
+    nodeName: "vk-1",
+    log: getLogger(["vkubelet", "test"]),
+    onServices: () => {},
+  };
+  const signal = new AbortController().signal;
+  const before = new ServiceReflection(options);
+  const service = (name: string): Service => ({
+    metadata: { name, namespace: "shop" },
+    spec: { clusterIP: "10.96.0.9", ports: [{ name: "http", port: 80 }] },
+  });
+  await before.write("shop", service("web"), signal);
+  await before.write("shop", service("gone"), signal);
+  await before.write(
+    "other",
+    { ...service("db"), metadata: { name: "db", namespace: "other" } },
+    signal,
+  );
+  const after = new ServiceReflection(options);
+  await after.restore(signal);
+  await after.write("shop", service("web"), signal); // A still has web, not gone
+  await after.sweep("shop", signal);
+  assert.deepEqual([...services.objects.keys()].sort(), ["other/db", "shop/web"]);
+  assert.deepEqual([...slices.objects.keys()].sort(), ["other/db-gateway", "shop/web-gateway"]);
+});
