@@ -183,7 +183,8 @@ export class GatewayDeployment {
     const { config, placement } = this.#o;
     const labels = { [GATEWAY_LABEL]: this.#label };
     const template: PodTemplateSpec = {
-      metadata: { labels: this.#labels(), annotations: { [CREDENTIAL_HASH]: hash } },
+      // Not the virtual-node label: the provider's informer of its forwarded pods selects by it.
+      metadata: { labels, annotations: { [CREDENTIAL_HASH]: hash } },
       spec: {
         serviceAccountName: this.name,
         automountServiceAccountToken: false,

@@ -178,6 +178,11 @@ Deno.test({
       }]);
       assert.equal(deployment.spec?.replicas, 1);
       assert.equal(template.spec?.automountServiceAccountToken, false);
+      assert.equal(
+        template.metadata?.labels?.["vkubelet.io/virtual-node"],
+        undefined,
+        "the gateway pod would pass for a forwarded pod",
+      );
       const firstCredential = gateway.agentCredential;
       assert.equal(
         template.metadata?.annotations?.["vkubelet.io/credential-sha256"],
