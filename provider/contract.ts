@@ -387,7 +387,9 @@ export interface PodNetworkGateway {
 
 /** One Service port the gateway listens for (see {@link PodNetworkGateway.setServices}). */
 export interface GatewayService {
+  /** The Service's namespace in this cluster (the calling pod's, to be allowed). */
   namespace: string;
+  /** The Service's name. */
   name: string;
   /** The Service's port in this cluster. */
   port: number;
