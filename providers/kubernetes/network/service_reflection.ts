@@ -59,6 +59,8 @@ export class ServiceReflection implements ServiceWriter {
   #restored?: Promise<void>;
   /** Services found reflected in B at {@link restore}, not yet swept, by `namespace/name`. */
   readonly #found = new Set<string>();
+  /** Slice writes in order, so the gateway's latest address is the one that stays. */
+  #sliceWrites: Promise<void> = Promise.resolve();
 
   constructor(options: ServiceReflectionOptions) {
     this.#o = options;
@@ -129,7 +131,9 @@ export class ServiceReflection implements ServiceWriter {
     const held = this.#reflected.delete(`${namespace}/${name}`);
     this.#ports.release(namespace, name);
     if (held) this.#announce();
-    await removeOurs(this.#o.downstream.endpointSlices, namespace, sliceName(name), signal);
+    await this.#inOrder(() =>
+      removeOurs(this.#o.downstream.endpointSlices, namespace, sliceName(name), signal)
+    );
     await removeOurs(this.#o.downstream.services, namespace, name, signal);
   }
 
@@ -173,7 +177,18 @@ export class ServiceReflection implements ServiceWriter {
     }
   }
 
-  async #writeSlice(namespace: string, name: string, signal: AbortSignal): Promise<void> {
+  /** Writes the slice as things are when its turn comes: one slice write at a time. */
+  #writeSlice(namespace: string, name: string, signal: AbortSignal): Promise<void> {
+    return this.#inOrder(() => this.#putCurrentSlice(namespace, name, signal));
+  }
+
+  #inOrder(write: () => Promise<void>): Promise<void> {
+    const next = this.#sliceWrites.then(write);
+    this.#sliceWrites = next.catch(() => {});
+    return next;
+  }
+
+  async #putCurrentSlice(namespace: string, name: string, signal: AbortSignal): Promise<void> {
     if (!this.#reflected.has(`${namespace}/${name}`)) return;
     const ports = this.#ports.of(namespace, name);
     const slice = gatewaySlice(namespace, name, this.#o.nodeName, ports, this.#address);
