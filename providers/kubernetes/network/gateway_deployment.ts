@@ -202,7 +202,13 @@ export class GatewayDeployment {
             valueFrom: { secretKeyRef: { name: this.name, key: CREDENTIAL_KEY } },
           }],
           resources: config.resources,
-          securityContext: { allowPrivilegeEscalation: false },
+          // It dials out and listens on ports from 20000 up: no capability needed. The user is
+          // the image's (vkubelet's image: 65532).
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            capabilities: { drop: ["ALL"] },
+            seccompProfile: { type: "RuntimeDefault" },
+          },
         }],
       },
     };

@@ -178,6 +178,8 @@ Deno.test({
       }]);
       assert.equal(deployment.spec?.replicas, 1);
       assert.equal(template.spec?.automountServiceAccountToken, false);
+      assert.deepEqual(container.securityContext?.capabilities, { drop: ["ALL"] });
+      assert.equal(container.securityContext?.allowPrivilegeEscalation, false);
       assert.equal(
         template.metadata?.labels?.["vkubelet.io/virtual-node"],
         undefined,
