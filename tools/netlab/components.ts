@@ -90,7 +90,7 @@ export async function startKubeProxy(
     `--proxy-mode=${mode}`,
     `--hostname-override=${nodeName}`,
     `--bind-address=${ip}`,
-    `--cluster-cidr=${NETLAB_ADDRESSES.clusterCidr}`,
+    `--cluster-cidr=${host.addresses.clusterCidr}`,
     `--nodeport-addresses=${ip}/32`,
     // 0 leaves the conntrack sysctls alone: outside the initial namespace they are read-only.
     "--conntrack-max-per-core=0",

@@ -4,11 +4,28 @@
  * host-local ranges from the node's podCIDR, portmap), a masquerade for traffic leaving the
  * cluster CIDR, a route covering the Service range, and the apiserver at `127.0.0.1:6443`
  * through a relay (a socat on a Unix socket in the root namespace, one in each host). The root
- * namespace gets no interface, route, sysctl or rule. Every address is in 198.18.0.0/15.
+ * namespace gets no interface, route, sysctl or rule. Every address is in 198.18.0.0/15: the lab's
+ * {@link NETLAB_ADDRESSES} by default, another set for a second lab ({@link makeHost}: one host).
  * @module
  */
 import { type Background, startBackground } from "./background.ts";
 import { run, tryRun, waitUntil } from "./command.ts";
+
+/** A lab's addresses: its hosts' (one entry per host), its pods', its Services'. */
+export interface NetlabAddresses {
+  /** Each host's own address (on the underlay link). */
+  underlay: readonly string[];
+  /** Each host's podCIDR. */
+  podCidrs: readonly string[];
+  /** The cluster CIDR covering every podCIDR (flannel's network, kube-proxy's `--cluster-cidr`). */
+  clusterCidr: string;
+  serviceRange: string;
+  /** The cluster DNS Service's ClusterIP (`--cluster-dns`). */
+  dnsIp: string;
+  /** The port the apiserver appears on inside each host. */
+  apiserverPort: number;
+  mtu: number;
+}
 
 /** The lab's addresses (all in 198.18.0.0/15, the benchmarking range). */
 export const NETLAB_ADDRESSES = {
@@ -28,6 +45,8 @@ export const NETLAB_ADDRESSES = {
 export interface TestHost {
   /** 1 or 2. */
   index: number;
+  /** The addresses of the lab it belongs to ({@link NETLAB_ADDRESSES} unless made otherwise). */
+  addresses: NetlabAddresses;
   /** The `ip netns` name. */
   netns: string;
   underlayIp: string;
@@ -59,11 +78,63 @@ export interface MakeHostsOptions {
   prefix: string;
   /** The apiserver's `https://127.0.0.1:PORT`. */
   server: string;
+  /** The hosts' addresses; default {@link NETLAB_ADDRESSES}. */
+  addresses?: NetlabAddresses;
 }
 
 /** Makes both hosts; on a failure, removes what it made and throws. */
 export async function makeHosts(options: MakeHostsOptions): Promise<TestHosts> {
+  const made = await makeHostList(options, 2);
+  try {
+    const hosts = made.hosts as [TestHost, TestHost];
+    await joinUnderlay(hosts);
+    return { hosts, remove: made.remove };
+  } catch (err) {
+    await made.remove();
+    throw err;
+  }
+}
+
+/**
+ * One test host, alone (a one-node cluster): as {@link makeHosts}' hosts, its address on a
+ * `netlab-ul` link that joins it to nothing (a veth whose peer stays in the host: the lab's
+ * kernels may lack the dummy link type).
+ */
+export async function makeHost(
+  options: MakeHostsOptions,
+): Promise<{ host: TestHost; remove(): Promise<void> }> {
+  const made = await makeHostList(options, 1);
+  try {
+    const host = made.hosts[0];
+    await host.run(
+      "ip",
+      "link",
+      "add",
+      "netlab-ul",
+      "type",
+      "veth",
+      "peer",
+      "name",
+      "netlab-ul-end",
+    );
+    await host.run("ip", "addr", "add", `${host.underlayIp}/24`, "dev", "netlab-ul");
+    await host.run("ip", "link", "set", "netlab-ul-end", "up");
+    await host.run("ip", "link", "set", "netlab-ul", "up");
+    await host.run("ip", "route", "add", host.addresses.serviceRange, "dev", "netlab-ul");
+    return { host, remove: made.remove };
+  } catch (err) {
+    await made.remove();
+    throw err;
+  }
+}
+
+/** `count` hosts with their apiserver relays, not yet joined. */
+async function makeHostList(
+  options: MakeHostsOptions,
+  count: number,
+): Promise<{ hosts: TestHost[]; remove(): Promise<void> }> {
   const { dir, prefix } = options;
+  const addresses = options.addresses ?? NETLAB_ADDRESSES;
   const relays: Background[] = [];
   const made: string[] = [];
   const remove = async () => {
@@ -87,22 +158,21 @@ export async function makeHosts(options: MakeHostsOptions): Promise<TestHosts> {
         return false;
       }
     }, { timeoutMs: 10_000, everyMs: 50 });
-    const hosts = [] as unknown as [TestHost, TestHost];
-    for (const index of [1, 2]) {
+    const hosts: TestHost[] = [];
+    for (let index = 1; index <= count; index++) {
       const netns = `${prefix}-h${index}`;
       await run(["ip", "netns", "add", netns]);
       made.push(netns);
-      const host = await prepareHost(index, netns, `${dir}/h${index}`, options.server);
+      const host = await prepareHost(index, netns, `${dir}/h${index}`, options.server, addresses);
       relays.push(
         await startBackground(`relay-h${index}`, [
           "socat",
-          `TCP-LISTEN:${NETLAB_ADDRESSES.apiserverPort},bind=127.0.0.1,fork,reuseaddr`,
+          `TCP-LISTEN:${addresses.apiserverPort},bind=127.0.0.1,fork,reuseaddr`,
           `UNIX-CONNECT:${socket}`,
         ], { netns, log: `${host.dir}/relay.log` }),
       );
       hosts.push(host);
     }
-    await joinUnderlay(hosts);
     return { hosts, remove };
   } catch (err) {
     await remove();
@@ -115,8 +185,9 @@ async function prepareHost(
   netns: string,
   dir: string,
   server: string,
+  addresses: NetlabAddresses,
 ): Promise<TestHost> {
-  const { underlay, podCidrs, clusterCidr, mtu } = NETLAB_ADDRESSES;
+  const { underlay, podCidrs, clusterCidr, mtu } = addresses;
   await Deno.mkdir(`${dir}/net.d`, { recursive: true });
   const inHost = (...argv: string[]) => run(["ip", "netns", "exec", netns, ...argv]);
   await inHost("ip", "link", "set", "lo", "up");
@@ -156,6 +227,7 @@ async function prepareHost(
   await Deno.writeTextFile(`${dir}/resolv.conf`, `nameserver ${underlay[index - 1]}\n`);
   return {
     index,
+    addresses,
     netns,
     underlayIp: underlay[index - 1],
     podCidr: podCidrs[index - 1],
@@ -165,7 +237,7 @@ async function prepareHost(
     run: inHost,
     async localKubeconfig(kubeconfig, name) {
       const text = await Deno.readTextFile(kubeconfig);
-      const local = `https://127.0.0.1:${NETLAB_ADDRESSES.apiserverPort}`;
+      const local = `https://127.0.0.1:${addresses.apiserverPort}`;
       const path = `${dir}/${name}.kubeconfig`;
       await Deno.writeTextFile(path, text.replaceAll(server, local), { mode: 0o600 });
       return path;
@@ -193,6 +265,6 @@ async function joinUnderlay([h1, h2]: [TestHost, TestHost]): Promise<void> {
     await host.run("ip", "link", "set", "netlab-ul", "up");
     // The host's own connections to ClusterIPs need a route that covers them (a real host's
     // default route does): the route lookup comes before kube-proxy's output DNAT.
-    await host.run("ip", "route", "add", NETLAB_ADDRESSES.serviceRange, "dev", "netlab-ul");
+    await host.run("ip", "route", "add", host.addresses.serviceRange, "dev", "netlab-ul");
   }
 }

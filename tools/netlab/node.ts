@@ -11,7 +11,7 @@ import type { TestCluster } from "../cluster/harness.ts";
 import { VKUBELET_PERMISSIONS } from "../cluster/vkubelet.ts";
 import { type Background, startBackground } from "./background.ts";
 import { waitUntil } from "./command.ts";
-import { NETLAB_ADDRESSES, type TestHost } from "./hosts.ts";
+import type { TestHost } from "./hosts.ts";
 
 const mainPath = new URL("../../main.ts", import.meta.url).pathname;
 
@@ -49,7 +49,7 @@ export async function startNetlabNode(
     network: {
       cniConfDir: host.cniConfDir,
       cniBinDir: options.cniBinDir,
-      clusterDNS: [NETLAB_ADDRESSES.dnsIp],
+      clusterDNS: [host.addresses.dnsIp],
       clusterDomain: "cluster.local",
       resolvConf: host.resolvConf,
       podCIDR: host.podCidr,
