@@ -28,6 +28,7 @@ import {
   type StreamHeader,
   writeMessage,
 } from "../../core/tunnel/protocol.ts";
+import { halfClosing } from "./conn.ts";
 import { type DialTarget, dialTunnel } from "./dial.ts";
 import { GatewayPorts } from "./gateway.ts";
 import { ServiceListeners } from "./services.ts";
@@ -236,7 +237,7 @@ async function dialService(
     writer.releaseLock();
     const { value, rest } = await readMessage(stream.readable);
     if (!("ok" in (value as StreamAnswer))) throw new Error((value as { error: string }).error);
-    await splice(conn, { readable: rest, writable: stream.writable });
+    await splice(halfClosing(conn), { readable: rest, writable: stream.writable });
   } catch {
     stream?.reset();
   } finally {
@@ -268,7 +269,7 @@ export async function servePort(stream: MuxStream, host: string, gateway: boolea
     conn = await Deno.connect({ hostname: header.host ?? host, port: header.port });
     await writeMessage(writer, { ok: true });
     writer.releaseLock();
-    await splice(conn, { readable: rest, writable: stream.writable });
+    await splice(halfClosing(conn), { readable: rest, writable: stream.writable });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     await writeMessage(writer, { error: message }).catch(() => {});

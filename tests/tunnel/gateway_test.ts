@@ -21,6 +21,7 @@ import {
   startTunnelNode,
   startTunnelServer,
   type TunnelServer,
+  untilEofEcho,
 } from "../../tools/tunnel/server.ts";
 
 const GATEWAY_ADDRESS = "127.0.62.1";
@@ -213,4 +214,36 @@ Deno.test("the gateway agent refuses a pod agent's file options, and a pod's age
   const pod = await parseAgentArgs([...common, "--listen-address=127.0.0.1"], env);
   assert.ok("problems" in pod);
   assert.match(pod.problems.join("\n"), /--listen-address is a gateway's/);
+});
+
+Deno.test("a caller that half-closes after its request gets the whole answer, both ways through the gateway", async () => {
+  await using backend = untilEofEcho("127.0.0.1", "backend read");
+  await using pod = untilEofEcho(POD_ADDRESS, "pod read");
+  const services = new ListedServices();
+  services.set([{
+    namespace: "team",
+    name: "api",
+    clusterIP: "127.0.0.1",
+    ports: [{ port: backend.port, protocol: "TCP" }],
+  }]);
+  await using server = await startTunnelServer(loopbackPodsNetwork(61), services);
+  const gateway = await server.host.gateway();
+  const spec = remotePod("web", "team", [pod.port]);
+  const { podIP } = await gateway.attach(spec);
+  gateway.setRemoteAddress(spec, POD_ADDRESS);
+  const gatewayPort = freePort(GATEWAY_ADDRESS);
+  const agent = await startGateway(server, gateway);
+  try {
+    gateway.setServices([{ namespace: "team", name: "api", port: backend.port, gatewayPort }]);
+    const out = await eventually(
+      "the gateway's listener",
+      () => readAll(GATEWAY_ADDRESS, gatewayPort, POD_ADDRESS, "hello"),
+      10_000,
+    );
+    assert.equal(out, `backend read 5 from ${podIP}`);
+    assert.match(await readAll(podIP, pod.port, undefined, "hello"), /^pod read 5 from 127\./);
+  } finally {
+    await agent.stop();
+    await gateway.detach(spec);
+  }
 });

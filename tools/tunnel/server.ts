@@ -9,6 +9,7 @@
 import { createConnection } from "node:net";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { duplexFromNodeSocket } from "../../spdy/node_socket_duplex.ts";
+import { halfClosing } from "../../app/agent/conn.ts";
 import { realClock } from "../../base/clock.ts";
 import { alwaysAllow, KubeletServer } from "../../core/kubelet_api/mod.ts";
 import {
@@ -127,8 +128,7 @@ function loopbackListen(
     try {
       for await (const conn of listener) {
         onConnection({
-          readable: conn.readable,
-          writable: conn.writable,
+          ...halfClosing(conn),
           close: () => {
             try {
               conn.close();
@@ -300,14 +300,52 @@ export function sourceEcho(hostname: string, greeting: string) {
 }
 
 /**
- * Connects to `host:port` (from the local address `from` when given) and reads until the other
- * end closes: the text it sent. Rejects when the connection is refused or reset before any byte.
+ * A TCP server on `hostname` that reads each request until the caller half-closes, then answers
+ * `<greeting> <bytes read> from <caller's address>` and closes. Dispose stops it.
  */
-export async function readAll(host: string, port: number, from?: string): Promise<string> {
+export function untilEofEcho(hostname: string, greeting: string) {
+  const listener = Deno.listen({ hostname, port: 0 });
+  const served = (async () => {
+    for await (const conn of listener) {
+      void (async () => {
+        const from = (conn.remoteAddr as Deno.NetAddr).hostname;
+        let total = 0;
+        const buffer = new Uint8Array(4096);
+        for (let n = await conn.read(buffer); n !== null; n = await conn.read(buffer)) total += n;
+        await conn.write(new TextEncoder().encode(`${greeting} ${total} from ${from}`));
+      })().catch(() => {}).finally(() => conn.close());
+    }
+  })().catch(() => {});
+  return {
+    port: (listener.addr as Deno.NetAddr).port,
+    async [Symbol.asyncDispose]() {
+      listener.close();
+      await served;
+    },
+  };
+}
+
+/**
+ * Connects to `host:port` (from the local address `from` when given), sends `send` if given and
+ * half-closes, and reads until the other end closes: the text it sent. Rejects when the connection is refused or reset before any byte.
+ */
+export async function readAll(
+  host: string,
+  port: number,
+  from?: string,
+  send?: string,
+): Promise<string> {
   const conn = from ? dialFrom(from, host, port) : await (async () => {
     const c = await Deno.connect({ hostname: host, port });
-    return { readable: c.readable, writable: c.writable, close: () => c.close() };
+    return { ...halfClosing(c), close: () => c.close() };
   })();
+  if (send) {
+    // Sent whole, then half-closed, as an HTTP/1.0 client may: a relay that waits for both
+    // directions' EOF (the netns dial's socat) then ends.
+    const writer = conn.writable.getWriter();
+    await writer.write(new TextEncoder().encode(send));
+    await writer.close();
+  }
   const chunks: string[] = [];
   const decoder = new TextDecoder();
   try {
