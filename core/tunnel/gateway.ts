@@ -69,9 +69,15 @@ export class GatewayLink {
   readonly #deps: GatewayLinkDeps;
   readonly #credentials = new TunnelCredentials(GATEWAY_PREFIX);
   #loaded?: Promise<void>;
-  #session?: MuxSession;
-  #control?: WritableStreamDefaultWriter<Uint8Array>;
-  #lastList?: string;
+  /**
+   * Each connected gateway with its control stream and the list it was sent last: during a
+   * rolling update in the other cluster the old and the new gateway are both served (the newest
+   * gets the inbound connections) instead of each redial closing the other's session.
+   */
+  readonly #sessions = new Map<
+    MuxSession,
+    { control?: WritableStreamDefaultWriter<Uint8Array>; lastList?: string }
+  >();
   #listeners: GatewayListener[] = [];
 
   constructor(deps: GatewayLinkDeps) {
@@ -91,7 +97,7 @@ export class GatewayLink {
     await this.#load();
     if (given && "uid" in await this.#credentials.verify(given)) return given;
     const { credential } = await this.#credentials.issue(GATEWAY_ID);
-    this.#session?.close();
+    this.close();
     await this.#save();
     return credential;
   }
@@ -100,7 +106,7 @@ export class GatewayLink {
   async revoke(): Promise<void> {
     await this.#load();
     this.#credentials.revoke(GATEWAY_ID);
-    this.#session?.close();
+    this.close();
     const dir = this.#deps.stateDir;
     if (dir) await Deno.remove(join(dir, GATEWAY_STATE_FILE)).catch(() => {});
   }
@@ -112,19 +118,16 @@ export class GatewayLink {
     return "refused" in checked ? checked.refused : undefined;
   }
 
-  /** Runs the gateway's session over `transport` (an upgraded connection), ending an earlier one. */
+  /** Runs a gateway's session over `transport` (an upgraded connection), beside any others. */
   connect(transport: ByteDuplex): void {
-    this.#session?.close();
-    const session = new MuxSession(transport, {
+    const session: MuxSession = new MuxSession(transport, {
       client: false,
-      onStream: (stream) => void this.#outbound(stream),
+      onStream: (stream) => void this.#outbound(session, stream),
     });
-    this.#session = session;
-    this.#control = undefined;
-    this.#lastList = undefined;
-    this.#deps.log.info("gateway connected");
+    this.#sessions.set(session, {});
+    this.#deps.log.info("gateway connected ({count} connected)", { count: this.#sessions.size });
     void session.closed.then((err) => {
-      if (this.#session === session) this.#session = undefined;
+      this.#sessions.delete(session);
       this.#deps.log.info("gateway closed{why}", { why: err ? `: ${err.message}` : "" });
     });
   }
@@ -159,7 +162,7 @@ export class GatewayLink {
 
   /** A connection to a gateway pod's IP here: dialed at `host:port` by the gateway. */
   async inbound(pod: string, port: number, host: string, conn: GatewayConn): Promise<void> {
-    const session = this.#session;
+    const session = [...this.#sessions.keys()].at(-1);
     if (!session) return conn.close();
     let stream: MuxStream | undefined;
     try {
@@ -183,20 +186,23 @@ export class GatewayLink {
     }
   }
 
-  /** Ends the session (the credential stays). */
+  /** Ends the sessions (the credential stays). */
   close(): void {
-    this.#session?.close();
+    for (const session of this.#sessions.keys()) session.close();
+    this.#sessions.clear();
   }
 
   /** A stream the gateway opened: its control stream, or a pod's Service connection. */
-  async #outbound(stream: MuxStream): Promise<void> {
+  async #outbound(session: MuxSession, stream: MuxStream): Promise<void> {
     const writer = stream.writable.getWriter();
     try {
       const { value, rest } = await readMessage(stream.readable);
       const header = parseHeader(value);
       if (header.kind === "control") {
         await writeMessage(writer, { ok: true } satisfies StreamAnswer);
-        this.#control = writer;
+        const state = this.#sessions.get(session);
+        if (!state) throw new Error("The gateway's session has ended");
+        state.control = writer;
         await this.#sendListeners();
         return void rest.pipeTo(new WritableStream()).catch(() => {});
       }
@@ -227,11 +233,12 @@ export class GatewayLink {
   }
 
   async #sendListeners(): Promise<void> {
-    if (!this.#control) return;
     const line = JSON.stringify({ listeners: this.#listeners } satisfies GatewayListeners);
-    if (line === this.#lastList) return;
-    this.#lastList = line;
-    await this.#control.write(new TextEncoder().encode(`${line}\n`)).catch(() => {});
+    await Promise.all([...this.#sessions.values()].map(async (state) => {
+      if (!state.control || line === state.lastList) return;
+      state.lastList = line;
+      await state.control.write(new TextEncoder().encode(`${line}\n`)).catch(() => {});
+    }));
   }
 
   /** Restores the kept hashes once (a restarted vkubelet accepts the gateway it had). */

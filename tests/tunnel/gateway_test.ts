@@ -27,8 +27,13 @@ import {
 const GATEWAY_ADDRESS = "127.0.62.1";
 const POD_ADDRESS = "127.0.62.5";
 
-/** Runs the gateway agent for `gateway` until the returned stop. */
-async function startGateway(server: TunnelServer, gateway: TunnelGateway) {
+/** Runs the gateway agent for `gateway` until the returned stop; `logs` gets its lines. */
+async function startGateway(
+  server: TunnelServer,
+  gateway: TunnelGateway,
+  listenAddress = GATEWAY_ADDRESS,
+  logs: string[] = [],
+) {
   const stop = new AbortController();
   const ready = Promise.withResolvers<void>();
   const running = runAgent({
@@ -36,8 +41,8 @@ async function startGateway(server: TunnelServer, gateway: TunnelGateway) {
     caPem: server.caPem,
     credential: gateway.agentCredential,
     gateway: true,
-    listenAddress: GATEWAY_ADDRESS,
-    log: () => {},
+    listenAddress,
+    log: (line) => logs.push(line),
     onReady: () => ready.resolve(),
   }, stop.signal);
   await Promise.race([ready.promise, running]);
@@ -244,6 +249,49 @@ Deno.test("a caller that half-closes after its request gets the whole answer, bo
     assert.match(await readAll(podIP, pod.port, undefined, "hello"), /^pod read 5 from 127\./);
   } finally {
     await agent.stop();
+    await gateway.detach(spec);
+  }
+});
+
+Deno.test("two gateways at once (a rolling update) are both served, the newest with the pods' connections", async () => {
+  await using pod = sourceEcho(POD_ADDRESS, "pod answered");
+  await using backend = sourceEcho("127.0.0.1", "backend saw");
+  const services = new ListedServices();
+  services.set([{
+    namespace: "team",
+    name: "api",
+    clusterIP: "127.0.0.1",
+    ports: [{ port: backend.port, protocol: "TCP" }],
+  }]);
+  await using server = await startTunnelServer(loopbackPodsNetwork(61), services);
+  const gateway = await server.host.gateway();
+  const spec = remotePod("web", "team", [pod.port]);
+  const { podIP } = await gateway.attach(spec);
+  gateway.setRemoteAddress(spec, POD_ADDRESS);
+  const gatewayPort = freePort("127.0.62.1");
+  gateway.setServices([{ namespace: "team", name: "api", port: backend.port, gatewayPort }]);
+  const oldLogs: string[] = [];
+  const old = await startGateway(server, gateway, "127.0.62.1", oldLogs);
+  const next = await startGateway(server, gateway, "127.0.62.2");
+  try {
+    for (const address of ["127.0.62.1", "127.0.62.2"]) {
+      const answer = await eventually(
+        `the gateway on ${address}`,
+        () => readAll(address, gatewayPort, POD_ADDRESS),
+        10_000,
+      );
+      assert.equal(answer, `backend saw ${podIP}`);
+    }
+    assert.match(await readAll(podIP, pod.port), /^pod answered /);
+    await next.stop();
+    // The old gateway takes over once the host has seen the new one's session end.
+    assert.match(
+      await eventually("the old gateway", () => readAll(podIP, pod.port), 10_000),
+      /^pod answered /,
+    );
+    assert.deepEqual(oldLogs.filter((l) => /closed|reconnect/.test(l)), [], "the old one stayed");
+  } finally {
+    await old.stop();
     await gateway.detach(spec);
   }
 });
