@@ -33,6 +33,8 @@ export interface Netlab extends AsyncDisposable {
   nodes: [NetlabNode, NetlabNode];
   /** The lab's directory (every log is under it). */
   dir: string;
+  /** The reference CNI plugins' directory the nodes use (`network.cniBinDir`). */
+  cniBinDir: string;
   /** The end of every component's log, for a failing test's message. */
   logs(): Promise<string>;
 }
@@ -136,6 +138,7 @@ export async function startNetlab(
     cluster,
     nodes: nodes as [NetlabNode, NetlabNode],
     dir,
+    cniBinDir: cniBin,
     logs: () => tails(started),
     [Symbol.asyncDispose]: stop,
   };
