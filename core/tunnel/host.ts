@@ -25,10 +25,9 @@
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { join } from "node:path";
 import type { Logger } from "../../base/log.ts";
-import { writeAtomically } from "../../x509/mod.ts";
 import { duplexFromNodeSocket } from "../../spdy/node_socket_duplex.ts";
+import { AttachmentStore, type SavedAttachment, type SavedNetwork } from "./attachments.ts";
 import { TunnelCredentials } from "./credentials.ts";
 import { GatewayLink } from "./gateway.ts";
 import {
@@ -37,15 +36,17 @@ import {
   normalAddress,
   parseHeader,
   readMessage,
-  type ServiceList,
   splice,
   type StreamAnswer,
   type StreamHeader,
   TUNNEL_UPGRADE,
-  type TunnelService,
   writeMessage,
 } from "./protocol.ts";
 import { MuxSession, type MuxStream } from "./session.ts";
+import { serviceList, type ServiceSource, serviceTarget } from "./visibility.ts";
+
+export type { SavedAttachment, SavedNetwork } from "./attachments.ts";
+export type { ClusterService, ServiceSource } from "./visibility.ts";
 
 /** A byte connection (a relayed socket). */
 export interface TunnelConn {
@@ -76,38 +77,6 @@ export interface TunnelNetwork {
     port: number,
     onConnection: (conn: TunnelConn) => void,
   ): Promise<{ close(): Promise<void> }>;
-}
-
-/** What {@link TunnelNetwork.setUp} gave a pod. */
-export interface SavedNetwork {
-  ips: string[];
-  netns: string;
-}
-
-/** One attachment as kept in `stateDir` (`<uid>.json`). */
-export interface SavedAttachment extends SavedNetwork {
-  version: 1;
-  uid: string;
-  namespace: string;
-  name: string;
-  /** The TCP ports listened on. */
-  ports: number[];
-  /** SHA-256 (hex) of each credential the pod's agents may hold; never a credential. */
-  credentialHashes: string[];
-  /** Attached through the gateway (no credential of its own). */
-  gateway?: true;
-}
-
-/** A Service as vkubelet knows it. */
-export interface ClusterService extends TunnelService {
-  clusterIP: string;
-}
-
-/** The cluster's Services (an informer in vkubelet, a list in tests). */
-export interface ServiceSource {
-  list(namespace: string): ClusterService[];
-  /** Calls `changed` after any Service changes; returns the unsubscribe. */
-  subscribe(changed: () => void): () => void;
 }
 
 /** What {@link TunnelHost} needs. */
@@ -183,11 +152,13 @@ export class TunnelHost {
   /** Gateway pods' addresses where they run, by uid. */
   readonly #remoteAddresses = new Map<string, string>();
   readonly #gateway: GatewayLink;
+  readonly #store: AttachmentStore;
   readonly #unsubscribe: () => void;
 
   constructor(deps: TunnelHostDeps) {
     this.#deps = deps;
     this.#credentials = deps.credentials ?? new TunnelCredentials();
+    this.#store = new AttachmentStore(deps.stateDir);
     this.#unsubscribe = deps.services.subscribe(() => this.#pushServices());
     this.#gateway = new GatewayLink({
       log: deps.log,
@@ -196,7 +167,7 @@ export class TunnelHost {
       dialService: (key, service) => {
         const entry = [...this.#pods.values()].find((e) => e.gateway && e.key === key);
         if (!entry) throw new Error(`Pod ${key} is not attached`);
-        const target = this.#serviceTarget(entry, service);
+        const target = serviceTarget(this.#deps.services, entry.pod, service);
         return this.#deps.network.dial(entry.netns, target, service.port);
       },
     });
@@ -339,7 +310,7 @@ export class TunnelHost {
   async #reattachNetwork(pod: Pod, gateway: boolean): Promise<AttachedPod | undefined> {
     const uid = pod.metadata?.uid;
     if (!uid) throw new TypeError("Pod has no metadata.uid: reattach pods read from the cluster");
-    const saved = await this.#load(uid);
+    const saved = await this.#store.load(uid);
     if (!saved) return undefined;
     const known = this.#pods.get(uid);
     if (known && known.gateway === gateway) return known;
@@ -382,12 +353,10 @@ export class TunnelHost {
 
   /** {@link adopted} for the pods attached with an agent each, or through the gateway. */
   async #adopted(pods: Pod[], gateway: boolean): Promise<void> {
-    const dir = this.#deps.stateDir;
-    if (!dir) return;
     const keep = new Set(pods.map((p) => p.metadata?.uid));
-    for (const uid of await savedUids(dir)) {
+    for (const uid of await this.#store.uids()) {
       if (keep.has(uid) || this.#pods.has(uid)) continue;
-      const saved = await this.#load(uid).catch(() => undefined);
+      const saved = await this.#store.load(uid).catch(() => undefined);
       if (saved && (saved.gateway === true) !== gateway) continue;
       this.#deps.log.info("detaching pod {pod}: it went away while vkubelet was not running", {
         pod: saved ? `${saved.namespace}/${saved.name}` : uid,
@@ -414,8 +383,7 @@ export class TunnelHost {
         err,
       });
     }
-    const dir = this.#deps.stateDir;
-    if (dir) await Deno.remove(join(dir, `${uid}.json`)).catch(() => {});
+    await this.#store.remove(uid);
   }
 
   #attachment(
@@ -438,12 +406,10 @@ export class TunnelHost {
     };
   }
 
-  /** Keeps `entry` in `stateDir` (0600, replaced whole). */
+  /** Keeps `entry` in `stateDir`. */
   async #save(entry: AttachedPod): Promise<void> {
-    const dir = this.#deps.stateDir;
-    if (!dir) return;
     const uid = entry.pod.metadata?.uid ?? "";
-    const saved: SavedAttachment = {
+    await this.#store.save({
       version: 1,
       uid,
       namespace: entry.pod.metadata?.namespace ?? "default",
@@ -453,35 +419,7 @@ export class TunnelHost {
       ports: entry.ports,
       credentialHashes: entry.gateway ? [] : this.#credentials.hashes(uid),
       ...(entry.gateway ? { gateway: true as const } : {}),
-    };
-    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
-    await writeAtomically(join(dir, `${uid}.json`), `${JSON.stringify(saved)}\n`);
-  }
-
-  /** The kept attachment of pod `uid`, if any; a file that is not one is an error. */
-  async #load(uid: string): Promise<SavedAttachment | undefined> {
-    const dir = this.#deps.stateDir;
-    if (!dir || !isUid(uid)) return undefined;
-    const path = join(dir, `${uid}.json`);
-    let text: string;
-    try {
-      text = await Deno.readTextFile(path);
-    } catch (err) {
-      if (err instanceof Deno.errors.NotFound) return undefined;
-      throw err;
-    }
-    const saved = JSON.parse(text) as SavedAttachment;
-    if (
-      saved?.version !== 1 || saved.uid !== uid || !Array.isArray(saved.ips) ||
-      !saved.ips.length || typeof saved.netns !== "string" ||
-      !Array.isArray(saved.credentialHashes)
-    ) {
-      throw new Error(
-        `${path} is not a tunnel attachment vkubelet keeps (version 1, uid, ips, netns, ` +
-          `credentialHashes); remove it and delete the pod to attach it anew`,
-      );
-    }
-    return saved;
+    });
   }
 
   /** Revokes the pod's credential, ends its tunnel and listeners, and tears its network down. */
@@ -489,8 +427,7 @@ export class TunnelHost {
     const uid = pod.metadata?.uid ?? "";
     this.#credentials.revoke(uid);
     this.#remoteAddresses.delete(uid);
-    const dir = this.#deps.stateDir;
-    if (dir && isUid(uid)) await Deno.remove(join(dir, `${uid}.json`)).catch(() => {});
+    await this.#store.remove(uid);
     const entry = this.#pods.get(uid);
     if (!entry) return;
     this.#pods.delete(uid);
@@ -620,7 +557,7 @@ export class TunnelHost {
       if (header.source !== undefined) {
         throw new Error("A pod's agent calls Services as its pod: only a gateway names a source");
       }
-      const target = this.#serviceTarget(entry, header);
+      const target = serviceTarget(this.#deps.services, entry.pod, header);
       const conn = this.#deps.network.dial(entry.netns, target, header.port);
       await writeMessage(writer, { ok: true } satisfies StreamAnswer);
       writer.releaseLock();
@@ -637,47 +574,11 @@ export class TunnelHost {
     }
   }
 
-  /** The ClusterIP of the Service the header names, if the pod may call it. */
-  #serviceTarget(entry: AttachedPod, header: { namespace: string; name: string; port: number }) {
-    const own = entry.pod.metadata?.namespace ?? "default";
-    if (!visible(own, header.namespace, header.name)) {
-      throw new Error(
-        `Pod ${entry.key} may not reach Service ${header.namespace}/${header.name}: a pod reaches ` +
-          `the Services of its namespace (${own}) and default/kubernetes`,
-      );
-    }
-    const service = this.#deps.services.list(header.namespace)
-      .find((s) => s.name === header.name);
-    if (!service) throw new Error(`Service ${header.namespace}/${header.name} does not exist`);
-    if (!service.ports.some((p) => p.port === header.port && p.protocol === "TCP")) {
-      throw new Error(
-        `Service ${header.namespace}/${header.name} has no TCP port ${header.port}`,
-      );
-    }
-    return service.clusterIP;
-  }
-
-  /** What pod `entry` may see: its namespace's Services and `default/kubernetes`. */
-  #serviceList(entry: AttachedPod): ServiceList {
-    const namespace = entry.pod.metadata?.namespace ?? "default";
-    const strip = ({ namespace, name, ports }: ClusterService): TunnelService => ({
-      namespace,
-      name,
-      ports: ports.filter((p) => p.protocol === "TCP"),
-    });
-    const own = this.#deps.services.list(namespace).map(strip);
-    const api = namespace === "default" ? [] : this.#deps.services.list("default")
-      .filter((s) => s.name === "kubernetes").map(strip);
-    return {
-      namespace,
-      clusterDomain: this.#deps.clusterDomain ?? "cluster.local",
-      services: [...own, ...api],
-    };
-  }
-
   async #sendServices(entry: AttachedPod): Promise<void> {
     if (!entry.control) return;
-    const line = JSON.stringify(this.#serviceList(entry));
+    const line = JSON.stringify(
+      serviceList(this.#deps.services, entry.pod, this.#deps.clusterDomain),
+    );
     if (line === entry.lastList) return;
     entry.lastList = line;
     await entry.control.write(new TextEncoder().encode(`${line}\n`)).catch(() => {});
@@ -686,10 +587,6 @@ export class TunnelHost {
   #pushServices(): void {
     for (const entry of this.#pods.values()) if (!entry.gateway) void this.#sendServices(entry);
   }
-}
-
-function visible(own: string, namespace: string, name: string): boolean {
-  return namespace === own || (namespace === "default" && name === "kubernetes");
 }
 
 /**
@@ -709,25 +606,6 @@ export function declaredTcpPorts(pod: Pod): number[] {
     for (const p of c.ports ?? []) if ((p.protocol ?? "TCP") === "TCP") ports.add(p.containerPort);
   }
   return [...ports];
-}
-
-/** A uid that names a file of `stateDir` and nothing else. */
-function isUid(uid: string): boolean {
-  return /^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(uid);
-}
-
-/** The uids of the attachments kept in `dir`. */
-async function savedUids(dir: string): Promise<string[]> {
-  const uids: string[] = [];
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      const uid = e.isFile && e.name.endsWith(".json") ? e.name.slice(0, -5) : "";
-      if (isUid(uid)) uids.push(uid);
-    }
-  } catch (err) {
-    if (!(err instanceof Deno.errors.NotFound)) throw err;
-  }
-  return uids;
 }
 
 function podKey(pod: Pod): string {
