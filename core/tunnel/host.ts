@@ -468,6 +468,7 @@ export class TunnelHost {
       return text(401, `Tunnel credential refused: ${why}`);
     }
     const socket = upgrade.socket as Socket;
+    socket.setNoDelay?.(true); // small frames go at once (see the agent's dial)
     socket.write(
       `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${TUNNEL_UPGRADE}\r\n\r\n`,
     );
@@ -501,6 +502,7 @@ export class TunnelHost {
       return text(401, `Gateway credential refused: ${why}`);
     }
     const socket = upgrade.socket as Socket;
+    socket.setNoDelay?.(true); // small frames go at once (see the agent's dial)
     socket.write(
       `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${TUNNEL_UPGRADE}\r\n\r\n`,
     );
