@@ -69,6 +69,7 @@ export class GatewayLink {
   readonly #deps: GatewayLinkDeps;
   readonly #credentials = new TunnelCredentials(GATEWAY_PREFIX);
   #loaded?: Promise<void>;
+  #issuing: Promise<unknown> = Promise.resolve();
   /**
    * Each connected gateway with its control stream and the list it was sent last: during a
    * rolling update in the other cluster the old and the new gateway are both served (the newest
@@ -93,13 +94,19 @@ export class GatewayLink {
    * `given` when it is still accepted, else a new credential (kept in `stateDir`; the earlier
    * ones revoked and their session ended).
    */
-  async credential(given?: string): Promise<string> {
-    await this.#load();
-    if (given && "uid" in await this.#credentials.verify(given)) return given;
-    const { credential } = await this.#credentials.issue(GATEWAY_ID);
-    this.close();
-    await this.#save();
-    return credential;
+  credential(given?: string): Promise<string> {
+    // One at a time: two callers without a credential get the second one issued, never a
+    // credential that the other call's issue has just revoked.
+    const next = this.#issuing.then(async () => {
+      await this.#load();
+      if (given && "uid" in await this.#credentials.verify(given)) return given;
+      const { credential } = await this.#credentials.issue(GATEWAY_ID);
+      this.close();
+      await this.#save();
+      return credential;
+    });
+    this.#issuing = next.catch(() => "");
+    return next;
   }
 
   /** Forgets every gateway credential (and its kept hashes) and ends the session. */
@@ -263,6 +270,8 @@ export class GatewayLink {
       }
       this.#credentials.restore(GATEWAY_ID, ...saved.credentialHashes);
     })();
+    // A file that could not be read is read again next time (once fixed or removed).
+    this.#loaded.catch(() => this.#loaded = undefined);
     return this.#loaded;
   }
 
