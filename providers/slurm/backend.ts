@@ -34,7 +34,7 @@ import { jobUserOf } from "./ownership/identity.ts";
 import { JobCommentKey } from "./ownership/job_comment.ts";
 import { jobFileSize, readJobText } from "./ownership/job_files.ts";
 import { jobRequestFor } from "./request/job_request.ts";
-import { withTunnelAgent } from "./request/tunnel_agent.ts";
+import { withTunnelAgent, writeAgentCredential } from "./request/tunnel_agent.ts";
 import { readLogFile } from "./streams/logs.ts";
 import { podDirOf, removePodDir, writePodDir } from "./request/pod_dir.ts";
 import {
@@ -192,6 +192,10 @@ export class SlurmJobs implements RemoteBackend<SlurmHandle> {
     const elapsed = clock.now() - (this.#started.get(uid) ?? clock.now());
     let jobId: number;
     try {
+      if (options?.network) { // each run's: a new attachment brings a new credential
+        const owner = jobUserOf(config, pod.metadata?.namespace);
+        await writeAgentCredential(podDirOf(config, pod), options.network.agentCredential, owner);
+      }
       const request = jobRequestFor(pod, config, nodeName, run, elapsed);
       request.script = withTunnelAgent(request.script, options?.network);
       request.comment = await key.sign(request.comment);

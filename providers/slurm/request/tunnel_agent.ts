@@ -11,9 +11,22 @@
  * the files (no tunnel, or the agent never connected) nothing changes. The containers share the
  * agent's network (the host's, as apptainer's default), so the agent reaches their ports on
  * 127.0.0.1.
+ *
+ * The agent's credential is never in the script (slurmctld keeps a job's script, shows it to the
+ * job's owner and SLURM's administrators, and accounting may store it for good: `sacct
+ * --batch-script`): {@link writeAgentCredential} writes it to `agent.credential` in the pod's
+ * directory before each submission, 0600 and the job's user's, as the pod's Secret volumes are
+ * delivered, and the agent reads it with `--credential-file`. The file stays while the pod does
+ * (a requeued job's agent reads it again; the agent itself reads it once, at start, and redials
+ * with what it read); a run with a new attachment replaces it.
  * @module
  */
 import type { PodNetworkAttachment } from "../../../provider/mod.ts";
+import { hostUser } from "../ownership/identity.ts";
+import type { Owner } from "../ownership/job_files.ts";
+
+/** The agent's credential file, in the pod's directory. */
+export const AGENT_CREDENTIAL_FILE = "agent.credential";
 
 /** Quotes `text` for sh. */
 function q(text: string): string {
@@ -30,11 +43,12 @@ export function withTunnelAgent(script: string, network?: PodNetworkAttachment):
     ...network.agentCommand,
     '--hosts-file="$D/state/tunnel.hosts"',
     '--env-file="$D/state/tunnel.env"',
+    `--credential-file="$D/${AGENT_CREDENTIAL_FILE}"`,
   ];
   const lines = [
     "# The pod's tunnel agent: its IP on the cluster's network, the Services by name.",
     'rm -f "$D/state/tunnel.hosts" "$D/state/tunnel.env"',
-    `VKUBELET_AGENT_CREDENTIAL=${q(network.agentCredential)} ${
+    `${
       agent.map((a) => a.startsWith("--") && a.includes('"$D') ? a : q(a)).join(" ")
     } >> "$D/state/tunnel.log" 2>&1 < /dev/null &`,
     "VK_AGENT=$!; trap 'kill $VK_AGENT 2>/dev/null' EXIT",
@@ -45,6 +59,35 @@ export function withTunnelAgent(script: string, network?: PodNetworkAttachment):
     throw new TypeError("the batch script has no sidecars=() line to start the agent before");
   }
   return `${script.slice(0, at + 1)}${lines.join("\n")}\n${script.slice(at + 1)}`;
+}
+
+/**
+ * Writes the agent's credential to `agent.credential` in `podDir` (./pod_dir.ts, which must
+ * exist): the job's user's (`owner`), 0600, so that the job reads it and no other user of the
+ * node or the shared path does. Written under a new name and renamed over the old file: the pod
+ * directory is vkubelet's and 0711, so no job can have put a link there or swap the name.
+ */
+export async function writeAgentCredential(
+  podDir: string,
+  credential: string,
+  owner: Owner,
+): Promise<void> {
+  const path = `${podDir}/${AGENT_CREDENTIAL_FILE}`;
+  const temp = `${podDir}/.${AGENT_CREDENTIAL_FILE}.${crypto.randomUUID()}`;
+  try {
+    await Deno.writeTextFile(temp, `${credential}\n`, { mode: 0o600, createNew: true });
+    await Deno.chmod(temp, 0o600);
+    const me = hostUser();
+    if (owner.uid !== me.uid || owner.gid !== me.gid) await Deno.chown(temp, owner.uid, owner.gid);
+    await Deno.rename(temp, path);
+  } catch (err) {
+    await Deno.remove(temp).catch(() => {});
+    throw new Error(
+      `Cannot write the tunnel agent's credential to ${path}: ${(err as Error).message}; ` +
+        `the pod directory must exist and be vkubelet's`,
+      { cause: err },
+    );
+  }
 }
 
 /**
