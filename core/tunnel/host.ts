@@ -262,6 +262,13 @@ export class TunnelHost {
 
   #setRemoteAddress(pod: Pod, address: string | undefined): void {
     const uid = pod.metadata?.uid ?? "";
+    if (address !== undefined && pod.spec?.hostNetwork) {
+      // Its address there is its node's, which other callers share: it names no one pod.
+      this.#deps.log.warning("pod {pod} is on the host network there: its address is not kept", {
+        pod: podKey(pod),
+      });
+      address = undefined;
+    }
     if (address === undefined) {
       this.#remoteAddresses.delete(uid);
       return;

@@ -2,7 +2,7 @@
  * The attacker's tests of the node's gateway (issue #64 item 4): a pod's credential is never a
  * gateway's nor the other way round, a forged or revoked gateway credential opens nothing, the
  * gateway reaches only the Services it was listed, for pods of this node at the address it
- * names, each as that pod's namespace allows, and a pod's agent dials no host vkubelet names.
+ * names (never one on the other cluster's host network), each as that pod's namespace allows, and a pod's agent dials no host vkubelet names.
  * @module
  */
 import assert from "node:assert/strict";
@@ -114,12 +114,18 @@ Deno.test("the gateway reaches only listed Services, for a pod of this node at t
   await server.host.attach(agentPod);
   // A provider's slip: an agent pod's address set through the gateway is not the gateway's.
   gateway.setRemoteAddress(agentPod, "127.0.62.9");
+  // A pod on the other cluster's host network has its node's address, which names no one pod.
+  const hostPod = remotePod("host", "team-a", []);
+  hostPod.spec!.hostNetwork = true;
+  await gateway.attach(hostPod);
+  gateway.setRemoteAddress(hostPod, "127.0.62.8");
   const session = new MuxSession(await dial(server, gateway.agentCredential), { client: true });
   const web = { kind: "service", namespace: "team-a", name: "web", port: backend.port };
   try {
     assert.equal(await ask(session, { ...web, source: A_ADDRESS }), "ok", "the lab works");
     assert.match(await ask(session, { ...web, source: "127.0.62.7" }), /No pod of this node/);
     assert.match(await ask(session, { ...web, source: "127.0.62.9" }), /No pod of this node/);
+    assert.match(await ask(session, { ...web, source: "127.0.62.8" }), /No pod of this node/);
     assert.match(await ask(session, { ...web, source: "web.team-a" }), /host or source an IP/);
     assert.match(await ask(session, web), /service streams with a source only/);
     assert.match(
