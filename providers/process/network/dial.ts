@@ -5,7 +5,10 @@
  * (the kubelet connects to the pod IP; in the pod's own namespace that address is local, so no
  * route from vkubelet's namespace to the pod network is needed). A Deno process cannot enter
  * another network namespace per connection, so a host `socat` does it under
- * `nsenter --net=<netns>` and relays the connection over its stdin and stdout.
+ * `nsenter --net=<netns>` and relays the connection over its stdin and stdout. Each relay dies
+ * with the process that started it (the kernel's parent-death signal, set by `setpriv`, as the
+ * listening relays of ./tunnel_network.ts): a vkubelet killed with SIGKILL leaves no socat
+ * holding a connection to a Service or a pod for up to a day (`-t 86400`, after its stdin's EOF).
  * @module
  */
 import { HELPER_ENV, toolPath } from "../host/host_tools.ts";
@@ -17,6 +20,20 @@ export interface NetnsConnection {
   /** Resolves with socat's exit code and what it said once both directions are done. */
   done: Promise<{ code: number; stderr: string }>;
   close(): void;
+}
+
+/** The program and arguments that run `args` (socat's) inside `netns`, dying with this process. */
+function inNetns(netns: string, args: string[]): [string, string[]] {
+  return [toolPath("setpriv"), [
+    "--pdeathsig",
+    "KILL",
+    "--",
+    toolPath("nsenter"),
+    `--net=${netns}`,
+    "--",
+    toolPath("socat"),
+    ...args,
+  ]];
 }
 
 function address(host: string, port: number): string {
@@ -31,17 +48,15 @@ export function dialInNetns(
   options: { connectTimeoutMs?: number } = {},
 ): NetnsConnection {
   const timeout = (options.connectTimeoutMs ?? 10_000) / 1000;
-  const child = new Deno.Command(toolPath("nsenter"), {
-    args: [
-      `--net=${netns}`,
-      "--",
-      toolPath("socat"),
-      // After one side's EOF, wait for the other as long as it takes (half-close).
-      "-t",
-      "86400",
-      "STDIO",
-      `${address(host, port)},connect-timeout=${timeout}`,
-    ],
+  const [program, args] = inNetns(netns, [
+    // After one side's EOF, wait for the other as long as it takes (half-close).
+    "-t",
+    "86400",
+    "STDIO",
+    `${address(host, port)},connect-timeout=${timeout}`,
+  ]);
+  const child = new Deno.Command(program, {
+    args,
     clearEnv: true,
     env: { ...HELPER_ENV },
     stdin: "piped",
@@ -71,15 +86,13 @@ export async function canConnectInNetns(
   port: number,
   timeoutMs: number,
 ): Promise<{ ok: boolean; message: string }> {
-  const out = await new Deno.Command(toolPath("nsenter"), {
-    args: [
-      `--net=${netns}`,
-      "--",
-      toolPath("socat"),
-      "-u",
-      "OPEN:/dev/null",
-      `${address(host, port)},connect-timeout=${timeoutMs / 1000}`,
-    ],
+  const [program, args] = inNetns(netns, [
+    "-u",
+    "OPEN:/dev/null",
+    `${address(host, port)},connect-timeout=${timeoutMs / 1000}`,
+  ]);
+  const out = await new Deno.Command(program, {
+    args,
     clearEnv: true,
     env: { ...HELPER_ENV },
     stdin: "null",
