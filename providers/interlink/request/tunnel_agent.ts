@@ -10,6 +10,15 @@
  * shared filesystem bound there, `agentCommand` of `--remote-pod-network`). A main container
  * without a `command` (the image's entrypoint) is left as it is: the plugin alone knows the
  * entrypoint. Names by /etc/hosts are not given (the plugin decides the container's binds).
+ *
+ * The credential is in the container's env, never on a command line (the wrapper unsets it
+ * before the original command runs). The plugin does with it what it does with any env var:
+ * interLink's SLURM plugin (interlink-hq/interlink-slurm-plugin pkg/slurm/prepare.go
+ * `createEnvFile`) writes it to `<DataRootFolder>/<ns>-<uid>/<container>_envfile.properties`
+ * with `os.Create` (0644 under the usual umask, in a 0755 directory), logs it at debug level and
+ * puts it in a trace attribute. There is no better channel without changing the plugin (a
+ * Secret volume is embedded in the job script without a shared filesystem, and needs a Secret
+ * the cluster has): keep `DataRootFolder` the plugin's user's alone (docs/networking.md).
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
