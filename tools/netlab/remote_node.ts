@@ -30,6 +30,11 @@ export interface RemoteNodeOptions {
   env?: Record<string, string>;
   /** Join the pod network through the tunnel (`--remote-pod-network`); default true. */
   tunnel?: boolean;
+  /**
+   * The agent's program (`agentCommand`); default a copy of Deno that nobody may run, in the
+   * node's directory (a job that sees another /tmp needs a path it sees).
+   */
+  agentCommand?: string[];
 }
 
 /** A running remote node. */
@@ -77,7 +82,7 @@ export async function startRemoteNode(
         hostNetns: `/run/netns/${host.netns}`,
         cniCacheDir: join(dir, "cni-cache"),
         stateDir: join(dir, "s"),
-        agentCommand: await agentCommand(dir),
+        agentCommand: options.agentCommand ?? await agentCommand(dir),
       }),
     );
     args.push(`--remote-pod-network=${file}`);
