@@ -532,8 +532,7 @@ export class RemotePods<H = unknown> {
     const policy = podRestartPolicy(record.pod);
     const restart = !run.failsPod && (!created || policy === "Always" ||
       (policy === "OnFailure" && names.some((n) => ends.get(n)?.exitCode !== 0)));
-    this.#o.backend.ended?.(record.pod, run, restart);
-    await this.#discard(record.pod, run, signal);
+    await this.#discard(record.pod, run, signal); // killed, not ended: `ended` is not told
     if (!restart) {
       this.#o.event?.(
         record.pod,
