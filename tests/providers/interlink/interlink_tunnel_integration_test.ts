@@ -8,7 +8,8 @@
  * agent, serves HTTP on 127.0.0.1 and calls the Service by the env var the kubelet would give it.
  * With the tunnel, a client in the test host reaches it at its pod IP and the call reaches the
  * backend from the pod IP; on a node without the tunnel, the pod has no IP there and the call
- * fails. Root only; skipped without the plugin.
+ * fails. Root only; skipped without the plugin. The same through the real kube-proxy and CoreDNS,
+ * from a pod on another vkubelet host: tests/tunnel/netlab_interlink_tunnel_integration_test.ts.
  * @module
  */
 import assert from "node:assert/strict";

@@ -10,7 +10,9 @@
  * unprivileged mount namespace, as apptainer binds it). With the tunnel: a client in the test
  * host reaches the job at its pod IP, and both calls reach the backend from the pod IP. With the
  * tunnel off (a node without `podNetwork`): the pod has no IP on the test host's network and
- * both calls fail; after the pod is deleted, its pod IP answers no more. Root only.
+ * both calls fail; after the pod is deleted, its pod IP answers no more. Root only. The same
+ * through the real kube-proxy and CoreDNS, from a pod on another vkubelet host:
+ * tests/tunnel/netlab_slurm_tunnel_integration_test.ts.
  * @module
  */
 import assert from "node:assert/strict";
