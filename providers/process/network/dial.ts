@@ -9,6 +9,9 @@
  * with the process that started it (the kernel's parent-death signal, set by `setpriv`, as the
  * listening relays of ./tunnel_network.ts): a vkubelet killed with SIGKILL leaves no socat
  * holding a connection to a Service or a pod for up to a day (`-t 86400`, after its stdin's EOF).
+ * Each direction ends on its own: the caller's EOF (closing the writable) shuts the TCP
+ * connection's write side, and the peer's EOF closes the readable, each leaving the other
+ * direction open until it ends too.
  * @module
  */
 import { HELPER_ENV, toolPath } from "../host/host_tools.ts";
@@ -52,7 +55,10 @@ export function dialInNetns(
     // After one side's EOF, wait for the other as long as it takes (half-close).
     "-t",
     "86400",
-    "STDIO",
+    // The peer's EOF reaches the caller: socat's default for a pipe is to leave it open
+    // (`shutdown` does nothing on a pipe), so a caller reading to EOF would wait until it
+    // closed its own side first. `shut-close` closes socat's stdout instead.
+    "STDIO,shut-close",
     `${address(host, port)},connect-timeout=${timeout}`,
   ]);
   const child = new Deno.Command(program, {
