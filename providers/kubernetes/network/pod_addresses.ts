@@ -1,7 +1,9 @@
 /**
  * `gateway`: each forwarded pod's IP in A, given by the node's pod network through the gateway
  * (attached before the pod is created in B, reattached after a restart, detached when it leaves
- * B), and the pod's IP in B told to the gateway whenever B's status gives, changes or loses it.
+ * B: after a restart, one that leaves before the first list is handed over is not reattached but
+ * left to the gateway's `adopted`), and the pod's IP in B told to the gateway whenever B's status
+ * gives, changes or loses it.
  * A's `status.podIP(s)` report the A-side IP; B's IP stays B's (the pod's own address there).
  * @module
  */
@@ -36,6 +38,13 @@ export class PodAddresses {
   readonly #attached = new Map<string, Attached>();
   /** The pods' IPs in B as B's status says, by `ns/name`. */
   readonly #remote = new Map<string, string>();
+  /**
+   * Pods (uid by `ns/name`) that left B before the first list was handed over: {@link adopt}
+   * must not take their IPs back, and lets the gateway detach what it kept for them.
+   */
+  readonly #gone = new Map<string, string | undefined>();
+  /** The first list was handed over: {@link adopt} reads {@link #gone} no more. */
+  #adopted = false;
   #gateway?: PodNetworkGateway;
 
   constructor(options: PodAddressesOptions) {
@@ -53,6 +62,7 @@ export class PodAddresses {
    * one, replacing an earlier pod's of that name.
    */
   async attach(key: string, pod: Pod, signal?: AbortSignal): Promise<PodAddress> {
+    this.#gone.delete(key);
     const held = this.#held(key, pod);
     if (held) return held;
     const gateway = await raceSignal(this.#o.gateway, signal);
@@ -63,6 +73,7 @@ export class PodAddresses {
 
   /** The pod's IP: the one it has, else the one from before a restart, else a new one. */
   async ensure(key: string, pod: Pod, signal?: AbortSignal): Promise<void> {
+    this.#gone.delete(key);
     if (this.#held(key, pod)) return;
     const gateway = await raceSignal(this.#o.gateway, signal);
     const kept = await gateway.reattach(pod);
@@ -72,12 +83,13 @@ export class PodAddresses {
 
   /**
    * After the first list of B's pods: takes back the IPs of `pods` (by `ns/name`) from before a
-   * restart, then lets the gateway detach what it kept for pods not among them.
+   * restart, then lets the gateway detach what it kept for pods not among them, or among them
+   * but gone from B since (detached meanwhile).
    */
   async adopt(pods: Map<string, Pod>, signal?: AbortSignal): Promise<void> {
     const gateway = await raceSignal(this.#o.gateway, signal);
     for (const [key, pod] of pods) {
-      if (this.#attached.has(key)) continue;
+      if (this.#attached.has(key) || this.#isGone(key, pod)) continue;
       const kept = await gateway.reattach(pod).catch((err) => {
         this.#o.log.warn("cannot reattach {pod} to the pod network: {err}", {
           pod: key,
@@ -85,9 +97,15 @@ export class PodAddresses {
         });
         return undefined;
       });
-      if (kept) this.#set(key, pod, kept);
+      // Gone while it was being reattached: its detach may have come first, so detach again.
+      if (kept && this.#isGone(key, pod)) await gateway.detach(pod);
+      else if (kept) this.#set(key, pod, kept);
     }
-    await gateway.adopted([...pods.values()]);
+    await gateway.adopted(
+      [...pods].filter(([key, pod]) => !this.#isGone(key, pod)).map(([, p]) => p),
+    );
+    this.#adopted = true;
+    this.#gone.clear();
   }
 
   /** B's status gives (or changes, or loses: undefined) the pod's IP in B. */
@@ -102,10 +120,22 @@ export class PodAddresses {
     this.#remote.delete(key);
     const attached = this.#attached.get(key);
     this.#attached.delete(key);
-    const gateway = this.#gateway;
-    if (!gateway) return;
+    if (!attached && !this.#adopted) {
+      // Not attached by this run: at most kept from before a restart, and the first list (which
+      // may hold it) not handed over yet, perhaps for want of a gateway. adopt() leaves it out,
+      // so the gateway's adopted() tears down what was kept; a detach now would only drop the
+      // kept record (core/tunnel/host.ts), and adopt() would have reattached it.
+      this.#gone.set(key, pod.metadata?.uid);
+      return;
+    }
+    const gateway = this.#gateway ?? await this.#o.gateway;
     if (attached?.told) gateway.setRemoteAddress(attached.pod, undefined);
     await gateway.detach(attached?.pod ?? pod);
+  }
+
+  /** The pod (by uid) left B before the first list was handed over. */
+  #isGone(key: string, pod: Pod): boolean {
+    return this.#gone.has(key) && this.#gone.get(key) === pod.metadata?.uid;
   }
 
   /** The pod's address when this very pod (by uid) is attached. */
