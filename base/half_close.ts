@@ -1,9 +1,11 @@
 /**
- * A TCP connection as two byte streams that half-close: `Deno.Conn`'s own `readable` and
+ * A connection (TCP, Unix) as two byte streams that half-close: `Deno.Conn`'s own `readable` and
  * `writable` close the whole connection when either ends, so a client that sends its request and
  * shuts its side (an HTTP/1.0 client, `nc -N`) would lose the answer still coming through the
  * tunnel. Here the reader's EOF closes nothing and closing the writer shuts only this side
- * (`closeWrite`); the owner closes the connection once both directions are done.
+ * (`closeWrite`); the owner closes the connection once both directions are done. The tunnel's
+ * two ends use it: the agent's relays (app/agent/) and the process provider's listeners at a
+ * remote pod's IP (providers/process/network/tunnel_network.ts, through the kit).
  * @module
  */
 

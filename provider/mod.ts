@@ -172,6 +172,7 @@ export type {
 } from "../k8s/api_types.ts";
 export { formatDuration, parseDuration } from "../base/duration.ts";
 export { raceSignal } from "../base/cancel.ts";
+export { halfClosing } from "../base/half_close.ts";
 export {
   parseQuantity,
   type Quantity,

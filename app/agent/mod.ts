@@ -28,7 +28,7 @@ import {
   type StreamHeader,
   writeMessage,
 } from "../../core/tunnel/protocol.ts";
-import { halfClosing } from "./conn.ts";
+import { halfClosing } from "../../base/half_close.ts";
 import { type DialTarget, dialTunnel } from "./dial.ts";
 import { GatewayPorts } from "./gateway.ts";
 import { ServiceListeners } from "./services.ts";

@@ -9,7 +9,7 @@
 import { createConnection } from "node:net";
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { duplexFromNodeSocket } from "../../spdy/node_socket_duplex.ts";
-import { halfClosing } from "../../app/agent/conn.ts";
+import { halfClosing } from "../../base/half_close.ts";
 import { realClock } from "../../base/clock.ts";
 import { alwaysAllow, KubeletServer } from "../../core/kubelet_api/mod.ts";
 import {

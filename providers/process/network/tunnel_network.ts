@@ -10,6 +10,7 @@
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
 import { join } from "node:path";
+import { halfClosing } from "../../../provider/mod.ts";
 import { HELPER_ENV, toolPath } from "../host/host_tools.ts";
 import { dialInNetns } from "./dial.ts";
 import { isNetns } from "./netns.ts";
@@ -116,9 +117,10 @@ export class RemotePodNetworks {
     const accepting = (async () => {
       try {
         for await (const conn of listener) {
+          // Each direction ends on its own (Deno.Conn's own streams close the socket at the
+          // first EOF): a client that half-closes after its request still gets the answer.
           onConnection({
-            readable: conn.readable,
-            writable: conn.writable,
+            ...halfClosing(conn),
             close: () => {
               try {
                 conn.close();
