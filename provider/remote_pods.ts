@@ -128,7 +128,10 @@ interface RemoteRecord<H> {
   lastTerminated: Map<string, TerminatedReport>;
   /** When the next run is made (restart back-off), clock ms. */
   restartAtMs?: number;
-  /** The back-off being waited before it, for the `CrashLoopBackOff` message. */
+  /**
+   * The back-off being waited before it, for the `CrashLoopBackOff` message; none when the next
+   * run waits for a new sandbox, not a back-off (`#sandboxChanged`).
+   */
   restartDelayMs?: number;
   backoff?: BackoffEntry;
   /** The containers' final ends once the pod runs no more. */
@@ -564,7 +567,7 @@ export class RemotePods<H = unknown> {
     record.run = undefined;
     record.attachAnew = true;
     record.restartAtMs = now;
-    record.restartDelayMs = 0;
+    record.restartDelayMs = undefined;
   }
 
   /** A new attachment for the record's next run, when its sandbox changed. */
@@ -785,6 +788,13 @@ export class RemotePods<H = unknown> {
   ): ContainerStateReport {
     const finished = record.finished?.get(name);
     if (finished) return { terminated: finished };
+    if (record.restartAtMs !== undefined && record.restartDelayMs === undefined) {
+      // Waiting for a new sandbox, in no back-off: as the kubelet shows a container that has no
+      // status in the pod's sandbox yet (kubernetes/kubernetes pkg/kubelet/kubelet_pods.go
+      // convertToAPIContainerStatuses, its defaultWaitingState).
+      const init = record.pod.spec?.initContainers?.length;
+      return { waiting: { reason: init ? "PodInitializing" : "ContainerCreating" } };
+    }
     if (record.restartAtMs !== undefined) {
       return { waiting: crashLoopWaiting(record.pod, name, record.restartDelayMs ?? 0) };
     }

@@ -205,3 +205,63 @@ Deno.test("a Never pod whose containers were never created gets a new sandbox wh
   assert.equal(status?.phase, "Running");
   assert.match(events[0], /^Normal SandboxChanged/);
 });
+
+/** The pod's status while its new attachment is being made (`attach` held until read). */
+async function statusWhileAttaching(p: Pod) {
+  const calls: string[] = [];
+  const clock = new FakeClock();
+  const { backend } = backendWith(calls, clock, p, { running: { startedAtMs: clock.now() } });
+  const network = lostNetwork(calls);
+  const gate = Promise.withResolvers<void>();
+  const pods = new RemotePods({
+    backend,
+    clock,
+    log,
+    intervalMs: 1000,
+    podNetwork: {
+      ...network,
+      async attach(q) {
+        calls.push("attach waits");
+        await gate.promise;
+        return await network.attach(q);
+      },
+    },
+  });
+  const stop = new AbortController();
+  const running = pods.run(stop.signal);
+  await pods.listPods({});
+  for (let i = 0; i < 50 && !calls.includes("attach waits"); i++) {
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  const status = (await pods.getPod("team", "job"))?.status;
+  gate.resolve();
+  for (let i = 0; i < 50 && !calls.some((x) => x.startsWith("make")); i++) {
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  stop.abort();
+  await running;
+  assert.ok(calls.includes("attach waits"), `no new attachment was asked for: ${calls}`);
+  return status;
+}
+
+Deno.test("a pod waiting for its new sandbox shows its containers as being created, not in back-off", async () => {
+  const status = await statusWhileAttaching(pod("Always"));
+  const app = status?.containerStatuses?.[0];
+  // kubernetes/kubernetes pkg/kubelet/kubelet_pods.go convertToAPIContainerStatuses: a container
+  // with no status in the pod's (new) sandbox is Waiting with the default reason.
+  assert.deepEqual(app?.state, { waiting: { reason: "ContainerCreating" } });
+  assert.equal(app?.restartCount, 2, "the new run counts once it is made");
+  assert.equal(app?.lastState?.terminated?.exitCode, 137, "the killed run's end is kept");
+});
+
+Deno.test("a pod with init containers waiting for its new sandbox shows PodInitializing", async () => {
+  const p = pod("Always");
+  p.spec!.initContainers = [{ name: "setup", image: "busybox" }];
+  const status = await statusWhileAttaching(p);
+  assert.deepEqual(status?.containerStatuses?.[0].state, {
+    waiting: { reason: "PodInitializing" },
+  });
+  assert.deepEqual(status?.initContainerStatuses?.[0].state, {
+    waiting: { reason: "PodInitializing" },
+  });
+});
