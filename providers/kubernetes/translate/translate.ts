@@ -23,14 +23,8 @@
  * - with `profile: cci`, the result is shaped to CCI's rules (`../cci/cci_profile.ts`).
  * @module
  */
-import type {
-  Container,
-  Pod,
-  PodSpec,
-  Toleration,
-  Volume,
-  VolumeProjection,
-} from "kubernetes-types/core/v1.d.ts";
+import type { Container, Pod, PodSpec, Toleration, Volume } from "kubernetes-types/core/v1.d.ts";
+import type { ObjectMeta } from "kubernetes-types/meta/v1.d.ts";
 import { InvalidInputError } from "../../../provider/mod.ts";
 import { shapePodForCci } from "../cci/cci_profile.ts";
 import type { KubernetesConfig } from "../config.ts";
@@ -39,6 +33,7 @@ import { Placement } from "../placement.ts";
 import { isServiceLinkOf } from "../copies/services.ts";
 import { aimedAtB } from "./aim.ts";
 import { escapedEnv } from "./env_for_b.ts";
+import { translateVolumes, type VolumeContext } from "./volumes.ts";
 
 export { DEFERRED_FIELD_PATHS, escapedEnv } from "./env_for_b.ts";
 import { apiServerAddress, withApiServerEnv } from "./apiserver_env.ts";
@@ -101,6 +96,19 @@ const ADMISSION_TOLERATIONS = new Set([
   "node.kubernetes.io/unreachable",
 ]);
 
+/** Fields of a pod's spec that are A's business (the virtual node's) or B's to set. */
+const SPEC_FIELDS_LEFT_OUT = [
+  "nodeName",
+  "schedulerName",
+  "priority",
+  "priorityClassName",
+  "preemptionPolicy",
+  "overhead",
+  "serviceAccountName",
+  "serviceAccount",
+  "ephemeralContainers", // added through a subresource, never at create
+] as const;
+
 /** Translates `pod` (not changed) for cluster B; throws InvalidInputError if it cannot run there. */
 export function translatePod(pod: Pod, options: TranslateOptions): Translation {
   const { namespace, name, uid } = pod.metadata ?? {};
@@ -112,7 +120,69 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
     deps.set(`${kind}/${ref}`, { kind, namespace, name: ref });
     return place.nameOf(namespace, ref);
   };
+  // First: a malformed annotation is reported before any volume's problem.
   const aim = aimedAtB(pod.metadata?.annotations ?? {});
+  const tokenSecretName = place.nameOf(namespace, `${name}.token`);
+  const ctx: VolumeContext = {
+    namespace,
+    options,
+    need,
+    tokens: [],
+    tokenSecretName,
+    claims: [],
+    place,
+  };
+  const { volumes, dropped } = translateVolumes(source.volumes ?? [], ctx);
+  const spec = specForB(pod, source, { ...ctx, aim, volumes, dropped });
+  const downstream: Pod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: metadataForB(pod, place, options.nodeName),
+    spec: dropUndefined(spec),
+  };
+  return {
+    pod: downstream,
+    dependencies: [...deps.values()],
+    tokenSecret: ctx.tokens.length > 0 ? { name: tokenSecretName, needs: ctx.tokens } : undefined,
+    shaped: options.config.profile === "cci" ? shapePodForCci(downstream) : undefined,
+    claims: ctx.claims,
+  };
+}
+
+/** The pod's name, namespace, labels (with the marks) and annotations in B. */
+function metadataForB(
+  pod: Pod,
+  place: Pick<Placement, "namespaceOf" | "nameOf">,
+  nodeName: string,
+): ObjectMeta {
+  const { namespace, name, uid } = pod.metadata as { namespace: string; name: string; uid: string };
+  return {
+    name: place.nameOf(namespace, name),
+    namespace: place.namespaceOf(namespace),
+    labels: { ...pod.metadata?.labels, ...markLabels(nodeName, namespace, uid) },
+    annotations: {
+      ...Object.fromEntries(
+        Object.entries(pod.metadata?.annotations ?? {}).filter(([k]) =>
+          !DROPPED_ANNOTATIONS.has(k)
+        ),
+      ),
+      [MARKS.name]: name,
+    },
+  };
+}
+
+/** The spec that runs in B: scheduling aimed at B, containers' env and mounts for B. */
+function specForB(
+  pod: Pod,
+  source: PodSpec,
+  ctx: VolumeContext & {
+    aim: ReturnType<typeof aimedAtB>;
+    volumes: Volume[];
+    dropped: Set<string>;
+  },
+): PodSpec {
+  const { options, need, aim, volumes, dropped } = ctx;
+  const name = pod.metadata!.name!;
   // The config's selector keeps the pod on the selected nodes; the annotation narrows it.
   const selector = { ...aim.nodeSelector, ...options.config.nodeSelector };
   const affinity = dropUndefined({
@@ -120,29 +190,11 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
     nodeAffinity: undefined, // meant for the virtual node
     ...aim.affinity,
   });
-  const tokenSecretName = place.nameOf(namespace, `${name}.token`);
   const isLink = options.services ? isServiceLinkOf(options.services) : () => false;
   const { serviceAccountToken, upstreamApiServer } = options.config;
   const apiServer = serviceAccountToken === "upstream" && upstreamApiServer
     ? apiServerAddress(upstreamApiServer)
     : undefined;
-  const tokens: TokenNeed[] = [];
-  const claims: string[] = [];
-  const volumes: Volume[] = [];
-  const dropped = new Set<string>();
-  for (const volume of source.volumes ?? []) {
-    const next = translateVolume(volume, {
-      namespace,
-      options,
-      need,
-      tokens,
-      tokenSecretName,
-      claims,
-      place,
-    });
-    if (next) volumes.push(next);
-    else dropped.add(volume.name);
-  }
   const spec: PodSpec = {
     ...source,
     volumes: volumes.length > 0 ? volumes : undefined,
@@ -158,136 +210,9 @@ export function translatePod(pod: Pod, options: TranslateOptions): Translation {
     hostname: source.hostname ??
       (/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name) ? name : undefined),
   };
-  for (
-    const field of [
-      "nodeName",
-      "schedulerName",
-      "priority",
-      "priorityClassName",
-      "preemptionPolicy",
-      "overhead",
-      "serviceAccountName",
-      "serviceAccount",
-    ] as const
-  ) delete spec[field];
-  if (options.config.serviceAccountToken === "upstream") spec.automountServiceAccountToken = false;
-  delete spec.ephemeralContainers; // added through a subresource, never at create
-  const downstream: Pod = {
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: {
-      name: place.nameOf(namespace, name),
-      namespace: place.namespaceOf(namespace),
-      labels: { ...pod.metadata?.labels, ...markLabels(options.nodeName, namespace, uid) },
-      annotations: {
-        ...Object.fromEntries(
-          Object.entries(pod.metadata?.annotations ?? {}).filter(([k]) =>
-            !DROPPED_ANNOTATIONS.has(k)
-          ),
-        ),
-        [MARKS.name]: name,
-      },
-    },
-    spec: dropUndefined(spec),
-  };
-  return {
-    pod: downstream,
-    dependencies: [...deps.values()],
-    tokenSecret: tokens.length > 0 ? { name: tokenSecretName, needs: tokens } : undefined,
-    shaped: options.config.profile === "cci" ? shapePodForCci(downstream) : undefined,
-    claims,
-  };
-}
-
-interface VolumeContext {
-  namespace: string;
-  options: TranslateOptions;
-  need: (kind: Dependency["kind"], name: string) => string;
-  tokens: TokenNeed[];
-  tokenSecretName: string;
-  claims: string[];
-  place: Pick<Placement, "nameOf">;
-}
-
-/** The volume as B should see it, or `undefined` to drop it (with its mounts). */
-function translateVolume(volume: Volume, ctx: VolumeContext): Volume | undefined {
-  const { options, need } = ctx;
-  if (volume.configMap?.name) {
-    return {
-      ...volume,
-      configMap: { ...volume.configMap, name: need("configMaps", volume.configMap.name) },
-    };
-  }
-  if (volume.secret?.secretName) {
-    return {
-      ...volume,
-      secret: { ...volume.secret, secretName: need("secrets", volume.secret.secretName) },
-    };
-  }
-  if (volume.persistentVolumeClaim) {
-    const claim = volume.persistentVolumeClaim.claimName;
-    if (options.config.persistentVolumeClaims === "copy") {
-      ctx.claims.push(claim);
-      const claimName = ctx.place.nameOf(ctx.namespace, claim);
-      return { ...volume, persistentVolumeClaim: { ...volume.persistentVolumeClaim, claimName } };
-    }
-    const key = `${ctx.namespace}/${claim}`;
-    const mapped = options.config.persistentVolumeClaims[key];
-    if (!mapped) {
-      throw new InvalidInputError(
-        `volume ${volume.name}: PersistentVolumeClaim ${key} is not supported by the kubernetes provider ` +
-          `unless mapped to a claim of the downstream cluster (persistentVolumeClaims["${key}"] in the provider config)`,
-      );
-    }
-    return {
-      ...volume,
-      persistentVolumeClaim: { ...volume.persistentVolumeClaim, claimName: mapped },
-    };
-  }
-  if (!volume.projected) return volume;
-  const sources = volume.projected.sources ?? [];
-  const hasToken = sources.some((s) => s.serviceAccountToken);
-  if (hasToken && options.config.serviceAccountToken === "downstream") {
-    // A's generated token volume: B's admission mounts its own in its place.
-    if (volume.name.startsWith("kube-api-access-")) return undefined;
-    return volume; // a token the user asked for, with an audience: B issues it for B's account
-  }
-  const projected: VolumeProjection[] = sources.flatMap((s) => projectedSource(s, ctx));
-  return { ...volume, projected: { ...volume.projected, sources: projected } };
-}
-
-function projectedSource(source: VolumeProjection, ctx: VolumeContext): VolumeProjection[] {
-  if (source.configMap?.name) {
-    const name = ctx.need("configMaps", source.configMap.name);
-    return [{ ...source, configMap: { ...source.configMap, name } }];
-  }
-  if (source.secret?.name) {
-    const name = ctx.need("secrets", source.secret.name);
-    return [{ ...source, secret: { ...source.secret, name } }];
-  }
-  if (source.serviceAccountToken) {
-    const key = `token-${ctx.tokens.filter((t) => t.key.startsWith("token-")).length}`;
-    const { audience, expirationSeconds, path } = source.serviceAccountToken;
-    ctx.tokens.push({ key, audience, expirationSeconds });
-    return [{ secret: { name: ctx.tokenSecretName, items: [{ key, path }] } }];
-  }
-  const items = source.downwardAPI?.items ?? [];
-  const isNamespace = (i: { fieldRef?: { fieldPath?: string } }) =>
-    i.fieldRef?.fieldPath === "metadata.namespace";
-  if (items.some(isNamespace)) {
-    // In B the field would say B's namespace; the token Secret carries A's.
-    if (!ctx.tokens.some((t) => t.key === "namespace")) ctx.tokens.push({ key: "namespace" });
-    const fromSecret: VolumeProjection = {
-      secret: {
-        name: ctx.tokenSecretName,
-        items: items.filter(isNamespace).map((i) => ({ key: "namespace", path: i.path })),
-      },
-    };
-    const rest = items.filter((i) => !isNamespace(i));
-    if (rest.length === 0) return [fromSecret];
-    return [{ downwardAPI: { ...source.downwardAPI, items: rest } }, fromSecret];
-  }
-  return [source];
+  for (const field of SPEC_FIELDS_LEFT_OUT) delete spec[field];
+  if (serviceAccountToken === "upstream") spec.automountServiceAccountToken = false;
+  return spec;
 }
 
 /** The container without the dropped volumes' mounts, its env ready for B's kubelet. */
