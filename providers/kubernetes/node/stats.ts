@@ -93,34 +93,18 @@ export function summarize(metrics: PodMetrics[], options: DownstreamStatsOptions
     const up = pod && options.toUpstream(pod);
     if (!pod || !up) continue;
     const time = item.timestamp || nowIso;
-    const atMs = Date.parse(time) || options.nowMs;
     const startTime = pod.status?.startTime ?? time;
-    const containers: ContainerStats[] = [];
-    let podCores = 0, podCoreNs = 0, podBytes = 0;
-    for (const c of item.containers) {
-      const nanoCores = Math.round((quantityToNumber(c.usage.cpu ?? "0") ?? 0) * 1e9);
-      const bytes = Math.round(quantityToNumber(c.usage.memory ?? "0") ?? 0);
-      const key = `${pod.metadata?.uid}/${c.name}`;
-      const last = options.counters.get(key);
-      // Integrate the average of the two readings over the time between them.
-      const coreNs = last
-        ? last.coreNs + Math.max(0, atMs - last.atMs) * 1e6 * (last.nanoCores + nanoCores) / 2e9
-        : Math.max(1, nanoCores / 1e3);
-      options.counters.set(key, { coreNs, atMs, nanoCores });
-      containers.push({
-        name: c.name,
-        startTime,
-        cpu: { time, usageNanoCores: nanoCores, usageCoreNanoSeconds: Math.round(coreNs) },
-        memory: { time, workingSetBytes: bytes, usageBytes: bytes },
-      });
-      podCores += nanoCores;
-      podCoreNs += coreNs;
-      podBytes += bytes;
-    }
+    const atMs = Date.parse(time) || options.nowMs;
+    const containers = item.containers.map((c) =>
+      containerStats(c, `${pod.metadata?.uid}/${c.name}`, { time, atMs, startTime }, options)
+    );
+    const podCores = sum(containers.map((c) => c.cpu!.usageNanoCores!));
+    const podCoreNs = sum(containers.map((c) => c.coreNs));
+    const podBytes = sum(containers.map((c) => c.memory!.workingSetBytes!));
     pods.push({
       podRef: { namespace: up.namespace, name: up.name, uid: up.uid ?? "" },
       startTime,
-      containers,
+      containers: containers.map(({ coreNs: _, ...stats }) => stats),
       cpu: { time, usageNanoCores: podCores, usageCoreNanoSeconds: Math.round(podCoreNs) },
       memory: { time, workingSetBytes: podBytes, usageBytes: podBytes },
     });
@@ -128,17 +112,40 @@ export function summarize(metrics: PodMetrics[], options: DownstreamStatsOptions
     nodeCoreNs += podCoreNs;
     nodeBytes += podBytes;
   }
-  return {
-    node: {
-      nodeName: options.nodeName,
-      startTime: nowIso,
-      cpu: {
-        time: nowIso,
-        usageNanoCores: nodeCores,
-        usageCoreNanoSeconds: Math.round(nodeCoreNs),
-      },
-      memory: { time: nowIso, workingSetBytes: nodeBytes, usageBytes: nodeBytes },
-    },
-    pods,
+  const cpu = {
+    time: nowIso,
+    usageNanoCores: nodeCores,
+    usageCoreNanoSeconds: Math.round(nodeCoreNs),
   };
+  const memory = { time: nowIso, workingSetBytes: nodeBytes, usageBytes: nodeBytes };
+  return { node: { nodeName: options.nodeName, startTime: nowIso, cpu, memory }, pods };
+}
+
+/** One container's reading, its CPU time integrated in `counters` (by `key`) across readings. */
+function containerStats(
+  c: PodMetrics["containers"][number],
+  key: string,
+  at: { time: string; atMs: number; startTime: string },
+  options: Pick<DownstreamStatsOptions, "counters">,
+): ContainerStats & { coreNs: number } {
+  const { time, atMs, startTime } = at;
+  const nanoCores = Math.round((quantityToNumber(c.usage.cpu ?? "0") ?? 0) * 1e9);
+  const bytes = Math.round(quantityToNumber(c.usage.memory ?? "0") ?? 0);
+  const last = options.counters.get(key);
+  // Integrate the average of the two readings over the time between them.
+  const coreNs = last
+    ? last.coreNs + Math.max(0, atMs - last.atMs) * 1e6 * (last.nanoCores + nanoCores) / 2e9
+    : Math.max(1, nanoCores / 1e3);
+  options.counters.set(key, { coreNs, atMs, nanoCores });
+  return {
+    name: c.name,
+    startTime,
+    cpu: { time, usageNanoCores: nanoCores, usageCoreNanoSeconds: Math.round(coreNs) },
+    memory: { time, workingSetBytes: bytes, usageBytes: bytes },
+    coreNs,
+  };
+}
+
+function sum(values: number[]): number {
+  return values.reduce((a, b) => a + b, 0);
 }

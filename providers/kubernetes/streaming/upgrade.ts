@@ -35,11 +35,7 @@ export async function openSpdy(
     await config.credentialSource?.get({ signal }),
   );
   const url = new URL(config.server + path);
-  const params = query instanceof URLSearchParams ? query : new URLSearchParams();
-  if (!(query instanceof URLSearchParams)) {
-    for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
-  }
-  url.search = params.toString();
+  url.search = searchOf(query);
   const headers: Record<string, string | string[]> = {
     "Connection": "Upgrade",
     "Upgrade": "SPDY/3.1",
@@ -66,31 +62,38 @@ export async function openSpdy(
       });
       resolve({ session, protocol });
     });
-    req.on("response", (res: IncomingMessage) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => body += chunk);
-      res.on("end", () => {
-        let message = body.trim();
-        try {
-          message = JSON.parse(body).message ?? message;
-        } catch {
-          // not a Status
-        }
-        const text =
-          `the downstream apiserver refused the upgrade of ${path}: ${res.statusCode} ${message}`;
-        reject(res.statusCode === 404 ? new NotFoundError(text) : new TransientError(text));
-      });
+    req.on("response", (res: IncomingMessage) => void refusal(res, path).then(reject));
+    req.on("error", (err: Error) => {
+      const message = `cannot reach the downstream apiserver: ${err.message}`;
+      reject(new TransientError(message, { cause: err }));
     });
-    req.on(
-      "error",
-      (err: Error) =>
-        reject(
-          new TransientError(`cannot reach the downstream apiserver: ${err.message}`, {
-            cause: err,
-          }),
-        ),
-    );
     req.end();
+  });
+}
+
+function searchOf(query: Query | URLSearchParams): string {
+  if (query instanceof URLSearchParams) return query.toString();
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
+  return params.toString();
+}
+
+/** The apiserver answered without upgrading: its Status message, as the error to throw. */
+function refusal(res: IncomingMessage, path: string): Promise<Error> {
+  return new Promise((resolve) => {
+    let body = "";
+    res.setEncoding("utf8");
+    res.on("data", (chunk: string) => body += chunk);
+    res.on("end", () => {
+      let message = body.trim();
+      try {
+        message = JSON.parse(body).message ?? message;
+      } catch {
+        // not a Status
+      }
+      const text =
+        `the downstream apiserver refused the upgrade of ${path}: ${res.statusCode} ${message}`;
+      resolve(res.statusCode === 404 ? new NotFoundError(text) : new TransientError(text));
+    });
   });
 }
