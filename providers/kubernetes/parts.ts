@@ -78,6 +78,7 @@ export interface KubernetesParts {
   access: DownstreamAccess;
   /** The parts' loops, settled on close. */
   running: Promise<void>[];
+  hooks: PartHooks;
   /** The downstream pod of the upstream pod `namespace/name`, if B has it. */
   downstreamOf(namespace: string, name: string): Pod | undefined;
   /** The pod of A as it runs in B (with the Services mirrored for its namespace). */
@@ -125,21 +126,33 @@ export function buildParts(
   const copies = copiesOf(base, network);
   const status = statusOf(base, gateway);
   const parts: KubernetesParts = {
-    ...{ config, deps, clients, signal, state, place, running: base.running },
+    ...base,
     ...copies,
     ...status,
-    ...{ b, ours, node, gateway, downstreamOf },
+    b,
+    ours,
+    node,
+    gateway,
+    downstreamOf,
     cci: config.profile === "cci" && config.namespace
       ? new CciNamespaceCheck(b, config.namespace)
       : undefined,
     access: accessOf(base, ours, downstreamOf),
-    translate: (pod) => {
-      const services = copies.services?.names(pod.metadata!.namespace!);
-      return translatePod(pod, { config, nodeName: deps.nodeName, placement: place, services });
-    },
+    translate: translatorOf(base, copies.services),
   };
   watchOurs(parts);
   return parts;
+}
+
+/** A pod of A as it runs in B, with the Services mirrored for its namespace. */
+function translatorOf({ config, deps, place }: Base, services: ServiceMirror | undefined) {
+  return (pod: Pod) =>
+    translatePod(pod, {
+      config,
+      nodeName: deps.nodeName,
+      placement: place,
+      services: services?.names(pod.metadata!.namespace!),
+    });
 }
 
 /** The virtual node as B makes it. */

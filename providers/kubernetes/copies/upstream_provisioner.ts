@@ -104,10 +104,7 @@ export class UpstreamProvisioner {
   }
 
   async #provision(claim: PersistentVolumeClaim): Promise<void> {
-    const { namespace, name, uid } = claim.metadata as Required<
-      Pick<NonNullable<PersistentVolumeClaim["metadata"]>, "namespace" | "name" | "uid">
-    >;
-    const { provisioner, nodeName, placement } = this.#deps;
+    const { namespace, name } = claim.metadata ?? {};
     const storage = claim.spec?.resources?.requests?.storage;
     if (!storage) {
       this.#deps.log.warn("claim {claim} requests no storage; not provisioning it", {
@@ -115,7 +112,25 @@ export class UpstreamProvisioner {
       });
       return;
     }
-    const volume: PersistentVolume = {
+    const volume = this.#volumeFor(claim, storage);
+    try {
+      await this.#deps.volumes.create(volume, { signal: this.#deps.signal });
+      this.#deps.log.info("provisioned {volume} in A for claim {claim}", {
+        volume: volume.metadata!.name,
+        claim: `${namespace}/${name}`,
+      });
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+    }
+  }
+
+  /** The volume in A bound to `claim`: its copy in B, on the virtual node. */
+  #volumeFor(claim: PersistentVolumeClaim, storage: string): PersistentVolume {
+    const { namespace, name, uid } = claim.metadata as Required<
+      Pick<NonNullable<PersistentVolumeClaim["metadata"]>, "namespace" | "name" | "uid">
+    >;
+    const { provisioner, nodeName, placement } = this.#deps;
+    return {
       apiVersion: "v1",
       kind: "PersistentVolume",
       metadata: {
@@ -148,14 +163,5 @@ export class UpstreamProvisioner {
         },
       },
     };
-    try {
-      await this.#deps.volumes.create(volume, { signal: this.#deps.signal });
-      this.#deps.log.info("provisioned {volume} in A for claim {claim}", {
-        volume: volume.metadata!.name,
-        claim: `${namespace}/${name}`,
-      });
-    } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
-    }
   }
 }
