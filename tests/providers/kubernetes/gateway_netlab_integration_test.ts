@@ -6,7 +6,7 @@
  * (`--remote-pod-network` and `gateway:`), a pod of A on host 2 reaches the forwarded pod through
  * an A Service by its DNS name, and the forwarded pod reaches an A Service by its name through
  * B's CoreDNS, seen in A from its A-side IP. With the gateway off, both fail. Root only; run
- * under `flock /tmp/vk-netlab.lock`.
+ * under `flock -o /tmp/vk-netlab.lock` (one lab per machine).
  * @module
  */
 import assert from "node:assert/strict";
@@ -213,7 +213,10 @@ Deno.test({
           const res = await getFromPod(phase.callerPid, url);
           return res.code === 0 && res;
         }, { timeoutMs: 90_000, detail });
-        assert.equal(res.stdout.split(" ")[0], phase.fwd);
+        const [name, caller] = res.stdout.split(" ");
+        assert.equal(name, phase.fwd);
+        // Dialed in B by the gateway pod: the caller the pod sees is of B's pod network.
+        assert.ok(inCidr(caller, SECOND_ADDRESSES.podCidrs[0]), `called from ${caller}`);
       });
 
       await on.step("it calls an A Service by name from its A-side IP", async () => {
