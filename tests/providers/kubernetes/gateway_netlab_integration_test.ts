@@ -126,7 +126,8 @@ Deno.test({
     const [h1, h2] = lab.nodes.map((n) => n.host);
 
     await t.step("B's host and A's hosts have no route to each other's pod networks", async () => {
-      // A node's bridge address answers on every host that routes to it: the nearest target.
+      // Each side's bridge address: here the route check is what counts (nothing listens there);
+      // the phases below check pods that listen, and B's host against A's kubelet API does here.
       for (const host of [h1, h2]) {
         await assertNoPath(host, SECOND_ADDRESSES.podCidrs[0].replace(/0\/24$/, "1"), 10250);
       }
