@@ -366,6 +366,8 @@ export async function remotePodTunnels(
     );
   }
   const stateDir = config.stateDir ?? join(startup.stateDir, "remote-pods");
+  const tooLong = RemotePodNetworks.stateDirProblem(stateDir);
+  if (tooLong) throw new RemotePodNetworkError(`--remote-pod-network: ${tooLong}`);
   await Deno.mkdir(stateDir, { recursive: true, mode: 0o700 });
   const informer = startup.kube.services.informer({
     clock: startup.clock,

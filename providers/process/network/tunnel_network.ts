@@ -81,13 +81,26 @@ export class RemotePodNetworks {
     return { readable: conn.readable, writable: conn.writable, close: () => conn.close() };
   }
 
+  /**
+   * Why `stateDir` cannot hold the relays' Unix sockets, or undefined: a socket's path
+   * (`<stateDir>/remote/<pod uid>-<port>.sock`) must fit Linux's `sun_path`, 107 bytes.
+   */
+  static stateDirProblem(stateDir: string): string | undefined {
+    const longest = new TextEncoder().encode(socketPath(stateDir, "0".repeat(36), 65535)).length;
+    if (longest <= MAX_SOCKET_PATH) return undefined;
+    const allowed = new TextEncoder().encode(stateDir).length - (longest - MAX_SOCKET_PATH);
+    return `stateDir ${stateDir} is too long for the relays' Unix sockets under it (` +
+      `${longest} bytes with a pod's uid and port, over Linux's ${MAX_SOCKET_PATH}): choose a ` +
+      `stateDir of at most ${allowed} bytes`;
+  }
+
   /** Listens on `port` inside `netns`; each connection comes out of a Unix socket here. */
   async listen(
     netns: string,
     port: number,
     onConnection: (conn: RelayedConn) => void,
   ): Promise<{ close(): Promise<void> }> {
-    const socket = join(this.stateDir, "remote", `${netns.split("/").pop()}-${port}.sock`);
+    const socket = socketPath(this.stateDir, netns.split("/").pop() ?? "", port);
     await Deno.remove(socket).catch(() => {});
     const listener = Deno.listen({ transport: "unix", path: socket });
     // The relay dies with this process (SIGKILL, a crash) instead of holding the port and the
@@ -165,4 +178,12 @@ async function waitListening(netns: string, port: number): Promise<void> {
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`The relay for port ${port} in ${netns} did not start listening within 5 s`);
+}
+
+/** Linux's `sun_path` holds 108 bytes with the terminating NUL. */
+const MAX_SOCKET_PATH = 107;
+
+/** Where the relay of `port` in the namespace named `name` (the pod's uid) hands connections. */
+function socketPath(stateDir: string, name: string, port: number): string {
+  return join(stateDir, "remote", `${name}-${port}.sock`);
 }
