@@ -3,7 +3,9 @@
  * by hand) keeps its IP when vkubelet restores it: a new namespace, and CNI asked for the same
  * IP (host-local honours `CNI_ARGS` `IP=`), so the pod's reported `status.podIP` stays true. If
  * the IP was taken meanwhile, restoring fails naming the IP and leaves nothing set up. Real
- * network namespaces and the reference plugins in a test host (198.19.x.0/24). Root only.
+ * network namespaces and the reference plugins in a test host (198.19.x.0/24). A remote pod
+ * gets no resolv.conf or hosts file of the node (nothing of it runs there), nor a DNS warning.
+ * Root only.
  * @module
  */
 import assert from "node:assert/strict";
@@ -122,6 +124,44 @@ Deno.test({
     } finally {
       await later.tearDown(pod).catch(() => {});
       await lab.close();
+      await Deno.remove(stateDir, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+Deno.test({
+  name: "a remote pod's network set-up says nothing of the node's DNS and writes no resolv.conf",
+  ignore: skip !== undefined,
+  sanitizeResources: false,
+  async fn() {
+    const lab = await networkLab();
+    const stateDir = await Deno.makeTempDir({ prefix: "vk-remote-dns-" });
+    const warnings: string[] = [];
+    const list = await loadNetworkConfig(lab.network.cniConfDir);
+    // No clusterDNS: a process pod with dnsPolicy ClusterFirst is warned about, as by the kubelet.
+    const networks = new PodNetworks(
+      { ...lab.network, clusterDNS: [], cniBinDir: [lab.network.cniBinDir] },
+      list!,
+      {
+        stateDir,
+        log: {
+          ...log,
+          warn: (m: string, p?: unknown) => warnings.push(`${m} ${JSON.stringify(p)}`),
+        },
+        nodeIPs: () => [lab.gateway],
+      },
+    );
+    networks.setPodCIDRs([lab.podCIDR]);
+    const remote = new RemotePodNetworks(networks, stateDir);
+    const pod = podWithUid("quiet", 8080);
+    try {
+      const { ips } = await remote.setUp(pod);
+      assert.equal(ips.length, 1);
+      assert.deepEqual(warnings, []);
+      const dir = join(stateDir, "remote", pod.metadata!.uid!);
+      await assert.rejects(Deno.stat(join(dir, "resolv.conf")), Deno.errors.NotFound);
+    } finally {
+      await remote.tearDown(pod);
       await Deno.remove(stateDir, { recursive: true }).catch(() => {});
     }
   },

@@ -90,13 +90,14 @@ export class PodNetworks {
 
   /**
    * The pod's network: for a host-network pod the node's IPs; else a new namespace, CNI ADD,
-   * the result's IPs. Writes its resolv.conf and hosts into `podDir`. Undone on failure.
+   * the result's IPs. Writes its resolv.conf and hosts into `podDir` unless `files` is false
+   * (a remote pod: nothing runs in the namespace that reads them). Undone on failure.
    */
-  async setUp(pod: Pod, podDir: string): Promise<PodNetworkRecord> {
+  async setUp(pod: Pod, podDir: string, { files: write = true } = {}): Promise<PodNetworkRecord> {
     const files = { resolvConf: join(podDir, "resolv.conf"), hosts: join(podDir, "hosts") };
     if (pod.spec?.hostNetwork) {
       const ips = this.deps.nodeIPs();
-      await this.#writeFiles(pod, ips, files);
+      if (write) await this.#writeFiles(pod, ips, files);
       return { ips, ...files };
     }
     const uid = pod.metadata?.uid ?? "";
@@ -111,7 +112,7 @@ export class PodNetworks {
       if (record.ips.length === 0) {
         throw new Error(`CNI network ${this.list.name} gave the pod no IP address`);
       }
-      await this.#writeFiles(pod, record.ips, files);
+      if (write) await this.#writeFiles(pod, record.ips, files);
       return record;
     } catch (err) {
       await this.tearDown(pod, record).catch(() => {});

@@ -34,7 +34,9 @@ export class RemotePodNetworks {
     const uid = pod.metadata?.uid ?? "";
     const dir = join(this.stateDir, "remote", uid);
     await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
-    const record = await this.networks.setUp(pod, dir);
+    // No resolv.conf or hosts: the pod resolves where it runs (its agent's hosts file), so the
+    // node's DNS settings (and the warning for a ClusterFirst pod without clusterDNS) are not its.
+    const record = await this.networks.setUp(pod, dir, { files: false });
     this.#records.set(uid, record);
     return { ips: record.ips, netns: record.netns! };
   }
