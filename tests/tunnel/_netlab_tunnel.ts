@@ -4,14 +4,14 @@
  * it, each serving HTTP on 127.0.0.1 behind a Service of its own and calling the echo Service by
  * name (the agent's hosts file bound over /etc/hosts in an unprivileged mount namespace, when the
  * agent wrote one) and by its env var; then, through CoreDNS and kube-proxy, a pod on host 1 calls
- * each job's Service by DNS name. With the tunnel every call works and the echo pod sees the job's
- * pod IP; without it none does.
+ * each job's Service by DNS name, as do a pod on host 2 and the job itself (a hairpin). With the
+ * tunnel every call works and the echo pod sees the job's pod IP; without it none does.
  * @module
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Netlab } from "../../tools/netlab/lab.ts";
-import { REMOTE_POD_CIDR, type RemoteNode } from "../../tools/netlab/remote_node.ts";
+import type { RemoteNode } from "../../tools/netlab/remote_node.ts";
 import { echoPid, echoPod, getFromPod } from "../../tools/netlab/echo_pod.ts";
 import { run, tryRun, waitUntil } from "../../tools/netlab/command.ts";
 import { freePort } from "../../app/run/parts.ts";
@@ -34,10 +34,11 @@ export interface RemoteJobs {
  * The job: HTTP on 127.0.0.1:`port` (socat), then the echo Service by name and by its env var,
  * each answer or error in a file of `$OUT`; `done` holds the env var's address.
  */
-function jobCommand(port: number, ns: string, hostsFile: string): string {
+function jobCommand(name: string, port: number, ns: string, hostsFile: string): string {
   const answer = "HTTP/1.1 200 OK\\r\\nContent-Length: 18\\r\\nConnection: close\\r\\n\\r\\n" +
     "hello from the job";
   const url = `http://echo.${ns}.svc.cluster.local:8080/`;
+  const self = `http://${name}.${ns}.svc.cluster.local:8080/`;
   return [
     `printf '${answer}' > "$OUT/answer"`,
     `socat TCP-LISTEN:${port},bind=127.0.0.1,fork,reuseaddr SYSTEM:"cat $OUT/answer" &`,
@@ -50,6 +51,15 @@ function jobCommand(port: number, ns: string, hostsFile: string): string {
     "fi",
     'curl -sS -m 5 "http://$ECHO_SERVICE_HOST:$ECHO_SERVICE_PORT/" > "$OUT/by-env.txt" 2>&1',
     'echo "$ECHO_SERVICE_HOST" > "$OUT/done"',
+    // Its own Service by name (once the agent lists it), which kube-proxy sends back to the
+    // job's own pod IP: a hairpin.
+    "for _ in $(seq 40); do",
+    `  if [ -f "$hosts" ] && grep -q "${name}\\.${ns}\\.svc" "$hosts"; then`,
+    `    unshare -rm sh -c "mount --bind $hosts /etc/hosts && curl -sS -m 5 ${self}" \\`,
+    '      > "$OUT/self.txt" 2>&1 && break',
+    "  fi",
+    "  sleep 1",
+    "done",
     "wait",
   ].join("\n");
 }
@@ -78,10 +88,14 @@ export async function checkRemoteJobs(t: Deno.TestContext, jobs: RemoteJobs): Pr
       JSON.stringify({
         apiVersion: "v1",
         kind: "List",
-        items: [echoPod("echo", n1.name, { app: "echo" }), service("echo", 8080)],
+        items: [
+          echoPod("echo", n1.name, { app: "echo" }),
+          echoPod("near", n2.name),
+          service("echo", 8080),
+        ],
       }),
     );
-    await kubectl(["wait", "--for=condition=Ready", "pod/echo", "--timeout=60s"]);
+    await kubectl(["wait", "--for=condition=Ready", "pod/echo", "pod/near", "--timeout=60s"]);
     const echoIp = (await kubectl(["get", "svc", "echo", "-o", "jsonpath={.spec.clusterIP}"]))
       .trim();
     await waitUntil("the echo Service from host 2", async () => {
@@ -100,6 +114,7 @@ export async function checkRemoteJobs(t: Deno.TestContext, jobs: RemoteJobs): Pr
       return res.stdout.startsWith("echo ");
     }, { timeoutMs: 60_000, detail: () => lab.logs() });
     const client = await echoPid("echo");
+    const near = await echoPid("near");
 
     // Both jobs may run on one machine's loopback: a port each.
     const ports = { job: freePort("127.0.0.1"), plain: freePort("127.0.0.1") };
@@ -118,7 +133,7 @@ export async function checkRemoteJobs(t: Deno.TestContext, jobs: RemoteJobs): Pr
           containers: [{
             name: "main",
             image: "busybox:1.36",
-            command: ["/bin/sh", "-c", jobCommand(ports[name], ns, jobs.hostsFile)],
+            command: ["/bin/sh", "-c", jobCommand(name, ports[name], ns, jobs.hostsFile)],
             ports: [{ containerPort: ports[name] }],
             env: [{ name: "OUT", value: out }],
           }],
@@ -149,10 +164,9 @@ export async function checkRemoteJobs(t: Deno.TestContext, jobs: RemoteJobs): Pr
     }
     const podIp = (await kubectl(["get", "pod", "job", "-o", "jsonpath={.status.podIP}"])).trim();
 
-    await t.step("the job's pod IP is on the remote node's range of host 2", () => {
-      const prefix = REMOTE_POD_CIDR.split(".").slice(0, 3).join(".");
-      const last = Number(podIp.split(".")[3]);
-      assert.ok(podIp.startsWith(`${prefix}.`) && last >= 128, `pod IP ${podIp}`);
+    await t.step("the job's pod IP is on host 2's pod network", () => {
+      const prefix = n2.host.podCidr.replace(/0\/24$/, "");
+      assert.ok(podIp.startsWith(prefix), `pod IP ${podIp} is not in ${n2.host.podCidr}`);
     });
 
     await t.step(
@@ -164,7 +178,16 @@ export async function checkRemoteJobs(t: Deno.TestContext, jobs: RemoteJobs): Pr
           const res = await getFromPod(client, url);
           last = res.stderr;
           return res.code === 0 && res.stdout;
-        }, { timeoutMs: 30_000, detail: async () => `${last}\n${await diagnose("job", on)}` });
+        }, {
+          timeoutMs: 30_000,
+          detail: async () => {
+            const direct = await getFromPod(client, `http://${podIp}:${ports.job}/`);
+            const slices = await kubectl(["get", "endpointslices", "-o", "wide"]);
+            return `${last}\ndirect: ${direct.stdout} ${
+              direct.stderr.split("\n").at(-1)
+            }\n${slices}\n${await diagnose("job", on)}`;
+          },
+        });
         assert.equal(answer, "hello from the job");
       },
     );
@@ -175,6 +198,21 @@ export async function checkRemoteJobs(t: Deno.TestContext, jobs: RemoteJobs): Pr
       assert.equal(await read("job", "by-env.txt"), `echo ${podIp}`, detail);
       assert.match(await read("job", "done"), /^127\.\d+\.\d+\.\d+$/, "the agent's address");
     });
+
+    await t.step(
+      "a pod on the job's own host, and the job itself, reach it through its Service",
+      async () => {
+        const url = `http://job.${ns}.svc.cluster.local:8080/`;
+        const res = await getFromPod(near, url);
+        assert.equal(res.stdout, "hello from the job", `from host 2: ${res.stderr}`);
+        const self = await waitUntil(
+          "the job's call to its own Service",
+          async () => (await read("job", "self.txt")).includes("hello") && read("job", "self.txt"),
+          { timeoutMs: 60_000, detail: async () => `${await read("job", "self.txt")}` },
+        ).catch((err) => err.message);
+        assert.equal(self, "hello from the job", "the job through its own Service (hairpin)");
+      },
+    );
 
     await t.step("with the tunnel off, neither direction works", async () => {
       const plainIp = (await kubectl(["get", "pod", "plain", "-o", "jsonpath={.status.podIP}"]))

@@ -3,9 +3,10 @@
  * through the tunnel: vkubelet in the root namespace (where SLURM's daemons and its jobs are, and
  * where the jobs' agents dial its kubelet API on 127.0.0.1), with `--remote-pod-network` naming
  * host 2's CNI network (`hostNetns`: the plugins run in host 2). So its pods' namespaces hang on
- * host 2's bridge, take IPs from host 2's host-local leases (the node's podCIDR, a /25 of host 2's
- * /24: node 2's process pods never get the same IP) that flannel already routes from host 1, and
- * are programmed by both kube-proxies. Without `tunnel` it is the same node with the tunnel off.
+ * host 2's bridge and take IPs from host 2's podCIDR and host-local leases (shared with node 2,
+ * so the two never hand out one IP twice; a range of its own would need a gateway of its own on
+ * the one bridge, which the bridge plugin refuses), which flannel already routes from host 1 and
+ * both kube-proxies program. Without `tunnel` it is the same node with the tunnel off.
  *
  * ```ts
  * await using remote = await startRemoteNode(lab, { nodeName, provider: "slurm", ... });
@@ -16,9 +17,6 @@ import { join } from "node:path";
 import { type RunningVkubelet, startVkubelet } from "../cluster/vkubelet.ts";
 import { NOBODY } from "../harness/slurm.ts";
 import type { Netlab } from "./lab.ts";
-
-/** The remote node's podCIDR: the upper half of host 2's, so its IPs and node 2's never meet. */
-export const REMOTE_POD_CIDR = "198.19.2.128/25";
 
 /** Options for {@link startRemoteNode}. */
 export interface RemoteNodeOptions {
@@ -78,7 +76,7 @@ export async function startRemoteNode(
         cniConfDir: host.cniConfDir,
         cniBinDir: [lab.cniBinDir],
         clusterDomain: "cluster.local",
-        podCIDR: REMOTE_POD_CIDR,
+        podCIDR: host.podCidr,
         hostNetns: `/run/netns/${host.netns}`,
         cniCacheDir: join(dir, "cni-cache"),
         stateDir: join(dir, "s"),
