@@ -525,6 +525,16 @@ export const configSchema = fields.transform((c) => ({
         "--leader-elect",
     );
   }
+  // Each replica would keep the remote pods' IPs (network namespaces, tunnel credentials) on its
+  // own host: a failover would change a running pod's IP, which a kubelet never does.
+  if (c.leaderElect && c.remotePodNetwork !== undefined) {
+    at(
+      "leaderElect",
+      "cannot be combined with --remote-pod-network: each replica gives the remote pods IPs and " +
+        "tunnels on its own host, so a failover would change running pods' IPs; run one " +
+        "replica without --leader-elect",
+    );
+  }
   // Leader election: client-go's rules (tools/leaderelection NewLeaderElector).
   if (c.leaderElectLeaseDuration < 1_000 || c.leaderElectLeaseDuration % 1_000 !== 0) {
     at(

@@ -39,6 +39,20 @@ Deno.test("a renew deadline not shorter than the lease, or a retry period too lo
   assert.match(fractional.errors.join("\n"), /lease-duration: must be whole seconds/);
 });
 
+Deno.test("--leader-elect with --remote-pod-network is refused: a failover would move pods' IPs", async () => {
+  const result = await load([
+    "--provider=kubernetes",
+    "--leader-elect",
+    "--remote-pod-network=/etc/vkubelet/remote-pods.yaml",
+  ]);
+  assert.ok(!result.ok);
+  assert.match(
+    result.errors.join("\n"),
+    /--leader-elect: cannot be combined with --remote-pod-network: .* a failover would change running pods' IPs/,
+  );
+  assert.ok((await load(["--provider=kubernetes", "--leader-elect"])).ok);
+});
+
 Deno.test("the process provider refuses --leader-elect with exit 2", async () => {
   const dir = await Deno.makeTempDir({ prefix: "vk-ha-config-" });
   try {
