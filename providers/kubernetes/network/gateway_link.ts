@@ -35,26 +35,39 @@ export class GatewayLink {
     return network ? (k) => network.addresses.of(k) : undefined;
   }
 
-  /** The pod's IP in A before it is created in B: the gateway must know it before B runs it. */
+  /**
+   * The pod's IP in A before it is created in B: the gateway must know it before B runs it. A
+   * `hostNetwork` pod gets none: it has its node's address in B, which names no one pod, and no
+   * network namespace in A; A's status reports B's address for it.
+   */
   async attach(k: string, pod: Pod, signal?: AbortSignal): Promise<void> {
+    if (pod.spec?.hostNetwork) return;
     await this.#deps.network?.addresses.attach(k, pod, signal);
   }
 
   /** The pod's IP in A (kept, from before a restart, or new), for a pod B already has. */
   async ensure(k: string, pod: Pod, signal?: AbortSignal): Promise<void> {
+    if (pod.spec?.hostNetwork) return;
     await this.#deps.network?.addresses.ensure(k, pod, signal);
   }
 
-  /** B's pod was added or changed: its IP in B (or none) as B's status says, told to the gateway. */
+  /**
+   * B's pod was added or changed: its IP in B as B's status says, told to the gateway; none once
+   * it is being deleted or has ended (Succeeded, Failed, evicted): B frees an ended pod's IP
+   * while its status still shows it, and another pod there may get it.
+   */
   onDownstream(downstream: Pod): void {
     const network = this.#deps.network;
     if (!network) return;
     const up = upstreamOf(downstream.metadata);
     if (!up) return;
-    const running = !downstream.metadata?.deletionTimestamp;
+    const phase = downstream.status?.phase;
+    const running = !downstream.metadata?.deletionTimestamp && phase !== "Succeeded" &&
+      phase !== "Failed";
     network.addresses.setRemote(
       podKey(up.namespace, up.name),
       running ? downstream.status?.podIP || undefined : undefined,
+      up.uid,
     );
   }
 
@@ -64,7 +77,13 @@ export class GatewayLink {
     if (!network || this.#adopted) return;
     // In the background: the gateway may still be on its way into B.
     this.#adopted = true;
-    const byKey = new Map(pods.map((p) => [podKey(p.metadata?.namespace, p.metadata?.name), p]));
+    // No hostNetwork pod is attached (see attach): what an earlier run kept for one is let go.
+    const byKey = new Map(
+      pods.filter((p) => !p.spec?.hostNetwork).map((p) => [
+        podKey(p.metadata?.namespace, p.metadata?.name),
+        p,
+      ]),
+    );
     network.addresses.adopt(byKey, signal).catch((err) => {
       this.#adopted = false;
       if (signal.aborted) return;

@@ -36,8 +36,8 @@ export interface PodAddressesOptions {
 export class PodAddresses {
   readonly #o: PodAddressesOptions;
   readonly #attached = new Map<string, Attached>();
-  /** The pods' IPs in B as B's status says, by `ns/name`. */
-  readonly #remote = new Map<string, string>();
+  /** The pods' IPs in B as B's status says, with the (upstream) uid of the pod, by `ns/name`. */
+  readonly #remote = new Map<string, { uid?: string; address: string }>();
   /**
    * Pods (uid by `ns/name`) that left B before the first list was handed over: {@link adopt}
    * must not take their IPs back, and lets the gateway detach what it kept for them.
@@ -59,13 +59,14 @@ export class PodAddresses {
 
   /**
    * An IP in A for the pod (before it is created in B): the one it has (same uid), else a new
-   * one, replacing an earlier pod's of that name.
+   * one, replacing an earlier pod's of that name (detached: its address in B is not this pod's).
    */
   async attach(key: string, pod: Pod, signal?: AbortSignal): Promise<PodAddress> {
     this.#gone.delete(key);
     const held = this.#held(key, pod);
     if (held) return held;
     const gateway = await raceSignal(this.#o.gateway, signal);
+    await this.#replace(key, pod, gateway);
     const address = await gateway.attach(pod);
     this.#set(key, pod, address);
     return address;
@@ -76,6 +77,7 @@ export class PodAddresses {
     this.#gone.delete(key);
     if (this.#held(key, pod)) return;
     const gateway = await raceSignal(this.#o.gateway, signal);
+    await this.#replace(key, pod, gateway);
     const kept = await gateway.reattach(pod);
     if (kept) this.#set(key, pod, kept);
     else await this.attach(key, pod, signal);
@@ -108,17 +110,29 @@ export class PodAddresses {
     this.#gone.clear();
   }
 
-  /** B's status gives (or changes, or loses: undefined) the pod's IP in B. */
-  setRemote(key: string, address: string | undefined): void {
-    if (address) this.#remote.set(key, address);
-    else this.#remote.delete(key);
+  /**
+   * B's status gives (or changes, or loses: undefined) the IP in B of the pod (upstream `uid`,
+   * when known): told to the gateway for the attached pod of that uid only.
+   */
+  setRemote(key: string, address: string | undefined, uid?: string): void {
+    if (address) this.#remote.set(key, { uid, address });
+    else this.#forgetRemote(key, uid);
     this.#tell(key);
   }
 
-  /** The pod left B: the gateway forgets its address and gives its IP in A back. */
+  /**
+   * The pod left B: the gateway forgets its address and gives its IP in A back. When another pod
+   * (uid) of that name is attached by now, only the one that left is detached.
+   */
   async detach(key: string, pod: Pod): Promise<void> {
-    this.#remote.delete(key);
+    const uid = pod.metadata?.uid;
     const attached = this.#attached.get(key);
+    this.#forgetRemote(key, uid);
+    if (attached && uid && attached.pod.metadata?.uid !== uid) {
+      const gateway = this.#gateway ?? await this.#o.gateway;
+      await gateway.detach(pod);
+      return;
+    }
     this.#attached.delete(key);
     if (!attached && !this.#adopted) {
       // Not attached by this run: at most kept from before a restart, and the first list (which
@@ -131,6 +145,23 @@ export class PodAddresses {
     const gateway = this.#gateway ?? await this.#o.gateway;
     if (attached?.told) gateway.setRemoteAddress(attached.pod, undefined);
     await gateway.detach(attached?.pod ?? pod);
+  }
+
+  /** An earlier pod (another uid) attached under `key` is detached, its address in B forgotten. */
+  async #replace(key: string, pod: Pod, gateway: PodNetworkGateway): Promise<void> {
+    const earlier = this.#attached.get(key);
+    if (!earlier || earlier.pod.metadata?.uid === pod.metadata?.uid) return;
+    this.#attached.delete(key);
+    this.#forgetRemote(key, earlier.pod.metadata?.uid);
+    if (earlier.told) gateway.setRemoteAddress(earlier.pod, undefined);
+    await gateway.detach(earlier.pod);
+  }
+
+  /** B's address of the pod `uid` (of any pod of that name when undefined) is forgotten. */
+  #forgetRemote(key: string, uid: string | undefined): void {
+    const remote = this.#remote.get(key);
+    if (!remote || (uid && remote.uid && remote.uid !== uid)) return;
+    this.#remote.delete(key);
   }
 
   /** The pod (by uid) left B before the first list was handed over. */
@@ -157,7 +188,12 @@ export class PodAddresses {
     const attached = this.#attached.get(key);
     const gateway = this.#gateway;
     if (!attached || !gateway) return;
-    const address = this.#remote.get(key);
+    const remote = this.#remote.get(key);
+    const uid = attached.pod.metadata?.uid;
+    // B's status of another pod of that name (an earlier one, or a later one) is not this pod's.
+    const address = remote && (remote.uid === undefined || remote.uid === uid)
+      ? remote.address
+      : undefined;
     if (attached.told === address) return;
     attached.told = address;
     gateway.setRemoteAddress(attached.pod, address);

@@ -111,6 +111,16 @@ export class ServiceReflection implements ServiceWriter {
         });
         return;
       }
+      const owner = current.metadata?.labels?.[MARKS.node];
+      if (owner !== this.#node) {
+        // Its targetPort and endpoint are the other gateway's: one gateway node per namespace.
+        this.#ports.release(namespace, name);
+        this.#o.log.warn(
+          "not reflecting Service {namespace}/{name} for node {node}: node {owner}'s gateway reflects it there (one gateway node per namespace of B)",
+          { namespace, name, node: this.#node, owner: owner ?? "none" },
+        );
+        return;
+      }
       // A merge patch keeps the ClusterIP B gave it.
       await api.patch(namespace, name, { type: "merge", body: service, signal });
     }
@@ -132,9 +142,9 @@ export class ServiceReflection implements ServiceWriter {
     this.#ports.release(namespace, name);
     if (held) this.#announce();
     await this.#inOrder(() =>
-      removeOurs(this.#o.downstream.endpointSlices, namespace, sliceName(name), signal)
+      removeOurs(this.#o.downstream.endpointSlices, namespace, sliceName(name), this.#node, signal)
     );
-    await removeOurs(this.#o.downstream.services, namespace, name, signal);
+    await removeOurs(this.#o.downstream.services, namespace, name, this.#node, signal);
   }
 
   /**
@@ -153,6 +163,11 @@ export class ServiceReflection implements ServiceWriter {
   /** Every reflected port (what the gateway serves). */
   services(): GatewayService[] {
     return [...this.#reflected.values()].flat();
+  }
+
+  /** This node as its objects' `vkubelet.io/virtual-node` label says. */
+  get #node(): string {
+    return markLabels(this.#o.nodeName, "")[MARKS.node];
   }
 
   #announce(): void {
@@ -215,6 +230,14 @@ export class ServiceReflection implements ServiceWriter {
       await api.create(namespace, slice, { signal });
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
+      const current = await api.get(namespace, slice.metadata!.name!, { signal });
+      const owner = current.metadata?.labels?.[MARKS.node];
+      if (current.metadata?.labels?.[MARKS.role] !== REFLECTED_ROLE || owner !== this.#node) {
+        throw new Error(
+          `EndpointSlice ${namespace}/${slice.metadata!.name} is not node ${this.#node}'s ` +
+            `(${owner ? `node ${owner}'s` : "B's own"}): left alone`,
+        );
+      }
       await api.patch(namespace, slice.metadata!.name!, { type: "merge", body: slice, signal });
     }
   }
@@ -290,18 +313,21 @@ export function gatewaySlice(
   };
 }
 
+/** Deletes the object when it is a reflection of `node` (its label value), else leaves it. */
 async function removeOurs<T extends { metadata?: { labels?: Record<string, string> } }>(
   api: Pick<NamespacedApi<T & { metadata?: { uid?: string } }>, "get" | "delete">,
   namespace: string,
   name: string,
+  node: string,
   signal: AbortSignal,
 ): Promise<void> {
   const current = await api.get(namespace, name, { signal }).catch((err) => {
     if (isKubeNotFound(err)) return undefined;
     throw err;
   });
-  if (current?.metadata?.labels?.[MARKS.role] !== REFLECTED_ROLE) return; // not ours
-  await api.delete(namespace, name, { signal, preconditions: { uid: current.metadata?.uid } })
+  const labels = current?.metadata?.labels;
+  if (labels?.[MARKS.role] !== REFLECTED_ROLE || labels?.[MARKS.node] !== node) return; // not ours
+  await api.delete(namespace, name, { signal, preconditions: { uid: current?.metadata?.uid } })
     .catch((err) => {
       if (!isKubeNotFound(err)) throw err;
     });

@@ -72,10 +72,13 @@ export class StatusRelay {
     };
   }
 
-  /** B's status as A sees it; with `podAddress`, the pod's IPs in A. */
+  /**
+   * B's status as A sees it; with `podAddress`, the pod's IPs in A (a `hostNetwork` pod has none
+   * there: B's, its node's, is reported).
+   */
   #status(k: string, downstream: Pod): PodStatus {
     const status = upstreamStatus(downstream, this.#deps.internalIp);
-    if (!this.#deps.podAddress) return status;
+    if (!this.#deps.podAddress || downstream.spec?.hostNetwork) return status;
     delete status.podIP;
     delete status.podIPs;
     const address = this.#deps.podAddress(k);
