@@ -4,10 +4,12 @@
  * ServiceAccount whose token is never mounted and that no Role names, a Secret with the agent's
  * credential (given as `VKUBELET_AGENT_CREDENTIAL` by secretKeyRef, never on the command line),
  * and a Deployment of one replica running the gateway's `agentCommand` in the config's image.
- * The pod template carries the credential's SHA-256, so a new credential rolls the pod. On start
- * the Secret's credential is handed to `gateway()`, so a restart keeps the running gateway.
- * Kept in step by watches of the Deployment (recreated if deleted) and of its pod, whose IP in B
- * is every reflected Service's endpoint.
+ * The pod template carries the credential's SHA-256, so a new credential replaces the pod. On
+ * start the Secret's credential is handed to `gateway()`, so a restart keeps the running gateway.
+ * Kept in step by watches of the Deployment (recreated if deleted), of the Secret and of the
+ * gateway's pod, whose IP in B is every reflected Service's endpoint. Deleting the Secret revokes
+ * the credential (say it leaked): vkubelet issues a new one, ends the old one's session and writes
+ * the Secret and the Deployment again (a new gateway pod).
  * @module
  */
 import type { Deployment } from "kubernetes-types/apps/v1.d.ts";
@@ -53,6 +55,8 @@ export class GatewayDeployment {
   #gateway?: PodNetworkGateway;
   #wanted?: Deployment;
   #address?: string;
+  /** Rewrites of the objects, one at a time. */
+  #pending: Promise<void> = Promise.resolve();
 
   constructor(options: GatewayDeploymentOptions) {
     this.#o = options;
@@ -94,7 +98,12 @@ export class GatewayDeployment {
     }
     if (signal.aborted) return;
     this.#ready.resolve(this.#gateway!);
-    await Promise.all([this.#watchPods(signal), this.#watchDeployment(signal)]);
+    await Promise.all([
+      this.#watchPods(signal),
+      this.#watchDeployment(signal),
+      this.#watchSecret(signal),
+    ]);
+    await this.#pending;
   }
 
   get #label(): string {
@@ -124,7 +133,10 @@ export class GatewayDeployment {
     });
     const encoded = secret?.data?.[CREDENTIAL_KEY];
     const kept = encoded ? new TextDecoder().decode(decodeBase64(encoded)) : undefined;
-    this.#gateway ??= await this.#o.podNetwork.gateway({ credential: kept });
+    // No Secret (deleted to revoke the credential, say): a new credential, the old one revoked.
+    if (!this.#gateway || kept === undefined) {
+      this.#gateway = await this.#o.podNetwork.gateway({ credential: kept });
+    }
     const credential = this.#gateway.agentCredential;
     if (kept !== credential) await this.#writeSecret(secret, credential, signal);
     await createIfAbsent(b.serviceAccounts, namespace, this.#serviceAccount(), signal);
@@ -259,19 +271,33 @@ export class GatewayDeployment {
       fieldSelector: `metadata.name=${this.name}`,
       name: "gateway deployment",
     });
-    let pending = Promise.resolve();
-    const again = () => {
-      pending = pending.then(() => this.#ensure(signal)).catch((err) => {
-        if (signal.aborted) return;
-        this.#o.log.warn("could not restore the gateway in B: {err}", { err: String(err) });
-      });
-    };
-    informer.on("delete", again);
+    informer.on("delete", () => this.#again(signal));
     informer.on("update", (d: Deployment) => {
-      if (this.#differs(d)) again();
+      if (this.#differs(d)) this.#again(signal);
     });
     await informer.run(signal);
-    await pending;
+  }
+
+  /** A deleted Secret: a new credential (the old one revoked), the objects written again. */
+  async #watchSecret(signal: AbortSignal): Promise<void> {
+    const informer = this.#o.downstream.secrets.informer({
+      namespace: this.namespace,
+      fieldSelector: `metadata.name=${this.name}`,
+      name: "gateway secret",
+    });
+    informer.on("delete", () => {
+      this.#o.log.info("the gateway's Secret was deleted in B: issuing a new credential");
+      this.#again(signal);
+    });
+    await informer.run(signal);
+  }
+
+  /** The objects written again, after any rewrite under way. */
+  #again(signal: AbortSignal): void {
+    this.#pending = this.#pending.then(() => this.#ensure(signal)).catch((err) => {
+      if (signal.aborted) return;
+      this.#o.log.warn("could not restore the gateway in B: {err}", { err: String(err) });
+    });
   }
 }
 
