@@ -71,9 +71,11 @@ export class GatewayLink {
   #loaded?: Promise<void>;
   #issuing: Promise<unknown> = Promise.resolve();
   /**
-   * Each connected gateway with its control stream and the list it was sent last: during a
-   * rolling update in the other cluster the old and the new gateway are both served (the newest
-   * gets the inbound connections) instead of each redial closing the other's session.
+   * Each connected gateway with its control stream and the list it was sent last: when a gateway
+   * is replaced by a new pod whose session opens before the old one's ends (a `Recreate`
+   * Deployment does not prevent that: the old pod's node may be cut off from its cluster), both
+   * are served (the newest gets the inbound connections) instead of each redial closing the
+   * other's session.
    */
   readonly #sessions = new Map<
     MuxSession,
