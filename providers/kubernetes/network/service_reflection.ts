@@ -115,6 +115,7 @@ export class ServiceReflection implements ServiceWriter {
       if (owner !== this.#node) {
         // Its targetPort and endpoint are the other gateway's: one gateway node per namespace.
         this.#ports.release(namespace, name);
+        if (this.#reflected.delete(`${namespace}/${name}`)) this.#announce();
         this.#o.log.warn(
           "not reflecting Service {namespace}/{name} for node {node}: node {owner}'s gateway reflects it there (one gateway node per namespace of B)",
           { namespace, name, node: this.#node, owner: owner ?? "none" },
