@@ -16,6 +16,7 @@ import {
   NotFoundError,
   type PodEventSink,
   podEventSink,
+  podKeyOf,
   type ProviderDeps,
   type ProviderKubeClient,
   type RemoteBackend,
@@ -234,7 +235,11 @@ export class EciBackend implements RemoteBackend<ContainerGroup> {
     }
     const signal = AbortSignal.any([this.#d.signal, ...(options.signal ? [options.signal] : [])]);
     return Promise.resolve(
-      this.logBudget.follow(groupId, container, { since: options.sinceTime, signal }),
+      this.logBudget.follow(groupId, container, {
+        since: options.sinceTime,
+        pod: podKeyOf(pod),
+        signal,
+      }),
     );
   }
 

@@ -7,15 +7,22 @@
  * in turn (round-robin), no faster than {@link LogBudgetOptions.requestsPerSecond} and no
  * container more often than {@link LogBudgetOptions.intervalMs}; each poll asks from the
  * container's last line (its {@link LogCursor}), so a container waits longer between polls as the
- * node follows more, but loses nothing. A throttled answer (`Throttling.*`) holds every poll back
- * for a delay that doubles while it repeats; a failed poll is asked again on the container's next
- * turn. The loop runs while someone follows.
+ * node follows more. One answer holds at most the newest {@link MAX_TAIL} lines (`Tail`; ECI's
+ * default is 500) and 1 MB ({@link MAX_LOG_BYTES}): tools/harness/eci/metadata/current/
+ * DescribeContainerLog.json, "Default value: 500. Maximum value: 2000. A maximum of 1 MB log data
+ * can be returned". An answer at that cap may have skipped older lines: the container is polled
+ * again at the budget's next slot, ahead of the others (once; then it takes its turn again), and
+ * if the answer's first line is newer than where the poll started, the skipped time range is
+ * logged as a warning: those lines are not in the node's log (`kubectl logs` still reads them from
+ * ECI). A throttled answer (`Throttling.*`) holds every poll back for a delay that doubles while
+ * it repeats; a failed poll is asked again on the container's next turn. The loop runs while
+ * someone follows.
  * @module
  */
 import type { Clock, Logger } from "../../../provider/mod.ts";
 import type { EciApi } from "../client/api.ts";
 import { isThrottling } from "../client/retry.ts";
-import { LogCursor } from "./logs.ts";
+import { firstStamp, LogCursor, MAX_LOG_BYTES, MAX_TAIL } from "./logs.ts";
 
 /** What {@link LogBudget} needs. */
 export interface LogBudgetOptions {
@@ -33,6 +40,10 @@ export interface LogBudgetOptions {
 interface Follower {
   groupId: string;
   container: string;
+  /** The pod's `ns/name`, for warnings. */
+  pod?: string;
+  /** The last answer was at the cap: poll again at the next slot, ahead of the others. */
+  catchUp: boolean;
   /** The first poll's `StartTime` (RFC 3339); later ones ask from the cursor. */
   since?: string;
   cursor: LogCursor;
@@ -53,8 +64,8 @@ export class LogBudget {
   #active = new AbortController();
   #nextRequestMs = 0;
   #backoffLevel = 0;
-  /** DescribeContainerLog calls made, and how many were throttled (for tests and the bench). */
-  readonly stats = { requests: 0, throttled: 0 };
+  /** DescribeContainerLog calls made, throttled, and answered at the cap (tests, the bench). */
+  readonly stats = { requests: 0, throttled: 0, capped: 0 };
 
   constructor(options: LogBudgetOptions) {
     if (!(options.requestsPerSecond > 0)) throw new RangeError("requestsPerSecond must be > 0");
@@ -68,13 +79,15 @@ export class LogBudget {
   follow(
     groupId: string,
     container: string,
-    options: { since?: Date; signal: AbortSignal },
+    options: { since?: Date; pod?: string; signal: AbortSignal },
   ): ReadableStream<Uint8Array> {
     const { signal } = options;
     if (signal.aborted) return new ReadableStream({ start: (c) => c.close() });
     const f: Follower = {
       groupId,
       container,
+      pod: options.pod,
+      catchUp: false,
       since: options.since?.toISOString(),
       cursor: new LogCursor(),
       dueMs: 0,
@@ -137,8 +150,13 @@ export class LogBudget {
     }
   }
 
-  /** The next follower in turn order whose interval has passed, if any; it takes its turn. */
+  /**
+   * A follower whose last answer was at the cap, else the next in turn order whose interval has
+   * passed, if any; it takes its turn.
+   */
   #dueFollower(): Follower | undefined {
+    const behind = this.#ring.find((f) => f.catchUp);
+    if (behind) return behind;
     const now = this.#o.clock.now();
     for (let k = 0; k < this.#ring.length; k++) {
       const i = (this.#next + k) % this.#ring.length;
@@ -152,15 +170,28 @@ export class LogBudget {
   }
 
   async #poll(f: Follower, signal: AbortSignal): Promise<void> {
+    const wasCatchUp = f.catchUp;
+    f.catchUp = false;
     try {
       this.stats.requests++;
-      const text = await this.#o.api.log({
+      const from = f.cursor.lastStamp || f.since;
+      let text = await this.#o.api.log({
         groupId: f.groupId,
         container: f.container,
-        startTime: f.cursor.lastStamp || f.since,
+        startTime: from,
         timestamps: true,
+        tail: MAX_TAIL,
+        limitBytes: MAX_LOG_BYTES,
       }, signal);
       this.#backoffLevel = Math.max(0, this.#backoffLevel - 1);
+      const bytesCapped = encoder.encode(text).length >= MAX_LOG_BYTES;
+      // A line cut at the byte cap comes whole in the next answer.
+      if (bytesCapped && !text.endsWith("\n")) text = text.slice(0, text.lastIndexOf("\n") + 1);
+      if (bytesCapped || text.split("\n").length - 1 >= MAX_TAIL) {
+        this.stats.capped++;
+        f.catchUp = !wasCatchUp;
+        this.#warnSkipped(f, from, firstStamp(text));
+      }
       const lines = f.cursor.take(text);
       if (lines.length) {
         f.queue.push(...lines.map((l) => `${l}\n`));
@@ -179,6 +210,25 @@ export class LogBudget {
     } finally {
       f.dueMs = this.#o.clock.now() + this.#o.intervalMs;
     }
+  }
+
+  /** A capped answer whose first line is newer than the poll's start: lines were skipped. */
+  #warnSkipped(f: Follower, from: string | undefined, first: string | undefined): void {
+    if (!first || (from && first <= from)) return;
+    this.#o.log.warning(
+      "{pod} container {container} (ECI group {group}): lines from {from} to {to} may be missing " +
+        "from the node's log: the container wrote more than one DescribeContainerLog answer holds " +
+        "({lines} lines or 1 MB) between two polls; raise logMirrorRequestsPerSecond or follow " +
+        "fewer containers (--pod-log-max-streams)",
+      {
+        pod: f.pod ?? "a pod",
+        container: f.container,
+        group: f.groupId,
+        from: from ?? "its start",
+        to: first,
+        lines: MAX_TAIL,
+      },
+    );
   }
 
   /** Waits for the budget's next slot. */

@@ -19,6 +19,11 @@ export interface LogTarget {
   intervalMs: number;
 }
 
+/** The most lines one DescribeContainerLog answers (`Tail`'s maximum; without it, 500). */
+export const MAX_TAIL = 2000;
+/** The most bytes one DescribeContainerLog answers (`LimitBytes`' maximum, 1 MB). */
+export const MAX_LOG_BYTES = 1_048_576;
+
 const STAMP = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) /;
 const encoder = new TextEncoder();
 
@@ -65,6 +70,11 @@ function linesOf(text: string): { stamp: string; line: string }[] {
     const m = STAMP.exec(line);
     return { stamp: m?.[1] ?? "", line };
   });
+}
+
+/** The timestamp of an answer's first line (asked with timestamps), if it has one. */
+export function firstStamp(text: string): string | undefined {
+  return STAMP.exec(text)?.[1];
 }
 
 /**
@@ -121,6 +131,8 @@ function follow(
             container: target.container,
             startTime: cursor.lastStamp || undefined,
             timestamps: true,
+            // ECI's default is the newest 500 lines: a fast writer would lose lines.
+            tail: MAX_TAIL,
           }, signal);
           pending = take(text);
         } catch (err) {

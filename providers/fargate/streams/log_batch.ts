@@ -11,13 +11,17 @@
  *   timestamp, so a round that asks from an older time (another stream's cursor) gives it each
  *   event once, in the stream's order (FilterLogEvents sorts by timestamp, then ingestion).
  * - Once a batch was read to its last page, its followers are asked next from no earlier than
- *   the round's start less {@link LogBatchOptions.latenessMs} (an event stamped earlier that
- *   reaches CloudWatch later than that is not read): an idle stream does not hold every later
- *   round of its batch at its old cursor.
+ *   {@link LogBatchOptions.latenessMs} before the round's start or before the newest event
+ *   CloudWatch gave for the group, whichever is earlier (an event stamped earlier that reaches
+ *   CloudWatch later than that is not read): an idle stream does not hold every later round of
+ *   its batch at its old cursor, and a vkubelet clock ahead of AWS's skips no new event.
  * - Requests go out no faster than {@link LogBatchOptions.requestsPerSecond}; a
  *   ThrottlingException holds every request back for a jittered delay that doubles while it
- *   repeats (a retry hint wins if longer) and shrinks again after successes; a failed read is
- *   asked again next round from the same cursors, so an outage is caught up.
+ *   repeats (a retry hint wins if longer) and shrinks again after successes, and the batch goes
+ *   on next round from the page that was throttled (its `nextToken`): catching up a backlog
+ *   between throttles does not read its first pages again and again. Another failed read is
+ *   asked again next round from the same cursors, so an outage is caught up; its error is a
+ *   warning the first time (per error name: AccessDeniedException names the IAM action to grant).
  * - The loop runs while someone follows and ends when the last follower's signal aborts.
  * @module
  */
@@ -61,6 +65,13 @@ interface Follower {
   wake?: () => void;
 }
 
+/** Where a throttled batch goes on next round. */
+interface ResumedRead {
+  startTime?: number;
+  nextToken: string;
+  startedMs: number;
+}
+
 const encoder = new TextEncoder();
 
 /** Batched reads for many followers of CloudWatch Logs streams; see the module doc. */
@@ -72,6 +83,12 @@ export class LogBatch {
   #active = new AbortController();
   #nextRequestMs = 0;
   #backoffLevel = 0;
+  /** Throttled batches' next pages, by group and stream names. */
+  readonly #resume = new Map<string, ResumedRead>();
+  /** The newest event timestamp CloudWatch gave, by group: AWS's time, not vkubelet's. */
+  readonly #newestMs = new Map<string, number>();
+  /** Error names already logged as warnings. */
+  readonly #warned = new Set<string>();
   /** FilterLogEvents requests sent, and the rounds made (for tests and the bench). */
   readonly stats = { requests: 0, rounds: 0, throttled: 0 };
 
@@ -153,13 +170,17 @@ export class LogBatch {
       groups.set(f.group, streams.set(f.stream, [...streams.get(f.stream) ?? [], f]));
     }
     const per = Math.min(this.#o.namesPerRequest ?? MAX_STREAM_NAMES, MAX_STREAM_NAMES);
+    const keys = new Set<string>();
     for (const [group, streams] of groups) {
       const names = [...streams.keys()].sort();
       for (let i = 0; i < names.length && !signal.aborted; i += per) {
         const batch = new Map(names.slice(i, i + per).map((n) => [n, streams.get(n)!]));
+        keys.add(batchKey(group, batch));
         await this.#readBatch(group, batch, signal);
       }
     }
+    // A batch whose followers changed starts again from their cursors.
+    for (const key of this.#resume.keys()) if (!keys.has(key)) this.#resume.delete(key);
   }
 
   /** One batch read to its last page; false if a request failed (asked again next round). */
@@ -168,11 +189,18 @@ export class LogBatch {
     streams: Map<string, Follower[]>,
     signal: AbortSignal,
   ): Promise<boolean> {
-    const startedMs = this.#o.clock.now();
+    const key = batchKey(group, streams);
+    const resumed = this.#resume.get(key);
+    this.#resume.delete(key);
+    const startedMs = resumed?.startedMs ?? this.#o.clock.now();
     const followers = [...streams.values()].flat();
     const starts = followers.map((f) => f.readFromMs);
-    const startTime = starts.includes(undefined) ? undefined : Math.min(...(starts as number[]));
-    let nextToken: string | undefined;
+    const startTime = resumed
+      ? resumed.startTime
+      : starts.includes(undefined)
+      ? undefined
+      : Math.min(...(starts as number[]));
+    let nextToken = resumed?.nextToken;
     do {
       try {
         await this.#turn(signal);
@@ -187,27 +215,51 @@ export class LogBatch {
         this.#backoffLevel = Math.max(0, this.#backoffLevel - 1);
         for (const event of page.events ?? []) {
           for (const f of streams.get(event.logStreamName ?? "") ?? []) offer(f, event);
+          const ms = event.timestamp ?? -Infinity;
+          if (ms > (this.#newestMs.get(group) ?? -Infinity)) this.#newestMs.set(group, ms);
         }
         nextToken = page.nextToken;
       } catch (err) {
         if (signal.aborted) return false;
         // No group (or stream) yet: nothing written so far.
         if (awsErrorName(err) === "ResourceNotFoundException") return false;
-        if (isThrottled(err)) this.#backOff(retryHintMs(err));
-        else {
-          this.#o.log.debug("reading log group {group} for the log mirror failed: {err}", {
-            group,
-            err,
-          });
-        }
+        if (isThrottled(err)) {
+          this.#backOff(retryHintMs(err));
+          // The pages before were delivered: go on from this one.
+          if (nextToken) this.#resume.set(key, { startTime, nextToken, startedMs });
+        } else this.#reportFailure(group, err);
         return false;
       }
     } while (nextToken);
-    const floor = startedMs - (this.#o.latenessMs ?? 30_000);
+    // Events seen give AWS's time: vkubelet's clock ahead of it must not pass new events by.
+    const newest = this.#newestMs.get(group) ?? -Infinity;
+    const floor = Math.min(startedMs, newest) - (this.#o.latenessMs ?? 30_000);
     for (const f of followers) {
       f.readFromMs = Math.max(f.readFromMs ?? -Infinity, f.lastMs ?? -Infinity, floor);
     }
     return true;
+  }
+
+  /** A failed read: a warning the first time for each error name, later at debug. */
+  #reportFailure(group: string, err: unknown): void {
+    const name = awsErrorName(err) ?? (err instanceof Error ? err.name : "Error");
+    if (this.#warned.has(name)) {
+      this.#o.log.debug("reading log group {group} for the log mirror failed: {err}", {
+        group,
+        err,
+      });
+      return;
+    }
+    this.#warned.add(name);
+    const fix = name === "AccessDeniedException"
+      ? "grant vkubelet's IAM identity logs:FilterLogEvents on the log group, or set logMirror: " +
+        "follow (GetLogEvents per container)"
+      : "it is asked again every round";
+    this.#o.log.warning(
+      "The log mirror could not read log group {group} with FilterLogEvents, so it writes no " +
+        "lines of its containers ({name}: {err}); {fix}. Further {name} errors are logged at debug",
+      { group, name, err, fix },
+    );
   }
 
   /** Waits for the request budget's next slot. */
@@ -232,6 +284,10 @@ export class LogBatch {
       ms: Math.round(delay),
     });
   }
+}
+
+function batchKey(group: string, streams: Map<string, unknown>): string {
+  return [group, ...streams.keys()].join("\n");
 }
 
 /** Hands `event` to `f` unless it is before its start or was given already. */

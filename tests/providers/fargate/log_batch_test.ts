@@ -1,8 +1,9 @@
 /**
  * The log mirror's batched CloudWatch Logs reads (providers/fargate/streams/log_batch.ts) against
  * a fake FilterLogEvents of our own interface: one request per group and 100 streams a round,
- * paging, each event once and in order per stream, the request rate held, and ThrottlingException
- * backed off (moto cannot throttle).
+ * paging, each event once and in order per stream, the request rate held, ThrottlingException
+ * backed off (moto cannot throttle) and a throttled batch going on from its page, a vkubelet clock
+ * ahead of AWS's, and AccessDeniedException warned about once.
  */
 import assert from "node:assert/strict";
 import type {
@@ -31,6 +32,10 @@ class FakeLogs implements FilterLogEventsApi {
   readonly requests: { input: FilterLogEventsCommandInput; atMs: number }[] = [];
   /** Answers the next this many requests with ThrottlingException. */
   throttleNext = 0;
+  /** Answers every this-many-th request with ThrottlingException (0: none). */
+  throttleEvery = 0;
+  /** Answers every request with this error (an AWS error name), if set. */
+  failWith?: string;
   #id = 0;
 
   put(group: string, stream: string, timestamp: number, message: string): void {
@@ -40,8 +45,15 @@ class FakeLogs implements FilterLogEventsApi {
   filterLogEvents(input: FilterLogEventsCommandInput): Promise<FilterLogEventsCommandOutput> {
     this.requests.push({ input, atMs: performance.now() });
     assert.ok((input.logStreamNames?.length ?? 0) <= 100, "at most 100 logStreamNames");
-    if (this.throttleNext > 0) {
-      this.throttleNext--;
+    if (this.failWith) {
+      return Promise.reject(Object.assign(new Error(`${this.failWith} from the fake`), {
+        name: this.failWith,
+        $metadata: { httpStatusCode: 400 },
+      }));
+    }
+    const nth = this.throttleEvery > 0 && this.requests.length % this.throttleEvery === 0;
+    if (this.throttleNext > 0 || nth) {
+      if (!nth) this.throttleNext--;
       const err = Object.assign(new Error("Rate exceeded"), {
         name: "ThrottlingException",
         $metadata: { httpStatusCode: 400 },
@@ -177,17 +189,22 @@ Deno.test("an idle stream does not hold its batch's requests at its old cursor",
   const batch = batchOf(api, { latenessMs: 1000 });
   const stop = new AbortController();
   const lines: string[] = [];
+  const busy: string[] = [];
   const old = Date.now() - 3_600_000;
   api.put("/g", "idle", old, "an hour ago");
-  const reader = collect(batch.follow("/g", "idle", { sinceMs: old, signal: stop.signal }), lines);
+  api.put("/g", "busy", Date.now(), "now");
+  const readers = [
+    collect(batch.follow("/g", "idle", { sinceMs: old, signal: stop.signal }), lines),
+    collect(batch.follow("/g", "busy", { sinceMs: old, signal: stop.signal }), busy),
+  ];
   try {
-    await eventually("the old line", () => lines.length === 1);
+    await eventually("the old line", () => lines.length === 1 && busy.length === 1);
     await eventually("two more rounds", () => batch.stats.rounds >= 3);
     const last = api.requests.at(-1)!.input.startTime!;
     assert.ok(last >= Date.now() - 5_000, `asked from ${Date.now() - last} ms ago`);
   } finally {
     stop.abort();
-    await reader;
+    await Promise.all(readers);
     await batch.idle();
   }
 });
@@ -233,6 +250,79 @@ Deno.test("ThrottlingException holds requests back longer each time, and nothing
       assert.ok(t[i] - t[i - 1] >= least - 2, `wait ${i}: ${t[i] - t[i - 1]} ms < ${least}`);
     }
     assert.deepEqual(lines.map((l) => l.slice(l.indexOf(" ") + 1)), ["before", "after"]);
+  } finally {
+    stop.abort();
+    await reader;
+    await batch.idle();
+  }
+});
+
+Deno.test("a throttle mid-paging goes on from that page: a backlog is read to its end", async () => {
+  const api = new FakeLogs();
+  // 2 events a page, every third request throttled: starting the batch over after each throttle
+  // would read pages 1 and 2 forever and never page 3.
+  api.throttleEvery = 3;
+  const batch = batchOf(api, { pageLimit: 2, random: () => 0, maxBackoffMs: 20 });
+  const stop = new AbortController();
+  const lines: string[] = [];
+  for (let i = 0; i < 10; i++) api.put("/g", "s", T0 + i, `e${i}`);
+  const reader = collect(batch.follow("/g", "s", { signal: stop.signal }), lines);
+  try {
+    await eventually("the whole backlog", () => lines.length === 10, 3_000);
+    await new Promise((r) => setTimeout(r, 100));
+    const text = lines.map((l) => l.slice(l.indexOf(" ") + 1));
+    assert.deepEqual(text, Array.from({ length: 10 }, (_, i) => `e${i}`));
+    assert.ok(batch.stats.throttled >= 2, `${batch.stats.throttled} throttled`);
+  } finally {
+    stop.abort();
+    await reader;
+    await batch.idle();
+  }
+});
+
+Deno.test("a vkubelet clock 2 minutes ahead of AWS's skips no new event of an idle stream", async () => {
+  const api = new FakeLogs();
+  const ahead = { ...realClock, now: () => Date.now() + 120_000 };
+  const batch = batchOf(api, { clock: ahead });
+  const stop = new AbortController();
+  const busy: string[] = [];
+  const still: string[] = [];
+  api.put("/g", "busy", Date.now(), "busy 1");
+  const readers = [
+    collect(batch.follow("/g", "busy", { signal: stop.signal }), busy),
+    collect(batch.follow("/g", "quiet", { signal: stop.signal }), still),
+  ];
+  try {
+    await eventually("the busy line", () => busy.length === 1);
+    const rounds = batch.stats.rounds;
+    await eventually("two more rounds", () => batch.stats.rounds >= rounds + 2);
+    // Stamped by AWS's clock (the container's host), 2 minutes behind vkubelet's.
+    api.put("/g", "quiet", Date.now(), "quiet 1");
+    await eventually("the quiet stream's line", () => still.length === 1, 2_000);
+  } finally {
+    stop.abort();
+    await Promise.all(readers);
+    await batch.idle();
+  }
+});
+
+Deno.test("AccessDeniedException is a warning once, naming logs:FilterLogEvents", async () => {
+  const api = new FakeLogs();
+  api.failWith = "AccessDeniedException";
+  const warnings: string[] = [];
+  const log: Logger = {
+    ...quiet,
+    warning: (m, p) => warnings.push(m.replace(/\{(\w+)\}/g, (_, k) => String(p?.[k]))),
+  };
+  const batch = batchOf(api, { log: { ...log, warn: log.warning } });
+  const stop = new AbortController();
+  const reader = collect(batch.follow("/ecs/vk", "s", { signal: stop.signal }), []);
+  try {
+    await eventually("five rounds", () => batch.stats.rounds >= 5);
+    assert.equal(warnings.length, 1, JSON.stringify(warnings));
+    assert.match(warnings[0], /logs:FilterLogEvents/);
+    assert.match(warnings[0], /\/ecs\/vk/);
+    assert.match(warnings[0], /AccessDeniedException/);
   } finally {
     stop.abort();
     await reader;

@@ -173,7 +173,8 @@ export function startEciEmulator(): Promise<EciEmulator> {
       const since = q.get("SinceSeconds"), start = q.get("StartTime"), tail = q.get("Tail");
       if (since) lines = lines.filter((l) => l.ms >= Date.now() - Number(since) * 1000);
       if (start) lines = lines.filter((l) => l.ms >= Date.parse(start));
-      if (tail) lines = lines.slice(-Number(tail));
+      // Without Tail, ECI answers the newest 500 lines (its metadata: "Default value: 500").
+      lines = lines.slice(-Number(tail ?? 500));
       const stamps = q.get("Timestamps") === "true";
       let content = lines.map((l) => `${stamps ? `${nanoTime(l.ms)} ` : ""}${l.line}\n`).join("");
       const limit = q.get("LimitBytes");
