@@ -323,6 +323,17 @@ export interface PodNetworkAttachment {
   agentCredential: string;
 }
 
+/**
+ * The `name`s of the errors {@link PodNetworkHandle.reattach} rejects with when the pod's
+ * attachment can never be had again (its namespace lost and its IP taken meanwhile; its kept
+ * state unreadable): its sandbox changed. Any other rejection may pass (a relay slow to start, a
+ * full disk), and the reattach is tried again.
+ */
+export const POD_NETWORK_LOST_ERRORS: readonly string[] = [
+  "PodIPUnavailableError",
+  "AttachmentStateError",
+];
+
 /** Attaches remote pods to the node's pod network (see {@link ProviderDeps.podNetwork}). */
 export interface PodNetworkHandle {
   /** An IP and a tunnel credential for `pod` (an earlier attachment of it is replaced). */
@@ -331,7 +342,9 @@ export interface PodNetworkHandle {
   detach(pod: Pod): Promise<void>;
   /**
    * After a restart, for a pod whose run was adopted: its attachment from before (same IP, its
-   * agent's credential accepted), or undefined when it had none.
+   * agent's credential accepted), or undefined when it had none. Rejects with an error named in
+   * {@link POD_NETWORK_LOST_ERRORS} when it cannot be had again; after any other rejection the
+   * kept attachment stays, to be tried again.
    */
   reattach?(pod: Pod): Promise<PodNetworkAttachment | undefined>;
   /**

@@ -21,6 +21,7 @@ import type {
   PodNetworkAttachment,
   PodNetworkHandle,
 } from "./contract.ts";
+import { POD_NETWORK_LOST_ERRORS } from "./contract.ts";
 import { raceSignal } from "../base/cancel.ts";
 import { isNotFound, NotFoundError } from "./errors.ts";
 import type { Logger } from "./logger.ts";
@@ -38,6 +39,7 @@ import {
   type BackoffEntry,
   type BackoffOptions,
   crashLoopWaiting,
+  nextBackoff,
   planRestart,
   podRestartPolicy,
   shouldRestartPod,
@@ -112,7 +114,8 @@ export interface RemotePodsOptions<H = unknown> {
   /**
    * The node's pod network for remote pods (ProviderDeps `podNetwork`): each pod is attached
    * before its first run is made (the backend gets the attachment in `make`'s options, its
-   * runs report its IP) and detached once it is forgotten.
+   * runs report its IP) and detached once it is forgotten. A `hostNetwork` pod is not attached:
+   * it runs on the backend's host network and reports the backend's address.
    */
   podNetwork?: PodNetworkHandle;
   /** Where the kit's own pod events go (a pod's sandbox made anew); default none. */
@@ -149,6 +152,15 @@ interface RemoteRecord<H> {
   network?: PodNetworkAttachment;
   /** The pod's sandbox changed (its attachment lost): its next run is attached anew first. */
   attachAnew?: boolean;
+  /**
+   * The adopted pod's reattach failed for a reason that may pass: its run is kept and the
+   * reattach tried again at the first poll from then (clock ms).
+   */
+  reattachAtMs?: number;
+  /** The back-off of the pod's failed reattaches or new attachments (the restart back-off's). */
+  networkBackoff?: BackoffEntry;
+  /** The pod's IPs as the cluster had them when handed over, reported while reattaching. */
+  heldIPs?: { podIP: string; podIPs: string[] };
 }
 
 interface RemovalFailure {
@@ -295,7 +307,14 @@ export class RemotePods<H = unknown> {
         record.run = read.run;
         this.#ended(record, before, signal);
       }
-      if (record.restartAtMs !== undefined && record.restartAtMs <= this.#o.clock.now()) {
+      if (record.reattachAtMs !== undefined && record.reattachAtMs <= this.#o.clock.now()) {
+        await this.#reattach(record, signal);
+      }
+      // The next run waits for the pod's kept attachment (or its loss, and a new sandbox).
+      if (
+        record.restartAtMs !== undefined && record.restartAtMs <= this.#o.clock.now() &&
+        record.reattachAtMs === undefined
+      ) {
         await record.discarding;
         record.discarding = undefined;
         const restarts = record.restarts + 1;
@@ -308,11 +327,19 @@ export class RemotePods<H = unknown> {
             record.restartAtMs = undefined;
             if (made) record.run = made;
           },
-          (err) =>
-            this.#o.log.warning("cannot restart {pod} yet: {err}", {
-              pod: podKeyOf(record.pod),
-              err,
-            }),
+          (err) => {
+            const pod = podKeyOf(record.pod);
+            if (!record.attachAnew) {
+              return this.#o.log.warning("cannot restart {pod} yet: {err}", { pod, err });
+            }
+            // Its new sandbox's attachment failed: tried again after a back-off, not every poll.
+            const next = this.#networkRetryMs(record);
+            record.restartAtMs = this.#o.clock.now() + next;
+            this.#o.log.warning(
+              "cannot attach {pod} to the pod network for its new sandbox, again in {next} ms: {err}",
+              { pod, next, err },
+            );
+          },
         );
       }
       this.#table.notify(record);
@@ -324,6 +351,13 @@ export class RemotePods<H = unknown> {
     const known = await this.#table.ofPod(pod, options.signal);
     if (known) {
       await this.#o.backend.update?.(pod, options.signal);
+      if (known.reattachAtMs !== undefined && pod.status?.podIP) {
+        const podIPs = (pod.status.podIPs ?? []).flatMap((p) => p.ip ? [p.ip] : []);
+        known.heldIPs = {
+          podIP: pod.status.podIP,
+          podIPs: podIPs.length ? podIPs : [pod.status.podIP],
+        };
+      }
       known.pod = { ...structuredClone(pod), status: known.pod.status };
     } else {
       const old = this.#table.get(pod.metadata?.namespace, pod.metadata?.name);
@@ -331,7 +365,8 @@ export class RemotePods<H = unknown> {
         const failed = await raceSignal(this.#startRemoval(old), options.signal);
         if (failed) throw failed.err;
       }
-      const network = await this.#o.podNetwork?.attach(pod);
+      // A host-network pod runs on the backend's host network: it gets no IP here.
+      const network = pod.spec?.hostNetwork ? undefined : await this.#o.podNetwork?.attach(pod);
       const made = await this.#o.backend
         .make(pod, options.signal, { restarts: 0, ...(network ? { network } : {}) })
         .catch(async (err) => {
@@ -489,32 +524,64 @@ export class RemotePods<H = unknown> {
     record.restarts = run.restarts ?? 0;
     record.startTimeMs = run.createdAtMs ?? record.startTimeMs;
     // Attached before the restart: the same IP, and its agent's credential accepted again.
-    record.network = existing?.network ?? await this.#reattach(record, signal);
+    if (existing?.network) record.network = existing.network;
+    else await this.#reattach(record, signal);
     this.#table.records.set(k, record);
     this.#o.log.info("adopted {pod}", { pod: k });
   }
 
   /**
-   * The adopted pod's attachment from before the restart. One that cannot be had again (its
-   * namespace lost and its IP taken meanwhile, its kept state unreadable) means the pod's
-   * sandbox changed: its kept attachment is let go of and {@link sandboxChanged} decides.
+   * The adopted pod's attachment from before the restart, as `record.network`. One that cannot
+   * be had again (an error named in `POD_NETWORK_LOST_ERRORS`: its namespace lost and its IP
+   * taken meanwhile, its kept state unreadable; or nothing kept any more after a failed try)
+   * means the pod's sandbox changed: its kept attachment is let go of and {@link sandboxChanged}
+   * decides. Any other failure may pass (a relay slow to start, a full disk): the run is kept,
+   * the reattach is tried again after the restart back-off's doubling, and meanwhile the pod
+   * reports the IPs the cluster has for it (`heldIPs`; never the backend's own address).
    */
-  async #reattach(
-    record: RemoteRecord<H>,
-    signal: AbortSignal,
-  ): Promise<PodNetworkAttachment | undefined> {
+  async #reattach(record: RemoteRecord<H>, signal: AbortSignal): Promise<void> {
     const { podNetwork, log } = this.#o;
+    if (!podNetwork?.reattach || record.pod.spec?.hostNetwork) return;
+    const pod = podKeyOf(record.pod);
+    const retried = record.reattachAtMs !== undefined;
+    let lost: unknown;
     try {
-      return await podNetwork?.reattach?.(record.pod);
+      record.network = await podNetwork.reattach(record.pod);
+      // Kept before the failed try, gone now (let go of by the network): lost.
+      if (retried && !record.network) lost = new Error("its kept attachment is gone");
     } catch (err) {
-      const pod = podKeyOf(record.pod);
-      log.warning("cannot reattach {pod} to the pod network: {err}", { pod, err });
-      await podNetwork?.detach(record.pod).catch((err) => {
-        log.warning("cannot detach {pod} from the pod network: {err}", { pod, err });
-      });
-      await this.#sandboxChanged(record, err, signal);
-      return undefined;
+      if (!isPodNetworkLost(err)) {
+        const next = this.#networkRetryMs(record);
+        record.reattachAtMs = this.#o.clock.now() + next;
+        log.warning("cannot reattach {pod} to the pod network yet, again in {next} ms: {err}", {
+          pod,
+          next,
+          err,
+        });
+        return;
+      }
+      lost = err;
     }
+    if (lost === undefined) {
+      if (retried) log.info("{pod} is reattached to the pod network", { pod });
+      record.reattachAtMs = record.networkBackoff = record.heldIPs = undefined;
+      return;
+    }
+    log.warning("cannot reattach {pod} to the pod network: {err}", { pod, err: lost });
+    record.reattachAtMs = record.networkBackoff = record.heldIPs = undefined;
+    await podNetwork.detach(record.pod).catch((err) => {
+      log.warning("cannot detach {pod} from the pod network: {err}", { pod, err });
+    });
+    // Between runs (one ended while retrying) only the next run needs the new sandbox.
+    if (record.run) await this.#sandboxChanged(record, lost, signal);
+    else record.attachAnew = true;
+  }
+
+  /** The wait before the record's next try at an attachment: the restart back-off's doubling. */
+  #networkRetryMs(record: RemoteRecord<H>): number {
+    const now = this.#o.clock.now();
+    record.networkBackoff = nextBackoff(record.networkBackoff, now, now, this.#o.backoff);
+    return record.networkBackoff.delayMs;
   }
 
   /**
@@ -574,7 +641,7 @@ export class RemotePods<H = unknown> {
   async #attachAnew(record: RemoteRecord<H>): Promise<void> {
     if (!record.attachAnew || !this.#o.podNetwork) return;
     record.network = await this.#o.podNetwork.attach(record.pod);
-    record.attachAnew = undefined;
+    record.attachAnew = record.networkBackoff = undefined;
   }
 
   /** The backend's discard (default remove) of one run; a failure is logged. */
@@ -710,7 +777,7 @@ export class RemotePods<H = unknown> {
     this.#table.send({ apiVersion: "v1", kind: "Pod", ...record.pod, status });
     this.#table.forget(record);
     await this.#mirror?.forget(record.pod).catch(() => {});
-    if (record.network) {
+    if (record.network || record.reattachAtMs !== undefined) {
       await this.#o.podNetwork?.detach(record.pod).catch((err) => {
         this.#o.log.warning("cannot detach {pod} from the pod network: {err}", {
           pod: podKeyOf(record.pod),
@@ -742,6 +809,9 @@ export class RemotePods<H = unknown> {
       ? this.#reportsOf(record, spec?.initContainers, record.run?.initContainers)
       : undefined;
     const keptIP = this.#o.keepPodIP ? record.pod.status?.podIP : undefined;
+    // While its reattach is retried the pod keeps the IPs the cluster has for it (its attachment's,
+    // still kept), never the backend's own (unreachable from the cluster).
+    const reattaching = record.reattachAtMs !== undefined;
     const fails = record.finished ? (record.run ?? record.previous)?.failsPod : undefined;
     return buildPodStatus(record.pod, {
       containers,
@@ -749,8 +819,9 @@ export class RemotePods<H = unknown> {
       nowMs: now,
       startTimeMs: record.startTimeMs,
       // An attached pod's IP is the node's; the backend's own is not reachable from the cluster.
-      podIP: record.network?.podIP ?? record.run?.podIP ?? keptIP,
-      podIPs: record.network?.podIPs,
+      podIP: record.network?.podIP ??
+        (reattaching ? record.heldIPs?.podIP : record.run?.podIP ?? keptIP),
+      podIPs: record.network?.podIPs ?? (reattaching ? record.heldIPs?.podIPs : undefined),
       hostIP: this.#o.hostIP,
       sandboxReady: record.run?.sandboxReady,
       extraConditions: record.run?.conditions,
@@ -838,4 +909,9 @@ function killedEnds(
 function terminatedOf(run: RemoteRun | undefined, name: string): TerminatedReport | undefined {
   const state = run?.containers[name]?.state;
   return state && "terminated" in state ? state.terminated : undefined;
+}
+
+/** The pod's attachment cannot be had again (see `POD_NETWORK_LOST_ERRORS`). */
+function isPodNetworkLost(err: unknown): boolean {
+  return err instanceof Error && POD_NETWORK_LOST_ERRORS.includes(err.name);
 }

@@ -29,6 +29,14 @@ export interface SavedAttachment extends SavedNetwork {
   gateway?: true;
 }
 
+/**
+ * A kept attachment that is not one (`name` is in the kit's `POD_NETWORK_LOST_ERRORS`): the pod's
+ * attachment cannot be had again, only made anew.
+ */
+export class AttachmentStateError extends Error {
+  override name = "AttachmentStateError";
+}
+
 /** The kept attachments of one node; without a directory it keeps nothing. */
 export class AttachmentStore {
   constructor(private readonly dir?: string) {}
@@ -51,13 +59,18 @@ export class AttachmentStore {
       if (err instanceof Deno.errors.NotFound) return undefined;
       throw err;
     }
-    const saved = JSON.parse(text) as SavedAttachment;
+    let saved: SavedAttachment | undefined;
+    try {
+      saved = JSON.parse(text) as SavedAttachment;
+    } catch {
+      // not JSON: told below as any other file that is not an attachment
+    }
     if (
       saved?.version !== 1 || saved.uid !== uid || !Array.isArray(saved.ips) ||
       !saved.ips.length || typeof saved.netns !== "string" ||
       !Array.isArray(saved.credentialHashes)
     ) {
-      throw new Error(
+      throw new AttachmentStateError(
         `${path} is not a tunnel attachment vkubelet keeps (version 1, uid, ips, netns, ` +
           `credentialHashes); remove it and delete the pod to attach it anew`,
       );

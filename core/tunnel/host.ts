@@ -305,7 +305,7 @@ export class TunnelHost {
       await this.#save(entry);
       return this.#attachment(entry, issued);
     } catch (err) {
-      await this.detach(pod);
+      await this.#release(uid);
       throw err;
     }
   }
@@ -341,7 +341,7 @@ export class TunnelHost {
       await this.#listen(entry);
       if (gateway) await this.#save(entry);
     } catch (err) {
-      await this.detach(pod);
+      await this.#release(uid);
       throw err;
     }
     this.#deps.log.info("pod {pod} reattached at {ip}", { pod: entry.key, ip: saved.ips[0] });
@@ -441,6 +441,18 @@ export class TunnelHost {
     entry.session?.close();
     await Promise.allSettled(entry.listeners.map((l) => l.close()));
     await this.#deps.network.tearDown(entry.pod);
+  }
+
+  /**
+   * A failed reattach undone here (its listeners closed, its credentials refused) with its
+   * namespace and kept state left: the failure may pass, and a reattach is tried again.
+   */
+  async #release(uid: string): Promise<void> {
+    const entry = this.#pods.get(uid);
+    this.#pods.delete(uid);
+    this.#credentials.revoke(uid);
+    entry?.session?.close();
+    await Promise.allSettled(entry?.listeners.map((l) => l.close()) ?? []);
   }
 
   /** Ends every tunnel and listener (pods' networks stay, for a restart to adopt). */

@@ -48,9 +48,10 @@ function lostNetwork(calls: string[]): PodNetworkHandle {
     },
     reattach(p) {
       calls.push(`reattach ${p.metadata?.uid}`);
-      return Promise.reject(
-        new Error("Pod team/job could not have its IP 127.0.80.7 again: it is taken"),
-      );
+      // Named as PodIPUnavailableError is: the attachment cannot be had again.
+      const lost = new Error("Pod team/job could not have its IP 127.0.80.7 again: it is taken");
+      lost.name = "PodIPUnavailableError";
+      return Promise.reject(lost);
     },
   };
 }

@@ -16,6 +16,17 @@ import {
   type RemoteRun,
 } from "../../provider/mod.ts";
 import { FakeClock } from "../../provider/testing/mod.ts";
+import { join } from "node:path";
+import { POD_NETWORK_LOST_ERRORS } from "../../provider/contract.ts";
+import { AttachmentStore } from "../../core/tunnel/attachments.ts";
+import { TunnelHost, type TunnelNetwork } from "../../core/tunnel/host.ts";
+import {
+  PodIPUnavailableError,
+  type PodNetworks,
+} from "../../providers/process/network/pod_network.ts";
+import { RemotePodNetworks } from "../../providers/process/network/tunnel_network.ts";
+import { ListedServices } from "../../tools/tunnel/server.ts";
+import { log as testLog } from "../../tools/harness/kubelet_api_fakes.ts";
 
 const log: Logger = { debug() {}, info() {}, warn() {}, warning() {}, error() {} } as Logger;
 
@@ -193,4 +204,118 @@ Deno.test("after a restart adopted pods are reattached, and pods not adopted are
   assert.equal((await pods.getPod("team", "job"))?.status?.podIP, "198.18.1.7");
   stop.abort();
   await running;
+});
+
+// The host's side: the errors that mean an attachment is lost, and what a failed reattach keeps.
+
+Deno.test("the errors a lost attachment rejects with are named as the kit's POD_NETWORK_LOST_ERRORS", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(join(dir, "uid-1.json"), "{ not json");
+    await Deno.writeTextFile(join(dir, "uid-2.json"), '{"version":1,"uid":"uid-2"}');
+    for (const uid of ["uid-1", "uid-2"]) {
+      const err = await new AttachmentStore(dir).load(uid).then(() => undefined, (e) => e);
+      assert.ok(err instanceof Error, `${uid}: a broken kept attachment was taken`);
+      assert.ok(POD_NETWORK_LOST_ERRORS.includes(err.name), `${uid}: ${err.name} is not lost`);
+      assert.match(err.message, /is not a tunnel attachment vkubelet keeps/);
+    }
+    const taken = new PodIPUnavailableError("team/job", ["127.0.80.7"], "it is taken");
+    assert.ok(POD_NETWORK_LOST_ERRORS.includes(taken.name));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** A TunnelNetwork of one loopback "pod IP" whose listens fail while `failing.n` > 0. */
+function flakyNetwork(calls: string[], failing: { n: number }): TunnelNetwork {
+  return {
+    setUp: (p) => {
+      calls.push(`setUp ${p.metadata?.uid}`);
+      return Promise.resolve({ ips: ["127.0.80.7"], netns: "ns-uid-1" });
+    },
+    restore: (p) => Promise.resolve(void calls.push(`restore ${p.metadata?.uid}`)),
+    tearDown: (p) => Promise.resolve(void calls.push(`tearDown ${p.metadata?.uid}`)),
+    dial: () => {
+      throw new Error("not dialed here");
+    },
+    listen: (_netns, port) => {
+      if (failing.n-- > 0) {
+        return Promise.reject(new Error(`The relay for port ${port} did not start within 5 s`));
+      }
+      return Promise.resolve({ close: () => Promise.resolve() });
+    },
+  };
+}
+
+Deno.test("a reattach that fails for a passing reason keeps the pod's namespace and kept attachment for the next try", async () => {
+  const dir = await Deno.makeTempDir();
+  const calls: string[] = [];
+  const host = (failing: { n: number }) =>
+    new TunnelHost({
+      network: flakyNetwork(calls, failing),
+      services: new ListedServices(),
+      log: testLog,
+      serverUrl: "https://127.0.0.1:10250",
+      serverCaPem: "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n",
+      stateDir: dir,
+    });
+  const p: Pod = {
+    ...pod(),
+    spec: { containers: [{ name: "app", image: "busybox", ports: [{ containerPort: 80 }] }] },
+  };
+  try {
+    const first = host({ n: 0 });
+    assert.equal((await first.attach(p)).podIP, "127.0.80.7");
+    await first.close();
+    // Restarted: the relay is slow to start at the first reattach.
+    const after = host({ n: 1 });
+    await assert.rejects(after.reattach(p), /did not start within 5 s/);
+    assert.ok(!calls.includes("tearDown uid-1"), `torn down: ${calls}`);
+    await Deno.stat(join(dir, "uid-1.json")); // still kept
+    assert.equal((await after.reattach(p))?.podIP, "127.0.80.7", "the next try has it again");
+    await after.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a remote pod network refuses a hostNetwork pod instead of a namespace-less attachment", async () => {
+  const dir = await Deno.makeTempDir();
+  // PodNetworks gives a hostNetwork pod the node's IPs and no namespace.
+  const networks = {
+    setUp: () => Promise.resolve({ ips: ["127.0.0.1"], resolvConf: "", hosts: "" }),
+  } as unknown as PodNetworks;
+  try {
+    const remote = new RemotePodNetworks(networks, dir);
+    await assert.rejects(
+      remote.setUp({ ...pod(), spec: { ...pod().spec!, hostNetwork: true } }),
+      /team\/job is on the host network/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name: "a relay that does not start listening is closed with its Unix listener",
+  ignore: Deno.uid() !== 0,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const remote = new RemotePodNetworks({} as PodNetworks, dir);
+      await Deno.mkdir(join(dir, "remote"));
+      // No such namespace: nsenter fails, socat never listens, the wait gives up after 5 s.
+      // Deno's sanitizers fail the test if the listener or its accept loop is left open.
+      await assert.rejects(
+        remote.listen(join(dir, "no-such-netns"), 8080, () => {}),
+        /did not start listening within 5 s/,
+      );
+      await assert.rejects(
+        Deno.stat(join(dir, "remote", "no-such-netns-8080.sock")),
+        Deno.errors.NotFound,
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });

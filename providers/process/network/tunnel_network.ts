@@ -29,8 +29,19 @@ export class RemotePodNetworks {
 
   constructor(private readonly networks: PodNetworks, private readonly stateDir: string) {}
 
-  /** A namespace and IP for `pod`, by CNI ADD. */
+  /**
+   * A namespace and IP for `pod`, by CNI ADD. A `hostNetwork` pod is refused: it runs on its
+   * backend's host network, where no namespace of this node can be its (the kit does not attach
+   * one).
+   */
   async setUp(pod: Pod): Promise<{ ips: string[]; netns: string }> {
+    if (pod.spec?.hostNetwork) {
+      throw new Error(
+        `Pod ${pod.metadata?.namespace}/${pod.metadata?.name} is on the host network: a remote ` +
+          `pod with hostNetwork runs on its backend's host and gets no IP on this node; do not ` +
+          `attach it to the pod network`,
+      );
+    }
     const uid = pod.metadata?.uid ?? "";
     const dir = join(this.stateDir, "remote", uid);
     await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
@@ -149,20 +160,24 @@ export class RemotePodNetworks {
         // the listener closed
       }
     })();
-    await waitListening(netns, port);
-    return {
-      async close() {
-        try {
-          relay.kill("SIGKILL");
-        } catch {
-          // gone already
-        }
-        await relay.status;
-        listener.close();
-        await accepting;
-        await Deno.remove(socket).catch(() => {});
-      },
+    const close = async () => {
+      try {
+        relay.kill("SIGKILL");
+      } catch {
+        // gone already
+      }
+      await relay.status;
+      listener.close();
+      await accepting;
+      await Deno.remove(socket).catch(() => {});
     };
+    try {
+      await waitListening(netns, port);
+    } catch (err) {
+      await close(); // the relay, the listener and its accept loop are no one's to close after
+      throw err;
+    }
+    return { close };
   }
 }
 
