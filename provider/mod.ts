@@ -5,7 +5,7 @@
  * @module
  */
 export type * from "./contract.ts";
-export { providerCapabilities } from "./contract.ts";
+export { POD_NETWORK_LOST_ERRORS, providerCapabilities } from "./contract.ts";
 export type * from "./stats.ts";
 export { formatGoFloat, metricsText } from "./metrics.ts";
 export { podsSummary, type SummaryNode } from "./stats_summary.ts";

@@ -8,7 +8,12 @@
  * @module
  */
 import type { Pod } from "kubernetes-types/core/v1.d.ts";
-import { type Logger, type PodNetworkGateway, raceSignal } from "../../../provider/mod.ts";
+import {
+  type Logger,
+  POD_NETWORK_LOST_ERRORS,
+  type PodNetworkGateway,
+  raceSignal,
+} from "../../../provider/mod.ts";
 
 /** A pod's IPs in A. */
 export interface PodAddress {
@@ -78,7 +83,7 @@ export class PodAddresses {
     if (this.#held(key, pod)) return;
     const gateway = await raceSignal(this.#o.gateway, signal);
     await this.#replace(key, pod, gateway);
-    const kept = await gateway.reattach(pod);
+    const kept = await this.#reattach(key, pod, gateway);
     if (kept) this.#set(key, pod, kept);
     else await this.attach(key, pod, signal);
   }
@@ -92,7 +97,7 @@ export class PodAddresses {
     const gateway = await raceSignal(this.#o.gateway, signal);
     for (const [key, pod] of pods) {
       if (this.#attached.has(key) || this.#isGone(key, pod)) continue;
-      const kept = await gateway.reattach(pod).catch((err) => {
+      const kept = await this.#reattach(key, pod, gateway).catch((err) => {
         this.#o.log.warn("cannot reattach {pod} to the pod network: {err}", {
           pod: key,
           err: String(err),
@@ -145,6 +150,26 @@ export class PodAddresses {
     const gateway = this.#gateway ?? await this.#o.gateway;
     if (attached?.told) gateway.setRemoteAddress(attached.pod, undefined);
     await gateway.detach(attached?.pod ?? pod);
+  }
+
+  /**
+   * The pod's IP from before a restart; undefined when it had none, or when it cannot be had
+   * again (its namespace lost and the IP taken, its kept state unreadable: the kit's
+   * `POD_NETWORK_LOST_ERRORS`), which is let go of so that the pod is attached anew with a new
+   * IP (its containers run in B, unharmed). Any other failure is thrown, to be tried again.
+   */
+  async #reattach(key: string, pod: Pod, gateway: PodNetworkGateway) {
+    try {
+      return await gateway.reattach(pod);
+    } catch (err) {
+      if (!(err instanceof Error && POD_NETWORK_LOST_ERRORS.includes(err.name))) throw err;
+      this.#o.log.warn("pod {pod} gets a new IP in A: its earlier one is lost ({err})", {
+        pod: key,
+        err: err.message,
+      });
+      await gateway.detach(pod);
+      return undefined;
+    }
   }
 
   /** An earlier pod (another uid) attached under `key` is detached, its address in B forgotten. */

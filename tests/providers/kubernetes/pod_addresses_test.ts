@@ -21,6 +21,8 @@ class FakeGateway implements PodNetworkGateway {
   readonly kept: Set<string>;
   /** Holds each reattach until resolved (when set). */
   hold?: PromiseWithResolvers<void>;
+  /** Each reattach rejects with this (when set), as the tunnel host's does. */
+  failReattach?: Error;
   #next = 1;
 
   constructor(kept: string[]) {
@@ -38,6 +40,7 @@ class FakeGateway implements PodNetworkGateway {
     // As the tunnel host: what was kept is read first, then the network restored.
     const kept = this.kept.has(p.metadata?.uid ?? "");
     await this.hold?.promise;
+    if (this.failReattach && kept) throw this.failReattach;
     if (!kept) return undefined;
     const ip = `127.0.20.${this.#next++}`;
     return { podIP: ip, podIPs: [ip] };
@@ -127,4 +130,32 @@ Deno.test("a pod created again under a name that left B before the first list is
   await adopting;
   assert.ok(addresses.of("ns/a"));
   assert.deepEqual(fake.calls, ["reattach uid-a2", "adopted uid-a2"]);
+});
+
+/** An error as the tunnel host's network throws it, by name. */
+function named(name: string, message: string): Error {
+  const err = new Error(message);
+  err.name = name;
+  return err;
+}
+
+Deno.test("a pod whose kept IP in A is lost gets a new one; a passing failure is tried again", async () => {
+  for (const when of ["adopt", "ensure"] as const) {
+    const fake = new FakeGateway(["uid-a"]);
+    fake.failReattach = named("PodIPUnavailableError", "198.19.1.5 is taken");
+    const addresses = addressesWith(Promise.resolve(fake));
+    // The first list hands the pod over, or B's informer syncs it before that list is done.
+    if (when === "adopt") await addresses.adopt(new Map([["ns/a", pod("a")]]));
+    await addresses.ensure("ns/a", pod("a"));
+    assert.equal(addresses.of("ns/a")?.podIP.startsWith("127.0.10."), true, when);
+    assert.ok(fake.calls.includes("detach uid-a"), `${when}: ${fake.calls.join("; ")}`);
+  }
+  const fake = new FakeGateway(["uid-a"]);
+  fake.failReattach = named("Error", "the relay did not listen within 5 s");
+  const addresses = addressesWith(Promise.resolve(fake));
+  await assert.rejects(addresses.ensure("ns/a", pod("a")), /did not listen/);
+  assert.deepEqual([...fake.kept], ["uid-a"], "a passing failure let the kept IP go");
+  fake.failReattach = undefined;
+  await addresses.ensure("ns/a", pod("a"));
+  assert.equal(addresses.of("ns/a")?.podIP.startsWith("127.0.20."), true, "not the kept IP");
 });
