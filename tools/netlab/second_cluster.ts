@@ -106,7 +106,14 @@ export async function startSecondCluster(
     const { host } = made;
     node = await startNetlabNode(cluster, host, { nodeName: `${prefix}-n1`, cniBinDir: cniBin });
     started.push(node.process);
-    progress(`node ${node.name} of ${SECOND_CLUSTER} is Ready`);
+    // The node lifecycle controller lifts its not-ready taint a monitor period after Ready; the
+    // kubernetes provider's fit check, like B's scheduler, refuses a pod until then.
+    const name = node.name;
+    await waitUntil(`node ${name} of ${SECOND_CLUSTER} without the not-ready taint`, async () => {
+      const res = await cluster.kubectl(["get", "node", name, "-o", "jsonpath={.spec.taints}"]);
+      return res.code === 0 && !res.stdout.includes("node.kubernetes.io/not-ready");
+    }, { timeoutMs: 60_000, everyMs: 250 });
+    progress(`node ${name} of ${SECOND_CLUSTER} is Ready and schedulable`);
     const admin = await host.localKubeconfig(cluster.kubeconfigPath, "admin");
     await createDnsService(cluster, prefix, node);
     started.push(await startKubeProxy(host, node.name, admin, kubeProxy, "nftables"));
