@@ -235,7 +235,9 @@ export class LogBatch {
     const newest = this.#newestMs.get(group) ?? -Infinity;
     const floor = Math.min(startedMs, newest) - (this.#o.latenessMs ?? 30_000);
     for (const f of followers) {
-      f.readFromMs = Math.max(f.readFromMs ?? -Infinity, f.lastMs ?? -Infinity, floor);
+      const from = Math.max(f.readFromMs ?? -Infinity, f.lastMs ?? -Infinity, floor);
+      // Nothing seen yet and no cut-off: still from the stream's start (no startTime is sent).
+      f.readFromMs = Number.isFinite(from) ? from : undefined;
     }
     return true;
   }

@@ -329,3 +329,27 @@ Deno.test("AccessDeniedException is a warning once, naming logs:FilterLogEvents"
     await batch.idle();
   }
 });
+
+Deno.test("rounds before a stream has any event ask from its start, with a finite startTime or none", async () => {
+  const api = new FakeLogs();
+  const batch = batchOf(api);
+  const stop = new AbortController();
+  const lines: string[] = [];
+  const reader = collect(batch.follow("/g", "late", { signal: stop.signal }), lines);
+  try {
+    await eventually("three rounds of an empty stream", () => batch.stats.rounds >= 3);
+    // CloudWatch (and moto) refuse a startTime that is not a number of milliseconds.
+    for (const { input } of api.requests) {
+      assert.ok(
+        input.startTime === undefined || Number.isFinite(input.startTime),
+        `startTime ${input.startTime} sent`,
+      );
+    }
+    api.put("/g", "late", Date.now(), "late 1");
+    await eventually("the first line", () => lines.length === 1);
+  } finally {
+    stop.abort();
+    await reader;
+    await batch.idle();
+  }
+});
