@@ -203,7 +203,7 @@ Deno.test("two nodes' gateways in one namespace of B: the second leaves the firs
   const signal = new AbortController().signal;
   const web = (port: number): Service => ({
     metadata: { name: "web", namespace: "shop" },
-    spec: { clusterIP: "10.96.0.9", ports: [{ name: "http", port }, { name: "x", port: 81 }] },
+    spec: { clusterIP: "198.18.96.9", ports: [{ name: "http", port }, { name: "x", port: 81 }] },
   });
   await first.write("shop", web(80), signal);
   await first.setGatewayAddress("198.18.4.1", signal);

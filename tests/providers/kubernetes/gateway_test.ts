@@ -110,7 +110,7 @@ Deno.test("a reflected Service is selectorless, TCP only, its ports at the gatew
     metadata: { name: "db", namespace: "shop", labels: { tier: "data" } },
     spec: {
       type: "NodePort",
-      clusterIP: "10.96.0.7",
+      clusterIP: "198.18.96.7",
       selector: { app: "db" },
       ports: [
         { name: "pg", port: 5432, targetPort: 5432, nodePort: 30007 },
@@ -231,7 +231,7 @@ Deno.test("the reflected EndpointSlices follow the gateway pod's address; B's ow
   const signal = new AbortController().signal;
   const web: Service = {
     metadata: { name: "web", namespace: "shop" },
-    spec: { clusterIP: "10.96.0.9", ports: [{ name: "http", port: 80 }] },
+    spec: { clusterIP: "198.18.96.9", ports: [{ name: "http", port: 80 }] },
   };
   await reflection.write("shop", web, signal);
   assert.deepEqual(slices.objects.get("shop/web-gateway")?.endpoints, []);
@@ -259,7 +259,7 @@ Deno.test("the reflected EndpointSlices follow the gateway pod's address; B's ow
   services.objects.set("default/kubernetes", { metadata: { name: "kubernetes" } });
   await reflection.write("default", {
     metadata: { name: "kubernetes", namespace: "default" },
-    spec: { clusterIP: "10.96.0.1", ports: [{ name: "https", port: 443 }] },
+    spec: { clusterIP: "198.18.96.1", ports: [{ name: "https", port: 443 }] },
   }, signal);
   assert.deepEqual(services.objects.get("default/kubernetes"), {
     metadata: { name: "kubernetes" },
@@ -287,7 +287,7 @@ Deno.test("after a restart, a reflection of a Service A deleted meanwhile is rem
   const before = new ServiceReflection(options);
   const service = (name: string): Service => ({
     metadata: { name, namespace: "shop" },
-    spec: { clusterIP: "10.96.0.9", ports: [{ name: "http", port: 80 }] },
+    spec: { clusterIP: "198.18.96.9", ports: [{ name: "http", port: 80 }] },
   });
   await before.write("shop", service("web"), signal);
   await before.write("shop", service("gone"), signal);
