@@ -41,12 +41,29 @@ function podWithUid(name: string, port: number): Pod {
   return { ...pod, metadata: { ...pod.metadata, uid: crypto.randomUUID() } };
 }
 
-/** One HTTP answer per connection relayed out of the pod's namespace. */
+/**
+ * One HTTP answer per connection relayed out of the pod's namespace, after the request has come
+ * (a socket closed with the request unread is reset, and the answer may be lost with it).
+ */
 function answer(body: string) {
-  return (conn: { writable: WritableStream<Uint8Array>; close(): void }) => {
+  return (
+    conn: {
+      readable: ReadableStream<Uint8Array>;
+      writable: WritableStream<Uint8Array>;
+      close(): void;
+    },
+  ) => {
     const text = `HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n`;
+    const reader = conn.readable.getReader();
     const writer = conn.writable.getWriter();
-    void writer.write(new TextEncoder().encode(text + body)).then(() => writer.close())
+    void reader.read()
+      .then(() => writer.write(new TextEncoder().encode(text + body)))
+      .then(() => writer.close())
+      .then(async () => {
+        while (!(await reader.read()).done) {
+          /* the rest of the request, up to the client's close */
+        }
+      })
       .catch(() => {}).finally(() => conn.close());
   };
 }
