@@ -11,30 +11,10 @@ import assert from "node:assert/strict";
 import { netlabSkipReason, startNetlab } from "../../tools/netlab/lab.ts";
 import { NETLAB_ADDRESSES } from "../../tools/netlab/hosts.ts";
 import { run, tryRun, waitUntil } from "../../tools/netlab/command.ts";
+import { ECHO, GET } from "../../tools/netlab/echo_pod.ts";
 
 const skip = netlabSkipReason();
 if (skip) console.warn(`pod network tests skipped: ${skip}`);
-
-/** Answers every GET with "<name> <client address>". */
-const ECHO = `
-import http.server, socketserver, sys
-name = sys.argv[1]
-class Echo(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = f"{name} {self.client_address[0]}\\n".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-socketserver.ThreadingTCPServer.allow_reuse_address = True
-socketserver.ThreadingTCPServer(("0.0.0.0", 8080), Echo).serve_forever()
-`;
-
-/** Prints the body of GET argv[1]. */
-const GET = "import sys, urllib.request\n" +
-  "print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode().strip())";
 
 function pod(name: string, node: string, spec: Record<string, unknown> = {}, labels = {}) {
   return {

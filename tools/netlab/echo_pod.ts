@@ -7,7 +7,8 @@
  */
 import { type RunResult, tryRun, waitUntil } from "./command.ts";
 
-const ECHO = `
+/** The echo server (python3 -c ECHO <name>): every GET answered "<name> <client address>". */
+export const ECHO = `
 import http.server, socketserver, sys
 name = sys.argv[1]
 class Echo(http.server.BaseHTTPRequestHandler):
@@ -23,8 +24,8 @@ socketserver.ThreadingTCPServer.allow_reuse_address = True
 socketserver.ThreadingTCPServer(("0.0.0.0", 8080), Echo).serve_forever()
 `;
 
-/** Prints the body of GET argv[1], or fails. */
-const GET = "import sys, urllib.request\n" +
+/** Prints the body of GET argv[1], or fails (python3 -c GET <url>). */
+export const GET = "import sys, urllib.request\n" +
   "print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode().strip())";
 
 /** The echo pod `name` bound to `nodeName`, Ready once it listens. */
