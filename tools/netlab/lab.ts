@@ -144,7 +144,8 @@ export async function startNetlab(
   };
 }
 
-async function tails(processes: Background[]): Promise<string> {
+/** The end of each process's log, for a failing test's message. */
+export async function tails(processes: Background[]): Promise<string> {
   const parts = await Promise.all(
     processes.map(async (p) => `--- ${p.name} (${p.log})\n${await p.tail(15)}`),
   );
@@ -152,11 +153,16 @@ async function tails(processes: Background[]): Promise<string> {
 }
 
 /**
- * The cluster DNS Service (`kube-system/kube-dns` at the `--cluster-dns` address), its endpoint
- * CoreDNS on host 1's own address. The slice names the node: kube-proxy's nftables mode treats
- * an endpoint as local (hairpin masquerade) only when its nodeName is its `--hostname-override`.
+ * The cluster DNS Service (`kube-system/kube-dns` at the `dnsIp` of the node's lab, the
+ * `--cluster-dns` address), its endpoint CoreDNS on the node's host. The slice names the node:
+ * kube-proxy's nftables mode treats an endpoint as local (hairpin masquerade) only when its
+ * nodeName is its `--hostname-override`.
  */
-async function createDnsService(cluster: TestCluster, prefix: string, node: NetlabNode) {
+export async function createDnsService(
+  cluster: TestCluster,
+  prefix: string,
+  node: NetlabNode,
+) {
   const labels = { netlab: prefix };
   const ports = [
     { name: "dns", port: 53, protocol: "UDP" },
@@ -170,7 +176,7 @@ async function createDnsService(cluster: TestCluster, prefix: string, node: Netl
       kind: "Service",
       metadata: { name: "kube-dns", namespace: "kube-system", labels },
       spec: {
-        clusterIP: NETLAB_ADDRESSES.dnsIp,
+        clusterIP: node.host.addresses.dnsIp,
         ports: ports.map((p) => ({ ...p, targetPort: 53 })),
       },
     }, {

@@ -23,6 +23,7 @@ import { startCoreDns, startKubeProxy } from "./components.ts";
 import { makeHost, type NetlabAddresses, type TestHost } from "./hosts.ts";
 import { type NetlabNode, startNetlabNode } from "./node.ts";
 import { killPodProcesses } from "./sweep.ts";
+import { createDnsService, tails } from "./lab.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname;
 
@@ -165,50 +166,4 @@ export async function startSecondCluster(
     logs: () => tails(started),
     [Symbol.asyncDispose]: stop,
   };
-}
-
-async function tails(processes: Background[]): Promise<string> {
-  const parts = await Promise.all(
-    processes.map(async (p) => `--- ${p.name} (${p.log})\n${await p.tail(15)}`),
-  );
-  return parts.join("\n");
-}
-
-/** The cluster DNS Service at {@link SECOND_ADDRESSES}' `dnsIp`, its endpoint CoreDNS on the host. */
-async function createDnsService(cluster: TestCluster, prefix: string, node: NetlabNode) {
-  const labels = { netlab: prefix };
-  const ports = [
-    { name: "dns", port: 53, protocol: "UDP" },
-    { name: "dns-tcp", port: 53, protocol: "TCP" },
-  ];
-  const objects = {
-    apiVersion: "v1",
-    kind: "List",
-    items: [{
-      apiVersion: "v1",
-      kind: "Service",
-      metadata: { name: "kube-dns", namespace: "kube-system", labels },
-      spec: {
-        clusterIP: SECOND_ADDRESSES.dnsIp,
-        ports: ports.map((p) => ({ ...p, targetPort: 53 })),
-      },
-    }, {
-      apiVersion: "discovery.k8s.io/v1",
-      kind: "EndpointSlice",
-      metadata: {
-        name: `kube-dns-${prefix}`,
-        namespace: "kube-system",
-        labels: { ...labels, "kubernetes.io/service-name": "kube-dns" },
-      },
-      addressType: "IPv4",
-      ports,
-      endpoints: [{
-        addresses: [node.host.underlayIp],
-        nodeName: node.name,
-        conditions: { ready: true },
-      }],
-    }],
-  };
-  const res = await cluster.kubectl(["apply", "-f", "-"], { stdin: JSON.stringify(objects) });
-  if (res.code !== 0) throw new Error(`creating ${SECOND_CLUSTER}'s DNS Service: ${res.stderr}`);
 }
