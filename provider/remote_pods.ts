@@ -157,8 +157,16 @@ interface RemoteRecord<H> {
    * reattach tried again at the first poll from then (clock ms).
    */
   reattachAtMs?: number;
-  /** The back-off of the pod's failed reattaches or new attachments (the restart back-off's). */
-  networkBackoff?: BackoffEntry;
+  /**
+   * The back-off of the pod's failed reattaches, new attachments or restarts (the restart
+   * back-off's doubling).
+   */
+  retryBackoff?: BackoffEntry;
+  /**
+   * Why the last try at the pod's next run failed, shown as the kubelet shows a container that
+   * could not be created until the next try succeeds.
+   */
+  makeFailed?: string;
   /** The pod's IPs as the cluster had them when handed over, reported while reattaching. */
   heldIPs?: { podIP: string; podIPs: string[] };
 }
@@ -324,21 +332,28 @@ export class RemotePods<H = unknown> {
         }).then(
           (made) => {
             record.restarts = restarts;
-            record.restartAtMs = undefined;
+            record.restartAtMs = record.retryBackoff = record.makeFailed = undefined;
             if (made) record.run = made;
           },
           (err) => {
+            // Tried again after a doubling back-off, not at every poll: the kubelet's next
+            // try at a container that failed to start waits out its restart back-off, doubled
+            // at each try (pkg/kubelet/kuberuntime/kuberuntime_manager.go doBackOff).
             const pod = podKeyOf(record.pod);
-            if (!record.attachAnew) {
-              return this.#o.log.warning("cannot restart {pod} yet: {err}", { pod, err });
-            }
-            // Its new sandbox's attachment failed: tried again after a back-off, not every poll.
-            const next = this.#networkRetryMs(record);
+            const next = this.#retryMs(record);
             record.restartAtMs = this.#o.clock.now() + next;
-            this.#o.log.warning(
-              "cannot attach {pod} to the pod network for its new sandbox, again in {next} ms: {err}",
-              { pod, next, err },
-            );
+            if (record.attachAnew) {
+              return this.#o.log.warning(
+                "cannot attach {pod} to the pod network for its new sandbox, again in {next} ms: {err}",
+                { pod, next, err },
+              );
+            }
+            record.makeFailed = (err as Error)?.message ?? String(err);
+            this.#o.log.warning("cannot restart {pod}, again in {next} ms: {err}", {
+              pod,
+              next,
+              err,
+            });
           },
         );
       }
@@ -551,7 +566,7 @@ export class RemotePods<H = unknown> {
       if (retried && !record.network) lost = new Error("its kept attachment is gone");
     } catch (err) {
       if (!isPodNetworkLost(err)) {
-        const next = this.#networkRetryMs(record);
+        const next = this.#retryMs(record);
         record.reattachAtMs = this.#o.clock.now() + next;
         log.warning("cannot reattach {pod} to the pod network yet, again in {next} ms: {err}", {
           pod,
@@ -564,11 +579,11 @@ export class RemotePods<H = unknown> {
     }
     if (lost === undefined) {
       if (retried) log.info("{pod} is reattached to the pod network", { pod });
-      record.reattachAtMs = record.networkBackoff = record.heldIPs = undefined;
+      record.reattachAtMs = record.retryBackoff = record.heldIPs = undefined;
       return;
     }
     log.warning("cannot reattach {pod} to the pod network: {err}", { pod, err: lost });
-    record.reattachAtMs = record.networkBackoff = record.heldIPs = undefined;
+    record.reattachAtMs = record.retryBackoff = record.heldIPs = undefined;
     await podNetwork.detach(record.pod).catch((err) => {
       log.warning("cannot detach {pod} from the pod network: {err}", { pod, err });
     });
@@ -577,11 +592,11 @@ export class RemotePods<H = unknown> {
     else record.attachAnew = true;
   }
 
-  /** The wait before the record's next try at an attachment: the restart back-off's doubling. */
-  #networkRetryMs(record: RemoteRecord<H>): number {
+  /** The wait before the next try at the record's attachment or run: the restart back-off's doubling. */
+  #retryMs(record: RemoteRecord<H>): number {
     const now = this.#o.clock.now();
-    record.networkBackoff = nextBackoff(record.networkBackoff, now, now, this.#o.backoff);
-    return record.networkBackoff.delayMs;
+    record.retryBackoff = nextBackoff(record.retryBackoff, now, now, this.#o.backoff);
+    return record.retryBackoff.delayMs;
   }
 
   /**
@@ -641,7 +656,7 @@ export class RemotePods<H = unknown> {
   async #attachAnew(record: RemoteRecord<H>): Promise<void> {
     if (!record.attachAnew || !this.#o.podNetwork) return;
     record.network = await this.#o.podNetwork.attach(record.pod);
-    record.attachAnew = record.networkBackoff = undefined;
+    record.attachAnew = record.retryBackoff = undefined;
   }
 
   /** The backend's discard (default remove) of one run; a failure is logged. */
@@ -859,6 +874,11 @@ export class RemotePods<H = unknown> {
   ): ContainerStateReport {
     const finished = record.finished?.get(name);
     if (finished) return { terminated: finished };
+    if (record.restartAtMs !== undefined && record.makeFailed !== undefined) {
+      // As the kubelet shows a container whose start failed until its next try
+      // (pkg/kubelet/kubelet_pods.go convertToAPIContainerStatuses, from the sync's results).
+      return { waiting: { reason: "CreateContainerError", message: record.makeFailed } };
+    }
     if (record.restartAtMs !== undefined && record.restartDelayMs === undefined) {
       // Waiting for a new sandbox, in no back-off: as the kubelet shows a container that has no
       // status in the pod's sandbox yet (kubernetes/kubernetes pkg/kubelet/kubelet_pods.go

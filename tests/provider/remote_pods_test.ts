@@ -30,6 +30,8 @@ class FakeBackend implements RemoteBackend {
   readonly extra = new Map<string, Partial<RemoteRun>>();
   made = 0;
   removed = 0;
+  /** Errors the next calls to `make` fail with, in turn. */
+  readonly makeFails: string[] = [];
   constructor(readonly clock: FakeClock) {}
   list(): Promise<RemoteRun[]> {
     return Promise.resolve([...this.runs.values()].map((r) => this.#run(r)));
@@ -40,6 +42,8 @@ class FakeBackend implements RemoteBackend {
   }
   make(p: Pod): Promise<void> {
     this.made++;
+    const fails = this.makeFails.shift();
+    if (fails) return Promise.reject(new Error(fails));
     this.runs.set(p.metadata!.uid!, {
       pod: p,
       state: { running: { startedAtMs: this.clock.now() } },
@@ -105,6 +109,39 @@ Deno.test("a run that ends is made again at once, then after 10 s, then 20 s", a
   assert.equal(status.phase, "Running");
   assert.equal(status.containerStatuses![0].restartCount, 3);
   assert.equal(backend.removed, 3, "each ended run is removed before the next is made");
+});
+
+Deno.test("a restart the backend refuses is tried again after a doubling back-off, not at every poll, and shown as the kubelet shows it", async () => {
+  const { clock, backend, pods } = setup();
+  const p = pod("web");
+  await pods.createPod(p, { signal });
+  const quota = "quota exceeded: 0 vCPUs left";
+  backend.makeFails.push(quota, quota, quota);
+  backend.exit(p, 1);
+  await pods.poll(signal); // the first restart is at once, and refused
+  assert.equal(backend.made, 2);
+  const app = async () => (await pods.getPod("ns", "web"))!.status!.containerStatuses![0];
+  assert.deepEqual((await app()).state, {
+    waiting: { reason: "CreateContainerError", message: quota },
+  });
+  assert.equal((await app()).lastState?.terminated?.exitCode, 1, "the last end is kept");
+  const madeAfter = async (ms: number) => {
+    for (let waited = 0; waited < ms; waited += 1_000) {
+      clock.jump(1_000);
+      await pods.poll(signal);
+    }
+    return backend.made;
+  };
+  assert.equal(await madeAfter(9_000), 2, "tried again within 10 s");
+  assert.equal(await madeAfter(1_000), 3, "not tried again after 10 s");
+  assert.equal(await madeAfter(19_000), 3, "the second wait was not doubled");
+  assert.equal(await madeAfter(1_000), 4);
+  assert.equal(await madeAfter(40_000), 5, "the third try");
+  await pods.poll(signal); // the run made is read
+  const status = (await pods.getPod("ns", "web"))!.status!;
+  assert.equal(status.phase, "Running");
+  assert.deepEqual(Object.keys(status.containerStatuses![0].state!), ["running"]);
+  assert.equal(status.containerStatuses![0].restartCount, 1, "one restart, however many tries");
 });
 
 Deno.test("under restartPolicy Never a run that ends finishes the pod: Failed, nothing made", async () => {
