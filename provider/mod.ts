@@ -173,6 +173,7 @@ export type {
 export { formatDuration, parseDuration } from "../base/duration.ts";
 export { raceSignal } from "../base/cancel.ts";
 export { halfClosing } from "../base/half_close.ts";
+export { PolledFeeds, type PolledFeedsOptions } from "../base/polled_feeds.ts";
 export {
   parseQuantity,
   type Quantity,

@@ -19,7 +19,7 @@
  * someone follows.
  * @module
  */
-import type { Clock, Logger } from "../../../provider/mod.ts";
+import { type Clock, type Logger, PolledFeeds } from "../../../provider/mod.ts";
 import type { EciApi } from "../client/api.ts";
 import { isThrottling } from "../client/retry.ts";
 import { firstStamp, LogCursor, MAX_LOG_BYTES, MAX_TAIL } from "./logs.ts";
@@ -48,8 +48,6 @@ interface Follower {
   since?: string;
   cursor: LogCursor;
   dueMs: number;
-  queue: string[];
-  wake?: () => void;
 }
 
 const encoder = new TextEncoder();
@@ -57,11 +55,9 @@ const encoder = new TextEncoder();
 /** Polls many ECI containers' logs under one request budget; see the module doc. */
 export class LogBudget {
   readonly #o: LogBudgetOptions;
-  /** The followers in turn order; the next turn starts at {@link #next}. */
-  readonly #ring: Follower[] = [];
+  /** The followers in turn order (its `members`); the next turn starts at {@link #next}. */
+  readonly #feeds: PolledFeeds<Follower>;
   #next = 0;
-  #loop?: Promise<void>;
-  #active = new AbortController();
   #nextRequestMs = 0;
   #backoffLevel = 0;
   /** DescribeContainerLog calls made, throttled, and answered at the cap (tests, the bench). */
@@ -70,6 +66,12 @@ export class LogBudget {
   constructor(options: LogBudgetOptions) {
     if (!(options.requestsPerSecond > 0)) throw new RangeError("requestsPerSecond must be > 0");
     this.#o = options;
+    this.#feeds = new PolledFeeds({
+      poll: (signal) => this.#run(signal),
+      left: (_, index) => {
+        if (index < this.#next) this.#next--;
+      },
+    });
   }
 
   /**
@@ -81,8 +83,6 @@ export class LogBudget {
     container: string,
     options: { since?: Date; pod?: string; signal: AbortSignal },
   ): ReadableStream<Uint8Array> {
-    const { signal } = options;
-    if (signal.aborted) return new ReadableStream({ start: (c) => c.close() });
     const f: Follower = {
       groupId,
       container,
@@ -91,52 +91,20 @@ export class LogBudget {
       since: options.since?.toISOString(),
       cursor: new LogCursor(),
       dueMs: 0,
-      queue: [],
     };
-    const leave = () => {
-      const at = this.#ring.indexOf(f);
-      if (at >= 0) this.#ring.splice(at, 1);
-      if (at >= 0 && at < this.#next) this.#next--;
-      f.wake?.();
-      if (this.#ring.length === 0) this.#active.abort();
-    };
-    signal.addEventListener("abort", leave, { once: true });
-    this.#ring.push(f);
-    this.#start();
-    return new ReadableStream<Uint8Array>({
-      pull: async (controller) => {
-        while (f.queue.length === 0) {
-          if (signal.aborted || !this.#ring.includes(f)) return controller.close();
-          await new Promise<void>((resolve) => f.wake = resolve);
-        }
-        controller.enqueue(encoder.encode(f.queue.splice(0).join("")));
-      },
-      cancel: () => {
-        signal.removeEventListener("abort", leave);
-        leave();
-      },
-    });
+    return this.#feeds.join(f, options.signal);
   }
 
   /** Settles once no one follows and the loop has ended. */
-  async idle(): Promise<void> {
-    while (this.#loop) await this.#loop;
-  }
-
-  #start(): void {
-    if (this.#loop) return;
-    if (this.#active.signal.aborted) this.#active = new AbortController();
-    this.#loop = this.#run(this.#active.signal).finally(() => {
-      this.#loop = undefined;
-      if (this.#ring.length > 0) this.#start();
-    });
+  idle(): Promise<void> {
+    return this.#feeds.idle();
   }
 
   async #run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       const f = this.#dueFollower();
       if (!f) {
-        const soonest = Math.min(...this.#ring.map((x) => x.dueMs));
+        const soonest = Math.min(...this.#feeds.members.map((x) => x.dueMs));
         const wait = Math.max(1, soonest - this.#o.clock.now());
         await this.#o.clock.sleep(Number.isFinite(wait) ? wait : 1, signal).catch(() => {});
         continue;
@@ -146,7 +114,7 @@ export class LogBudget {
       } catch {
         return; // the last follower left while waiting
       }
-      if (this.#ring.includes(f)) await this.#poll(f, signal);
+      if (this.#feeds.has(f)) await this.#poll(f, signal);
     }
   }
 
@@ -155,14 +123,15 @@ export class LogBudget {
    * passed, if any; it takes its turn.
    */
   #dueFollower(): Follower | undefined {
-    const behind = this.#ring.find((f) => f.catchUp);
+    const ring = this.#feeds.members;
+    const behind = ring.find((f) => f.catchUp);
     if (behind) return behind;
     const now = this.#o.clock.now();
-    for (let k = 0; k < this.#ring.length; k++) {
-      const i = (this.#next + k) % this.#ring.length;
-      const f = this.#ring[i];
+    for (let k = 0; k < ring.length; k++) {
+      const i = (this.#next + k) % ring.length;
+      const f = ring[i];
       if (f.dueMs <= now) {
-        this.#next = (i + 1) % this.#ring.length;
+        this.#next = (i + 1) % ring.length;
         return f;
       }
     }
@@ -193,10 +162,7 @@ export class LogBudget {
         this.#warnSkipped(f, from, firstStamp(text));
       }
       const lines = f.cursor.take(text);
-      if (lines.length) {
-        f.queue.push(...lines.map((l) => `${l}\n`));
-        f.wake?.();
-      }
+      this.#feeds.push(f, ...lines.map((l) => `${l}\n`));
     } catch (err) {
       if (signal.aborted) return;
       if (isThrottling(err) || isThrottling((err as { cause?: unknown })?.cause)) this.#backOff();

@@ -26,7 +26,7 @@
  * @module
  */
 import type { FilteredLogEvent } from "@aws-sdk/client-cloudwatch-logs";
-import { type Clock, formatLogTime, type Logger } from "../../../provider/mod.ts";
+import { type Clock, formatLogTime, type Logger, PolledFeeds } from "../../../provider/mod.ts";
 import { awsErrorName } from "../client/aws.ts";
 import { type FilterLogEventsApi, MAX_STREAM_NAMES } from "../client/log_events.ts";
 import { isThrottled, retryHintMs } from "../client/throttle.ts";
@@ -61,8 +61,6 @@ interface Follower {
   readFromMs?: number;
   lastMs?: number;
   idsAtLast: Set<string>;
-  queue: string[];
-  wake?: () => void;
 }
 
 /** Where a throttled batch goes on next round. */
@@ -72,15 +70,10 @@ interface ResumedRead {
   startedMs: number;
 }
 
-const encoder = new TextEncoder();
-
 /** Batched reads for many followers of CloudWatch Logs streams; see the module doc. */
 export class LogBatch {
   readonly #o: LogBatchOptions;
-  readonly #followers = new Set<Follower>();
-  #loop?: Promise<void>;
-  /** Aborted when the last follower leaves: the loop's sleeps and request end with it. */
-  #active = new AbortController();
+  readonly #feeds: PolledFeeds<Follower>;
   #nextRequestMs = 0;
   #backoffLevel = 0;
   /** Throttled batches' next pages, by group and stream names. */
@@ -95,6 +88,7 @@ export class LogBatch {
   constructor(options: LogBatchOptions) {
     if (!(options.requestsPerSecond > 0)) throw new RangeError("requestsPerSecond must be > 0");
     this.#o = options;
+    this.#feeds = new PolledFeeds({ poll: (signal) => this.#run(signal) });
   }
 
   /**
@@ -107,51 +101,13 @@ export class LogBatch {
     options: { sinceMs?: number; signal: AbortSignal },
   ): ReadableStream<Uint8Array> {
     const { sinceMs, signal } = options;
-    const f: Follower = {
-      group,
-      stream,
-      sinceMs,
-      readFromMs: sinceMs,
-      idsAtLast: new Set(),
-      queue: [],
-    };
-    const leave = () => {
-      this.#followers.delete(f);
-      f.wake?.();
-      if (this.#followers.size === 0) this.#active.abort();
-    };
-    if (signal.aborted) return new ReadableStream({ start: (c) => c.close() });
-    signal.addEventListener("abort", leave, { once: true });
-    this.#followers.add(f);
-    this.#start();
-    return new ReadableStream<Uint8Array>({
-      pull: async (controller) => {
-        while (f.queue.length === 0) {
-          if (signal.aborted || !this.#followers.has(f)) return controller.close();
-          await new Promise<void>((resolve) => f.wake = resolve);
-        }
-        controller.enqueue(encoder.encode(f.queue.splice(0).join("")));
-      },
-      cancel: () => {
-        signal.removeEventListener("abort", leave);
-        leave();
-      },
-    });
+    const f: Follower = { group, stream, sinceMs, readFromMs: sinceMs, idsAtLast: new Set() };
+    return this.#feeds.join(f, signal);
   }
 
   /** Settles once no one follows and the loop has ended. */
-  async idle(): Promise<void> {
-    while (this.#loop) await this.#loop;
-  }
-
-  #start(): void {
-    if (this.#loop) return;
-    if (this.#active.signal.aborted) this.#active = new AbortController();
-    const signal = this.#active.signal;
-    this.#loop = this.#run(signal).finally(() => {
-      this.#loop = undefined;
-      if (this.#followers.size > 0) this.#start();
-    });
+  idle(): Promise<void> {
+    return this.#feeds.idle();
   }
 
   async #run(signal: AbortSignal): Promise<void> {
@@ -165,7 +121,7 @@ export class LogBatch {
   /** One round: every group's followed streams, in batches of up to 100 names. */
   async #round(signal: AbortSignal): Promise<void> {
     const groups = new Map<string, Map<string, Follower[]>>();
-    for (const f of this.#followers) {
+    for (const f of this.#feeds.members) {
       const streams = groups.get(f.group) ?? new Map<string, Follower[]>();
       groups.set(f.group, streams.set(f.stream, [...streams.get(f.stream) ?? [], f]));
     }
@@ -214,7 +170,10 @@ export class LogBatch {
         }, signal);
         this.#backoffLevel = Math.max(0, this.#backoffLevel - 1);
         for (const event of page.events ?? []) {
-          for (const f of streams.get(event.logStreamName ?? "") ?? []) offer(f, event);
+          for (const f of streams.get(event.logStreamName ?? "") ?? []) {
+            const line = offer(f, event);
+            if (line !== undefined) this.#feeds.push(f, line);
+          }
           const ms = event.timestamp ?? -Infinity;
           if (ms > (this.#newestMs.get(group) ?? -Infinity)) this.#newestMs.set(group, ms);
         }
@@ -292,19 +251,18 @@ function batchKey(group: string, streams: Map<string, unknown>): string {
   return [group, ...streams.keys()].join("\n");
 }
 
-/** Hands `event` to `f` unless it is before its start or was given already. */
-function offer(f: Follower, event: FilteredLogEvent): void {
+/** `event`'s line for `f`, unless it is before its start or was given already. */
+function offer(f: Follower, event: FilteredLogEvent): string | undefined {
   const ms = event.timestamp ?? 0;
   const id = event.eventId ?? `${ms}/${event.message}`;
-  if (f.lastMs === undefined ? ms < (f.sinceMs ?? -Infinity) : ms < f.lastMs) return;
+  if (f.lastMs === undefined ? ms < (f.sinceMs ?? -Infinity) : ms < f.lastMs) return undefined;
   if (ms === f.lastMs) {
-    if (f.idsAtLast.has(id)) return;
+    if (f.idsAtLast.has(id)) return undefined;
     f.idsAtLast.add(id);
   } else {
     f.lastMs = ms;
     f.idsAtLast = new Set([id]);
   }
   const message = event.message ?? "";
-  f.queue.push(`${formatLogTime(ms)} ${message.endsWith("\n") ? message : `${message}\n`}`);
-  f.wake?.();
+  return `${formatLogTime(ms)} ${message.endsWith("\n") ? message : `${message}\n`}`;
 }
