@@ -101,13 +101,18 @@ Deno.test("the ended job stays through the back-off and is deleted just before t
   assert.equal((await pods.getPod("ns", "p"))!.status!.containerStatuses![0].restartCount, 2);
 });
 
-Deno.test("a restart whose /delete gets no answer makes no second job; it is tried again", async () => {
+Deno.test("a restart whose /delete gets no answer makes no second job; it is tried again after a back-off", async () => {
   const { pods, plugin, calls, poll, noDeleteAnswer } = setup();
   await pods.createPod(structuredClone(pod), { signal });
   noDeleteAnswer();
   plugin.exitCode = 1;
-  await poll(3);
-  assert.deepEqual(calls, ["/create", "/delete", "/delete", "/delete"]);
+  await poll(3); // the restart at once fails: not tried again at each poll
+  assert.deepEqual(calls, ["/create", "/delete"]);
+  const app = (await pods.getPod("ns", "p"))!.status!.containerStatuses![0];
+  assert.equal(app.state?.waiting?.reason, "CreateContainerError");
+  assert.match(app.state?.waiting?.message ?? "", /no answer/);
+  await poll(8); // 10 s after the failed try
+  assert.deepEqual(calls, ["/create", "/delete", "/delete"]);
   assert.equal(plugin.jobs, 1);
 });
 
