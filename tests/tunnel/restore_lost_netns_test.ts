@@ -179,6 +179,7 @@ Deno.test({
       await assert.rejects(Deno.stat(join(dir, "resolv.conf")), Deno.errors.NotFound);
     } finally {
       await remote.tearDown(pod);
+      await lab.close();
       await Deno.remove(stateDir, { recursive: true }).catch(() => {});
     }
   },
