@@ -89,14 +89,36 @@ print(json.dumps({"subnet": subnet, "securityGroup": sg, "cluster": "vk-test"}))
 /** Installs (if needed) and starts moto, and prepares a network and an ECS cluster. */
 export async function startMoto(options: { record?: boolean } = {}): Promise<Moto> {
   await installMoto();
+  // A port taken between freePort and moto's bind makes moto exit at once: another port then.
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await startMotoOnce(options);
+    } catch (err) {
+      if (!(err instanceof MotoExited) || attempt === 3) throw err;
+    }
+  }
+}
+
+/** moto's server ended before it answered. */
+class MotoExited extends Error {}
+
+async function startMotoOnce(options: { record?: boolean }): Promise<Moto> {
   const port = freePort();
   const recording = options.record ? await Deno.makeTempFile({ prefix: "moto-recording-" }) : "";
   const child = new Deno.Command(`${venv}/bin/moto_server`, {
     args: ["-H", "127.0.0.1", "-p", String(port)],
     env: options.record ? { MOTO_ENABLE_RECORDING: "True", MOTO_RECORDER_FILEPATH: recording } : {},
     stdout: "null",
-    stderr: "null",
+    stderr: "piped",
   }).spawn();
+  // Its request log is read all along (a full pipe would stall it); the last lines say why it
+  // ended, if it does.
+  let said = "";
+  const drained = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
+    new WritableStream({ write: (text) => void (said = (said + text).slice(-2000)) }),
+  ).catch(() => {});
+  let exited: Deno.CommandStatus | undefined;
+  void child.status.then((status) => exited = status);
   const endpoint = `http://127.0.0.1:${port}`;
   const stop = async () => {
     try {
@@ -105,17 +127,24 @@ export async function startMoto(options: { record?: boolean } = {}): Promise<Mot
       // Already gone.
     }
     await child.status;
+    await drained;
     if (recording) await Deno.remove(recording).catch(() => {});
   };
   try {
-    const deadline = Date.now() + 30_000;
+    // A busy host (the whole suite on two cores) can take long to import moto.
+    const deadline = Date.now() + 90_000;
     for (;;) {
       const ok = await fetch(`${endpoint}/moto-api/`).then(async (r) => {
         await r.body?.cancel();
         return true;
       }, () => false);
       if (ok) break;
-      if (Date.now() > deadline) throw new Error("moto did not answer within 30 s");
+      if (exited) {
+        throw new MotoExited(`moto exited (code ${exited.code}) before answering: ${said.trim()}`);
+      }
+      if (Date.now() > deadline) {
+        throw new Error(`moto did not answer within 90 s; it said: ${said.trim()}`);
+      }
       await new Promise((r) => setTimeout(r, 200));
     }
     // moto moves a task from RUNNING towards STOPPED on each DescribeTasks by default, as if
