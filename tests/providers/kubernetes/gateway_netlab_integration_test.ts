@@ -150,7 +150,13 @@ Deno.test({
       );
       const inB = await b.host.run("curl", "-s", "--max-time", "5", `http://${phase.podIP}:8080/`);
       assert.equal(inB.split(" ")[0], phase.fwd);
-      const local = await getFromPod(phase.callerPid, `http://back.${phase.ns}:${SERVICE_PORT}/`);
+      // And A's Service answers in A once CoreDNS and kube-proxy have it (a new Service: on a
+      // busy host that takes seconds), so a failure below is not a Service not yet programmed.
+      let local = { code: -1, stdout: "", stderr: "" };
+      await waitUntil("A's back Service from an A pod", async () => {
+        local = await getFromPod(phase.callerPid, `http://back.${phase.ns}:${SERVICE_PORT}/`);
+        return local.code === 0 && local.stdout !== "";
+      }, { timeoutMs: 30_000, detail: () => Promise.resolve(local.stderr) });
       assert.equal(local.stdout, `${phase.back} ${phase.callerIP}`, local.stderr);
 
       const toB = await getFromPod(
