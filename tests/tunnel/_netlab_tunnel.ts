@@ -165,16 +165,11 @@ export async function checkRemoteJobs(t: Deno.TestContext, jobs: RemoteJobs): Pr
     // kube-proxy routes only to Ready endpoints, and the job is Ready once its backend says it
     // runs: interLink's SLURM plugin answers /status from a copy up to 10 s old (more on a busy
     // host; providers/interlink/backend.ts readMany), after the job has made its calls.
-    await waitUntil("pod job Ready", async () => {
-      const ready = await kubectl([
-        "get",
-        "pod",
-        "job",
-        "-o",
-        'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
-      ]);
-      return ready.trim() === "True";
-    }, { timeoutMs: 120_000, detail: () => diagnose("job", on) });
+    await kubectl(["wait", "--for=condition=Ready", "pod/job", "--timeout=120s"]).catch(
+      async (err) => {
+        throw new Error(`${err}\n${await diagnose("job", on)}`, { cause: err });
+      },
+    );
     const podIp = (await kubectl(["get", "pod", "job", "-o", "jsonpath={.status.podIP}"])).trim();
 
     await t.step("the job's pod IP is on host 2's pod network", () => {
